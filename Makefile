@@ -1,0 +1,27 @@
+# Two commands a newcomer needs: `make demo` and `make test`. Both start from a bare Python.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+demo: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[pdf]'
+	$(BIN)/byref demo
+
+test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,pdf,postgres,s3,mcp]'
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
+	$(BIN)/pytest
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[pdf]'
+	$(BIN)/byref bench context --sizes 2MB,20MB,200MB
+
+clean:
+	rm -rf $(VENV) .byref byref-demo .pytest_cache .mypy_cache .ruff_cache

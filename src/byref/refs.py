@@ -1,0 +1,311 @@
+"""References: the `$ref` envelope and the four-member union.
+
+Owns the vocabulary the model routes instead of bytes. Pure: no I/O, imports nothing of byref.
+
+The law: the model may author `Message` and `Blob` refs and nothing else. `JsonPointer` and
+`JsonQuery` are recipes only server code constructs (with the constructors below); the model-input
+parser refuses them, so a fabricated ref fails validation instead of fabricating data. Every refusal
+is a `RefRefusal` whose text says what was wrong and what would fit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+ENVELOPE_KEY: Final = "$ref"
+DEFAULT_VALIDATION_CAP: Final = 8
+"""How deeply refs may nest inside one envelope when input is parsed."""
+
+_KEY_RE: Final = re.compile(r"^art_[0-9A-Za-z]{22}$")
+_FIELD_RE: Final = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
+
+
+class RefRefusal(ValueError):
+    """A ref the model wrote cannot be accepted. The message is shown to the model as-is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A part of the transcript: message `seq` (None = the current turn), part, dot-path field."""
+
+    part: int
+    seq: int | None = None
+    field: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "Message"}
+        if self.seq is not None:
+            out["seq"] = self.seq
+        out["part"] = self.part
+        if self.field is not None:
+            out["field"] = self.field
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """Stored bytes, by minted key (`art_…`) or through another ref."""
+
+    key: str | None = None
+    source: Ref | None = None
+
+    def __post_init__(self) -> None:
+        if (self.key is None) == (self.source is None):
+            raise ValueError("Blob needs exactly one of key= or source=")
+
+    def to_json(self) -> dict[str, Any]:
+        if self.key is not None:
+            return {"type": "Blob", "key": self.key}
+        assert self.source is not None
+        return {"type": "Blob", "source": self.source.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One filter clause: the item's `field` equals `eq`, or its string value contains `contains`."""
+
+    field: str
+    eq: Any = None
+    contains: str | None = None
+    has_eq: bool = False
+
+    @staticmethod
+    def equals(field_name: str, value: Any) -> Clause:
+        return Clause(field_name, eq=value, has_eq=True)
+
+    @staticmethod
+    def containing(field_name: str, text: str) -> Clause:
+        return Clause(field_name, contains=text)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.has_eq:
+            return {"field": self.field, "eq": self.eq}
+        return {"field": self.field, "contains": self.contains}
+
+
+@dataclass(frozen=True, slots=True)
+class JsonPointer:
+    """Server-only recipe: one node (RFC 6901 `path`) of the JSON document behind `source`."""
+
+    source: Ref
+    path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "JsonPointer", "source": self.source.to_json(), "path": self.path}
+
+
+@dataclass(frozen=True, slots=True)
+class JsonQuery:
+    """Server-only recipe: the array at `path` behind `source`, filtered by ANDed clauses."""
+
+    source: Ref
+    path: str
+    filter: tuple[Clause, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "JsonQuery",
+            "source": self.source.to_json(),
+            "path": self.path,
+            "filter": [c.to_json() for c in self.filter],
+        }
+
+
+Ref: TypeAlias = Message | Blob | JsonPointer | JsonQuery
+MODEL_TYPES: Final = ("Message", "Blob")
+RECIPE_TYPES: Final = ("JsonPointer", "JsonQuery")
+
+
+def envelope(ref: Ref) -> dict[str, Any]:
+    """The JSON form `{"$ref": {...}}`."""
+    return {ENVELOPE_KEY: ref.to_json()}
+
+
+def is_envelope(value: object) -> bool:
+    """True when `value` is shaped like a `$ref` envelope (a dict whose only key is `$ref`)."""
+    return isinstance(value, dict) and ENVELOPE_KEY in value and len(value) == 1
+
+
+def is_recipe(ref: Ref) -> bool:
+    return isinstance(ref, JsonPointer | JsonQuery)
+
+
+def depth(ref: Ref) -> int:
+    """How many refs are nested in `ref`, itself included."""
+    if isinstance(ref, Message) or (isinstance(ref, Blob) and ref.source is None):
+        return 1
+    assert ref.source is not None
+    return 1 + depth(ref.source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing. One walker serves both audiences: model input (recipes refused) and server records.
+
+_ALLOWED_KEYS: Final[dict[str, frozenset[str]]] = {
+    "Message": frozenset({"type", "seq", "part", "field"}),
+    "Blob": frozenset({"type", "key", "source"}),
+    "JsonPointer": frozenset({"type", "source", "path"}),
+    "JsonQuery": frozenset({"type", "source", "path", "filter"}),
+}
+
+_MODEL_HINT: Final = (
+    'Write {"$ref": {"type": "Message", "seq": <int>, "part": <int>, "field": "<dot.path>"}} '
+    'or {"$ref": {"type": "Blob", "key": "art_…"}}, copying the ref from an earlier result.'
+)
+
+
+def parse_model_envelope(value: object, *, cap: int = DEFAULT_VALIDATION_CAP) -> Ref:
+    """Parse a `$ref` envelope the model wrote. Raises `RefRefusal` with model-facing text."""
+    if not is_envelope(value):
+        raise RefRefusal(f"A reference must be an object with the single key '$ref'. {_MODEL_HINT}")
+    assert isinstance(value, dict)
+    return _parse(value[ENVELOPE_KEY], model=True, cap=cap, level=1)
+
+
+def parse_model_ref(body: object, *, cap: int = DEFAULT_VALIDATION_CAP) -> Ref:
+    """Parse the body of an envelope (the object under `$ref`) written by the model."""
+    return _parse(body, model=True, cap=cap, level=1)
+
+
+def parse_server_ref(body: object, *, cap: int = DEFAULT_VALIDATION_CAP) -> Ref:
+    """Parse a ref body recorded by server code; all four members are accepted."""
+    return _parse(body, model=False, cap=cap, level=1)
+
+
+def _parse(body: object, *, model: bool, cap: int, level: int) -> Ref:
+    if level > cap:
+        raise RefRefusal(
+            f"The reference nests more than {cap} levels deep. Refer to the value directly: "
+            f"{_MODEL_HINT}"
+        )
+    if not isinstance(body, dict):
+        raise RefRefusal(f"A reference body must be an object, got {_kind(body)}. {_MODEL_HINT}")
+    kind = body.get("type")
+    if not isinstance(kind, str) or kind not in _ALLOWED_KEYS:
+        raise RefRefusal(
+            f"Unknown reference type {kind!r}; the types you may write are 'Message' and 'Blob'. "
+            f"{_MODEL_HINT}"
+        )
+    if model and kind in RECIPE_TYPES:
+        raise RefRefusal(
+            f"References of type {kind!r} are built by the server and cannot be written. To pass a "
+            "derived value, refer to the result that carries it with a 'Message' ref (its seq, part "
+            "and field, as shown in that result)."
+        )
+    extra = sorted(set(body) - _ALLOWED_KEYS[kind])
+    if extra:
+        allowed = ", ".join(repr(k) for k in sorted(_ALLOWED_KEYS[kind]))
+        raise RefRefusal(
+            f"A {kind!r} reference has unexpected key(s) {', '.join(map(repr, extra))}; "
+            f"allowed: {allowed}."
+        )
+    if kind == "Message":
+        return _parse_message(body)
+    if kind == "Blob":
+        return _parse_blob(body, model=model, cap=cap, level=level)
+    source = _parse_source(body, kind, model=model, cap=cap, level=level)
+    path = body.get("path")
+    if not isinstance(path, str) or (path and not path.startswith("/")):
+        raise RefRefusal(f"A {kind!r} recipe needs 'path' as a JSON Pointer string, got {path!r}.")
+    if kind == "JsonPointer":
+        return JsonPointer(source, path)
+    return JsonQuery(source, path, _parse_filter(body.get("filter", [])))
+
+
+def _parse_message(body: dict[str, Any]) -> Message:
+    if "part" not in body:
+        raise RefRefusal(
+            "A 'Message' reference needs 'part' (a non-negative integer). " + _MODEL_HINT
+        )
+    part = _index(body["part"], "part")
+    seq = None if body.get("seq") is None else _index(body["seq"], "seq")
+    fld = body.get("field")
+    if fld is not None and (not isinstance(fld, str) or not _FIELD_RE.match(fld)):
+        raise RefRefusal(
+            f"A 'Message' reference's 'field' must be a dot-path string such as 'value' or "
+            f"'result.items', got {fld!r}."
+        )
+    return Message(part=part, seq=seq, field=fld)
+
+
+def _parse_blob(body: dict[str, Any], *, model: bool, cap: int, level: int) -> Blob:
+    has_key, has_source = "key" in body, "source" in body
+    if has_key == has_source:
+        raise RefRefusal(
+            "A 'Blob' reference needs exactly one of 'key' (an art_… key from an earlier result) "
+            "or 'source' (another reference)."
+        )
+    if has_key:
+        key = body["key"]
+        if not isinstance(key, str) or not _KEY_RE.match(key):
+            raise RefRefusal(
+                f"A 'Blob' key looks like 'art_' followed by 22 letters or digits, got {key!r}. "
+                "Copy it exactly from the result that returned it."
+            )
+        return Blob(key=key)
+    return Blob(source=_parse(body["source"], model=model, cap=cap, level=level + 1))
+
+
+def _parse_source(body: dict[str, Any], kind: str, *, model: bool, cap: int, level: int) -> Ref:
+    if "source" not in body:
+        raise RefRefusal(f"A {kind!r} recipe needs a 'source' reference.")
+    return _parse(body["source"], model=model, cap=cap, level=level + 1)
+
+
+def _parse_filter(raw: object) -> tuple[Clause, ...]:
+    if not isinstance(raw, list):
+        raise RefRefusal(f"A 'JsonQuery' filter must be a list of clauses, got {_kind(raw)}.")
+    clauses: list[Clause] = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("field"), str):
+            raise RefRefusal(f"A filter clause needs a string 'field', got {item!r}.")
+        keys = set(item) - {"field"}
+        if keys == {"eq"}:
+            clauses.append(Clause.equals(item["field"], item["eq"]))
+        elif keys == {"contains"} and isinstance(item["contains"], str):
+            clauses.append(Clause.containing(item["field"], item["contains"]))
+        else:
+            raise RefRefusal(
+                f"A filter clause has 'field' and exactly one of 'eq' or 'contains' (a string), "
+                f"got {item!r}."
+            )
+    return tuple(clauses)
+
+
+def _index(value: object, name: str) -> int:
+    # bool is an int subclass; True is not a message number.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RefRefusal(f"'{name}' must be a non-negative integer, got {value!r}.")
+    return value
+
+
+def _kind(value: object) -> str:
+    names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return names.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSON Schema alternative that schema rewriting attaches to every top-level property.
+
+MODEL_REF_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "A reference to a value from an earlier result; the server resolves it.",
+    "properties": {
+        ENVELOPE_KEY: {
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": list(MODEL_TYPES)},
+                "seq": {"type": "integer", "minimum": 0},
+                "part": {"type": "integer", "minimum": 0},
+                "field": {"type": "string"},
+                "key": {"type": "string"},
+                "source": {"type": "object"},
+            },
+            "required": ["type"],
+        }
+    },
+    "required": [ENVELOPE_KEY],
+    "additionalProperties": False,
+}

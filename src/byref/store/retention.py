@@ -1,0 +1,54 @@
+"""Retention: ttl, and byte / count ceilings per scope. Configuration of an adapter, not a verb.
+
+The law: a put that would cross a ceiling evicts the scope's oldest artifacts first and reports
+each eviction; a single payload larger than the byte ceiling is refused, never half-kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from byref.store.port import ArtifactMeta, ArtifactTooLargeError
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    ttl: float | None = None
+    """Default seconds an artifact lives (a put may ask for less or more)."""
+    max_bytes_per_scope: int | None = None
+    max_count_per_scope: int | None = None
+
+
+def expiry(now: float, requested_ttl: float | None, retention: Retention) -> float | None:
+    ttl = requested_ttl if requested_ttl is not None else retention.ttl
+    return None if ttl is None else now + ttl
+
+
+def is_expired(meta: ArtifactMeta, now: float) -> bool:
+    return meta.expires_at is not None and meta.expires_at <= now
+
+
+def plan_evictions(
+    live: Sequence[ArtifactMeta], incoming_bytes: int, retention: Retention
+) -> list[str]:
+    """Refs to evict (oldest first) so one more payload of `incoming_bytes` fits the ceilings."""
+    cap_bytes, cap_count = retention.max_bytes_per_scope, retention.max_count_per_scope
+    if cap_bytes is not None and incoming_bytes > cap_bytes:
+        raise ArtifactTooLargeError(
+            f"A payload of {incoming_bytes:,} bytes exceeds this scope's ceiling of "
+            f"{cap_bytes:,} bytes; raise Retention.max_bytes_per_scope or store it elsewhere."
+        )
+    ordered = sorted(live, key=lambda m: (m.created_at, m.ref))
+    total = sum(m.bytes for m in ordered)
+    count = len(ordered)
+    evict: list[str] = []
+    for meta in ordered:
+        over_bytes = cap_bytes is not None and total + incoming_bytes > cap_bytes
+        over_count = cap_count is not None and count + 1 > cap_count
+        if not (over_bytes or over_count):
+            break
+        evict.append(meta.ref)
+        total -= meta.bytes
+        count -= 1
+    return evict
