@@ -64,7 +64,7 @@ class Blob:
 
 @dataclass(frozen=True, slots=True)
 class Clause:
-    """One filter clause: the item's `field` equals `eq`, or its string value contains `contains`."""
+    """One filter clause: the item's `field` equals `eq`, or its string contains `contains`."""
 
     field: str
     eq: Any = None
@@ -190,9 +190,9 @@ def _parse(body: object, *, model: bool, cap: int, level: int) -> Ref:
         )
     if model and kind in RECIPE_TYPES:
         raise RefRefusal(
-            f"References of type {kind!r} are built by the server and cannot be written. To pass a "
-            "derived value, refer to the result that carries it with a 'Message' ref (its seq, part "
-            "and field, as shown in that result)."
+            f"References of type {kind!r} are built by the server and cannot be written. To pass "
+            "a derived value, refer to the result that carries it with a 'Message' ref (its seq, "
+            "part and field, as shown in that result)."
         )
     extra = sorted(set(body) - _ALLOWED_KEYS[kind])
     if extra:

@@ -1,0 +1,42 @@
+"""The `byref` command. Each subcommand lives in its own module and registers itself here.
+
+Every listing takes `--json`; long work shows a progress bar on a terminal and stays quiet in pipes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Modules that define `register(subparsers)`; a missing optional one is skipped, not fatal.
+_COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.tools",
+             "byref.cli.gateway", "byref.cli.lens")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="byref",
+        description="The model routes references; the bytes stay below the context boundary.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
