@@ -1,0 +1,27 @@
+"""JSON views: bounded previews, shape hints, JSON Pointer and filters over values or streams.
+
+Owns how a large JSON value is described without being shown. The law: a preview never exceeds
+its character budget and always says what it hid (elided string lengths, hidden item and key
+counts); selection over stored bytes streams with ijson's C backend, so a large blob is never
+materialized whole; a selection that no longer matches raises `StaleSelectionError`, never
+returns an empty or partial value.
+"""
+
+from byref.jsonview.codec import JsonEncodeError, decode, dumps, encode
+from byref.jsonview.preview import DEFAULT_PREVIEW_CHARS, preview, shape_hint
+from byref.jsonview.select import (
+    ChunkReader,
+    NotJsonError,
+    StaleSelectionError,
+    matches,
+    query_stream,
+    query_value,
+    resolve_pointer,
+    stream_pointer,
+)
+
+__all__ = [
+    "DEFAULT_PREVIEW_CHARS", "ChunkReader", "JsonEncodeError", "NotJsonError",
+    "StaleSelectionError", "decode", "dumps", "encode", "matches", "preview", "query_stream",
+    "query_value", "resolve_pointer", "shape_hint", "stream_pointer",
+]
