@@ -3,6 +3,8 @@
 Owns where bytes live below the context boundary. The law: five verbs, scope always first; refs
 are minted, never content-addressed; every absence answers `None` to the caller while the event
 trace records the true reason; optional streaming members are feature-detected, never faked.
+The SQLite, PostgreSQL and S3 adapters are imported from their own modules (or opened by URL) so
+their dependencies load only when used.
 """
 
 from byref.store.file import FileStore
@@ -14,21 +16,31 @@ from byref.store.port import (
     ArtifactIntegrityError,
     ArtifactMeta,
     ArtifactNotFoundError,
+    ArtifactPage,
     ArtifactSizeMismatchError,
     ArtifactStore,
     ArtifactTooLargeError,
+    CanGetStream,
+    CanPutStream,
+    GetStreamStore,
     PutOptions,
+    PutStreamStore,
     Scope,
+    StoreUnavailableError,
+    StoreURLError,
     StreamedArtifact,
     can_get_stream,
     can_put_stream,
+    is_ref,
     mint_ref,
 )
 from byref.store.retention import Retention
 
 __all__ = [
     "Artifact", "ArtifactError", "ArtifactIntegrityError", "ArtifactMeta",
-    "ArtifactNotFoundError", "ArtifactSizeMismatchError", "ArtifactStore",
-    "ArtifactTooLargeError", "FileStore", "MemoryStore", "PutOptions", "Retention", "Scope",
-    "StreamedArtifact", "can_get_stream", "can_put_stream", "mint_ref", "open_store",
+    "ArtifactNotFoundError", "ArtifactPage", "ArtifactSizeMismatchError", "ArtifactStore",
+    "ArtifactTooLargeError", "CanGetStream", "CanPutStream", "FileStore", "GetStreamStore",
+    "MemoryStore", "PutOptions", "PutStreamStore", "Retention", "Scope", "StoreURLError",
+    "StoreUnavailableError", "StreamedArtifact", "can_get_stream", "can_put_stream", "is_ref",
+    "mint_ref", "open_store",
 ]

@@ -1,37 +1,43 @@
-"""The file adapter: the embedded default (`.byref/` in the working directory).
+"""The file adapter (`file://DIR`): the embedded default (`.byref/` in the working directory).
 
-Layout: `<root>/artifacts/<scope>/<ref>.bin` beside `<ref>.json`. The scope directory name is the
-hex of its UTF-8 parts, so scopes differing only in case stay separate on case-insensitive disks.
-Writes go to a temporary file and are renamed into place: a reader sees a whole artifact or none,
-and the metadata file (written last) is what makes an artifact exist.
+Layout: `<root>/artifacts/<scope key>/<ref>.bin` beside `<ref>.json`. The scope key is a sha-256
+of the exact scope values, so scopes differing only in case, separators, `..`, `%2F` or unicode
+normalization never share a directory, on any disk. The law: writes go to a temporary file and are
+renamed into place, and the metadata file (written last) is what makes an artifact exist, so a
+crash never leaves a partial artifact visible. Retention runs under a per-scope lock file, so
+several processes may write one scope.
 """
 
 from __future__ import annotations
 
-import hashlib
+import builtins
+import dataclasses
+import fcntl
 import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 
 from byref.events import Emitter
+from byref.store.kit import Meter, Stamp, evicted, exact_length, new_meta, paginate, refused
 from byref.store.port import (
     Artifact,
     ArtifactMeta,
-    ArtifactSizeMismatchError,
+    ArtifactPage,
     PutOptions,
     Scope,
     StreamedArtifact,
-    mint_ref,
+    is_ref,
     verify,
 )
-from byref.store.retention import Retention, expiry, is_expired, plan_evictions
+from byref.store.retention import Retention, is_expired, plan_evictions, refuse_oversize
 
-_CHUNK = 1 << 16
+_CHUNK = 1 << 20
 
 
 class FileStore:
@@ -42,12 +48,19 @@ class FileStore:
         retention: Retention | None = None,
         clock: Callable[[], float] = time.time,
         emit: Emitter | None = None,
+        fsync: bool = True,
     ) -> None:
         self.root = Path(root)
         self.retention = retention or Retention()
         self.clock = clock
         self.emit = emit or Emitter(clock=clock)
+        self.fsync = fsync
         self._lock = threading.RLock()
+        self._stamp = Stamp()
+
+    @property
+    def url(self) -> str:
+        return "file://" + str(self.root.absolute())
 
     # -- the five verbs ------------------------------------------------------------------------
     def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
@@ -62,30 +75,28 @@ class FileStore:
             return None
         try:
             data = self._payload(scope, ref).read_bytes()
-        except FileNotFoundError:
-            self.emit("refused", ref=ref, scope=str(scope), reason="missing-or-expired")
+        except FileNotFoundError:  # deleted between the two reads
+            refused(self.emit, scope, ref, "deleted")
             return None
         verify(meta, data)
         return Artifact(meta, data)
 
     def delete(self, scope: Scope, ref: str) -> bool:
-        if not _valid_ref(ref):
+        if not is_ref(ref):
             return False
-        with self._lock:
+        with self._scope_lock(scope, create=False) as locked:
+            if not locked:
+                return False
             existed = self._meta_path(scope, ref).exists()
             self._meta_path(scope, ref).unlink(missing_ok=True)
             self._payload(scope, ref).unlink(missing_ok=True)
         return existed
 
-    def list(self, scope: Scope, kind: str | None = None) -> list[ArtifactMeta]:
-        now = self.clock()
-        metas = []
-        for meta in self._all(scope):
-            if is_expired(meta, now):
-                self._drop(scope, meta.ref, "expired")
-            elif kind is None or meta.kind == kind:
-                metas.append(meta)
-        return sorted(metas, key=lambda m: (m.created_at, m.ref))
+    def list(
+        self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArtifactPage:
+        return paginate(self._sweep(scope), kind, cursor, limit)
 
     def close(self) -> None:
         return None
@@ -94,59 +105,50 @@ class FileStore:
     def put_stream(
         self, scope: Scope, chunks: Iterable[bytes], declared_bytes: int, options: PutOptions
     ) -> ArtifactMeta:
+        """Stream into a temporary file, then rename into place; nothing is visible until the
+        metadata file lands, and a size mismatch keeps nothing."""
+        refuse_oversize(declared_bytes, self.retention)
         directory = self._dir(scope)
         directory.mkdir(parents=True, exist_ok=True)
-        hasher = hashlib.sha256() if options.digest else None
-        written = 0
+        meter = Meter(declared_bytes, digest=options.digest)
         fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=".incoming-")
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as fh:
-                for chunk in chunks:
-                    written += len(chunk)
-                    if written > declared_bytes:
-                        break
-                    if hasher is not None:
-                        hasher.update(chunk)
+                for chunk in meter.feed(chunks):
                     fh.write(chunk)
-            if written != declared_bytes:
-                raise ArtifactSizeMismatchError(
-                    f"Streamed payload declared {declared_bytes:,} bytes but delivered "
-                    f"{'more' if written > declared_bytes else f'{written:,}'}; nothing was stored."
-                )
-            now = self.clock()
-            meta = ArtifactMeta(
-                ref=mint_ref(), kind=options.kind, media_type=options.media_type,
-                bytes=written, created_at=now,
-                expires_at=expiry(now, options.ttl, self.retention),
-                digest=None if hasher is None else "sha256:" + hasher.hexdigest(),
-                label=options.label, parent_refs=tuple(options.parent_refs),
-            )
-            with self._lock:
-                live = self.list(scope)
-                for ref in plan_evictions(live, written, self.retention):
-                    self._drop(scope, ref, "evicted")
+                if self.fsync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            with self._scope_lock(scope, create=True):
+                meta = new_meta(
+                    options, meter.count, meter.digest, self._stamp(self.clock()), self.retention)
+                gone = plan_evictions(self._sweep(scope), meter.count, self.retention)
+                for ref in gone:
+                    self._unlink(scope, ref)
                 os.replace(tmp, self._payload(scope, meta.ref))
-                _atomic_write(self._meta_path(scope, meta.ref), msgspec.json.encode(meta.to_json()))
+                self._atomic_write(self._meta_path(scope, meta.ref), msgspec.json.encode(
+                    meta.to_json()))
         finally:
             tmp.unlink(missing_ok=True)
         self.emit("minted", ref=meta.ref, scope=str(scope), kind=meta.kind, bytes=meta.bytes)
-        return meta
+        return dataclasses.replace(meta, evicted=evicted(self.emit, scope, gone))
 
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
+        """Chunks read from disk. Does not verify the digest; use `get` for a verified read."""
         meta = self._live(scope, ref)
         if meta is None:
             return None
         try:
             fh = self._payload(scope, ref).open("rb")
         except FileNotFoundError:
+            refused(self.emit, scope, ref, "deleted")
             return None
-        return StreamedArtifact(meta, _read_chunks(fh))
+        return StreamedArtifact(meta, exact_length(meta, _read_chunks(fh)))
 
     # -- internals -----------------------------------------------------------------------------
     def _dir(self, scope: Scope) -> Path:
-        name = scope.tenant.encode().hex() + "-" + scope.session.encode().hex()
-        return self.root / "artifacts" / name
+        return self.root / "artifacts" / scope.key()
 
     def _payload(self, scope: Scope, ref: str) -> Path:
         return self._dir(scope) / f"{ref}.bin"
@@ -154,49 +156,78 @@ class FileStore:
     def _meta_path(self, scope: Scope, ref: str) -> Path:
         return self._dir(scope) / f"{ref}.json"
 
+    @contextmanager
+    def _scope_lock(self, scope: Scope, *, create: bool) -> Iterator[bool]:
+        """Thread lock plus an advisory file lock, so processes sharing a root serialize."""
+        directory = self._dir(scope)
+        if not directory.is_dir() and not create:
+            yield False
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        with self._lock, (directory / ".lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield True
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
     def _read_meta(self, path: Path) -> ArtifactMeta | None:
         try:
             return ArtifactMeta.from_json(msgspec.json.decode(path.read_bytes()))
         except FileNotFoundError:
             return None
 
-    def _all(self, scope: Scope) -> Iterator[ArtifactMeta]:
-        directory = self._dir(scope)
+    def _sweep(self, scope: Scope) -> builtins.list[ArtifactMeta]:
+        """Live metadata of a scope; expired artifacts found on the way are removed."""
+        directory, now, live = self._dir(scope), self.clock(), []
         if not directory.is_dir():
-            return
+            return []
         for path in directory.glob("art_*.json"):
             meta = self._read_meta(path)
-            if meta is not None:
-                yield meta
+            if meta is None:
+                continue
+            if is_expired(meta, now):
+                self._unlink(scope, meta.ref)
+                self.emit("expired", ref=meta.ref, scope=str(scope))
+            else:
+                live.append(meta)
+        return live
 
     def _live(self, scope: Scope, ref: str) -> ArtifactMeta | None:
-        meta = self._read_meta(self._meta_path(scope, ref)) if _valid_ref(ref) else None
+        if not is_ref(ref):
+            refused(self.emit, scope, ref, "malformed-ref")
+            return None
+        meta = self._read_meta(self._meta_path(scope, ref))
         if meta is not None and is_expired(meta, self.clock()):
-            self._drop(scope, ref, "expired")
-            meta = None
+            self._unlink(scope, ref)
+            self.emit("expired", ref=ref, scope=str(scope))
+            refused(self.emit, scope, ref, "expired")
+            return None
         if meta is None:
-            self.emit("refused", ref=ref, scope=str(scope), reason="missing-or-expired")
+            elsewhere = any((self.root / "artifacts").glob(f"*/{ref}.json"))
+            refused(self.emit, scope, ref, "other-scope" if elsewhere else "missing")
         return meta
 
-    def _drop(self, scope: Scope, ref: str, why: str) -> None:
+    def _unlink(self, scope: Scope, ref: str) -> None:
         self._meta_path(scope, ref).unlink(missing_ok=True)
         self._payload(scope, ref).unlink(missing_ok=True)
-        if why == "expired":
-            self.emit("expired", ref=ref, scope=str(scope))
-        else:
-            self.emit("evicted", ref=ref, scope=str(scope), reason="retention")
+
+    def _atomic_write(self, path: Path, data: bytes) -> None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".meta-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if self.fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
 
 
-def _valid_ref(ref: str) -> bool:
-    # A ref becomes a file name: never let one carry a path separator or dots.
-    return ref.startswith("art_") and ref[4:].isalnum() and ref.isascii()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".meta-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+def stage_corruption(store: FileStore, scope: Scope, ref: str) -> None:
+    """Damage a stored payload from outside the port (for the conformance battery)."""
+    path = store._payload(scope, ref)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
 
 
 def _read_chunks(fh: object) -> Iterator[bytes]:

@@ -1,28 +1,33 @@
-"""The in-memory adapter: a real store for tests, notebooks and short-lived agents.
+"""The in-memory adapter (`memory://`): a real store for tests, notebooks and short-lived agents.
 
-Keeps every promise of the port in process memory; payloads are private to the instance, so the
-integrity case of the conformance battery (damage staged from outside) is declared, not faked.
+Keeps every promise of the port in process memory, bounded by default (256 MiB and 10,000
+artifacts per scope) so a runaway agent cannot eat the host. Payloads are private to the instance,
+so the battery's integrity case (damage staged from outside) and its two-process cases are
+declared, not faked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from byref.events import Emitter
+from byref.store.kit import Meter, Stamp, evicted, new_meta, paginate, rechunk, refused
 from byref.store.port import (
     Artifact,
     ArtifactMeta,
-    ArtifactSizeMismatchError,
+    ArtifactPage,
     PutOptions,
     Scope,
     StreamedArtifact,
-    mint_ref,
     sha256_digest,
     verify,
 )
-from byref.store.retention import Retention, expiry, is_expired, plan_evictions
+from byref.store.retention import Retention, is_expired, plan_evictions, refuse_oversize
+
+DEFAULT_RETENTION = Retention(max_bytes_per_scope=256 << 20, max_count_per_scope=10_000)
 
 
 class MemoryStore:
@@ -33,31 +38,24 @@ class MemoryStore:
         clock: Callable[[], float] = time.time,
         emit: Emitter | None = None,
     ) -> None:
-        self.retention = retention or Retention()
+        self.retention = retention if retention is not None else DEFAULT_RETENTION
         self.clock = clock
         self.emit = emit or Emitter(clock=clock)
         self._items: dict[Scope, dict[str, tuple[ArtifactMeta, bytes]]] = {}
+        self._owner: dict[str, Scope] = {}
         self._lock = threading.RLock()
+        self._stamp = Stamp()
+
+    @property
+    def url(self) -> str:
+        return "memory://"
 
     # -- the five verbs ------------------------------------------------------------------------
     def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
         data = bytes(data)
-        now = self.clock()
-        meta = ArtifactMeta(
-            ref=mint_ref(), kind=options.kind, media_type=options.media_type, bytes=len(data),
-            created_at=now, expires_at=expiry(now, options.ttl, self.retention),
-            digest=sha256_digest(data) if options.digest else None, label=options.label,
-            parent_refs=tuple(options.parent_refs),
-        )
-        with self._lock:
-            bucket = self._items.setdefault(scope, {})
-            self._sweep(scope, now)
-            for ref in plan_evictions([m for m, _ in bucket.values()], len(data), self.retention):
-                del bucket[ref]
-                self.emit("evicted", ref=ref, scope=str(scope), reason="retention")
-            bucket[meta.ref] = (meta, data)
-        self.emit("minted", ref=meta.ref, scope=str(scope), kind=meta.kind, bytes=meta.bytes)
-        return meta
+        refuse_oversize(len(data), self.retention)
+        digest = sha256_digest(data) if options.digest else None
+        return self._commit(scope, data, options, digest)
 
     def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
         found = self._live(scope, ref)
@@ -72,16 +70,19 @@ class MemoryStore:
 
     def delete(self, scope: Scope, ref: str) -> bool:
         with self._lock:
-            return self._items.get(scope, {}).pop(ref, None) is not None
+            gone = self._items.get(scope, {}).pop(ref, None) is not None
+            if gone:
+                self._owner.pop(ref, None)
+        return gone
 
-    def list(self, scope: Scope, kind: str | None = None) -> list[ArtifactMeta]:
+    def list(
+        self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArtifactPage:
         with self._lock:
             self._sweep(scope, self.clock())
             metas = [m for m, _ in self._items.get(scope, {}).values()]
-        return sorted(
-            (m for m in metas if kind is None or m.kind == kind),
-            key=lambda m: (m.created_at, m.ref),
-        )
+        return paginate(metas, kind, cursor, limit)
 
     def close(self) -> None:
         return None
@@ -90,41 +91,60 @@ class MemoryStore:
     def put_stream(
         self, scope: Scope, chunks: Iterable[bytes], declared_bytes: int, options: PutOptions
     ) -> ArtifactMeta:
-        data = b"".join(chunks)
-        if len(data) != declared_bytes:
-            raise ArtifactSizeMismatchError(
-                f"Streamed payload declared {declared_bytes:,} bytes but delivered {len(data):,}; "
-                "nothing was stored."
-            )
-        return self.put(scope, data, options)
+        """A memory store keeps payloads whole in RAM, so a streamed put lands in one buffer; the
+        declared size is enforced chunk by chunk and nothing is kept on a mismatch."""
+        refuse_oversize(declared_bytes, self.retention)
+        meter = Meter(declared_bytes, digest=options.digest)
+        buffer = bytearray()
+        for chunk in meter.feed(chunks):
+            buffer += chunk
+        return self._commit(scope, bytes(buffer), options, meter.digest)
 
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
+        """Chunks of the stored payload. Does not verify the digest; use `get` for that."""
         found = self._live(scope, ref)
         if found is None:
             return None
         meta, data = found
-        return StreamedArtifact(meta, _chunked(data))
+        return StreamedArtifact(meta, rechunk(data, 1 << 16))
 
     # -- internals -----------------------------------------------------------------------------
+    def _commit(
+        self, scope: Scope, data: bytes, options: PutOptions, digest: str | None
+    ) -> ArtifactMeta:
+        now = self.clock()
+        meta = new_meta(options, len(data), digest, self._stamp(now), self.retention)
+        with self._lock:
+            self._sweep(scope, now)
+            bucket = self._items.setdefault(scope, {})
+            gone = plan_evictions([m for m, _ in bucket.values()], len(data), self.retention)
+            for ref in gone:
+                del bucket[ref]
+                self._owner.pop(ref, None)
+            bucket[meta.ref] = (meta, data)
+            self._owner[meta.ref] = scope
+        self.emit("minted", ref=meta.ref, scope=str(scope), kind=meta.kind, bytes=meta.bytes)
+        return dataclasses.replace(meta, evicted=evicted(self.emit, scope, gone))
+
     def _live(self, scope: Scope, ref: str) -> tuple[ArtifactMeta, bytes] | None:
         now = self.clock()
         with self._lock:
             found = self._items.get(scope, {}).get(ref)
             if found is not None and is_expired(found[0], now):
-                del self._items[scope][ref]
-                self.emit("expired", ref=ref, scope=str(scope))
-                found = None
-        if found is None:
-            self.emit("refused", ref=ref, scope=str(scope), reason="missing-or-expired")
+                self._drop_expired(scope, ref)
+                refused(self.emit, scope, ref, "expired")
+                return None
+            if found is None:
+                owner = self._owner.get(ref)
+                refused(self.emit, scope, ref, "other-scope" if owner else "missing")
         return found
 
     def _sweep(self, scope: Scope, now: float) -> None:
         bucket = self._items.get(scope, {})
         for ref in [r for r, (m, _) in bucket.items() if is_expired(m, now)]:
-            del bucket[ref]
-            self.emit("expired", ref=ref, scope=str(scope))
+            self._drop_expired(scope, ref)
 
-
-def _chunked(data: bytes, size: int = 1 << 16) -> Iterator[bytes]:
-    for start in range(0, len(data), size):
-        yield data[start : start + size]
+    def _drop_expired(self, scope: Scope, ref: str) -> None:
+        del self._items[scope][ref]
+        self._owner.pop(ref, None)
+        self.emit("expired", ref=ref, scope=str(scope))

@@ -1,21 +1,26 @@
 """The `ArtifactStore` port: five verbs, scope first, plus two optional streaming members.
 
 The law: refs are minted (`art_` + 22 random base62 characters), never derived from content.
-Missing, expired, swept and other-scope all answer `None` (one absence, so no caller can probe
-another scope); the event trace records the true reason for the operator. `get` verifies an
-opt-in sha-256 digest; `get_stream` cannot and says so.
+Missing, expired, swept, deleted and other-scope all answer `None` (one absence, so no caller can
+probe another scope); the event trace records the true reason for the operator. `get` verifies an
+opt-in sha-256 digest; `get_stream` cannot and says so. Five verbs is the ceiling: no query(), no
+transform().
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
+
+import msgspec
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 REF_PREFIX = "art_"
+REF_LENGTH = len(REF_PREFIX) + 22
 
 
 def mint_ref() -> str:
@@ -23,24 +28,55 @@ def mint_ref() -> str:
     return REF_PREFIX + "".join(secrets.choice(_BASE62) for _ in range(22))
 
 
+def is_ref(value: str) -> bool:
+    """True when `value` has the shape of a minted ref (it may still name nothing)."""
+    return (
+        len(value) == REF_LENGTH and value.startswith(REF_PREFIX)
+        and all(c in _BASE62 for c in value[len(REF_PREFIX):])
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Who may redeem a ref. Compared exactly: values differing only in case are different."""
+    """Who may redeem a ref: (tenant, principal, conversation), compared exactly.
+
+    Values differing only in letter case, in characters a filesystem or URL would fold (`/`,
+    `..`, `%2F`) or in unicode normalization are different scopes and never share storage.
+    """
 
     tenant: str
-    session: str = "default"
+    principal: str = "default"
+    conversation: str = "default"
 
     def __post_init__(self) -> None:
-        if not self.tenant or not self.session:
-            raise ValueError("Scope needs a non-empty tenant and session")
+        for name in ("tenant", "principal", "conversation"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"Scope {name} must be a non-empty string, got {value!r}")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"Scope {name} {value!r} is not valid Unicode text (it holds a lone "
+                    "surrogate); pass the original text, not a decoding artefact."
+                ) from None
+
+    def key(self) -> str:
+        """A storage-safe name for this scope: exact (no folding of any kind), fixed length."""
+        canonical = msgspec.json.encode([self.tenant, self.principal, self.conversation])
+        return hashlib.sha256(canonical).hexdigest()
 
     def __str__(self) -> str:
-        return f"{self.tenant}/{self.session}"
+        return f"{self.tenant}/{self.principal}/{self.conversation}"
 
 
 @dataclass(frozen=True, slots=True)
 class ArtifactMeta:
-    """What a consumer needs to decide, without paying for the payload."""
+    """What a consumer needs to decide, without paying for the payload.
+
+    `evicted` is set only on the answer of the `put` that evicted those refs (retention); it is
+    not part of the record and is ignored by equality.
+    """
 
     ref: str
     kind: str
@@ -51,12 +87,15 @@ class ArtifactMeta:
     digest: str | None = None
     label: str | None = None
     parent_refs: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False)
+    evicted: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ref": self.ref, "kind": self.kind, "mediaType": self.media_type,
             "bytes": self.bytes, "createdAt": self.created_at, "expiresAt": self.expires_at,
             "digest": self.digest, "label": self.label, "parentRefs": list(self.parent_refs),
+            "metadata": self.metadata,
         }
 
     @staticmethod
@@ -66,6 +105,7 @@ class ArtifactMeta:
             created_at=raw["createdAt"], expires_at=raw.get("expiresAt"),
             digest=raw.get("digest"), label=raw.get("label"),
             parent_refs=tuple(raw.get("parentRefs") or ()),
+            metadata=dict(raw.get("metadata") or {}),
         )
 
 
@@ -83,14 +123,32 @@ class StreamedArtifact:
     chunks: Iterator[bytes]
 
 
+class ArtifactPage(builtins.list[ArtifactMeta]):
+    """One page of `list`, newest first; pass `next_cursor` back for the next (None: no more)."""
+
+    def __init__(self, items: Iterable[ArtifactMeta] = (), next_cursor: str | None = None):
+        super().__init__(items)
+        self.next_cursor = next_cursor
+
+
 @dataclass(frozen=True, slots=True)
 class PutOptions:
     kind: str
     media_type: str = "application/octet-stream"
     label: str | None = None
     ttl: float | None = None
+    """Seconds this artifact lives; None takes the adapter's retention default."""
     digest: bool = False
+    """Record a sha-256 digest at put, which `get` re-verifies."""
     parent_refs: tuple[str, ...] = field(default_factory=tuple)
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False)
+    """Free JSON-serializable metadata for later layers (version, source)."""
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            raise ValueError("PutOptions.kind must be a non-empty string such as 'dataset/rows'")
+        if self.ttl is not None and self.ttl <= 0:
+            raise ValueError(f"PutOptions.ttl must be positive seconds, got {self.ttl!r}")
 
 
 class ArtifactError(Exception):
@@ -107,6 +165,14 @@ class ArtifactSizeMismatchError(ArtifactError):
 
 class ArtifactTooLargeError(ArtifactError):
     """A single payload exceeds the scope's byte ceiling, so no eviction could make room."""
+
+
+class StoreUnavailableError(ArtifactError):
+    """The store's backend cannot be reached or its dependency is not installed."""
+
+
+class StoreURLError(ArtifactError, ValueError):
+    """A store URL names no adapter, or carries an option the adapter does not know."""
 
 
 class ArtifactNotFoundError(ArtifactError):
@@ -128,28 +194,44 @@ class ArtifactStore(Protocol):
     def head(self, scope: Scope, ref: str) -> ArtifactMeta | None: ...
     def get(self, scope: Scope, ref: str) -> Artifact | None: ...
     def delete(self, scope: Scope, ref: str) -> bool: ...
-    def list(self, scope: Scope, kind: str | None = None) -> list[ArtifactMeta]: ...
+    def list(
+        self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArtifactPage: ...
     def close(self) -> None: ...
 
 
 @runtime_checkable
-class CanPutStream(Protocol):
+class PutStreamStore(ArtifactStore, Protocol):
     def put_stream(
         self, scope: Scope, chunks: Iterable[bytes], declared_bytes: int, options: PutOptions
-    ) -> ArtifactMeta: ...
+    ) -> ArtifactMeta:
+        """Store a payload that never sits whole in memory. `declared_bytes` is stated, not
+        measured: retention plans with it, and a stream that delivers more or fewer bytes is
+        refused (`ArtifactSizeMismatchError`) with nothing kept."""
+        ...
 
 
 @runtime_checkable
-class CanGetStream(Protocol):
-    def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None: ...
+class GetStreamStore(ArtifactStore, Protocol):
+    def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
+        """Read a payload as chunks. This does NOT verify `meta.digest` (verification needs the
+        whole payload, which streaming exists to avoid holding); use `get` for a verified read."""
+        ...
 
 
-def can_put_stream(store: object) -> bool:
-    return isinstance(store, CanPutStream)
+CanPutStream = PutStreamStore
+CanGetStream = GetStreamStore
 
 
-def can_get_stream(store: object) -> bool:
-    return isinstance(store, CanGetStream)
+def can_put_stream(store: object) -> TypeGuard[PutStreamStore]:
+    """Feature detection: narrows to the streaming-put shape when the member exists."""
+    return callable(getattr(store, "put_stream", None))
+
+
+def can_get_stream(store: object) -> TypeGuard[GetStreamStore]:
+    """Feature detection: narrows to the streaming-get shape when the member exists."""
+    return callable(getattr(store, "get_stream", None))
 
 
 def sha256_digest(data: bytes) -> str:
@@ -157,6 +239,12 @@ def sha256_digest(data: bytes) -> str:
 
 
 def verify(meta: ArtifactMeta, data: bytes) -> None:
+    """What `get` checks before handing bytes back: the recorded size, then the opt-in digest."""
+    if len(data) != meta.bytes:
+        raise ArtifactIntegrityError(
+            f"Artifact {meta.ref!r} failed its integrity check: {len(data):,} bytes are stored "
+            f"but its record says {meta.bytes:,}. Re-create it; do not trust this copy."
+        )
     if meta.digest is not None and sha256_digest(data) != meta.digest:
         raise ArtifactIntegrityError(
             f"Artifact {meta.ref!r} failed its integrity check: stored bytes do not match "

@@ -1,7 +1,8 @@
 """Retention: ttl, and byte / count ceilings per scope. Configuration of an adapter, not a verb.
 
 The law: a put that would cross a ceiling evicts the scope's oldest artifacts first and reports
-each eviction; a single payload larger than the byte ceiling is refused, never half-kept.
+each eviction (in the put's answer and as an event); a single payload larger than the byte ceiling
+is refused before anything is written, never half-kept.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ class Retention:
     max_bytes_per_scope: int | None = None
     max_count_per_scope: int | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("ttl", "max_bytes_per_scope", "max_count_per_scope"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"Retention.{name} must be positive, got {value!r}")
+
 
 def expiry(now: float, requested_ttl: float | None, retention: Retention) -> float | None:
     ttl = requested_ttl if requested_ttl is not None else retention.ttl
@@ -29,16 +36,22 @@ def is_expired(meta: ArtifactMeta, now: float) -> bool:
     return meta.expires_at is not None and meta.expires_at <= now
 
 
+def refuse_oversize(incoming_bytes: int, retention: Retention) -> None:
+    """Raise before any byte is written when one payload can never fit the scope's ceiling."""
+    cap = retention.max_bytes_per_scope
+    if cap is not None and incoming_bytes > cap:
+        raise ArtifactTooLargeError(
+            f"A payload of {incoming_bytes:,} bytes exceeds this scope's ceiling of "
+            f"{cap:,} bytes; raise Retention.max_bytes_per_scope or store it elsewhere."
+        )
+
+
 def plan_evictions(
     live: Sequence[ArtifactMeta], incoming_bytes: int, retention: Retention
 ) -> list[str]:
     """Refs to evict (oldest first) so one more payload of `incoming_bytes` fits the ceilings."""
+    refuse_oversize(incoming_bytes, retention)
     cap_bytes, cap_count = retention.max_bytes_per_scope, retention.max_count_per_scope
-    if cap_bytes is not None and incoming_bytes > cap_bytes:
-        raise ArtifactTooLargeError(
-            f"A payload of {incoming_bytes:,} bytes exceeds this scope's ceiling of "
-            f"{cap_bytes:,} bytes; raise Retention.max_bytes_per_scope or store it elsewhere."
-        )
     ordered = sorted(live, key=lambda m: (m.created_at, m.ref))
     total = sum(m.bytes for m in ordered)
     count = len(ordered)

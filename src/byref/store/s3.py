@@ -1,0 +1,239 @@
+"""The S3-compatible adapter (`s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=…`).
+
+Owns the object layout `<prefix>/<scope key>/<ref>.bin` (payload) and `<ref>.json` (record) over
+obstore (an extra: `pip install 'byref[s3]'`, imported only here). The law: the payload is written
+first (one atomic object; streamed puts go up as a multipart upload that is never visible
+unfinished) and the record last, and only the record makes an artifact exist, so a crash mid-put
+leaves nothing visible. Credentials come from the usual AWS environment variables or the URL's
+query. Object storage has no lock: two processes putting into one bounded scope at the same
+instant may briefly overshoot its ceilings until the next put in that scope.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import msgspec
+
+from byref.events import Emitter
+from byref.store.kit import Meter, Stamp, evicted, exact_length, new_meta, paginate, refused
+from byref.store.port import (
+    Artifact,
+    ArtifactMeta,
+    ArtifactPage,
+    PutOptions,
+    Scope,
+    StoreUnavailableError,
+    StoreURLError,
+    StreamedArtifact,
+    is_ref,
+    mint_ref,
+    sha256_digest,
+    verify,
+)
+from byref.store.retention import Retention, is_expired, plan_evictions, refuse_oversize
+
+PART = 8 << 20
+
+
+def _obstore() -> Any:
+    try:
+        import obstore
+        import obstore.store
+    except ImportError:
+        raise StoreUnavailableError(
+            "The S3 store needs obstore; install it with: pip install 'byref[s3]'"
+        ) from None
+    return obstore
+
+
+class S3Store:
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        config: dict[str, str] | None = None,
+        retention: Retention | None = None,
+        clock: Callable[[], float] = time.time,
+        emit: Emitter | None = None,
+    ) -> None:
+        self._obs = obs = _obstore()
+        self.bucket, self.prefix, self.config = bucket, prefix.strip("/"), dict(config or {})
+        self.retention = retention or Retention()
+        self.clock = clock
+        self.emit = emit or Emitter(clock=clock)
+        self._stamp = Stamp()
+        settings: dict[str, Any] = dict(self.config)
+        endpoint = settings.get("endpoint", "")
+        client = {"connect_timeout": "5s", "timeout": "120s",
+                  "allow_http": endpoint.startswith("http://")}
+        retry = {"max_retries": 2, "retry_timeout": timedelta(seconds=15)}
+        try:
+            self._store = obs.store.S3Store(
+                bucket, prefix=self.prefix or None, client_options=client, retry_config=retry,
+                **settings,
+            )
+        except (obs.exceptions.BaseError, ValueError) as exc:
+            raise StoreURLError(
+                f"Cannot configure S3 store {self.url!r}: {exc}. Query keys are S3 settings such "
+                "as endpoint, region, access_key_id."
+            ) from exc
+        try:
+            obs.list_with_delimiter(self._store, "probe/")
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreUnavailableError(
+                f"Cannot reach bucket {bucket!r} at {endpoint or 'AWS'!r}: {first}. Check that "
+                "the server is running, the bucket exists and the AWS credentials are set."
+            ) from exc
+
+    @property
+    def url(self) -> str:
+        safe = {k: v for k, v in self.config.items() if "secret" not in k and "token" not in k}
+        query = f"?{urlencode(safe)}" if safe else ""
+        return f"s3://{self.bucket}/{self.prefix}{query}"
+
+    # -- the five verbs ------------------------------------------------------------------------
+    def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
+        data = bytes(data)
+        refuse_oversize(len(data), self.retention)
+        ref = mint_ref()
+        self._obs.put(self._store, self._bin(scope, ref), data, use_multipart=False)
+        return self._commit(
+            scope, ref, options, len(data), sha256_digest(data) if options.digest else None
+        )
+
+    def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        return self._live(scope, ref)
+
+    def get(self, scope: Scope, ref: str) -> Artifact | None:
+        meta = self._live(scope, ref)
+        if meta is None:
+            return None
+        try:
+            data = bytes(self._obs.get(self._store, self._bin(scope, ref)).bytes())
+        except FileNotFoundError:
+            refused(self.emit, scope, ref, "deleted")
+            return None
+        verify(meta, data)
+        return Artifact(meta, data)
+
+    def delete(self, scope: Scope, ref: str) -> bool:
+        if not is_ref(ref) or self._read_meta(scope, ref) is None:
+            return False
+        self._obs.delete(self._store, [self._json(scope, ref), self._bin(scope, ref)])
+        return True
+
+    def list(
+        self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ArtifactPage:
+        return paginate(self._sweep(scope), kind, cursor, limit)
+
+    def close(self) -> None:
+        return None
+
+    # -- optional streaming members ------------------------------------------------------------
+    def put_stream(
+        self, scope: Scope, chunks: Iterable[bytes], declared_bytes: int, options: PutOptions
+    ) -> ArtifactMeta:
+        """A multipart upload of the payload, then the record. A size mismatch aborts the
+        upload and writes no record."""
+        refuse_oversize(declared_bytes, self.retention)
+        meter = Meter(declared_bytes, digest=options.digest)
+        ref = mint_ref()
+        path = self._bin(scope, ref)
+        try:
+            self._obs.put(self._store, path, meter.feed(chunks), chunk_size=PART,
+                          max_concurrency=4)
+        except BaseException:
+            self._obs.delete(self._store, path)
+            raise
+        return self._commit(scope, ref, options, meter.count, meter.digest)
+
+    def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
+        """The object's body as it arrives. Does not verify the digest; use `get` for that."""
+        meta = self._live(scope, ref)
+        if meta is None:
+            return None
+        try:
+            body = self._obs.get(self._store, self._bin(scope, ref))
+        except FileNotFoundError:
+            refused(self.emit, scope, ref, "deleted")
+            return None
+        chunks: Iterator[bytes] = (bytes(c) for c in body.stream(min_chunk_size=1 << 20))
+        return StreamedArtifact(meta, exact_length(meta, chunks))
+
+    # -- internals -----------------------------------------------------------------------------
+    def _commit(
+        self, scope: Scope, ref: str, options: PutOptions, nbytes: int, digest: str | None
+    ) -> ArtifactMeta:
+        meta = new_meta(
+            options, nbytes, digest, self._stamp(self.clock()), self.retention, ref=ref)
+        gone = plan_evictions(self._sweep(scope), nbytes, self.retention)
+        for old in gone:
+            self._obs.delete(self._store, [self._json(scope, old), self._bin(scope, old)])
+        self._obs.put(self._store, self._json(scope, ref), msgspec.json.encode(meta.to_json()),
+                      use_multipart=False)
+        self.emit("minted", ref=ref, scope=str(scope), kind=meta.kind, bytes=meta.bytes)
+        return dataclasses.replace(meta, evicted=evicted(self.emit, scope, gone))
+
+    def _bin(self, scope: Scope, ref: str) -> str:
+        return f"{scope.key()}/{ref}.bin"
+
+    def _json(self, scope: Scope, ref: str) -> str:
+        return f"{scope.key()}/{ref}.json"
+
+    def _read_meta(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        try:
+            raw = self._obs.get(self._store, self._json(scope, ref)).bytes()
+        except FileNotFoundError:
+            return None
+        return ArtifactMeta.from_json(msgspec.json.decode(bytes(raw)))
+
+    def _sweep(self, scope: Scope) -> builtins.list[ArtifactMeta]:
+        now, live = self.clock(), []
+        for entry in self._obs.list(self._store, prefix=f"{scope.key()}/").collect():
+            path = str(entry["path"])
+            if not path.endswith(".json"):
+                continue
+            meta = self._read_meta(scope, path.rsplit("/", 1)[-1].removesuffix(".json"))
+            if meta is None:
+                continue
+            if is_expired(meta, now):
+                self._expire(scope, meta.ref)
+            else:
+                live.append(meta)
+        return live
+
+    def _live(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        if not is_ref(ref):
+            refused(self.emit, scope, ref, "malformed-ref")
+            return None
+        meta = self._read_meta(scope, ref)
+        if meta is None:
+            refused(self.emit, scope, ref, "absent")
+            return None
+        if is_expired(meta, self.clock()):
+            self._expire(scope, ref)
+            refused(self.emit, scope, ref, "expired")
+            return None
+        return meta
+
+    def _expire(self, scope: Scope, ref: str) -> None:
+        self._obs.delete(self._store, [self._json(scope, ref), self._bin(scope, ref)])
+        self.emit("expired", ref=ref, scope=str(scope))
+
+
+def stage_corruption(store: S3Store, scope: Scope, ref: str) -> None:
+    """Overwrite a stored payload object directly, outside the port (for the battery)."""
+    data = bytearray(store._obs.get(store._store, store._bin(scope, ref)).bytes())
+    data[len(data) // 2] ^= 0xFF
+    store._obs.put(store._store, store._bin(scope, ref), bytes(data), use_multipart=False)
