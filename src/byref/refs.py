@@ -289,20 +289,14 @@ def _kind(value: object) -> str:
 # ---------------------------------------------------------------------------------------------
 # The JSON Schema alternative that schema rewriting attaches to every top-level property.
 
+# Deliberately compact: it is repeated once per property in every declaration, and the protocol
+# paragraph of the system text explains the fields once.
 MODEL_REF_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "A reference to a value from an earlier result; the server resolves it.",
     "properties": {
         ENVELOPE_KEY: {
             "type": "object",
-            "properties": {
-                "type": {"type": "string", "enum": list(MODEL_TYPES)},
-                "seq": {"type": "integer", "minimum": 0},
-                "part": {"type": "integer", "minimum": 0},
-                "field": {"type": "string"},
-                "key": {"type": "string"},
-                "source": {"type": "object"},
-            },
+            "properties": {"type": {"enum": list(MODEL_TYPES)}},
             "required": ["type"],
         }
     },

@@ -8,7 +8,7 @@ returns an empty or partial value.
 """
 
 from byref.jsonview.codec import JsonEncodeError, decode, dumps, encode
-from byref.jsonview.preview import DEFAULT_PREVIEW_CHARS, preview, shape_hint
+from byref.jsonview.preview import DEFAULT_PREVIEW_CHARS, bounded, preview, shape_hint
 from byref.jsonview.select import (
     ChunkReader,
     NotJsonError,
@@ -22,6 +22,6 @@ from byref.jsonview.select import (
 
 __all__ = [
     "DEFAULT_PREVIEW_CHARS", "ChunkReader", "JsonEncodeError", "NotJsonError",
-    "StaleSelectionError", "decode", "dumps", "encode", "matches", "preview", "query_stream",
-    "query_value", "resolve_pointer", "shape_hint", "stream_pointer",
+    "StaleSelectionError", "bounded", "decode", "dumps", "encode", "matches", "preview",
+    "query_stream", "query_value", "resolve_pointer", "shape_hint", "stream_pointer",
 ]

@@ -17,15 +17,18 @@ _LADDER = (
 
 def preview(value: Any, max_chars: int = DEFAULT_PREVIEW_CHARS) -> str:
     """Compact JSON of `value`, pruned until it fits `max_chars`; every cut is labelled."""
-    full = dumps(value)
-    if len(full) <= max_chars:
-        return full
+    return dumps(bounded(value, max_chars))
+
+
+def bounded(value: Any, max_chars: int = DEFAULT_PREVIEW_CHARS) -> Any:
+    """`value` pruned (step by step down a ladder) until its compact JSON fits `max_chars`."""
+    if len(dumps(value)) <= max_chars:
+        return value
     for items, keys, chars, depth in _LADDER:
-        text = dumps(_prune(value, items, keys, chars, depth))
-        if len(text) <= max_chars:
-            return text
-    summary = f"[{shape_hint(value)}]"
-    return summary[:max_chars]
+        pruned = _prune(value, items, keys, chars, depth)
+        if len(dumps(pruned)) <= max_chars:
+            return pruned
+    return f"[{shape_hint(value)}]"[: max(0, max_chars - 2)]
 
 
 def _prune(value: Any, items: int, keys: int, chars: int, depth: int) -> Any:

@@ -1,0 +1,152 @@
+"""The status-report round trip, run twice: through byref, and through a naive harness.
+
+The naive run is the baseline: every result inlined, and the model hands rows to the PDF tool by
+retyping them. Above `NAIVE_MAX_BYTES` it is not run (it would not fit in memory); its figures
+are computed from sizes and reported with `"run": false`, never silently.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from byref.demo.data import DEFAULT_SIZE, ExportInfo, open_rows, write_export
+from byref.demo.tools import Delivered, make_tools
+from byref.dispatch import Policy
+from byref.harness import Harness, Ledger, ScriptedModel, call, last_result, say
+from byref.harness.messages import Request
+from byref.harness.tokens import estimate_tokens
+from byref.jsonview import encode
+from byref.store import FileStore, Scope
+from byref.tools import BUILTIN_JSON_TOOLS
+from byref.transcript import Transcript
+
+NAIVE_MAX_BYTES = 64_000_000
+QUESTION = "Filter the ATLAS work items to the open ones and make me a PDF status report."
+TITLE = "ATLAS status report: open work items"
+OPEN = [{"field": "status", "eq": "open"}]
+
+
+def byref_script() -> ScriptedModel:
+    return ScriptedModel([
+        call("export_work_items", {"project": "ATLAS"}),
+        call("query_json", lambda r: {"source": last_result(r)["value"], "path": "/items",
+                                      "filter": OPEN}),
+        call("generate_pdf", lambda r: {"title": TITLE, "rows": last_result(r)["value"]}),
+        say("Done: the PDF status report of the open ATLAS work items is ready."),
+    ])
+
+
+def naive_script() -> ScriptedModel:
+    def retype(request: Request) -> dict[str, Any]:
+        # The model read the whole export in its context and writes the open rows back out.
+        export = last_result(request)
+        return {"title": TITLE, "rows": [i for i in export["items"] if i["status"] == "open"]}
+
+    return ScriptedModel([
+        call("export_work_items", {"project": "ATLAS"}),
+        call("generate_pdf", retype),
+        say("Done: the PDF status report of the open ATLAS work items is ready."),
+    ])
+
+
+@dataclass
+class DemoResult:
+    report: dict[str, Any]
+    requests: list[Request]
+
+
+def run_byref(export: Path, out: Path) -> tuple[dict[str, Any], list[Request], Delivered]:
+    delivered = Delivered()
+    tools = [*make_tools(export, out / "status-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
+    transcript_path = out / "transcript.jsonl"
+    transcript_path.unlink(missing_ok=True)
+    harness = Harness(byref_script(), tools, transcript=Transcript(transcript_path),
+                      store=FileStore(out / "store"), scope=Scope("demo", uuid.uuid4().hex))
+    run = harness.run(QUESTION)
+    ledger = Ledger.of(run)
+    figures = {
+        "model_read_chars": ledger.model_read_chars,
+        "model_written_chars": ledger.model_written_chars,
+        "peak_request_chars": ledger.peak_request_chars,
+        "model_read_tokens": ledger.model_read_tokens,
+        "model_written_tokens": ledger.model_written_tokens,
+        "peak_request_tokens": ledger.peak_request_tokens,
+        "requests": ledger.requests,
+        "rows_delivered": len(delivered.rows),
+    }
+    return figures, run.requests, delivered
+
+
+def run_naive(export: Path, out: Path) -> tuple[dict[str, Any], Delivered]:
+    delivered = Delivered()
+    tools = [*make_tools(export, out / "naive-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
+    harness = Harness(naive_script(), tools, policy=Policy.naive(),
+                      scope=Scope("demo-naive", uuid.uuid4().hex))
+    run = harness.run(QUESTION)
+    ledger = Ledger.of(run)
+    return {
+        "model_read_chars": ledger.model_read_chars,
+        "model_written_chars": ledger.model_written_chars,
+        "peak_request_chars": ledger.peak_request_chars,
+        "model_read_tokens": ledger.model_read_tokens,
+        "model_written_tokens": ledger.model_written_tokens,
+        "rows_delivered": len(delivered.rows),
+        "run": True,
+    }, delivered
+
+
+def naive_from_sizes(info: ExportInfo, rows: list[dict[str, Any]], pdf: Path) -> dict[str, Any]:
+    """What the naive run would cost, computed without running it (it would not fit)."""
+    rows_text = encode(rows).decode()
+    call_overhead = len(encode({"project": "ATLAS"}).decode()) + len(TITLE) + 40
+    pdf_inline = len(base64.b64encode(pdf.read_bytes())) + 40
+    read = len(QUESTION) + info.bytes + pdf_inline
+    return {
+        "model_read_chars": read,
+        "model_written_chars": len(rows_text) + call_overhead,
+        "peak_request_chars": read + len(rows_text),
+        "model_read_tokens": estimate_tokens(rows_text) * info.bytes // max(1, len(rows_text)),
+        "model_written_tokens": estimate_tokens(rows_text),
+        "rows_delivered": len(rows),
+        "run": False,
+    }
+
+
+def run_demo(
+    out: Path, size: int = DEFAULT_SIZE, *, naive: bool | None = None,
+    progress: Callable[[str, int], Callable[[float], None]] | None = None,
+) -> DemoResult:
+    out.mkdir(parents=True, exist_ok=True)
+    export = out / "export.json"
+    advance = progress("generating export", size) if progress else None
+    info = write_export(export, size, progress=advance)
+    expected = open_rows(export)
+    figures, requests, delivered = run_byref(export, out)
+    pdf = out / "status-report.pdf"
+    figures["rows_identical"] = encode(delivered.rows) == encode(expected)
+    run_naive_now = naive if naive is not None else info.bytes <= NAIVE_MAX_BYTES
+    if run_naive_now:
+        naive_figures, naive_delivered = run_naive(export, out)
+        naive_figures["rows_identical"] = encode(naive_delivered.rows) == encode(expected)
+    else:
+        naive_figures = naive_from_sizes(info, expected, pdf)
+    report = {
+        "byref": figures,
+        "naive": naive_figures,
+        "rows_expected": len(expected),
+        "export_bytes": info.bytes,
+        "export_items": info.items,
+        "ratio_read": round(naive_figures["model_read_chars"] / figures["model_read_chars"], 1),
+        "ratio_written": round(
+            naive_figures["model_written_chars"] / max(1, figures["model_written_chars"]), 1
+        ),
+        "pdf": str(pdf),
+        "transcript": str(out / "transcript.jsonl"),
+        "store": str(out / "store"),
+    }
+    return DemoResult(report, requests)

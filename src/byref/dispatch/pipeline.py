@@ -1,0 +1,198 @@
+"""The per-call pipeline: parse → validate → resolve → execute → intercept payloads → place →
+record → events.
+
+The law: a call either runs with every argument delivered exactly, or does not run and the model
+is told what went wrong in words it can act on (a refusal, `is_error` set). Nothing is recorded
+half: artifacts minted by a call whose result cannot be recorded are deleted again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from byref.dispatch.policy import Policy
+from byref.dispatch.results import place, render, shape_result
+from byref.events import Emitter
+from byref.jsonview import JsonEncodeError
+from byref.refs import Message, Ref, RefRefusal, is_envelope, parse_model_envelope
+from byref.resolve import Caps, Resolver
+from byref.store import ArtifactStore, Scope
+from byref.tools.tool import Tool, ToolContext
+from byref.transcript import Part, Transcript
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    name: str
+    input: Any
+
+
+class Refusal(Exception):
+    """The tool did not run; `text` is what the model is told."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(text)
+        self.text = text
+        self.reason = reason
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        *,
+        transcript: Transcript,
+        store: ArtifactStore,
+        scope: Scope,
+        policy: Policy | None = None,
+        caps: Caps | None = None,
+        emit: Emitter | None = None,
+    ) -> None:
+        self.tools = {t.name: t for t in tools}
+        if len(self.tools) != len(tools):
+            names = [t.name for t in tools]
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"Tool names must be unique; repeated: {dupes!r}.")
+        self.transcript = transcript
+        self.store = store
+        self.scope = scope
+        self.policy = policy or Policy()
+        self.caps = caps or Caps()
+        self.emit = emit or Emitter()
+        self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
+
+    def declarations(self) -> list[dict[str, Any]]:
+        """Tool declarations, name-sorted, byte-stable across turns."""
+        ordered = sorted(self.tools.values(), key=lambda t: t.name)
+        if self.policy.refs:
+            return [t.declaration() for t in ordered]
+        return [t.plain_declaration() for t in ordered]
+
+    # -- recording the call --------------------------------------------------------------------
+    def call_part(self, call: Call) -> Part:
+        """The transcript part for a call; `$ref` arguments are recorded as derived fields."""
+        derived: dict[str, Ref] = {}
+        if self.policy.refs and isinstance(call.input, dict):
+            for name, value in call.input.items():
+                # A ref that does not parse is recorded verbatim and refused at dispatch.
+                if is_envelope(value):
+                    with contextlib.suppress(RefRefusal):
+                        derived[f"input.{name}"] = parse_model_envelope(
+                            value, cap=self.caps.validation
+                        )
+        return Part(
+            type="tool_call", value={"name": call.name, "id": call.id, "input": call.input},
+            tool=call.name, call_id=call.id, derived=derived,
+        )
+
+    # -- running it ----------------------------------------------------------------------------
+    def dispatch(self, call: Call, *, call_seq: int, seq: int, part: int) -> Part:
+        """Run `call` (recorded at `call_seq`); its result will be message `seq`, part `part`."""
+        try:
+            tool = self._tool(call.name)
+            args = self._arguments(tool, call.input, call_seq)
+            ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
+                              tool.name, call.id)
+            value = self._execute(tool, args, ctx)
+        except Refusal as refusal:
+            self.emit("refused", tool=call.name, call_id=call.id, reason=refusal.reason)
+            return Part(type="tool_result", value=refusal.text, rendered=refusal.text,
+                        tool=call.name, call_id=call.id, is_error=True)
+        return self._record(tool, call, value, seq=seq, part=part)
+
+    def _tool(self, name: str) -> Tool:
+        if name in self.tools:
+            return self.tools[name]
+        close = difflib.get_close_matches(name, list(self.tools), n=3)
+        names = close or sorted(self.tools)[:10]
+        raise Refusal(
+            f"There is no tool {name!r}. Tools you can call: {', '.join(map(repr, names))}.",
+            "unknown-tool",
+        )
+
+    def _arguments(self, tool: Tool, raw: Any, call_seq: int) -> dict[str, Any]:
+        if self.policy.refs and is_envelope(raw):
+            raw = self._resolve(tool, "the input", raw, call_seq, lazy=False)
+        if not isinstance(raw, dict):
+            raise Refusal(
+                f"Input to tool {tool.name!r} must be a JSON object of its parameters, got "
+                f"{type(raw).__name__!r}.", "bad-input",
+            )
+        args: dict[str, Any] = {}
+        for name, value in raw.items():
+            if self.policy.refs and is_envelope(value):
+                value = self._resolve(tool, f"argument {name!r}", value, call_seq,
+                                      lazy=name in tool.lazy)
+            args[name] = value
+        try:
+            return tool.convert(args)
+        except RefRefusal as exc:
+            raise Refusal(str(exc), "invalid-arguments") from exc
+
+    def _resolve(self, tool: Tool, what: str, value: Any, call_seq: int, *, lazy: bool) -> Any:
+        try:
+            ref = _pin(parse_model_envelope(value, cap=self.caps.validation), call_seq)
+            return ref if lazy else self.resolver.value(ref, current_seq=call_seq)
+        except RefRefusal as exc:
+            raise Refusal(
+                f"Tool {tool.name!r} did not run: {what} is a reference that cannot be used. "
+                f"{exc}", "bad-ref",
+            ) from exc
+
+    def _execute(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+        try:
+            return tool.invoke(args, ctx)
+        except RefRefusal as exc:
+            raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
+        except Exception as exc:  # a tool's own failure is reported to the model, not raised
+            raise Refusal(
+                f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}", "tool-error"
+            ) from exc
+
+    def _record(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
+        kw: dict[str, Any] = {"tool": tool.name, "seq": seq, "part": part,
+                              "policy": self.policy, "store": self.store, "scope": self.scope}
+        shaped = None
+        try:
+            shaped = shape_result(value, **kw)
+            text = render(shaped.shown)
+            placed = place(shaped, text, **kw)
+            if placed is not None:
+                shaped, text = placed
+                self.emit("placed", tool=tool.name, ref=shaped.minted[-1],
+                          bytes=len(text.encode()))
+            # Encode once more as the transcript will, so a failure happens before anything lands.
+            candidate = Part(type="tool_result", value=shaped.recorded, rendered=text,
+                             tool=tool.name, call_id=call.id, derived=shaped.derived)
+            render(candidate.to_json())
+            return candidate
+        except (JsonEncodeError, TypeError) as exc:
+            for ref in shaped.minted if shaped is not None else []:
+                self.store.delete(self.scope, ref)
+            text = (
+                f"Tool {tool.name!r} returned a value that cannot be recorded ({exc}); nothing "
+                "was kept. This is a defect in the tool, not in your call."
+            )
+            self.emit("refused", tool=tool.name, call_id=call.id, reason="unserializable-result")
+            return Part(type="tool_result", value=text, rendered=text, tool=tool.name,
+                        call_id=call.id, is_error=True)
+
+
+def _pin(ref: Ref, current: int) -> Ref:
+    """Give a Message ref written without `seq` the seq of the turn it was written in."""
+    from byref.refs import Blob, JsonPointer, JsonQuery
+
+    if isinstance(ref, Message) and ref.seq is None:
+        return Message(part=ref.part, seq=current, field=ref.field)
+    if isinstance(ref, Blob) and ref.source is not None:
+        return Blob(source=_pin(ref.source, current))
+    if isinstance(ref, JsonPointer):
+        return JsonPointer(_pin(ref.source, current), ref.path)
+    if isinstance(ref, JsonQuery):
+        return JsonQuery(_pin(ref.source, current), ref.path, ref.filter)
+    return ref

@@ -1,0 +1,116 @@
+"""Turning what a tool returned into what is recorded and what the model is shown.
+
+The law: a `Payload` anywhere in a result is streamed into the store and replaced by an opaque
+marker (~120 characters whatever its size); a recipe anywhere in a result is recorded as derived
+and shown only as a Message ref to its own field; a rendering above the auto-insertion limit is
+placed: stored whole, shown as preview + shape + byte count + ref. Errors are never placed.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from byref.dispatch.policy import Policy
+from byref.jsonview import bounded, dumps, encode, shape_hint
+from byref.refs import Blob, Message, Ref, envelope, is_recipe
+from byref.store import ArtifactStore, PutOptions, Scope
+from byref.store.port import CanPutStream
+from byref.tools.payload import Payload
+
+Ref_types = (Message, Blob)
+
+
+@dataclass
+class Shaped:
+    recorded: Any
+    shown: Any
+    derived: dict[str, Ref] = field(default_factory=dict)
+    minted: list[str] = field(default_factory=list)
+
+
+def shape_result(
+    value: Any, *, tool: str, seq: int, part: int, policy: Policy, store: ArtifactStore,
+    scope: Scope,
+) -> Shaped:
+    out = Shaped(recorded=None, shown=None)
+    out.recorded, out.shown = _walk(value, (), out, tool=tool, seq=seq, part=part,
+                                    policy=policy, store=store, scope=scope)
+    return out
+
+
+def _walk(value: Any, path: tuple[str, ...], out: Shaped, **kw: Any) -> tuple[Any, Any]:
+    if isinstance(value, Payload):
+        return _payload(value, path, out, **kw)
+    if isinstance(value, Message | Blob) or is_recipe(value):
+        ref: Ref = value
+        dotted = ".".join(path) or ""
+        if is_recipe(ref) or not dotted:
+            # Recipes never reach the model: it sees a Message ref to this very field.
+            out.derived[dotted or "value"] = ref
+            shown = envelope(Message(part=kw["part"], seq=kw["seq"], field=dotted or "value"))
+            return {"derived": True}, shown
+        return envelope(ref), envelope(ref)
+    if isinstance(value, dict):
+        recorded, shown = {}, {}
+        for k, v in value.items():
+            recorded[k], shown[k] = _walk(v, (*path, str(k)), out, **kw)
+        return recorded, shown
+    if isinstance(value, list | tuple):
+        pairs = [_walk(v, (*path, str(i)), out, **kw) for i, v in enumerate(value)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    return value, value
+
+
+def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: int, part: int,
+             policy: Policy, store: ArtifactStore, scope: Scope) -> tuple[Any, Any]:
+    if not policy.intercept_payloads:
+        data = b"".join(p.open_chunks())
+        if p.media_type.startswith("text/") or "json" in p.media_type:
+            text = data.decode("utf-8", errors="replace")
+            return text, text
+        inline = {"mediaType": p.media_type, "base64": base64.b64encode(data).decode()}
+        return inline, inline
+    options = PutOptions(kind=p.kind or p.media_type, media_type=p.media_type,
+                         label=p.label or f"{tool} result")
+    if isinstance(store, CanPutStream):
+        meta = store.put_stream(scope, p.open_chunks(), p.size, options)
+    else:
+        meta = store.put(scope, b"".join(p.open_chunks()), options)
+    out.minted.append(meta.ref)
+    marker = {"opaque": True, "value": envelope(Blob(key=meta.ref)), "kind": meta.kind,
+              "bytes": meta.bytes, "mediaType": meta.media_type}
+    return marker, marker
+
+
+def render(shown: Any) -> str:
+    return shown if isinstance(shown, str) else dumps(shown)
+
+
+def place(
+    shaped: Shaped, text: str, *, tool: str, seq: int, part: int, policy: Policy,
+    store: ArtifactStore, scope: Scope,
+) -> tuple[Shaped, str] | None:
+    """Store an oversized rendering whole and show preview + shape + bytes + ref instead."""
+    if not policy.placement or len(text.encode()) <= policy.auto_insert_bytes:
+        return None
+    data = encode(shaped.shown) if not isinstance(shaped.shown, str) else text.encode()
+    media = "text/plain" if isinstance(shaped.shown, str) else "application/json"
+    meta = store.put(scope, data, PutOptions(kind=f"tool-result/{tool}", media_type=media,
+                                             label=f"{tool} result"))
+    ref = Blob(key=meta.ref)
+    summary = {
+        "placed": True,
+        "shape": shape_hint(shaped.shown),
+        "bytes": meta.bytes,
+        "preview": bounded(shaped.shown, policy.placed_preview_chars),
+        "value": envelope(ref),
+        "note": (
+            "This result was too large to insert. Pass `value` to any tool argument as-is, or "
+            "read parts of it with read_json / query_json."
+        ),
+    }
+    placed = Shaped(recorded=summary, shown=summary, derived=dict(shaped.derived),
+                    minted=[*shaped.minted, meta.ref])
+    return placed, dumps(summary)

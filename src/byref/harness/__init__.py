@@ -1,0 +1,24 @@
+"""The harness: the agent loop over a `Model` port, the scripted model, and the run's ledger.
+
+Owns the turn-by-turn conversation with a model. The law: provider types are converted at the
+edge; every request is recorded exactly as sent, so what the model saw can always be audited.
+"""
+
+from byref.harness.ledger import Ledger
+from byref.harness.loop import REFS_PROTOCOL, Harness, RunResult, StepLimitError, render
+from byref.harness.messages import Block, ChatMessage, Model, Request, Response
+from byref.harness.scripted import (
+    ScriptedModel,
+    ScriptExhaustedError,
+    call,
+    last_result,
+    ref_from_last_result,
+    say,
+)
+from byref.harness.tokens import count_tokens
+
+__all__ = [
+    "REFS_PROTOCOL", "Block", "ChatMessage", "Harness", "Ledger", "Model", "Request",
+    "Response", "RunResult", "ScriptExhaustedError", "ScriptedModel", "StepLimitError", "call",
+    "count_tokens", "last_result", "ref_from_last_result", "render", "say",
+]

@@ -1,0 +1,76 @@
+"""`ScriptedModel`: a model that plays a script. A real feature for offline runs, demos and tests.
+
+Each step is a `Response`, or a function of the `Request` that returns one, so a step can read what
+the model saw (for example, take the ref out of the previous tool result) exactly as a model would.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from byref.harness.messages import Block, Request, Response
+from byref.jsonview import decode
+
+Step = Response | Callable[[Request], Response]
+
+
+class ScriptExhaustedError(RuntimeError):
+    """The harness asked for another turn after the script's last step."""
+
+
+class ScriptedModel:
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._steps = list(steps)
+        self._next = 0
+        self.seen: list[Request] = []
+
+    def respond(self, request: Request) -> Response:
+        self.seen.append(request)
+        if self._next >= len(self._steps):
+            raise ScriptExhaustedError(
+                f"The script has {len(self._steps)} steps and all were played; add a final "
+                "say(...) step so the run ends with text."
+            )
+        step = self._steps[self._next]
+        self._next += 1
+        return step(request) if callable(step) else step
+
+
+_ids = itertools.count(1)
+
+
+def say(text: str) -> Response:
+    return Response((Block("text", text=text),))
+
+
+def call(name: str, input: dict[str, Any] | Callable[[Request], dict[str, Any]]) -> Step:
+    """A tool call; `input` may be computed from the request the model is answering."""
+
+    def step(request: Request) -> Response:
+        args = input(request) if callable(input) else input
+        return Response((Block("tool_use", id=f"call_{next(_ids)}", name=name, input=args),))
+
+    return step
+
+
+def last_result(request: Request) -> Any:
+    """The most recent tool result the model was shown, parsed as JSON (or the raw text)."""
+    for message in reversed(request.messages):
+        for block in reversed(message.content):
+            if block.type == "tool_result":
+                try:
+                    return decode(block.text)
+                except Exception:
+                    return block.text
+    raise LookupError("the model has not been shown any tool result yet")
+
+
+def ref_from_last_result(field: str = "value") -> Callable[[Request], Any]:
+    """Read the `$ref` the model was shown at `field` of the previous result."""
+
+    def read(request: Request) -> Any:
+        return last_result(request)[field]
+
+    return read

@@ -1,0 +1,219 @@
+"""The one recursive resolver: a ref plus a scope becomes a value, or a stream of bytes.
+
+The law: recipes are evaluated lazily, at the moment of use, from the source they name; a stale
+recipe raises ("Derived JSON path '/items' no longer exists in …"), never yields an empty or
+partial value. Two caps bound the work: `validation` (how deeply refs may nest in parsed input)
+and the tighter `resolution` (how many hops one resolution may take, counting refs recovered from
+the transcript). Every failure is a `ResolveError` whose text the model can act on.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from byref.events import Emitter
+from byref.jsonview import (
+    ChunkReader,
+    NotJsonError,
+    StaleSelectionError,
+    decode,
+    encode,
+    query_stream,
+    query_value,
+    resolve_pointer,
+    stream_pointer,
+)
+from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, RefRefusal
+from byref.store import ArtifactMeta, ArtifactStore, Scope
+from byref.store.port import ArtifactIntegrityError, CanGetStream
+from byref.transcript import Transcript, walk
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """Defaults: refs may nest 8 deep in input; one resolution may take at most 6 hops."""
+
+    validation: int = 8
+    resolution: int = 6
+
+
+class ResolveError(RefRefusal):
+    """A ref could not be turned into a value; the text is shown to the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class BytesSource:
+    """Stored bytes behind a ref, reopenable (a recipe may need to read them twice)."""
+
+    store: ArtifactStore
+    scope: Scope
+    meta: ArtifactMeta
+
+    def open(self) -> IO[bytes]:
+        if isinstance(self.store, CanGetStream):
+            streamed = self.store.get_stream(self.scope, self.meta.ref)
+            if streamed is not None:
+                return ChunkReader(streamed.chunks)  # type: ignore[return-value]
+        artifact = self.store.get(self.scope, self.meta.ref)
+        if artifact is None:
+            raise ResolveError(_gone(self.meta.ref))
+        return io.BytesIO(artifact.data)
+
+    def chunks(self) -> Iterator[bytes]:
+        reader = self.open()
+        while chunk := reader.read(1 << 16):
+            yield chunk
+
+    @property
+    def where(self) -> str:
+        return f"artifact {self.meta.ref!r}"
+
+
+class Resolver:
+    """Resolves refs against one transcript and one store scope."""
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        store: ArtifactStore,
+        scope: Scope,
+        *,
+        caps: Caps | None = None,
+        emit: Emitter | None = None,
+    ) -> None:
+        self.transcript = transcript
+        self.store = store
+        self.scope = scope
+        self.caps = caps or Caps()
+        self.emit = emit or Emitter()
+
+    # -- public --------------------------------------------------------------------------------
+    def value(self, ref: Ref, *, current_seq: int | None = None) -> Any:
+        """The JSON value (or text, or bytes) a ref stands for, evaluated now."""
+        result = self._value(ref, current_seq, hops=0)
+        self.emit("resolved", ref_type=type(ref).__name__, scope=str(self.scope))
+        return result
+
+    def source(self, ref: Ref, *, current_seq: int | None = None) -> BytesSource | Any:
+        """Stored bytes behind `ref` when there are any (streamable), else its value."""
+        return self._source(ref, current_seq, hops=0)
+
+    # -- internals -----------------------------------------------------------------------------
+    def _hop(self, hops: int) -> int:
+        if hops + 1 > self.caps.resolution:
+            raise ResolveError(
+                f"The reference chain takes more than {self.caps.resolution} steps to resolve. "
+                "Refer to the value more directly (for example to the result that holds it)."
+            )
+        return hops + 1
+
+    def _value(self, ref: Ref, current: int | None, hops: int) -> Any:
+        src = self._source(ref, current, hops)
+        if isinstance(src, BytesSource):
+            return self._materialize(src)
+        return src
+
+    def _source(self, ref: Ref, current: int | None, hops: int) -> BytesSource | Any:
+        hops = self._hop(hops)
+        if isinstance(ref, Message):
+            return self._message(ref, current, hops)
+        if isinstance(ref, Blob):
+            if ref.key is not None:
+                meta = self.store.head(self.scope, ref.key)
+                if meta is None:
+                    raise ResolveError(_gone(ref.key))
+                return BytesSource(self.store, self.scope, meta)
+            assert ref.source is not None
+            inner = self._source(ref.source, current, hops)
+            return inner if isinstance(inner, BytesSource) else _as_bytes_value(inner)
+        if isinstance(ref, JsonPointer | JsonQuery):
+            return self._recipe(ref, current, hops)
+        raise ResolveError(f"Cannot resolve {type(ref).__name__!r}.")  # pragma: no cover
+
+    def _message(self, ref: Message, current: int | None, hops: int) -> BytesSource | Any:
+        seq = ref.seq if ref.seq is not None else current
+        if seq is None:
+            seq = self.transcript.last_seq
+            if seq is None:
+                raise ResolveError("The transcript is empty; there is no current message.")
+        part = self.transcript.part(seq, ref.part)
+        where = f"message {seq} part {ref.part}"
+        path = ref.field or ""
+        # A recipe recorded for this field (or a field above it) stands for the value there.
+        for key, recipe in part.derived.items():
+            if path == key or path.startswith(key + "."):
+                inner = self._source(recipe, current, hops)
+                rest = path[len(key) + 1 :]
+                if not rest:
+                    return inner
+                if isinstance(inner, BytesSource):
+                    inner = self._materialize(inner)
+                return walk(inner, rest, where=f"{where} field {key!r}")
+        return walk(part.value, path, where=where)
+
+    def _recipe(self, ref: JsonPointer | JsonQuery, current: int | None, hops: int) -> Any:
+        src = self._source(ref.source, current, hops)
+        try:
+            if isinstance(src, BytesSource):
+                if _is_json(src.meta.media_type) is False:
+                    raise ResolveError(
+                        f"{src.where} holds {src.meta.media_type!r}, not JSON, so a JSON path "
+                        "cannot apply to it."
+                    )
+                if isinstance(ref, JsonPointer):
+                    return stream_pointer(src.open, ref.path, where=src.where)
+                return list(query_stream(src.open, ref.path, ref.filter, where=src.where))
+            if isinstance(src, bytes | str):
+                src = _decode_json(src)
+            if isinstance(ref, JsonPointer):
+                return resolve_pointer(src, ref.path, where="the referenced value")
+            return query_value(src, ref.path, ref.filter, where="the referenced value")
+        except (StaleSelectionError, NotJsonError) as exc:
+            raise ResolveError(str(exc)) from exc
+
+    def _materialize(self, src: BytesSource) -> Any:
+        try:
+            artifact = self.store.get(self.scope, src.meta.ref)
+        except ArtifactIntegrityError as exc:
+            raise ResolveError(
+                f"{src.where} failed its integrity check and was not used; produce it again."
+            ) from exc
+        if artifact is None:
+            raise ResolveError(_gone(src.meta.ref))
+        if _is_json(artifact.meta.media_type):
+            return _decode_json(artifact.data)
+        if artifact.meta.media_type.startswith("text/"):
+            return artifact.data.decode("utf-8", errors="replace")
+        return artifact.data
+
+
+def _is_json(media_type: str) -> bool | None:
+    """True for JSON media types, False for known non-JSON ones, None when unknown."""
+    base = media_type.split(";")[0].strip().lower()
+    if base == "application/json" or base.endswith("+json"):
+        return True
+    if base in ("application/octet-stream", ""):
+        return None
+    return False
+
+
+def _decode_json(data: bytes | str) -> Any:
+    try:
+        return decode(data)
+    except Exception as exc:
+        raise ResolveError(f"The referenced bytes are not valid JSON ({exc}).") from exc
+
+
+def _as_bytes_value(value: Any) -> Any:
+    # Blob(source=Message) over a plain value: the value itself is what the bytes would decode to.
+    return value if isinstance(value, bytes | str) else decode(encode(value))
+
+
+def _gone(ref: str) -> str:
+    return (
+        f"Artifact {ref!r} is not available: it is missing, expired, or was never stored in "
+        "this session. Call the tool that produced it again to get a fresh reference."
+    )

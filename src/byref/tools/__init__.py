@@ -1,0 +1,17 @@
+"""Tools: `Tool` / `@tool`, input schemas from type hints, `$ref` schema rewriting, payloads, and
+the built-in tools.
+
+Owns how a function becomes something a model can call. The law: a tool author writes plain typed
+Python; references, resolution and storage are dispatch's business, not the tool's (a parameter
+marked lazy is the one opt-in to see a `Ref`).
+"""
+
+from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
+from byref.tools.payload import Payload
+from byref.tools.schema import SCHEMAS, rewrite_schema
+from byref.tools.tool import Tool, ToolContext, ToolInputError, tool
+
+__all__ = [
+    "BUILTIN_JSON_TOOLS", "SCHEMAS", "Payload", "Tool", "ToolContext", "ToolInputError",
+    "query_json", "read_json", "rewrite_schema", "tool",
+]

@@ -1,0 +1,89 @@
+"""Built-in `read_json` and `query_json`: a bounded preview plus a derived recipe for the whole.
+
+The law: the model gets enough to decide (count, shape, first items) and an address for the exact
+value; the recipe behind that address is recorded server-side and shown to the model only as a
+Message ref to the result's own `value` field, evaluated again whenever a tool resolves it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from byref.jsonview import bounded, shape_hint
+from byref.refs import Clause, JsonPointer, JsonQuery, Ref
+from byref.tools.tool import Tool, ToolContext, ToolInputError, tool
+
+PREVIEW_CHARS = 5_000
+"""Characters of preview per read (the hard ceiling for previews is 6,000)."""
+
+
+class FilterClause(TypedDict):
+    """Keep items whose `field` (dot-path) equals `eq`, or whose string contains `contains`."""
+
+    field: str
+    eq: NotRequired[Any]
+    contains: NotRequired[str]
+
+
+def _clauses(raw: list[FilterClause]) -> tuple[Clause, ...]:
+    out = []
+    for item in raw:
+        has_eq, has_contains = "eq" in item, "contains" in item
+        if has_eq == has_contains:
+            raise ToolInputError(
+                f"Each filter clause needs exactly one of 'eq' or 'contains', got {dict(item)!r}."
+            )
+        if has_eq:
+            out.append(Clause.equals(item["field"], item["eq"]))
+        else:
+            out.append(Clause.containing(item["field"], item["contains"]))
+    return tuple(out)
+
+
+def _check_path(path: str) -> None:
+    if path and not path.startswith("/"):
+        raise ToolInputError(
+            f"'path' is a JSON Pointer: empty for the whole document, or starting with '/' "
+            f"such as '/items'; got {path!r}."
+        )
+
+
+@tool(capabilities=("data.json.read",), glossary=("preview", "pointer", "inspect"))
+def read_json(source: Ref, ctx: ToolContext, path: str = "") -> dict[str, Any]:
+    """Preview the JSON value at `path` (a JSON Pointer, '' for the whole document) inside the
+    referenced data. Returns its shape, a bounded preview and `value`, a reference to the exact
+    value that any tool argument accepts."""
+    _check_path(path)
+    recipe = JsonPointer(source, path)
+    node = ctx.resolver.value(recipe)
+    return {
+        "shape": shape_hint(node),
+        "preview": bounded(node, PREVIEW_CHARS),
+        "value": recipe,
+    }
+
+
+@tool(capabilities=("data.json.query",), glossary=("filter", "where", "select", "rows"))
+def query_json(
+    source: Ref, ctx: ToolContext, path: str = "", filter: list[FilterClause] | None = None
+) -> dict[str, Any]:
+    """Filter the JSON array at `path` (a JSON Pointer such as '/items') inside the referenced
+    data, keeping items that match every clause. Returns the match count, their shape, a bounded
+    preview and `value`, a reference to the exact matching items that any tool argument accepts."""
+    _check_path(path)
+    recipe = JsonQuery(source, path, _clauses(filter or []))
+    rows = ctx.resolver.value(recipe)
+    shown = bounded(rows, PREVIEW_CHARS)
+    shown_count = len(shown) if isinstance(shown, list) else 0
+    if shown_count and isinstance(shown[-1], str) and shown[-1].startswith("… "):
+        shown_count -= 1
+    return {
+        "count": len(rows),
+        "shape": shape_hint(rows),
+        "preview": shown,
+        "previewNote": f"{shown_count} of {len(rows):,} items shown, long strings elided",
+        "value": recipe,
+    }
+
+
+BUILTIN_JSON_TOOLS: tuple[Tool, ...] = (read_json, query_json)

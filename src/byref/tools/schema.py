@@ -1,0 +1,107 @@
+"""Input schemas: built from type hints (msgspec), and rewritten so any property may be a `$ref`.
+
+The law: the `$ref` alternative is attached to every top-level property (`anyOf: [original,
+$ref]`), never at the root (the Anthropic API rejects a root-level anyOf); a rewritten schema is
+cached by the identity of its original, so declarations are byte-identical turn after turn and
+the provider's prefix cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, get_type_hints
+
+import msgspec
+
+from byref.refs import MODEL_REF_SCHEMA, Ref
+
+
+def is_ref_annotation(annotation: Any) -> bool:
+    return annotation is Ref or annotation == Ref
+
+
+def schema_from_signature(fn: Callable[..., Any], lazy: frozenset[str]) -> dict[str, Any]:
+    """A JSON Schema object for `fn`'s keyword parameters, from their type hints."""
+    hints = get_type_hints(fn)
+    signature = inspect.signature(fn)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    for name, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name == "ctx":
+            continue
+        if name not in hints:
+            raise TypeError(
+                f"Tool parameter {name!r} of {fn.__name__!r} needs a type hint to build its schema."
+            )
+        annotation = hints[name]
+        if is_ref_annotation(annotation):
+            prop: dict[str, Any] = copy.deepcopy(MODEL_REF_SCHEMA)
+        else:
+            (prop,), components = msgspec.json.schema_components(
+                [annotation], ref_template="#/$defs/{name}"
+            )
+            defs.update(components)
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+        elif param.default is not None:
+            with contextlib.suppress(TypeError):
+                prop = {**prop, "default": msgspec.to_builtins(param.default)}
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+class SchemaCache:
+    """Rewritten schemas keyed by the identity of the original (holding it, so ids stay valid)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def rewrite(
+        self, original: dict[str, Any], keep: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        with self._lock:
+            hit = self._cache.get(id(original))
+            if hit is not None and hit[0] is original:
+                return hit[1]
+            rewritten = rewrite_schema(original, keep)
+            self._cache[id(original)] = (original, rewritten)
+            return rewritten
+
+
+def rewrite_schema(original: dict[str, Any], keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Every top-level property becomes `anyOf: [original, $ref]` (except those in `keep`)."""
+    if original.get("type") != "object":
+        raise ValueError(
+            f"A tool's input schema must be a JSON object schema (type 'object'), got "
+            f"{original.get('type')!r}."
+        )
+    out = dict(original)
+    properties = {}
+    for name, prop in (original.get("properties") or {}).items():
+        if name in keep or _accepts_ref_already(prop):
+            properties[name] = prop
+            continue
+        alternatives = list(prop["anyOf"]) if set(prop) == {"anyOf"} else [prop]
+        properties[name] = {"anyOf": [*alternatives, MODEL_REF_SCHEMA]}
+    out["properties"] = properties
+    return out
+
+
+def _accepts_ref_already(prop: dict[str, Any]) -> bool:
+    return prop == MODEL_REF_SCHEMA or MODEL_REF_SCHEMA in prop.get("anyOf", [])
+
+
+SCHEMAS = SchemaCache()
+"""The process-wide cache every declaration goes through."""

@@ -1,0 +1,201 @@
+"""`Tool` and `@tool`: a callable plus what the model and the dispatcher need to know about it.
+
+The law: a tool's input schema comes from its type hints (or is given verbatim for a foreign tool,
+e.g. one behind MCP); arguments reach it resolved and converted to its declared types, except
+parameters marked lazy, which receive the `Ref` itself so the tool can stream on its own terms.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
+
+import jsonschema
+import msgspec
+
+from byref.refs import RefRefusal
+from byref.tools.schema import SCHEMAS, is_ref_annotation, schema_from_signature
+
+if TYPE_CHECKING:
+    from byref.events import Emitter
+    from byref.resolve import Resolver
+    from byref.store import ArtifactStore, Scope
+    from byref.transcript import Transcript
+
+
+class ToolInputError(RefRefusal):
+    """Arguments do not fit the tool's schema; the text is shown to the model."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool body may use besides its arguments (declare a `ctx` parameter to get it)."""
+
+    resolver: Resolver
+    store: ArtifactStore
+    scope: Scope
+    transcript: Transcript
+    emit: Emitter
+    tool_name: str
+    call_id: str
+
+
+@dataclass(eq=False)
+class Tool:
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    input_schema: dict[str, Any]
+    lazy: frozenset[str] = frozenset()
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    capabilities: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    glossary: tuple[str, ...] = ()
+    wants: Mapping[str, str] = field(default_factory=dict)
+    """Argument name → artifact kind the argument must redeem to (checked at dispatch)."""
+    result_kind: str | None = None
+    wants_ctx: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(
+                f"Tool name {self.name!r} must be letters, digits, '_' or '-' (providers reject "
+                "other characters)."
+            )
+        unknown = sorted(set(self.lazy) - set(self.input_schema.get("properties", {})))
+        if unknown:
+            raise ValueError(f"Tool {self.name!r} marks unknown parameter(s) lazy: {unknown!r}.")
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+    def declaration(self) -> dict[str, Any]:
+        """What the model is shown. The schema object is cached, so repeated calls are identical."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": SCHEMAS.rewrite(self.input_schema, self.lazy),
+        }
+
+    def plain_declaration(self) -> dict[str, Any]:
+        """The declaration without `$ref` alternatives (for a harness that does not pass refs)."""
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.input_schema}
+
+    def convert(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Check resolved arguments against the schema and convert them to the declared types."""
+        props = self.input_schema.get("properties", {})
+        extra = sorted(set(args) - set(props))
+        if extra and self.input_schema.get("additionalProperties") is False:
+            raise ToolInputError(
+                f"Tool {self.name!r} has no parameter(s) {', '.join(map(repr, extra))}; its "
+                f"parameters are: {', '.join(map(repr, props)) or 'none'}."
+            )
+        missing = [name for name in self.required if name not in args]
+        if missing:
+            raise ToolInputError(
+                f"Tool {self.name!r} needs {', '.join(map(repr, missing))}; pass a value or a "
+                "$ref for each."
+            )
+        if not self.annotations:
+            return self._validate_foreign(args)
+        out: dict[str, Any] = {}
+        for name, value in args.items():
+            if name in self.lazy:
+                out[name] = value
+                continue
+            try:
+                out[name] = msgspec.convert(value, self.annotations[name], strict=False)
+            except msgspec.ValidationError as exc:
+                raise ToolInputError(
+                    f"Argument {name!r} of tool {self.name!r} does not fit its schema: {exc}."
+                ) from exc
+        return out
+
+    def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
+        validator = jsonschema.Draft202012Validator(self.input_schema)
+        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
+        if errors:
+            first = errors[0]
+            at = "/".join(str(p) for p in first.path) or "the input"
+            raise ToolInputError(
+                f"Input to tool {self.name!r} does not fit its schema at {at!r}: {first.message}."
+            )
+        return args
+
+    def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        if self.wants_ctx:
+            return self.fn(**args, ctx=ctx)
+        return self.fn(**args)
+
+
+@overload
+def tool(fn: Callable[..., Any]) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    lazy: tuple[str, ...] = (),
+    capabilities: tuple[str, ...] = (),
+    domains: tuple[str, ...] = (),
+    entities: tuple[str, ...] = (),
+    glossary: tuple[str, ...] = (),
+    wants: Mapping[str, str] | None = None,
+    result_kind: str | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    lazy: tuple[str, ...] = (),
+    capabilities: tuple[str, ...] = (),
+    domains: tuple[str, ...] = (),
+    entities: tuple[str, ...] = (),
+    glossary: tuple[str, ...] = (),
+    wants: Mapping[str, str] | None = None,
+    result_kind: str | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Decorate a function to make it a `Tool`; the schema comes from its type hints."""
+
+    def build(f: Callable[..., Any]) -> Tool:
+        lazy_set = frozenset(lazy)
+        hints = get_type_hints(f)
+        params = inspect.signature(f).parameters
+        annotations = {
+            n: hints[n] for n in params if n != "ctx" and n in hints
+        }
+        for n in lazy_set:
+            if n not in annotations:
+                raise ValueError(f"Lazy parameter {n!r} is not a parameter of {f.__name__!r}.")
+        doc = _one_paragraph_per_line(inspect.getdoc(f) or "")
+        return Tool(
+            name=name or f.__name__,
+            description=description or doc,
+            fn=f,
+            input_schema=schema_from_signature(f, lazy_set),
+            lazy=lazy_set | frozenset(n for n, a in annotations.items() if is_ref_annotation(a)),
+            annotations=annotations,
+            capabilities=capabilities, domains=domains, entities=entities, glossary=glossary,
+            wants=dict(wants or {}), result_kind=result_kind, wants_ctx="ctx" in params,
+        )
+
+    if fn is not None:
+        return build(fn)
+    return build
+
+
+def _one_paragraph_per_line(doc: str) -> str:
+    # Docstrings wrap at the source's line length; the model should see whole sentences.
+    paragraphs = [" ".join(p.split()) for p in doc.split("\n\n")]
+    return "\n\n".join(p for p in paragraphs if p)
