@@ -1,0 +1,262 @@
+"""The public conformance battery: every adapter, ours or a user's, runs the same laws.
+
+Owns the harness (a factory making a store, plus hooks for what the port has no verb for:
+`advance_time`, `corrupt`, `bounded_store`, and `reopen` for the two-process cases), the runner,
+the report and its text form. The law: no case can quietly disappear. Outcomes are passed, failed
+(including "needed a hook nobody supplied or declared"), not-applicable (an optional member the
+store does not implement) and declared (run anyway; reported STALE, which fails the report, once it
+passes). Nothing here imports a test framework: a case raises to fail.
+
+    report = run_conformance(Harness(name="mine", create_store=lambda: MyStore(...)))
+    if not report.ok:
+        raise AssertionError(format_report(report))
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from byref.store._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
+from byref.store._cases_streams import STREAM_CASES
+from byref.store.port import ArtifactStore, Scope, can_get_stream, can_put_stream
+from byref.store.retention import Retention
+
+CASES: tuple[Case, ...] = (*BASIC_CASES, *STREAM_CASES)
+"""Every case, in the order the report lists them."""
+
+Outcome = Literal["passed", "failed", "not-applicable", "declared", "stale"]
+
+__all__ = [
+    "CASES", "Case", "CaseName", "CaseResult", "Harness", "Hook", "Kit", "Outcome", "Report",
+    "format_report", "harness_for_url", "run_case", "run_conformance",
+]
+
+
+@dataclass(frozen=True)
+class Harness:
+    """How the battery reaches a store. `create_store` must give a usable store each call (cases
+    use their own unique scopes, so the storage behind it need not be empty)."""
+
+    name: str
+    create_store: Callable[[], ArtifactStore]
+    dispose_store: Callable[[ArtifactStore], None] | None = None
+    advance_time: Callable[[ArtifactStore, float], None] | None = None
+    corrupt: Callable[[ArtifactStore, Scope, str], None] | None = None
+    bounded_store: Callable[[int], ArtifactStore] | None = None
+    reopen: Callable[[ArtifactStore], Callable[[], ArtifactStore]] | None = None
+    """A picklable opener of the same storage, for a second process."""
+    declared: Mapping[CaseName, str] = field(default_factory=dict)
+    """Cases this store implements yet cannot satisfy, each with its reason."""
+    large_bytes: int = 50 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        known = set(get_args(CaseName))
+        for name, reason in self.declared.items():
+            if name not in known:
+                raise ValueError(
+                    f"Harness {self.name!r} declares unknown case {name!r}; case names are: "
+                    f"{', '.join(sorted(known))}."
+                )
+            if not reason or not reason.strip():
+                raise ValueError(f"Harness {self.name!r} declares {name!r} without a reason.")
+
+    def dispose(self, store: ArtifactStore) -> None:
+        (self.dispose_store or (lambda s: s.close()))(store)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: CaseName
+    law: str
+    outcome: Outcome
+    detail: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.name, "law": self.law, "outcome": self.outcome,
+                "detail": self.detail, "seconds": round(self.seconds, 3)}
+
+
+@dataclass(frozen=True)
+class Report:
+    harness: str
+    results: tuple[CaseResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.outcome not in ("failed", "stale") for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.outcome] = out.get(r.outcome, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"harness": self.harness, "ok": self.ok, "counts": self.counts(),
+                "cases": [r.to_json() for r in self.results]}
+
+
+def run_case(case: Case, harness: Harness) -> CaseResult:
+    """Run one case against a fresh store from the harness and classify the outcome."""
+    started = time.perf_counter()
+    store = harness.create_store()
+    try:
+        missing = [m for m in case.needs if not _has(store, m)]
+        if missing:
+            return CaseResult(case.name, case.law, "not-applicable",
+                              f"optional member {missing[0]!r} is absent", 0.0)
+        try:
+            with _kit(case, harness, store) as kit:
+                case.run(kit)
+        except HookMissing as exc:
+            error: str | None = str(exc)
+            if case.name not in harness.declared:
+                error += "; supply the hook, or declare the case with a reason"
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            error = None
+    finally:
+        harness.dispose(store)
+    seconds = time.perf_counter() - started
+    reason = harness.declared.get(case.name)
+    if reason is not None:
+        if error is None:
+            return CaseResult(case.name, case.law, "stale",
+                              f"declared ({reason}) but now passes: remove the declaration",
+                              seconds)
+        return CaseResult(case.name, case.law, "declared", f"{reason} [{error}]", seconds)
+    if error is None:
+        return CaseResult(case.name, case.law, "passed", "", seconds)
+    return CaseResult(case.name, case.law, "failed", error, seconds)
+
+
+def run_conformance(
+    harness: Harness, cases: Sequence[Case] = CASES,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> Report:
+    results = []
+    for case in cases:
+        result = run_case(case, harness)
+        if on_result is not None:
+            on_result(result)
+        results.append(result)
+    return Report(harness.name, tuple(results))
+
+
+def format_report(report: Report) -> str:
+    marks = {"passed": "ok  ", "failed": "FAIL", "not-applicable": "n/a ", "declared": "decl",
+             "stale": "STALE"}
+    lines = [f"Artifact store conformance: {report.harness}"]
+    for r in report.results:
+        lines.append(f"  {marks[r.outcome]:5} {r.name}  ({r.seconds:.2f}s)")
+        if r.outcome != "passed":
+            lines.append(f"        law: {r.law}")
+            if r.detail:
+                lines.append(f"        why: {r.detail}")
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts().items()))
+    lines.append(f"{'PASS' if report.ok else 'FAIL'}: {counts}")
+    return "\n".join(lines)
+
+
+def _has(store: ArtifactStore, member: str) -> bool:
+    return can_put_stream(store) if member == "put_stream" else can_get_stream(store)
+
+
+@contextmanager
+def _kit(case: Case, harness: Harness, store: ArtifactStore) -> Iterator[Kit]:
+    extra: list[ArtifactStore] = []
+
+    def bounded(max_bytes: int) -> ArtifactStore:
+        if harness.bounded_store is None:
+            raise HookMissing(_missing(case, "bounded_store"))
+        made = harness.bounded_store(max_bytes)
+        extra.append(made)
+        return made
+
+    kit = Kit(
+        store=store, token=f"{case.name}-{secrets.token_hex(6)}", large_bytes=harness.large_bytes,
+        advance=None if harness.advance_time is None else functools.partial(
+            harness.advance_time, store),
+        corrupt=None if harness.corrupt is None else functools.partial(harness.corrupt, store),
+        bounded=bounded if harness.bounded_store is not None else None,
+        reopen=None if harness.reopen is None else harness.reopen(store),
+        missing=lambda hook: _missing(case, hook),
+    )
+    try:
+        yield kit
+    finally:
+        for made in extra:
+            harness.dispose(made)
+
+
+def _missing(case: Case, hook: Hook) -> str:
+    return f"case {case.name!r} needs the harness hook {hook!r}, which was not supplied"
+
+
+# -- harnesses for the adapters byref ships, by URL ---------------------------------------------
+class _Clock:
+    """Real time plus an offset the battery can advance (stores opened by URL use it)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+def harness_for_url(url: str, *, name: str | None = None) -> Harness:
+    """A harness for any URL `open_store` understands, with every hook byref can supply."""
+    from byref.store.open import open_store
+
+    clocks: dict[int, _Clock] = {}
+
+    def create() -> ArtifactStore:
+        clock = _Clock()
+        store = open_store(url, clock=clock)
+        clocks[id(store)] = clock
+        return store
+
+    def advance(store: ArtifactStore, seconds: float) -> None:
+        clocks[id(store)].offset += seconds
+
+    def bounded(max_bytes: int) -> ArtifactStore:
+        return open_store(url, retention=Retention(max_bytes_per_scope=max_bytes))
+
+    scheme = url.split(":", 1)[0]
+    shared = scheme != "memory"
+    declared: dict[CaseName, str] = {}
+    if not shared:
+        declared["corrupt-refused-by-get"] = (
+            "payloads live in this process's memory; no damage can be staged from outside")
+        reason = "a memory store lives in one process; a second process cannot reach it"
+        declared["concurrent-puts-two-processes"] = reason
+        declared["crash-mid-put-invisible"] = reason
+    return Harness(
+        name=name or url, create_store=create, advance_time=advance,
+        corrupt=_corrupter(scheme) if shared else None, bounded_store=bounded,
+        reopen=(lambda store: functools.partial(open_store, url))
+        if shared else None,
+        declared=declared,
+    )
+
+
+def _corrupter(scheme: str) -> Callable[[ArtifactStore, Scope, str], None]:
+    module = {"file": "file", "sqlite": "sqlite", "postgresql": "postgres", "postgres": "postgres",
+              "s3": "s3"}.get(scheme)
+    if module is None:
+        raise ValueError(f"No corruption hook for store scheme {scheme!r}")
+
+    def corrupt(store: ArtifactStore, scope: Scope, ref: str) -> None:
+        import importlib
+
+        importlib.import_module(f"byref.store.{module}").stage_corruption(store, scope, ref)
+
+    return corrupt
