@@ -116,9 +116,9 @@ def run_case(case: Case, harness: Harness) -> CaseResult:
             with _kit(case, harness, store) as kit:
                 case.run(kit)
         except HookMissing as exc:
-            error: str | None = str(exc)
-            if case.name not in harness.declared:
-                error += "; supply the hook, or declare the case with a reason"
+            error: str | None = str(exc) + (
+                "" if case.name in harness.declared
+                else "; supply the hook, or declare the case with a reason")
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         else:
