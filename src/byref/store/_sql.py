@@ -40,6 +40,7 @@ from byref.store.port import (
     StreamedArtifact,
     is_ref,
     mint_ref,
+    parse_record,
     verify,
 )
 from byref.store.retention import Retention, plan_evictions, refuse_oversize
@@ -219,4 +220,4 @@ class SqlStore(ABC):
 
 
 def _meta(raw: str) -> ArtifactMeta:
-    return ArtifactMeta.from_json(msgspec.json.decode(raw))
+    return parse_record(raw, "the artifacts table")

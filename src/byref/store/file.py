@@ -33,6 +33,7 @@ from byref.store.port import (
     Scope,
     StreamedArtifact,
     is_ref,
+    parse_record,
     verify,
 )
 from byref.store.retention import Retention, is_expired, plan_evictions, refuse_oversize
@@ -173,9 +174,10 @@ class FileStore:
 
     def _read_meta(self, path: Path) -> ArtifactMeta | None:
         try:
-            return ArtifactMeta.from_json(msgspec.json.decode(path.read_bytes()))
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None
+        return parse_record(raw, str(path))
 
     def _sweep(self, scope: Scope) -> builtins.list[ArtifactMeta]:
         """Live metadata of a scope; expired artifacts found on the way are removed."""

@@ -234,6 +234,20 @@ def can_get_stream(store: object) -> TypeGuard[GetStreamStore]:
     return callable(getattr(store, "get_stream", None))
 
 
+def parse_record(raw: bytes | str, where: str) -> ArtifactMeta:
+    """Decode a stored JSON record; a damaged one is an integrity error naming where it lives."""
+    try:
+        decoded = msgspec.json.decode(raw)
+        if not isinstance(decoded, dict):
+            raise TypeError("not an object")
+        return ArtifactMeta.from_json(decoded)
+    except (msgspec.DecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ArtifactIntegrityError(
+            f"The artifact record at {where!r} is damaged ({exc}); delete that artifact or restore "
+            "it from a backup."
+        ) from None
+
+
 def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 

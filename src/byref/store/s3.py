@@ -34,6 +34,7 @@ from byref.store.port import (
     StreamedArtifact,
     is_ref,
     mint_ref,
+    parse_record,
     sha256_digest,
     verify,
 )
@@ -196,7 +197,7 @@ class S3Store:
             raw = self._obs.get(self._store, self._json(scope, ref)).bytes()
         except FileNotFoundError:
             return None
-        return ArtifactMeta.from_json(msgspec.json.decode(bytes(raw)))
+        return parse_record(bytes(raw), self._json(scope, ref))
 
     def _sweep(self, scope: Scope) -> builtins.list[ArtifactMeta]:
         now, live = self.clock(), []
