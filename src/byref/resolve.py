@@ -166,7 +166,7 @@ class Resolver:
                 if isinstance(ref, JsonPointer):
                     return stream_pointer(src.open, ref.path, where=src.where)
                 return list(query_stream(src.open, ref.path, ref.filter, where=src.where))
-            if isinstance(src, bytes | str):
+            if isinstance(src, bytes):
                 src = _decode_json(src)
             if isinstance(ref, JsonPointer):
                 return resolve_pointer(src, ref.path, where="the referenced value")

@@ -66,7 +66,7 @@ def run_byref(export: Path, out: Path) -> tuple[dict[str, Any], list[Request], D
     transcript_path = out / "transcript.jsonl"
     transcript_path.unlink(missing_ok=True)
     harness = Harness(byref_script(), tools, transcript=Transcript(transcript_path),
-                      store=FileStore(out / "store"), scope=Scope("demo", uuid.uuid4().hex))
+                      store=FileStore(out / "store"), scope=Scope("demo", conversation=uuid.uuid4().hex))
     run = harness.run(QUESTION)
     ledger = Ledger.of(run)
     figures = {
@@ -86,7 +86,7 @@ def run_naive(export: Path, out: Path) -> tuple[dict[str, Any], Delivered]:
     delivered = Delivered()
     tools = [*make_tools(export, out / "naive-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
     harness = Harness(naive_script(), tools, policy=Policy.naive(),
-                      scope=Scope("demo-naive", uuid.uuid4().hex))
+                      scope=Scope("demo-naive", conversation=uuid.uuid4().hex))
     run = harness.run(QUESTION)
     ledger = Ledger.of(run)
     return {

@@ -61,7 +61,7 @@ class Harness:
         self.policy = policy or Policy()
         self.transcript = transcript if transcript is not None else Transcript()
         self.store = store if store is not None else MemoryStore()
-        self.scope = scope or Scope("local", uuid.uuid4().hex)
+        self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
         self.dispatcher = Dispatcher(
             tools, transcript=self.transcript, store=self.store, scope=self.scope,
             policy=self.policy, caps=caps, emit=emit,

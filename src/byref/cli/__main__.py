@@ -1,0 +1,5 @@
+import sys
+
+from byref.cli import main
+
+sys.exit(main())

@@ -1,0 +1,49 @@
+"""The loop records what the model received; the scripted model reads what it was shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from byref.harness import (
+    Harness,
+    Ledger,
+    ScriptedModel,
+    ScriptExhaustedError,
+    StepLimitError,
+    call,
+    say,
+)
+from byref.tools import tool
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo text."""
+    return text
+
+
+def test_requests_are_recorded_and_byte_stable() -> None:
+    h = Harness(ScriptedModel([call("echo", {"text": "hi"}), say("bye")]), [echo])
+    run = h.run("start")
+    assert run.text == "bye" and run.steps == 2
+    first, second = run.requests
+    assert first.tools is second.tools
+    assert first.system == second.system
+    assert [b.text for b in second.messages[-1].content] == ["hi"]
+    ledger = Ledger.of(run)
+    assert ledger.model_read_chars == len("start") + len("hi")
+    assert ledger.model_written_chars == len('{"text":"hi"}') + len("bye")
+    assert ledger.peak_request_chars == second.chars()
+
+
+def test_script_exhaustion_and_step_limit_are_clear() -> None:
+    with pytest.raises(ScriptExhaustedError, match="The script has 1 steps and all were played"):
+        Harness(ScriptedModel([call("echo", {"text": "x"})]), [echo]).run("go")
+    looping = ScriptedModel([call("echo", {"text": "x"})] * 5)
+    with pytest.raises(StepLimitError, match="still calling tools after 3 steps"):
+        Harness(looping, [echo], max_steps=3).run("go")
+
+
+def test_duplicate_tool_names_are_a_developer_error() -> None:
+    with pytest.raises(ValueError, match="Tool names must be unique; repeated: \\['echo'\\]"):
+        Harness(ScriptedModel([]), [echo, echo])

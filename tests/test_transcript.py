@@ -1,0 +1,83 @@
+"""The transcript: append-only, addressable, persisted, and honest about what exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from byref.refs import Blob, JsonPointer
+from byref.transcript import Part, Transcript, TranscriptLookupError
+
+KEY = "art_" + "b" * 22
+
+
+def _fill(t: Transcript) -> None:
+    t.append("user", [Part(type="text", value="hello")])
+    t.append("tool", [
+        Part(type="tool_result", value={"result": {"items": [1, 2, 3]}, "n": 12345678901234567890123},
+             rendered="{...}", tool="t", call_id="c1"),
+        Part(type="tool_result", value={"value": {"derived": True}}, tool="q", call_id="c2",
+             derived={"value": JsonPointer(Blob(key=KEY), "/items")}),
+    ])
+
+
+def test_addressing_by_seq_part_field() -> None:
+    t = Transcript()
+    _fill(t)
+    assert t.field(1, 0, "result.items.1") == 2
+    assert t.field(1, 0, None) == {"result": {"items": [1, 2, 3]},
+                                   "n": 12345678901234567890123}
+    assert t.part(1, 1).derived["value"] == JsonPointer(Blob(key=KEY), "/items")
+
+
+@pytest.mark.parametrize(
+    ("seq", "part", "field", "message"),
+    [
+        (42, 0, None, "message 42 does not exist; messages are 0–1."),
+        (1, 5, None, "message 1 has parts 0–1; there is no part 5."),
+        (0, 1, None, "message 0 has part 0; there is no part 1."),
+        (1, 0, "result.itemz", "message 1 part 0 has no field 'itemz' at 'result'; fields there: "
+                               "'items'."),
+        (1, 0, "result.items.7", "index 7 is out of range at 'result.items' (the array has 3 "
+                                 "items)."),
+        (0, 0, "x", "cannot take field 'x' of a str."),
+    ],
+)
+def test_misses_say_what_exists(seq: int, part: int, field: str | None, message: str) -> None:
+    t = Transcript()
+    _fill(t)
+    with pytest.raises(TranscriptLookupError) as err:
+        t.field(seq, part, field)
+    assert message in str(err.value)
+
+
+def test_persistence_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    t = Transcript(path)
+    _fill(t)
+    again = Transcript(path)
+    assert len(again) == 2
+    assert list(again) == list(t)
+    assert again.field(1, 0, "n") == 12345678901234567890123  # big ints stay exact
+
+
+def test_torn_last_line_is_discarded_and_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _fill(Transcript(path))
+    with path.open("ab") as fh:
+        fh.write(b'{"seq":2,"role":"user","par')
+    t = Transcript(path)
+    assert len(t) == 2
+    t.append("user", [Part(type="text", value="after the crash")])
+    assert [m.seq for m in Transcript(path)] == [0, 1, 2]
+
+
+def test_unencodable_value_leaves_transcript_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    t = Transcript(path)
+    _fill(t)
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        t.append("tool", [Part(type="tool_result", value={"x": object()})])
+    assert len(t) == 2 and path.read_bytes() == before
