@@ -1,0 +1,85 @@
+"""Fixtures for the store tests: a real PostgreSQL (skipped with a reason when unreachable) and a
+real S3 API (moto's server on a free loopback port), each test on its own table / bucket prefix."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+BUCKET = "byref-tests"
+ADAPTERS = ["memory", "file", "sqlite", "postgres", "s3"]
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        psycopg.connect(PG_URL, connect_timeout=5).close()
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL unreachable at {PG_URL!r} (set BYREF_TEST_POSTGRES_URL): {exc}")
+    tables: list[str] = []
+    yield PG_URL
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        for row in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s", (f"bt_{_RUN}%",)
+        ).fetchall():
+            tables.append(row[0])
+        for table in tables:
+            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+
+_RUN = secrets.token_hex(4)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    pytest.importorskip("obstore")
+    boto3 = pytest.importorskip("boto3")
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    starter = threading.Thread(target=server.start, daemon=True)
+    starter.start()
+    starter.join(timeout=30)
+    if starter.is_alive():
+        pytest.fail("moto's S3 server did not start within 30 s")
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        os.environ.setdefault(key, value)  # spawned children inherit these
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    yield endpoint
+    server.stop()
+
+
+def url_for(adapter: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    token = secrets.token_hex(4)
+    if adapter == "memory":
+        return "memory://"
+    if adapter == "file":
+        return f"file://{tmp_path / 'files'}"
+    if adapter == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    if adapter == "postgres":
+        base = request.getfixturevalue("postgres_url")
+        return f"{base}?table=bt_{_RUN}_{token}"
+    base = request.getfixturevalue("s3_endpoint")
+    return f"s3://{BUCKET}/run-{_RUN}-{token}?endpoint={base}"
+
+
+@pytest.fixture
+def make_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """A fresh URL for the named adapter (its own table / prefix / directory)."""
+    return lambda adapter: url_for(adapter, request, tmp_path)
+
+
+@pytest.fixture(params=ADAPTERS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return url_for(request.param, request, tmp_path)
