@@ -121,7 +121,7 @@ def test_recipe_is_evaluated_at_use_and_a_vanished_source_refuses(tmp_path: Any)
 
 def test_stale_recipe_raises_never_empty(tmp_path: Any) -> None:
     store = FileStore(tmp_path)
-    h, received, _ = run([call("export", {}), QUERY], store=store)
+    h, _received, _ = run([call("export", {}), QUERY], store=store)
     # The stored object changes under the recipe (an operator rewrote it): the path is gone.
     query_part = results(h)[1]
     recipe = query_part.derived["value"]
@@ -184,7 +184,7 @@ def test_unrecordable_result_keeps_nothing() -> None:
 
 
 def test_chain_past_the_resolution_cap() -> None:
-    h, received, _ = run([call("export", {})])
+    h, _received, _ = run([call("export", {})])
     # Server code records a chain of derived refs, each pointing at the previous message.
     seq = h.transcript.last_seq
     assert seq is not None
@@ -215,7 +215,7 @@ def test_placement_stores_large_results_and_the_ref_reads_back() -> None:
 
 
 def test_whole_input_may_be_one_ref() -> None:
-    h, received, _ = run([
+    h, _received, _ = run([
         call("read_json", lambda r: {"source": {"$ref": {"type": "Message", "seq": 0,
                                                          "part": 0}}}),
     ])

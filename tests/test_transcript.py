@@ -15,7 +15,8 @@ KEY = "art_" + "b" * 22
 def _fill(t: Transcript) -> None:
     t.append("user", [Part(type="text", value="hello")])
     t.append("tool", [
-        Part(type="tool_result", value={"result": {"items": [1, 2, 3]}, "n": 12345678901234567890123},
+        Part(type="tool_result", value={"result": {"items": [1, 2, 3]},
+                                        "n": 12345678901234567890123},
              rendered="{...}", tool="t", call_id="c1"),
         Part(type="tool_result", value={"value": {"derived": True}}, tool="q", call_id="c2",
              derived={"value": JsonPointer(Blob(key=KEY), "/items")}),

@@ -69,8 +69,8 @@ def _table(r: dict[str, Any]) -> Iterator[str]:
                        ("peak request (chars)", "peak_request_chars")):
         yield f"{label:24}{b[key]:>14,}{n[key]:>16,}"
     yield f"{'rows to generate_pdf':24}{b['rows_delivered']:>14,}{n['rows_delivered']:>16,}"
-    yield f"{'rows byte-identical':24}{str(b['rows_identical']):>14}" + (
-        f"{str(n.get('rows_identical', '-')):>16}"
+    yield f"{'rows byte-identical':24}{b['rows_identical']!s:>14}" + (
+        f"{n.get('rows_identical', '-')!s:>16}"
     )
     yield ""
     yield (f"naive/byref: {r['ratio_read']:,}x read, {r['ratio_written']:,}x written"

@@ -66,7 +66,8 @@ def run_byref(export: Path, out: Path) -> tuple[dict[str, Any], list[Request], D
     transcript_path = out / "transcript.jsonl"
     transcript_path.unlink(missing_ok=True)
     harness = Harness(byref_script(), tools, transcript=Transcript(transcript_path),
-                      store=FileStore(out / "store"), scope=Scope("demo", conversation=uuid.uuid4().hex))
+                      store=FileStore(out / "store"),
+                      scope=Scope("demo", conversation=uuid.uuid4().hex))
     run = harness.run(QUESTION)
     ledger = Ledger.of(run)
     figures = {

@@ -105,7 +105,7 @@ def stream_pointer(open_source: OpenSource, path: str, *, where: str = "the sour
             ):
                 if i == index:
                     return resolve_pointer(node, rest, where=where) if rest else node
-    except _ijson.JSONError as exc:
+    except ijson.JSONError as exc:
         raise NotJsonError(f"{where} is not valid JSON ({exc}); a JSON path cannot apply.") from exc
     raise StaleSelectionError(f"Derived JSON path {path!r} no longer exists in {where}.")
 
@@ -128,7 +128,7 @@ def query_stream(
                 yield item
         if not seen_any:
             _check_empty_array(open_source, path, where)
-    except _ijson.JSONError as exc:
+    except ijson.JSONError as exc:
         raise NotJsonError(f"{where} is not valid JSON ({exc}); a JSON path cannot apply.") from exc
 
 
