@@ -28,7 +28,11 @@ def bounded(value: Any, max_chars: int = DEFAULT_PREVIEW_CHARS) -> Any:
         pruned = _prune(value, items, keys, chars, depth)
         if len(dumps(pruned)) <= max_chars:
             return pruned
-    return f"[{shape_hint(value)}]"[: max(0, max_chars - 2)]
+    summary = f"[{shape_hint(value)}]"
+    # Escapes can lengthen the encoding, so cut until the encoded text fits.
+    while summary and len(dumps(summary)) > max_chars:
+        summary = summary[: len(summary) - max(1, len(dumps(summary)) - max_chars)]
+    return summary
 
 
 def _prune(value: Any, items: int, keys: int, chars: int, depth: int) -> Any:
