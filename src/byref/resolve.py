@@ -97,6 +97,22 @@ class Resolver:
         self.emit("resolved", ref_type=type(ref).__name__, scope=str(self.scope))
         return result
 
+    def iterate(self, recipe: JsonQuery, *, current_seq: int | None = None) -> Iterator[Any]:
+        """The items a query selects, one at a time (streamed when its source is stored bytes)."""
+        src = self._source(recipe.source, current_seq, hops=1)
+        if not isinstance(src, BytesSource):
+            yield from self._recipe(recipe, current_seq, hops=0)
+            return
+        if _is_json(src.meta.media_type) is False:
+            raise ResolveError(
+                f"{src.where} holds {src.meta.media_type!r}, not JSON, so a JSON path "
+                "cannot apply to it."
+            )
+        try:
+            yield from query_stream(src.open, recipe.path, recipe.filter, where=src.where)
+        except (StaleSelectionError, NotJsonError) as exc:
+            raise ResolveError(str(exc)) from exc
+
     def source(self, ref: Ref, *, current_seq: int | None = None) -> BytesSource | Any:
         """Stored bytes behind `ref` when there are any (streamable), else its value."""
         return self._source(ref, current_seq, hops=0)

@@ -14,6 +14,7 @@ from byref.refs import Clause, JsonPointer, JsonQuery, Ref
 from byref.tools.tool import Tool, ToolContext, ToolInputError, tool
 
 PREVIEW_CHARS = 5_000
+_SAMPLE = 50  # matches kept for the preview and the shape hint
 """Characters of preview per read (the hard ceiling for previews is 6,000)."""
 
 
@@ -72,16 +73,24 @@ def query_json(
     preview and `value`, a reference to the exact matching items that any tool argument accepts."""
     _check_path(path)
     recipe = JsonQuery(source, path, _clauses(filter or []))
-    rows = ctx.resolver.value(recipe)
-    shown = bounded(rows, PREVIEW_CHARS)
+    # Count and sample while streaming: the matches are not held here, only their first few.
+    count, head = 0, []
+    for item in ctx.resolver.iterate(recipe):
+        if count < _SAMPLE:
+            head.append(item)
+        count += 1
+    shown = bounded(head, PREVIEW_CHARS)
     shown_count = len(shown) if isinstance(shown, list) else 0
     if shown_count and isinstance(shown[-1], str) and shown[-1].startswith("… "):
         shown_count -= 1
+    if isinstance(shown, list) and count > len(head):
+        hidden = count - shown_count
+        shown = [*shown[:shown_count], f"… {hidden:,} more items"]
     return {
-        "count": len(rows),
-        "shape": shape_hint(rows),
+        "count": count,
+        "shape": shape_hint(head).replace(f"{len(head):,} item", f"{count:,} item", 1),
         "preview": shown,
-        "previewNote": f"{shown_count} of {len(rows):,} items shown, long strings elided",
+        "previewNote": f"{shown_count} of {count:,} items shown, long strings elided",
         "value": recipe,
     }
 
