@@ -1,0 +1,78 @@
+"""`byref bench store [--json]`: the store benchmark, registered into the bench command group.
+
+The bench group (`byref.cli.bench`) calls `register_bench(bench_subparsers)`. By default it runs
+memory, file and SQLite in a temporary directory, plus PostgreSQL at BYREF_BENCH_POSTGRES_URL and
+an S3 API at BYREF_BENCH_S3_URL when those are set; `--url NAME=URL` picks adapters explicitly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import msgspec
+
+
+def register_bench(bench_subparsers: Any) -> None:
+    parser = bench_subparsers.add_parser("store", help="artifact store throughput and memory")
+    parser.add_argument("--url", action="append", default=[], metavar="NAME=URL",
+                        help="an adapter to measure (repeatable); default: memory, file, sqlite")
+    parser.add_argument("--stream-mb", type=int, default=1024,
+                        help="size of the streamed put/get whose peak RSS is measured")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(run=run)
+
+
+def _extra() -> dict[str, str]:
+    return {name: os.environ[var] for name, var in (
+        ("postgres", "BYREF_BENCH_POSTGRES_URL"), ("s3", "BYREF_BENCH_S3_URL"))
+        if os.environ.get(var)}
+
+
+def _urls(args: argparse.Namespace) -> dict[str, str] | None:
+    if not args.url:
+        return None
+    out = {}
+    for item in args.url:
+        name, sep, url = item.partition("=")
+        if not sep:
+            raise SystemExit(f"error: --url expects NAME=URL, got {item!r}")
+        out[name] = url
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from byref.store.bench import bench_store
+
+    def log(line: str) -> None:
+        if sys.stderr.isatty():
+            print(f"… {line}", file=sys.stderr)
+
+    report = bench_store(_urls(args), extra=_extra(), stream_bytes=args.stream_mb << 20, log=log)
+    if args.json:
+        print(msgspec.json.encode(report).decode())
+    else:
+        print(format_bench(report))
+    return 1 if any("error" in a for a in report["adapters"].values()) else 0
+
+
+def format_bench(report: dict[str, Any]) -> str:
+    lines = ["adapter   size    put MB/s (×base)   get MB/s (×base)    put ops/s"]
+    for label, base in report["baseline"].items():
+        lines.append(f"{'baseline':9} {label:6} {base['put_mb_s']:>9}          "
+                     f"{base['get_mb_s']:>9}")
+    for name, entry in report["adapters"].items():
+        if "error" in entry:
+            lines.append(f"{name:9} error: {entry['error']}")
+            continue
+        for label, f in entry["throughput"].items():
+            lines.append(f"{name:9} {label:6} {f['put_mb_s']:>9} ({f['put_vs_baseline']:>6}) "
+                         f"{f['get_mb_s']:>9} ({f['get_vs_baseline']:>6}) {f['put_ops_s']:>10}")
+        s = entry["streamed"]
+        lines.append(f"{name:9} stream {report['stream_bytes'] >> 20} MB: " + (
+            s["skipped"] if "skipped" in s else
+            f"peak RSS {s['rss_peak_mb']} MB (+{s['rss_growth_mb']} MB), "
+            f"put {s['put_mb_s']} MB/s, get {s['get_mb_s']} MB/s"))
+    return "\n".join(lines)

@@ -1,0 +1,151 @@
+"""The store benchmark: put/get throughput per adapter and payload size, and the peak memory of a
+streamed put and get, each against a baseline measured in the same run.
+
+Owns the figures `byref bench store` prints. The law: every throughput is reported beside its
+ratio to the baseline (plain file write / read of the same bytes on the same disk, same run), and
+the streamed figure is the growth of a fresh child process's peak RSS while 1 GB passes through,
+which must stay flat (a few chunks, never the payload).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from byref.store.open import open_store
+from byref.store.port import PutOptions, Scope, can_get_stream, can_put_stream, mint_ref
+
+SIZES = {"1KB": 1 << 10, "1MB": 1 << 20, "100MB": 100 << 20}
+ROUNDS = {"1KB": 300, "1MB": 30, "100MB": 2}
+OPTS = PutOptions(kind="bench/bytes")
+CHILD_TIMEOUT = 900.0
+
+
+def _timed(fn: Callable[[], object], rounds: int) -> float:
+    started = time.perf_counter()
+    for _ in range(rounds):
+        fn()
+    return time.perf_counter() - started
+
+
+def _mb_s(nbytes: int, rounds: int, seconds: float) -> float:
+    return round(nbytes * rounds / max(seconds, 1e-9) / 1e6, 1)
+
+
+def baseline(workdir: Path) -> dict[str, dict[str, float]]:
+    """Plain write_bytes / read_bytes of the same payloads: what a disk gives with no store."""
+    out = {}
+    for label, size in SIZES.items():
+        data, rounds, path = os.urandom(size), ROUNDS[label], workdir / "baseline.bin"
+        put = _timed(lambda: path.write_bytes(data), rounds)  # noqa: B023
+        get = _timed(path.read_bytes, rounds)
+        out[label] = {"put_mb_s": _mb_s(size, rounds, put), "get_mb_s": _mb_s(size, rounds, get)}
+        path.unlink()
+    return out
+
+
+def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
+    store, scope = open_store(url), Scope("bench", "throughput", mint_ref())
+    out: dict[str, Any] = {}
+    try:
+        for label, size in SIZES.items():
+            data, rounds, refs = os.urandom(size), ROUNDS[label], []
+            put = _timed(lambda: refs.append(store.put(scope, data, OPTS).ref), rounds)  # noqa: B023
+            it = iter(refs)
+            get = _timed(lambda: store.get(scope, next(it)), rounds)  # noqa: B023
+            for ref in refs:
+                store.delete(scope, ref)
+            put_mb_s, get_mb_s = _mb_s(size, rounds, put), _mb_s(size, rounds, get)
+            out[label] = {
+                "put_mb_s": put_mb_s, "get_mb_s": get_mb_s,
+                "put_ops_s": round(rounds / put, 1), "get_ops_s": round(rounds / get, 1),
+                "put_vs_baseline": round(put_mb_s / max(base[label]["put_mb_s"], 1e-9), 3),
+                "get_vs_baseline": round(get_mb_s / max(base[label]["get_mb_s"], 1e-9), 3),
+            }
+    finally:
+        store.close()
+    return out
+
+
+def _peak_rss_child(url: str, nbytes: int, out: Any) -> None:
+    store, scope = open_store(url), Scope("bench", "stream", mint_ref())
+    chunk = os.urandom(1 << 20)
+
+    def chunks() -> Iterator[bytes]:
+        left = nbytes
+        while left > 0:
+            yield chunk[: min(left, len(chunk))]
+            left -= len(chunk)
+
+    reader = store
+    assert can_put_stream(store) and can_get_stream(reader)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    meta = store.put_stream(scope, chunks(), nbytes, OPTS)
+    mid = time.perf_counter()
+    streamed = reader.get_stream(scope, meta.ref)
+    assert streamed is not None
+    seen = sum(len(c) for c in streamed.chunks)
+    done = time.perf_counter()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    store.delete(scope, meta.ref)
+    store.close()
+    out.put({"bytes": seen, "rss_before_mb": round(before / 1024, 1),
+             "rss_peak_mb": round(after / 1024, 1),
+             "rss_growth_mb": round((after - before) / 1024, 1),
+             "put_mb_s": _mb_s(nbytes, 1, mid - started), "get_mb_s": _mb_s(nbytes, 1, done - mid)})
+
+
+def streamed_peak_rss(url: str, nbytes: int) -> dict[str, Any]:
+    """Stream `nbytes` in and out in a fresh process and report its peak-RSS growth."""
+    probe = open_store(url)
+    streams = can_put_stream(probe) and can_get_stream(probe)
+    probe.close()
+    if not streams or url.startswith("memory:"):
+        return {"skipped": "this store holds payloads in process memory by design"}
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_peak_rss_child, args=(url, nbytes, out))
+    proc.start()
+    try:
+        result: dict[str, Any] = out.get(timeout=CHILD_TIMEOUT)
+    finally:
+        proc.join(CHILD_TIMEOUT)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(10)
+    return result
+
+
+def bench_store(
+    urls: dict[str, str] | None = None, *, extra: dict[str, str] | None = None,
+    stream_bytes: int = 1 << 30,
+    workdir: str | Path | None = None, log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Figures per adapter: throughput (MB/s, ops/s, ratio to baseline) and streamed peak RSS.
+    Without `urls`, memory, file and SQLite in a temporary directory, plus `extra`."""
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="byref-bench-") as tmp:
+        root = Path(tmp)
+        urls = urls or {"memory": "memory://", "file": f"file://{root / 'files'}",
+                        "sqlite": f"sqlite:///{root / 'bench.db'}"}
+        urls = {**urls, **(extra or {})}
+        log("baseline")
+        base = baseline(root)
+        report: dict[str, Any] = {"baseline": base, "stream_bytes": stream_bytes, "adapters": {}}
+        for name, url in urls.items():
+            entry: dict[str, Any] = {}
+            try:
+                log(f"{name}: throughput")
+                entry["throughput"] = throughput(url, base)
+                log(f"{name}: streamed {stream_bytes:,} bytes")
+                entry["streamed"] = streamed_peak_rss(url, stream_bytes)
+            except Exception as exc:
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            report["adapters"][name] = entry
+        return report
