@@ -78,7 +78,7 @@ class Resolver:
     def __init__(
         self,
         transcript: Transcript,
-        store: ArtifactStore,
+        store: ArtifactStore | None,
         scope: Scope,
         *,
         caps: Caps | None = None,
@@ -138,6 +138,10 @@ class Resolver:
             return self._message(ref, current, hops)
         if isinstance(ref, Blob):
             if ref.key is not None:
+                if self.store is None:
+                    raise ResolveError(
+                        f"Artifact {ref.key!r} cannot be read: no artifact store is attached."
+                    )
                 meta = self.store.head(self.scope, ref.key)
                 if meta is None:
                     raise ResolveError(_gone(ref.key))
@@ -192,7 +196,7 @@ class Resolver:
 
     def _materialize(self, src: BytesSource) -> Any:
         try:
-            artifact = self.store.get(self.scope, src.meta.ref)
+            artifact = src.store.get(self.scope, src.meta.ref)
         except ArtifactIntegrityError as exc:
             raise ResolveError(
                 f"{src.where} failed its integrity check and was not used; produce it again."

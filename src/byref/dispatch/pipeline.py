@@ -1,9 +1,10 @@
-"""The per-call pipeline: parse → validate → resolve → execute → intercept payloads → place →
-record → events.
+"""The per-call pipeline: parse → validate → wants → resolve → execute → intercept payloads →
+place → record → events.
 
 The law: a call either runs with every argument delivered exactly, or does not run and the model
-is told what went wrong in words it can act on (a refusal, `is_error` set). Nothing is recorded
-half: artifacts minted by a call whose result cannot be recorded are deleted again.
+is told what went wrong in words it can act on (a refusal, `is_error` set, a `refused` event with
+its reason). Nothing is recorded half: artifacts minted by a call whose result cannot be recorded
+are deleted again.
 """
 
 from __future__ import annotations
@@ -14,14 +15,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+
+from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
-from byref.dispatch.results import place, render, shape_result
+from byref.dispatch.results import render, shape_result
+from byref.dispatch.wants import WantsRefusal, redeem
 from byref.events import Emitter
 from byref.jsonview import JsonEncodeError
 from byref.refs import Message, Ref, RefRefusal, is_envelope, parse_model_envelope
 from byref.resolve import Caps, Resolver
-from byref.store import ArtifactStore, Scope
-from byref.tools.tool import Tool, ToolContext
+from byref.store import ArtifactMeta, ArtifactStore, Scope
+from byref.tools.context import ToolContext
+from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part, Transcript
 
 
@@ -33,12 +39,15 @@ class Call:
 
 
 class Refusal(Exception):
-    """The tool did not run; `text` is what the model is told."""
+    """The tool did not run (or its result was refused); `text` is what the model is told."""
 
-    def __init__(self, text: str, reason: str) -> None:
+    def __init__(self, text: str, reason: str, *, ref: str | None = None,
+                 detail: str | None = None) -> None:
         super().__init__(text)
         self.text = text
         self.reason = reason
+        self.ref = ref
+        self.detail = detail
 
 
 class Dispatcher:
@@ -47,7 +56,7 @@ class Dispatcher:
         tools: Sequence[Tool],
         *,
         transcript: Transcript,
-        store: ArtifactStore,
+        store: ArtifactStore | None,
         scope: Scope,
         policy: Policy | None = None,
         caps: Caps | None = None,
@@ -58,6 +67,12 @@ class Dispatcher:
             names = [t.name for t in tools]
             dupes = sorted({n for n in names if names.count(n) > 1})
             raise ValueError(f"Tool names must be unique; repeated: {dupes!r}.")
+        needy = sorted(t.name for t in tools if t.wants)
+        if needy and store is None:
+            raise ValueError(
+                f"Tool(s) {needy!r} declare `wants` but no artifact store is attached; pass "
+                "store=MemoryStore() (or any ArtifactStore) when building the agent."
+            )
         self.transcript = transcript
         self.store = store
         self.scope = scope
@@ -95,15 +110,24 @@ class Dispatcher:
         """Run `call` (recorded at `call_seq`); its result will be message `seq`, part `part`."""
         try:
             tool = self._tool(call.name)
-            args = self._arguments(tool, call.input, call_seq)
+            raw = self._input(tool, call.input, call_seq)
+            self._parse_refs(tool, raw)
+            self._validate(tool, raw)
+            wanted = self._wants(tool, raw, call_seq)
+            args = self._arguments(tool, raw, call_seq)
             ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
-                              tool.name, call.id)
+                              tool.name, call.id, wanted)
             value = self._execute(tool, args, ctx)
         except Refusal as refusal:
-            self.emit("refused", tool=call.name, call_id=call.id, reason=refusal.reason)
-            return Part(type="tool_result", value=refusal.text, rendered=refusal.text,
-                        tool=call.name, call_id=call.id, is_error=True)
+            return self._refused(call, refusal)
         return self._record(tool, call, value, seq=seq, part=part)
+
+    def _refused(self, call: Call, refusal: Refusal) -> Part:
+        self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
+                  reason=refusal.reason, ref=refusal.ref, detail=refusal.detail)
+        text = self.error_text(call, refusal.text)
+        return Part(type="tool_result", value=text, rendered=text,
+                    tool=call.name, call_id=call.id, is_error=True)
 
     def _tool(self, name: str) -> Tool:
         if name in self.tools:
@@ -115,17 +139,62 @@ class Dispatcher:
             "unknown-tool",
         )
 
-    def _arguments(self, tool: Tool, raw: Any, call_seq: int) -> dict[str, Any]:
+    def _input(self, tool: Tool, raw: Any, call_seq: int) -> dict[str, Any]:
         if self.policy.refs and is_envelope(raw):
             raw = self._resolve(tool, "the input", raw, call_seq, lazy=False)
         if not isinstance(raw, dict):
             raise Refusal(
                 f"Input to tool {tool.name!r} must be a JSON object of its parameters, got "
-                f"{type(raw).__name__!r}.", "bad-input",
+                f"{type(raw).__name__!r}.", "invalid-input",
             )
+        return dict(raw)
+
+    def _parse_refs(self, tool: Tool, raw: dict[str, Any]) -> None:
+        """Refs are parsed first, so a forged or malformed one gets the parser's precise words."""
+        if not self.policy.refs:
+            return
+        for name, value in raw.items():
+            if is_envelope(value):
+                try:
+                    parse_model_envelope(value, cap=self.caps.validation)
+                except RefRefusal as exc:
+                    raise Refusal(
+                        f"Tool {tool.name!r} did not run: argument {name!r} is a reference that "
+                        f"cannot be used. {exc}", "bad-ref",
+                    ) from exc
+
+    def _validate(self, tool: Tool, raw: dict[str, Any]) -> None:
+        """The validation dial: the input as written, against the schema the model was shown."""
+        if self.policy.validation == "off":
+            return
+        schema = tool.declaration()["input_schema"] if self.policy.refs else tool.input_schema
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(raw))
+        if error is None:
+            return
+        at = "/".join(str(p) for p in error.absolute_path) or "the input"
+        text = (f"Tool {tool.name!r} was not executed: its input does not fit its schema at "
+                f"{at!r}: {error.message}.")
+        if self.policy.validation == "enforce":
+            raise Refusal(text, "invalid-input", detail=error.message)
+        self.emit("refused", op="validate", tool=tool.name, reason="invalid-input",
+                  detail=error.message, enforced=False)
+
+    def _wants(self, tool: Tool, raw: dict[str, Any], call_seq: int) -> dict[str, ArtifactMeta]:
+        if not tool.wants:
+            return {}
+        assert self.store is not None  # checked when the dispatcher was built
+        try:
+            return redeem(tool, raw, store=self.store, scope=self.scope, resolver=self.resolver,
+                          call_seq=call_seq, cap=self.caps.validation)
+        except WantsRefusal as refusal:
+            raise Refusal(refusal.text, refusal.reason, ref=refusal.ref,
+                          detail=refusal.detail) from None
+
+    def _arguments(self, tool: Tool, raw: dict[str, Any], call_seq: int) -> dict[str, Any]:
         args: dict[str, Any] = {}
         for name, value in raw.items():
-            if self.policy.refs and is_envelope(value):
+            if self.policy.refs and name not in tool.wants and is_envelope(value):
                 value = self._resolve(tool, f"argument {name!r}", value, call_seq,
                                       lazy=name in tool.lazy)
             args[name] = value
@@ -147,6 +216,8 @@ class Dispatcher:
     def _execute(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
         try:
             return tool.invoke(args, ctx)
+        except ToolRefusal as exc:
+            raise Refusal(exc.text, exc.reason) from exc
         except RefRefusal as exc:
             raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
         except Exception as exc:  # a tool's own failure is reported to the model, not raised
@@ -155,32 +226,48 @@ class Dispatcher:
             ) from exc
 
     def _record(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
-        kw: dict[str, Any] = {"tool": tool.name, "seq": seq, "part": part,
-                              "policy": self.policy, "store": self.store, "scope": self.scope}
         shaped = None
         try:
-            shaped = shape_result(value, **kw)
+            shaped = shape_result(value, tool=tool.name, seq=seq, part=part, policy=self.policy,
+                                  store=self.store, scope=self.scope)
             text = render(shaped.shown)
-            placed = place(shaped, text, **kw)
-            if placed is not None:
-                shaped, text = placed
-                self.emit("placed", tool=tool.name, ref=shaped.minted[-1],
+            placed = settle(text, shaped.shown, tool=tool.name, ceiling=tool.ceiling,
+                            result_kind=tool.result_kind, is_error=False, policy=self.policy,
+                            store=self.store, scope=self.scope)
+            if placed.how == "placed":
+                assert placed.ref is not None
+                shaped.minted.append(placed.ref)
+                self.emit("placed", tool=tool.name, ref=placed.ref, bytes=len(text.encode()))
+            elif placed.how == "truncated":
+                self.emit("refused", op="net", tool=tool.name, reason="truncated",
                           bytes=len(text.encode()))
-            # Encode once more as the transcript will, so a failure happens before anything lands.
-            candidate = Part(type="tool_result", value=shaped.recorded, rendered=text,
-                             tool=tool.name, call_id=call.id, derived=shaped.derived)
+            recorded = shaped.recorded if placed.how == "inline" else placed.recorded
+            candidate = Part(type="tool_result", value=recorded, rendered=placed.text,
+                             tool=tool.name, call_id=call.id, is_error=placed.how == "ceiling",
+                             derived=shaped.derived)
+            # Encode as the transcript will, so a failure happens before anything lands.
             render(candidate.to_json())
+            if placed.how == "ceiling":
+                self.emit("refused", op="ceiling", tool=tool.name, call_id=call.id,
+                          reason="over-ceiling")
             return candidate
         except (JsonEncodeError, TypeError) as exc:
-            for ref in shaped.minted if shaped is not None else []:
-                self.store.delete(self.scope, ref)
+            if self.store is not None and shaped is not None:
+                for ref in shaped.minted:
+                    self.store.delete(self.scope, ref)
             text = (
                 f"Tool {tool.name!r} returned a value that cannot be recorded ({exc}); nothing "
                 "was kept. This is a defect in the tool, not in your call."
             )
-            self.emit("refused", tool=tool.name, call_id=call.id, reason="unserializable-result")
+            self.emit("refused", op="record", tool=tool.name, call_id=call.id,
+                      reason="unserializable-result")
             return Part(type="tool_result", value=text, rendered=text, tool=tool.name,
                         call_id=call.id, is_error=True)
+
+    def error_text(self, call: Call, text: str) -> str:
+        """Errors are never placed; the net still bounds them."""
+        return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
+                      policy=self.policy, store=self.store, scope=self.scope).text
 
 
 def _pin(ref: Ref, current: int) -> Ref:

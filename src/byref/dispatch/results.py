@@ -3,7 +3,7 @@
 The law: a `Payload` anywhere in a result is streamed into the store and replaced by an opaque
 marker (~120 characters whatever its size); a recipe anywhere in a result is recorded as derived
 and shown only as a Message ref to its own field; a rendering above the auto-insertion limit is
-placed: stored whole, shown as preview + shape + byte count + ref. Errors are never placed.
+placed (see placement.py).
 """
 
 from __future__ import annotations
@@ -13,14 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from byref.dispatch.policy import Policy
-from byref.jsonview import bounded, dumps, encode, shape_hint
+from byref.jsonview import dumps
 from byref.refs import Blob, Message, Ref, envelope, is_recipe
 from byref.store import ArtifactStore, PutOptions, Scope
 from byref.store.port import CanPutStream
 from byref.tools.payload import Payload
-
-Ref_types = (Message, Blob)
-
 
 @dataclass
 class Shaped:
@@ -31,7 +28,7 @@ class Shaped:
 
 
 def shape_result(
-    value: Any, *, tool: str, seq: int, part: int, policy: Policy, store: ArtifactStore,
+    value: Any, *, tool: str, seq: int, part: int, policy: Policy, store: ArtifactStore | None,
     scope: Scope,
 ) -> Shaped:
     out = Shaped(recorded=None, shown=None)
@@ -64,8 +61,8 @@ def _walk(value: Any, path: tuple[str, ...], out: Shaped, **kw: Any) -> tuple[An
 
 
 def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: int, part: int,
-             policy: Policy, store: ArtifactStore, scope: Scope) -> tuple[Any, Any]:
-    if not policy.intercept_payloads:
+             policy: Policy, store: ArtifactStore | None, scope: Scope) -> tuple[Any, Any]:
+    if not policy.intercept_payloads or store is None:
         data = b"".join(p.open_chunks())
         if p.media_type.startswith("text/") or "json" in p.media_type:
             text = data.decode("utf-8", errors="replace")
@@ -86,31 +83,3 @@ def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: 
 
 def render(shown: Any) -> str:
     return shown if isinstance(shown, str) else dumps(shown)
-
-
-def place(
-    shaped: Shaped, text: str, *, tool: str, seq: int, part: int, policy: Policy,
-    store: ArtifactStore, scope: Scope,
-) -> tuple[Shaped, str] | None:
-    """Store an oversized rendering whole and show preview + shape + bytes + ref instead."""
-    if not policy.placement or len(text.encode()) <= policy.auto_insert_bytes:
-        return None
-    data = encode(shaped.shown) if not isinstance(shaped.shown, str) else text.encode()
-    media = "text/plain" if isinstance(shaped.shown, str) else "application/json"
-    meta = store.put(scope, data, PutOptions(kind=f"tool-result/{tool}", media_type=media,
-                                             label=f"{tool} result"))
-    ref = Blob(key=meta.ref)
-    summary = {
-        "placed": True,
-        "shape": shape_hint(shaped.shown),
-        "bytes": meta.bytes,
-        "preview": bounded(shaped.shown, policy.placed_preview_chars),
-        "value": envelope(ref),
-        "note": (
-            "This result was too large to insert. Pass `value` to any tool argument as-is, or "
-            "read parts of it with read_json / query_json."
-        ),
-    }
-    placed = Shaped(recorded=summary, shown=summary, derived=dict(shaped.derived),
-                    minted=[*shaped.minted, meta.ref])
-    return placed, dumps(summary)

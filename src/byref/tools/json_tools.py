@@ -11,7 +11,8 @@ from typing import Any, NotRequired, TypedDict
 
 from byref.jsonview import bounded, shape_hint
 from byref.refs import Clause, JsonPointer, JsonQuery, Ref
-from byref.tools.tool import Tool, ToolContext, ToolInputError, tool
+from byref.tools.context import ToolContext
+from byref.tools.tool import Tool, ToolInputError, tool
 
 PREVIEW_CHARS = 5_000
 _SAMPLE = 50  # matches kept for the preview and the shape hint

@@ -19,27 +19,26 @@ from byref.refs import RefRefusal
 from byref.tools.schema import SCHEMAS, is_ref_annotation, schema_from_signature
 
 if TYPE_CHECKING:
-    from byref.events import Emitter
-    from byref.resolve import Resolver
-    from byref.store import ArtifactStore, Scope
-    from byref.transcript import Transcript
+    from byref.tools.context import ToolContext
 
 
 class ToolInputError(RefRefusal):
     """Arguments do not fit the tool's schema; the text is shown to the model."""
 
 
-@dataclass
-class ToolContext:
-    """What a tool body may use besides its arguments (declare a `ctx` parameter to get it)."""
+class ToolRefusal(Exception):  # noqa: N818 - it is a refusal, not an error of the caller's
+    """Raised by a tool body to decline: the text goes to the model as-is, marked as an error."""
 
-    resolver: Resolver
-    store: ArtifactStore
-    scope: Scope
-    transcript: Transcript
-    emit: Emitter
-    tool_name: str
-    call_id: str
+    def __init__(self, text: str, reason: str = "tool-refused") -> None:
+        super().__init__(text)
+        self.text = text
+        self.reason = reason
+
+
+def artifact_ref_schema(kind: str) -> dict[str, Any]:
+    """How a `wants` argument is declared: the ref of an artifact of `kind`."""
+    return {"type": "string", "pattern": "^art_[0-9A-Za-z]{22}$",
+            "description": f"The art_… ref of a {kind!r} artifact."}
 
 
 @dataclass(eq=False)
@@ -57,6 +56,8 @@ class Tool:
     wants: Mapping[str, str] = field(default_factory=dict)
     """Argument name → artifact kind the argument must redeem to (checked at dispatch)."""
     result_kind: str | None = None
+    ceiling: int | None = None
+    """The author's own limit on result characters: a longer result is refused, not placed."""
     wants_ctx: bool = False
 
     def __post_init__(self) -> None:
@@ -68,6 +69,10 @@ class Tool:
         unknown = sorted(set(self.lazy) - set(self.input_schema.get("properties", {})))
         if unknown:
             raise ValueError(f"Tool {self.name!r} marks unknown parameter(s) lazy: {unknown!r}.")
+        unknown = sorted(set(self.wants) - set(self.input_schema.get("properties", {})))
+        if unknown:
+            raise ValueError(f"Tool {self.name!r} wants artifacts for unknown parameter(s) "
+                             f"{unknown!r}.")
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -105,7 +110,7 @@ class Tool:
             return self._validate_foreign(args)
         out: dict[str, Any] = {}
         for name, value in args.items():
-            if name in self.lazy:
+            if name in self.lazy or name not in self.annotations:
                 out[name] = value
                 continue
             try:
@@ -150,6 +155,7 @@ def tool(
     glossary: tuple[str, ...] = (),
     wants: Mapping[str, str] | None = None,
     result_kind: str | None = None,
+    ceiling: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -165,6 +171,7 @@ def tool(
     glossary: tuple[str, ...] = (),
     wants: Mapping[str, str] | None = None,
     result_kind: str | None = None,
+    ceiling: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorate a function to make it a `Tool`; the schema comes from its type hints."""
 
@@ -179,15 +186,21 @@ def tool(
             if n not in annotations:
                 raise ValueError(f"Lazy parameter {n!r} is not a parameter of {f.__name__!r}.")
         doc = _one_paragraph_per_line(inspect.getdoc(f) or "")
+        schema = schema_from_signature(f, lazy_set)
+        for arg, kind in (wants or {}).items():
+            if arg in schema["properties"]:
+                # The model passes the ticket; the handler receives what it redeems to.
+                schema["properties"][arg] = artifact_ref_schema(kind)
         return Tool(
             name=name or f.__name__,
             description=description or doc,
             fn=f,
-            input_schema=schema_from_signature(f, lazy_set),
+            input_schema=schema,
             lazy=lazy_set | frozenset(n for n, a in annotations.items() if is_ref_annotation(a)),
             annotations=annotations,
             capabilities=capabilities, domains=domains, entities=entities, glossary=glossary,
-            wants=dict(wants or {}), result_kind=result_kind, wants_ctx="ctx" in params,
+            wants=dict(wants or {}), result_kind=result_kind, ceiling=ceiling,
+            wants_ctx="ctx" in params,
         )
 
     if fn is not None:

@@ -1,0 +1,109 @@
+"""Placement, with its precedence pinned: the tool's ceiling, then placement, then the net.
+
+The law: (1) a tool's own result ceiling is judged first: a longer result is refused, in the
+author's words, and never reaches placement; (2) placement stores a rendering above the
+auto-insertion limit as `tool-result/<tool>` (or the tool's declared result kind) and shows a
+substitute with the ref, kind, true byte count, shape, a bounded preview and one sentence on how
+to route it; (3) a last-resort truncation net runs on whatever is left and, with placement on,
+should never fire. Errors and refusals are never placed. If the store refuses the put, the result
+falls through to the net with a note saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from byref.dispatch.policy import Policy
+from byref.jsonview import bounded, decode, dumps, encode, shape_hint
+from byref.refs import Blob, envelope
+from byref.store import ArtifactError, ArtifactStore, PutOptions, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    text: str
+    recorded: Any
+    ref: str | None = None
+    how: str = "inline"
+    """inline | ceiling | placed | truncated"""
+
+
+def settle(
+    text: str, shown: Any, *, tool: str, ceiling: int | None, result_kind: str | None,
+    is_error: bool, policy: Policy, store: ArtifactStore | None, scope: Scope,
+) -> Placed:
+    if is_error:
+        return _net(text, shown, policy, note=None)
+    if ceiling is not None and len(text) > ceiling:
+        refusal = (f"Tool {tool!r} produced {len(text):,} characters, over its own limit of "
+                   f"{ceiling:,}; ask for less (a narrower query, a filter, a page).")
+        return Placed(refusal, refusal, how="ceiling")
+    note = None
+    if policy.placement and len(text.encode()) > policy.auto_insert_bytes:
+        if store is None:
+            note = "placement is on but no artifact store is attached"
+        else:
+            try:
+                return _place(text, shown, tool=tool, kind=result_kind, policy=policy,
+                              store=store, scope=scope)
+            except ArtifactError as exc:
+                note = f"placement failed: {exc}"
+    return _net(text, shown, policy, note=note)
+
+
+def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy,
+           store: ArtifactStore, scope: Scope) -> Placed:
+    structured = not isinstance(shown, str)
+    data = encode(shown) if structured else text.encode()
+    meta = store.put(scope, data, PutOptions(
+        kind=kind or f"tool-result/{tool}",
+        media_type="application/json" if structured else "text/plain",
+        label=f"{tool} result"))
+    summary = {
+        "placed": True,
+        "kind": meta.kind,
+        "bytes": meta.bytes,
+        "shape": shape_hint(shown) if structured else f"text, {len(text):,} chars",
+        "preview": bounded(shown, policy.placed_preview_chars) if structured
+        else _text_preview(text, policy.placed_preview_chars),
+        "value": envelope(Blob(key=meta.ref)),
+        "note": (f"{tool} returned {meta.bytes:,} bytes, too many to insert, so the whole result "
+                 "was stored. Pass `value` as-is to any tool argument, or read parts of it with "
+                 "read_json / query_json; do not retype or summarize what you have not read."),
+    }
+    return Placed(dumps(summary), summary, ref=meta.ref, how="placed")
+
+
+def _text_preview(text: str, budget: int) -> str:
+    """Error lines first (that is where a log's answer usually is), then the head."""
+    lines = text.splitlines()
+    errors = [ln for ln in lines if any(w in ln.lower() for w in ("error", "fail", "exception"))]
+    chosen: list[str] = []
+    used = 0
+    for line in [*errors, *[ln for ln in lines if ln not in errors]]:
+        if used + len(line) + 1 > budget:
+            break
+        chosen.append(line)
+        used += len(line) + 1
+    return "\n".join(chosen)
+
+
+def _net(text: str, shown: Any, policy: Policy, note: str | None) -> Placed:
+    limit = policy.max_result_chars
+    if limit is None or len(text) <= limit:
+        if note is None:
+            return Placed(text, shown)
+        return Placed(text, shown, how="inline")
+    why = f" ({note})" if note else ""
+    tail = (f"\n[byref truncated this result to {limit:,} of {len(text):,} characters{why}; the "
+            "rest was not shown.]")
+    cut = text[: max(0, limit - len(tail))] + tail
+    return Placed(cut, cut, how="truncated")
+
+
+def recorded_value(text: str) -> Any:
+    try:
+        return decode(text)
+    except Exception:
+        return text
