@@ -58,8 +58,29 @@ class Request:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """What one turn cost as the provider counted it, and why the model stopped.
+
+    `input_tokens` is the whole request, cached part included; `cache_read_tokens` and
+    `cache_write_tokens` are the parts of it served from and written to the prompt cache (`None`
+    where the provider does not report it). `stop_reason` is normalised across providers
+    ("end_turn", "tool_use", "max_tokens", "refusal", …); `provider_stop_reason` is the raw one.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    stop_reason: str = ""
+    provider_stop_reason: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
     blocks: tuple[Block, ...]
+    usage: Usage | None = None
+    """Set by real providers; a scripted step may leave it out."""
 
     @property
     def calls(self) -> tuple[Block, ...]:

@@ -1,0 +1,65 @@
+"""Real model providers behind byref's `Model` port, named by `provider:model` ids.
+
+Owns the choice of adapter for an id such as `anthropic:claude-sonnet-4-5` or `openai:gpt-5`.
+The law: provider SDKs are imported only when a model of theirs is built (extras
+`byref[anthropic]`, `byref[openai]`), keys come from the usual environment variables, and every
+failure names what to install, which variable to set, or what the API answered.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from byref.harness.providers._common import (
+    MissingKeyError,
+    MissingSDKError,
+    ProviderError,
+    ProviderSetupError,
+)
+from byref.harness.providers.deferral import (
+    NativeDeferral,
+    SearchFn,
+    discovery_search,
+    native_search_tool,
+)
+
+if TYPE_CHECKING:
+    from byref.harness.providers.anthropic import AnthropicModel
+    from byref.harness.providers.openai import OpenAIModel
+
+PROVIDERS = ("anthropic", "openai")
+
+
+def parse_model_id(model_id: str) -> tuple[str, str]:
+    """`provider:model` → (provider, model), with an error that shows the expected form."""
+    provider, sep, model = model_id.partition(":")
+    if not sep or not provider or not model.strip():
+        raise ValueError(
+            f"Model id {model_id!r} is not 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5' "
+            f"or 'openai:gpt-5')."
+        )
+    if provider not in PROVIDERS:
+        raise ValueError(
+            f"Unknown model provider {provider!r} in {model_id!r}; known providers: "
+            f"{', '.join(map(repr, PROVIDERS))}."
+        )
+    return provider, model.strip()
+
+
+def model_from_id(model_id: str, **options: Any) -> AnthropicModel | OpenAIModel:
+    """The adapter for `model_id`; `options` go to its constructor (client, stream, deferral…)."""
+    provider, model = parse_model_id(model_id)
+    if provider == "anthropic":
+        from byref.harness.providers.anthropic import AnthropicModel
+
+        return AnthropicModel(model, **options)
+    from byref.harness.providers.openai import OpenAIModel
+
+    return OpenAIModel(model, **options)
+
+
+__all__ = [
+    "PROVIDERS", "MissingKeyError", "MissingSDKError", "NativeDeferral", "ProviderError",
+    "ProviderSetupError", "SearchFn", "discovery_search", "model_from_id", "native_search_tool",
+    "parse_model_id",
+]

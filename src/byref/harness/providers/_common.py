@@ -1,0 +1,128 @@
+"""What every provider adapter shares: errors, lazy SDK imports, keys, and request bookkeeping.
+
+The law: a provider's SDK is imported only when a model of that provider is built, and a missing
+SDK, a missing key or a failed call raises one of byref's own errors naming what to do (the extra
+to install, the variable to set, the status the API answered), never a bare SDK exception.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from byref.harness.messages import Request
+
+
+class ProviderSetupError(RuntimeError):
+    """A model cannot be built here: its SDK is not installed, or no key is configured."""
+
+
+class MissingSDKError(ProviderSetupError, ImportError):
+    pass
+
+
+class MissingKeyError(ProviderSetupError):
+    def __init__(self, message: str, variable: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class ProviderError(RuntimeError):
+    """A provider call failed. `retryable` says whether the same request may succeed later."""
+
+    def __init__(self, message: str, *, provider: str, model: str, status: int | None = None,
+                 retryable: bool = False, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.retryable = retryable
+        self.request_id = request_id
+
+
+def require_sdk(module: str, extra: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise MissingSDKError(
+            f"The {module!r} package is not installed; pip install 'byref[{extra}]'."
+        ) from exc
+
+
+def key_from_env(variables: Sequence[str], model_id: str) -> str:
+    """The first non-empty variable's value, or an error naming the variable to set."""
+    for name in variables:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    raise MissingKeyError(
+        f"No API key for model {model_id!r}: set {variables[0]} in the environment "
+        "(or pass api_key=... or a ready client).",
+        variables[0],
+    )
+
+
+def call_names(request: Request) -> dict[str, str]:
+    """Tool-call id → tool name over the whole request (results carry only the id)."""
+    return {
+        block.id: block.name
+        for message in request.messages
+        for block in message.content
+        if block.type == "tool_use"
+    }
+
+
+# The one line of the system text that may change between turns (see the discovery design): it is
+# kept out of the cached prefix when it is the last paragraph.
+VARYING_LINE = re.compile(r"You currently have \d+ of \d+ activated tools loaded\.\s*")
+
+
+def split_system(system: str) -> tuple[str, str]:
+    """(stable, varying): the varying tail is the working-set line when it ends the system text."""
+    head, sep, tail = system.rpartition("\n\n")
+    if sep and VARYING_LINE.fullmatch(tail):
+        return head, tail
+    return system, ""
+
+
+def status_error(exc: Any, *, provider: str, model: str, key_variable: str) -> ProviderError:
+    """An SDK `APIStatusError` as a `ProviderError` with the API's own message."""
+    status = int(getattr(exc, "status_code", 0) or 0)
+    message = _api_message(getattr(exc, "body", None)) or str(exc)
+    hint = ""
+    if status in (401, 403):
+        hint = f" Check {key_variable}."
+    elif status == 429:
+        hint = " Rate limited; retry later or lower the request rate."
+    elif status >= 500:
+        hint = " The provider failed; the same request may succeed later."
+    return ProviderError(
+        f"{provider} API answered {status} for model {model!r}: {message}{hint}",
+        provider=provider, model=model, status=status,
+        retryable=status in (408, 409, 429) or status >= 500,
+        request_id=getattr(exc, "request_id", None),
+    )
+
+
+def connection_error(exc: Any, *, provider: str, model: str) -> ProviderError:
+    return ProviderError(
+        f"Could not reach the {provider} API for model {model!r}: {exc}",
+        provider=provider, model=model, retryable=True,
+    )
+
+
+def _api_message(body: object) -> str:
+    # Anthropic bodies are {"type": "error", "error": {...}}; OpenAI's SDK passes the inner object.
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            kind = inner.get("type")
+            return f"{inner['message']} ({kind})" if isinstance(kind, str) and kind else str(
+                inner["message"])
+    return ""

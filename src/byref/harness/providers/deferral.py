@@ -1,0 +1,111 @@
+"""Provider-native deferral: the whole catalog declared deferred, byref's search loading tools.
+
+The law: in native mode every tool except the search tool (and any named always-loaded) is
+declared once, with the provider's deferred flag, on every turn, so activating a tool never
+changes the cached prefix. The search tool is an ordinary byref `Tool` that the harness
+dispatches like any other; it records the names it found as `{"query": …, "tools": [names]}`, and
+each adapter turns that recorded result into the provider's native form when it renders the
+request (Anthropic `tool_reference` blocks, OpenAI `tool_search_output`). The rendering is a pure
+function of the transcript, so it is byte-identical on every later turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from byref.harness.messages import Block, Request
+from byref.harness.providers._common import call_names
+from byref.jsonview import decode
+from byref.tools import Tool, tool
+
+SearchFn = Callable[[str], Sequence[str]]
+"""A search engine: a free-text query → matching tool names, best first."""
+
+SEARCH_DESCRIPTION = (
+    "Find tools by what they do. Most tools are not loaded until found: describe the task in a "
+    "few words (e.g. 'export work items', 'make a pdf report') and the matching tools become "
+    "callable. Never claim a capability is unavailable without searching for it first."
+)
+
+
+@dataclass(frozen=True)
+class NativeDeferral:
+    """Which declared tool is the search tool, and which tools are never deferred."""
+
+    search_tool: str = "search_tools"
+    always_loaded: frozenset[str] = frozenset()
+
+    def deferred(self, name: str) -> bool:
+        return name != self.search_tool and name not in self.always_loaded
+
+    def check(self, declared: Iterable[str]) -> None:
+        names = set(declared)
+        if self.search_tool not in names:
+            raise ValueError(
+                f"Native deferral needs the search tool {self.search_tool!r} among the declared "
+                "tools; add native_search_tool(search) to the harness's tools."
+            )
+
+    def found(self, request: Request, block: Block, declared: Iterable[str]) -> list[str] | None:
+        """The deferred tool names a search result loads, or None if `block` is not one."""
+        if block.type != "tool_result" or block.is_error:
+            return None
+        if call_names(request).get(block.id) != self.search_tool:
+            return None
+        names = recorded_names(block.text)
+        if names is None:
+            return None
+        known = set(declared)
+        # A name the catalog does not declare (or one already loaded) cannot be referenced: the
+        # provider would reject the whole request for one stale search hit.
+        return [n for n in names if n in known and self.deferred(n)]
+
+
+def recorded_names(text: str) -> list[str] | None:
+    """The `tools` list of a recorded search result, or None if the text is not one."""
+    try:
+        value: Any = decode(text)
+    except Exception:
+        return None
+    if not isinstance(value, dict):
+        return None
+    names = value.get("tools")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return None
+    return list(dict.fromkeys(names))
+
+
+def native_search_tool(
+    search: SearchFn, *, name: str = "search_tools", limit: int = 5,
+    description: str = SEARCH_DESCRIPTION,
+) -> Tool:
+    """The byref tool the model calls to find (and so load) deferred tools."""
+    if limit < 1:
+        raise ValueError(f"A search limit must be at least 1, got {limit!r}.")
+
+    @tool(name=name, description=description, capabilities=("tool.search",))
+    def search_tools(query: str) -> dict[str, Any]:
+        names = list(dict.fromkeys(search(query)))[:limit]
+        return {"query": query, "tools": names}
+
+    return search_tools
+
+
+def discovery_search(index: Any, *, limit: int = 5) -> SearchFn:
+    """A `SearchFn` over a byref.discovery search index (anything with `search(query)` whose
+    results carry a `name`), so native mode ranks exactly as byref's own search_tools does."""
+
+    def search(query: str) -> list[str]:
+        hits = index.search(query)
+        results = getattr(hits, "results", hits)
+        names: list[str] = []
+        for hit in results:
+            hit_name = getattr(hit, "name", None) or getattr(getattr(hit, "entry", None),
+                                                            "name", None)
+            if isinstance(hit_name, str):
+                names.append(hit_name)
+        return names[:limit]
+
+    return search

@@ -1,0 +1,247 @@
+"""`OpenAIModel`: byref's `Model` port over the official `openai` SDK (the Responses API).
+
+Owns the conversion at the OpenAI edge: declarations as function tools (rewritten schemas
+untouched, `strict` off because a `$ref` alternative is not a strict-mode schema), calls and
+results paired by `call_id`, arguments decoded from JSON text with every `$ref` intact, errors,
+stop reasons, usage and streaming.
+
+The law: the request is a pure function of the neutral `Request`; instructions and tools come
+first and are byte-identical on every turn whose declarations did not change, so OpenAI's
+automatic prefix cache keeps hitting (a `prompt_cache_key` derived from that prefix routes
+every turn to the same cache). The transcript is sent whole each turn (`store` off): no hidden
+server-side state. In native deferral mode the catalog is declared with `defer_loading: true`,
+the search tool is declared as a client-executed `tool_search`, and byref's search results
+travel as `tool_search_output` items carrying the found declarations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from byref.harness.messages import Block, Request, Response, Usage
+from byref.harness.providers._common import (
+    ProviderError,
+    call_names,
+    connection_error,
+    key_from_env,
+    require_sdk,
+    status_error,
+)
+from byref.harness.providers.deferral import NativeDeferral
+from byref.jsonview import decode, dumps
+
+KEY_VARIABLE = "OPENAI_API_KEY"
+
+
+class OpenAIModel:
+    """An OpenAI model behind byref's harness. `turns` keeps each turn's `Usage`, in order."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        http_client: Any = None,
+        max_output_tokens: int | None = None,
+        stream: bool = False,
+        deferral: NativeDeferral | None = None,
+        cache_key: bool = True,
+        max_retries: int = 2,
+        timeout: float = 600.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.sdk = require_sdk("openai", "openai")
+        self.model = model
+        if client is None:
+            options: dict[str, Any] = {
+                "api_key": api_key or key_from_env((KEY_VARIABLE,), f"openai:{model}"),
+                "max_retries": max_retries, "timeout": timeout,
+            }
+            if http_client is not None:
+                options["http_client"] = http_client
+            client = self.sdk.OpenAI(**options)
+        self.client = client
+        self.max_output_tokens = max_output_tokens
+        self.stream = stream
+        self.deferral = deferral
+        self.cache_key = cache_key
+        self.extra = dict(extra or {})
+        self.turns: list[Usage] = []
+
+    # -- the request ---------------------------------------------------------------------------
+    def params(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments for `responses.create`, rendered from `request` alone."""
+        declared = [str(t["name"]) for t in request.tools]
+        if self.deferral is not None:
+            self.deferral.check(declared)
+        functions = {str(t["name"]): self._tool(t) for t in request.tools}
+        tools = list(functions.values())
+        params: dict[str, Any] = {"model": self.model}
+        if request.system:
+            params["instructions"] = request.system
+        if tools:
+            params["tools"] = tools
+        params["input"] = self._items(request, declared, functions)
+        params["store"] = False
+        if self.max_output_tokens is not None:
+            params["max_output_tokens"] = self.max_output_tokens
+        if self.cache_key and (request.system or tools):
+            prefix = dumps([request.system, tools]).encode()
+            params["prompt_cache_key"] = "byref-" + hashlib.sha256(prefix).hexdigest()[:32]
+        params.update(self.extra)
+        return params
+
+    def _tool(self, declaration: dict[str, Any]) -> dict[str, Any]:
+        name = str(declaration["name"])
+        if self.deferral is not None and name == self.deferral.search_tool:
+            return {"type": "tool_search", "execution": "client",
+                    "description": declaration.get("description", ""),
+                    "parameters": declaration["input_schema"]}
+        out: dict[str, Any] = {"type": "function", "name": name,
+                               "description": declaration.get("description", ""),
+                               "parameters": declaration["input_schema"], "strict": False}
+        if self.deferral is not None and self.deferral.deferred(name):
+            out["defer_loading"] = True
+        return out
+
+    def _items(self, request: Request, declared: list[str],
+               functions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        search = self.deferral.search_tool if self.deferral is not None else None
+        names = call_names(request) if search is not None else {}
+        items: list[dict[str, Any]] = []
+        for message in request.messages:
+            for block in message.content:
+                if block.type == "text":
+                    if block.text:
+                        items.append({"role": message.role, "content": block.text})
+                elif block.type == "tool_use":
+                    if search is not None and block.name == search:
+                        items.append({"type": "tool_search_call", "call_id": block.id,
+                                      "execution": "client", "status": "completed",
+                                      "arguments": block.input})
+                    else:
+                        items.append({"type": "function_call", "call_id": block.id,
+                                      "name": block.name, "arguments": _arguments(block.input)})
+                elif search is not None and names.get(block.id) == search:
+                    # A tool_search_call must be answered by a tool_search_output, even when
+                    # the search failed or found nothing.
+                    assert self.deferral is not None
+                    found = self.deferral.found(request, block, declared) or []
+                    items.append({"type": "tool_search_output", "call_id": block.id,
+                                  "execution": "client", "status": "completed",
+                                  "tools": [functions[n] for n in found]})
+                else:
+                    items.append({"type": "function_call_output", "call_id": block.id,
+                                  "output": block.text})
+        return items
+
+    # -- the call ------------------------------------------------------------------------------
+    def respond(self, request: Request) -> Response:
+        params = self.params(request)
+        sdk = self.sdk
+        try:
+            result = self._stream(params) if self.stream else self.client.responses.create(
+                **params)
+        except sdk.APIStatusError as exc:
+            raise status_error(exc, provider=self.provider, model=self.model,
+                               key_variable=KEY_VARIABLE) from exc
+        except sdk.APIConnectionError as exc:
+            raise connection_error(exc, provider=self.provider, model=self.model) from exc
+        except sdk.APIError as exc:
+            raise ProviderError(
+                f"{self.provider} API call for model {self.model!r} failed: {exc}",
+                provider=self.provider, model=self.model,
+            ) from exc
+        response = self.convert(result)
+        if response.usage is not None:
+            self.turns.append(response.usage)
+        return response
+
+    def _stream(self, params: dict[str, Any]) -> Any:
+        final = None
+        with self.client.responses.create(**params, stream=True) as events:
+            for event in events:
+                if event.type in ("response.completed", "response.incomplete",
+                                  "response.failed"):
+                    final = event.response
+                elif event.type == "error":
+                    raise ProviderError(
+                        f"{self.provider} stream for model {self.model!r} failed: "
+                        f"{getattr(event, 'message', event)}",
+                        provider=self.provider, model=self.model,
+                    )
+        if final is None:
+            raise ProviderError(
+                f"{self.provider} stream for model {self.model!r} ended without a final response.",
+                provider=self.provider, model=self.model, retryable=True,
+            )
+        return final
+
+    def convert(self, result: Any) -> Response:
+        """An SDK `Response` as a neutral `Response` (text and tool calls; usage; stop reason)."""
+        if result.status == "failed":
+            error = getattr(result, "error", None)
+            raise ProviderError(
+                f"{self.provider} model {self.model!r} failed: "
+                f"{getattr(error, 'message', None) or 'no reason given'}",
+                provider=self.provider, model=self.model,
+            )
+        blocks: list[Block] = []
+        refused = False
+        for item in result.output:
+            if item.type == "message":
+                for part in item.content:
+                    if part.type == "output_text":
+                        blocks.append(Block("text", text=part.text))
+                    elif part.type == "refusal":
+                        refused = True
+                        blocks.append(Block("text", text=part.refusal))
+            elif item.type == "function_call":
+                blocks.append(Block("tool_use", id=item.call_id, name=item.name,
+                                    input=_decode_arguments(item.arguments)))
+            elif item.type == "tool_search_call" and self.deferral is not None:
+                blocks.append(Block("tool_use", id=item.call_id or item.id,
+                                    name=self.deferral.search_tool, input=item.arguments))
+            # Reasoning items are not part of byref's neutral transcript.
+        has_calls = any(b.type == "tool_use" for b in blocks)
+        details = getattr(result, "incomplete_details", None)
+        raw = str(getattr(details, "reason", "") or result.status or "")
+        if result.status == "incomplete":
+            if has_calls:
+                raise ProviderError(
+                    f"Model {self.model!r} stopped ({raw!r}) in the middle of a tool call, so its "
+                    f"arguments may be cut short; raise max_output_tokens "
+                    f"(now {self.max_output_tokens}).",
+                    provider=self.provider, model=self.model,
+                )
+            stop = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}.get(raw, raw)
+        else:
+            stop = "refusal" if refused else "tool_use" if has_calls else "end_turn"
+        u = result.usage
+        cached = getattr(getattr(u, "input_tokens_details", None), "cached_tokens", None)
+        usage = Usage(
+            input_tokens=int(getattr(u, "input_tokens", 0) or 0),
+            output_tokens=int(getattr(u, "output_tokens", 0) or 0),
+            cache_read_tokens=int(cached or 0) if u is not None else None,
+            cache_write_tokens=None,  # OpenAI does not report cache writes
+            stop_reason=stop, provider_stop_reason=raw, model=str(result.model or self.model),
+        )
+        return Response(tuple(blocks), usage)
+
+
+def _arguments(value: Any) -> str:
+    # Arguments the model wrote as text that was not JSON are sent back exactly as written.
+    return value if isinstance(value, str) else dumps(value)
+
+
+def _decode_arguments(text: str) -> Any:
+    """The call's arguments as JSON (every `$ref` object intact), or the raw text if not JSON;
+    dispatch refuses a non-object input with a message the model can act on."""
+    try:
+        return decode(text) if text.strip() else {}
+    except Exception:
+        return text
