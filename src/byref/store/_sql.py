@@ -155,8 +155,8 @@ class SqlStore(ABC):
             expired = [r[0] for r in tx.rows(
                 "SELECT ref FROM {a} WHERE scope_key = ? AND expires_at <= ?", (key, now))]
             self._remove(tx, expired)
-            rows = tx.rows("SELECT meta FROM {a} WHERE scope_key = ?", (key,))
-            live = [_meta(r[0]) for r in rows]
+            live = [] if not self.retention.bounded else [_meta(r[0]) for r in tx.rows(
+                "SELECT meta FROM {a} WHERE scope_key = ?", (key,))]
             gone = plan_evictions(live, meter.count, self.retention)
             self._remove(tx, gone)
             tx.count(

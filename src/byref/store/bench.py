@@ -73,6 +73,18 @@ def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
     return out
 
 
+def _peak_kb() -> int:
+    """This process's own peak RSS (VmHWM), which, unlike ru_maxrss, does not inherit the
+    parent's high-water mark across fork and exec."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
 def _peak_rss_child(url: str, nbytes: int, out: Any) -> None:
     store, scope = open_store(url), Scope("bench", "stream", mint_ref())
     chunk = os.urandom(1 << 20)
@@ -85,7 +97,7 @@ def _peak_rss_child(url: str, nbytes: int, out: Any) -> None:
 
     reader = store
     assert can_put_stream(store) and can_get_stream(reader)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_kb()
     started = time.perf_counter()
     meta = store.put_stream(scope, chunks(), nbytes, OPTS)
     mid = time.perf_counter()
@@ -93,7 +105,7 @@ def _peak_rss_child(url: str, nbytes: int, out: Any) -> None:
     assert streamed is not None
     seen = sum(len(c) for c in streamed.chunks)
     done = time.perf_counter()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = _peak_kb()
     store.delete(scope, meta.ref)
     store.close()
     out.put({"bytes": seen, "rss_before_mb": round(before / 1024, 1),

@@ -124,7 +124,8 @@ class FileStore:
             with self._scope_lock(scope, create=True):
                 meta = new_meta(
                     options, meter.count, meter.digest, self._stamp(self.clock()), self.retention)
-                gone = plan_evictions(self._sweep(scope), meter.count, self.retention)
+                live = self._sweep(scope) if self.retention.bounded else []
+                gone = plan_evictions(live, meter.count, self.retention)
                 for ref in gone:
                     self._unlink(scope, ref)
                 os.replace(tmp, self._payload(scope, meta.ref))

@@ -20,6 +20,11 @@ class Retention:
     max_bytes_per_scope: int | None = None
     max_count_per_scope: int | None = None
 
+    @property
+    def bounded(self) -> bool:
+        """Whether a put must look at what the scope already holds (a ceiling is set)."""
+        return self.max_bytes_per_scope is not None or self.max_count_per_scope is not None
+
     def __post_init__(self) -> None:
         for name in ("ttl", "max_bytes_per_scope", "max_count_per_scope"):
             value = getattr(self, name)

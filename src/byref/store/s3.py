@@ -178,7 +178,8 @@ class S3Store:
     ) -> ArtifactMeta:
         meta = new_meta(
             options, nbytes, digest, self._stamp(self.clock()), self.retention, ref=ref)
-        gone = plan_evictions(self._sweep(scope), nbytes, self.retention)
+        live = self._sweep(scope) if self.retention.bounded else []
+        gone = plan_evictions(live, nbytes, self.retention)
         for old in gone:
             self._obs.delete(self._store, [self._json(scope, old), self._bin(scope, old)])
         self._obs.put(self._store, self._json(scope, ref), msgspec.json.encode(meta.to_json()),
