@@ -25,6 +25,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--out", default="byref-demo", type=Path,
                         help="directory for the export, PDF, transcript and store")
     parser.add_argument("--json", action="store_true", help="print the ledger as JSON")
+    parser.add_argument("--model", default=None, metavar="PROVIDER:MODEL",
+                        help="run the byref side against a real model, e.g. "
+                        "anthropic:claude-sonnet-4-5 or openai:gpt-5 (needs ANTHROPIC_API_KEY or "
+                        "OPENAI_API_KEY); the scripted model is the default")
     parser.set_defaults(run=run)
 
 
@@ -36,6 +40,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"byref demo: {exc}", file=sys.stderr)
         return 2
+    model = None
+    if args.model is not None:
+        from byref.harness.providers import ProviderSetupError, model_from_id
+
+        try:
+            model = model_from_id(args.model)
+        except (ValueError, ProviderSetupError) as exc:
+            print(f"byref demo: {exc} Without --model the demo runs offline with the scripted "
+                  "model.", file=sys.stderr)
+            return 2
     with ExitStack() as stack:
 
         def bar(label: str, total: int) -> Callable[[float], None]:
@@ -48,7 +62,14 @@ def run(args: argparse.Namespace) -> int:
 
             return update
 
-        result = run_demo(args.out, size, progress=bar)
+        try:
+            result = run_demo(args.out, size, progress=bar, model=model)
+        except RuntimeError as exc:
+            # ProviderError, StepLimitError: a real model's run can fail; say why, no traceback.
+            if model is None:
+                raise
+            print(f"byref demo: the run with {args.model!r} failed: {exc}", file=sys.stderr)
+            return 1
     if args.json:
         print(json.dumps(result.report, indent=2))
     else:
@@ -60,6 +81,8 @@ def _table(r: dict[str, Any]) -> Iterator[str]:
     b, n = r["byref"], r["naive"]
     naive_note = "" if n["run"] else "  (computed from sizes; too large to run)"
     yield f"Status report over a {r['export_bytes']:,}-byte export of {r['export_items']:,} items"
+    if r.get("model", "scripted") != "scripted":
+        yield f"byref side run by {r['model']}; the naive side is the scripted baseline"
     yield ""
     yield f"{'':24}{'byref':>14}{'naive':>16}"
     for label, key in (("model read (chars)", "model_read_chars"),
@@ -75,4 +98,9 @@ def _table(r: dict[str, Any]) -> Iterator[str]:
     yield ""
     yield (f"naive/byref: {r['ratio_read']:,}x read, {r['ratio_written']:,}x written"
            f"{naive_note}; {r['rows_expected']} open rows expected")
+    usage = b.get("provider_usage")
+    if usage:
+        yield (f"provider billed: {usage['input_tokens']:,} input tokens "
+               f"({usage['cache_read_tokens']:,} from cache), {usage['output_tokens']:,} output, "
+               f"over {usage['turns']} turns")
     yield f"PDF: {r['pdf']}"

@@ -18,7 +18,7 @@ from byref.demo.data import DEFAULT_SIZE, ExportInfo, open_rows, write_export
 from byref.demo.tools import Delivered, make_tools
 from byref.dispatch import Policy
 from byref.harness import Harness, Ledger, ScriptedModel, call, last_result, say
-from byref.harness.messages import Request
+from byref.harness.messages import Model, Request
 from byref.harness.tokens import estimate_tokens
 from byref.jsonview import encode
 from byref.store import FileStore, Scope
@@ -60,17 +60,20 @@ class DemoResult:
     requests: list[Request]
 
 
-def run_byref(export: Path, out: Path) -> tuple[dict[str, Any], list[Request], Delivered]:
+def run_byref(
+    export: Path, out: Path, model: Model | None = None,
+) -> tuple[dict[str, Any], list[Request], Delivered]:
+    """The byref run; `model` defaults to the scripted one (a real provider's adapter also fits)."""
     delivered = Delivered()
     tools = [*make_tools(export, out / "status-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
     transcript_path = out / "transcript.jsonl"
     transcript_path.unlink(missing_ok=True)
-    harness = Harness(byref_script(), tools, transcript=Transcript(transcript_path),
-                      store=FileStore(out / "store"),
+    harness = Harness(model if model is not None else byref_script(), tools,
+                      transcript=Transcript(transcript_path), store=FileStore(out / "store"),
                       scope=Scope("demo", conversation=uuid.uuid4().hex))
     run = harness.run(QUESTION)
     ledger = Ledger.of(run)
-    figures = {
+    figures: dict[str, Any] = {
         "model_read_chars": ledger.model_read_chars,
         "model_written_chars": ledger.model_written_chars,
         "peak_request_chars": ledger.peak_request_chars,
@@ -80,7 +83,29 @@ def run_byref(export: Path, out: Path) -> tuple[dict[str, Any], list[Request], D
         "requests": ledger.requests,
         "rows_delivered": len(delivered.rows),
     }
+    usage = provider_usage(model)
+    if usage is not None:
+        figures["provider_usage"] = usage
     return figures, run.requests, delivered
+
+
+def provider_usage(model: Model | None) -> dict[str, int] | None:
+    """What a real provider billed over the run (adapters keep one `Usage` per turn)."""
+    turns = getattr(model, "turns", None)
+    if not turns:
+        return None
+    return {
+        "turns": len(turns),
+        "input_tokens": sum(t.input_tokens for t in turns),
+        "output_tokens": sum(t.output_tokens for t in turns),
+        "cache_read_tokens": sum(t.cache_read_tokens or 0 for t in turns),
+        "cache_write_tokens": sum(t.cache_write_tokens or 0 for t in turns),
+    }
+
+
+def model_label(model: Model | None) -> str:
+    provider, name = getattr(model, "provider", None), getattr(model, "model", None)
+    return f"{provider}:{name}" if provider and name else "scripted"
 
 
 def run_naive(export: Path, out: Path) -> tuple[dict[str, Any], Delivered]:
@@ -121,13 +146,14 @@ def naive_from_sizes(info: ExportInfo, rows: list[dict[str, Any]], pdf: Path) ->
 def run_demo(
     out: Path, size: int = DEFAULT_SIZE, *, naive: bool | None = None,
     progress: Callable[[str, int], Callable[[float], None]] | None = None,
+    model: Model | None = None,
 ) -> DemoResult:
     out.mkdir(parents=True, exist_ok=True)
     export = out / "export.json"
     advance = progress("generating export", size) if progress else None
     info = write_export(export, size, progress=advance)
     expected = open_rows(export)
-    figures, requests, delivered = run_byref(export, out)
+    figures, requests, delivered = run_byref(export, out, model)
     pdf = out / "status-report.pdf"
     figures["rows_identical"] = encode(delivered.rows) == encode(expected)
     run_naive_now = naive if naive is not None else info.bytes <= NAIVE_MAX_BYTES
@@ -137,6 +163,7 @@ def run_demo(
     else:
         naive_figures = naive_from_sizes(info, expected, pdf)
     report = {
+        "model": model_label(model),
         "byref": figures,
         "naive": naive_figures,
         "rows_expected": len(expected),

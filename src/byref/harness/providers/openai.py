@@ -208,8 +208,8 @@ class OpenAIModel:
                                     name=self.deferral.search_tool, input=item.arguments))
             # Reasoning items are not part of byref's neutral transcript.
         has_calls = any(b.type == "tool_use" for b in blocks)
-        details = getattr(result, "incomplete_details", None)
-        raw = str(getattr(details, "reason", "") or result.status or "")
+        incomplete = getattr(result, "incomplete_details", None)
+        raw = str(getattr(incomplete, "reason", "") or result.status or "")
         if result.status == "incomplete":
             if has_calls:
                 raise ProviderError(
@@ -222,12 +222,14 @@ class OpenAIModel:
         else:
             stop = "refusal" if refused else "tool_use" if has_calls else "end_turn"
         u = result.usage
-        cached = getattr(getattr(u, "input_tokens_details", None), "cached_tokens", None)
+        details = getattr(u, "input_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None)
+        written = getattr(details, "cache_write_tokens", None)  # absent from older API versions
         usage = Usage(
             input_tokens=int(getattr(u, "input_tokens", 0) or 0),
             output_tokens=int(getattr(u, "output_tokens", 0) or 0),
-            cache_read_tokens=int(cached or 0) if u is not None else None,
-            cache_write_tokens=None,  # OpenAI does not report cache writes
+            cache_read_tokens=None if cached is None else int(cached),
+            cache_write_tokens=None if written is None else int(written),
             stop_reason=stop, provider_stop_reason=raw, model=str(result.model or self.model),
         )
         return Response(tuple(blocks), usage)
