@@ -128,6 +128,10 @@ def is_envelope(value: object) -> bool:
     return isinstance(value, dict) and ENVELOPE_KEY in value and len(value) == 1
 
 
+def is_ref(value: object) -> bool:
+    return isinstance(value, Message | Blob | JsonPointer | JsonQuery)
+
+
 def is_recipe(ref: Ref) -> bool:
     return isinstance(ref, JsonPointer | JsonQuery)
 

@@ -19,6 +19,7 @@ from byref.store import ArtifactStore, PutOptions, Scope
 from byref.store.port import CanPutStream
 from byref.tools.payload import Payload
 
+
 @dataclass
 class Shaped:
     recorded: Any

@@ -21,7 +21,7 @@ LIVE_LIMIT = 10
 
 
 @dataclass(frozen=True, slots=True)
-class WantsRefusal(Exception):  # noqa: N818 - a refusal, carried to the model
+class WantsRefusal(Exception):
     text: str
     reason: str
     ref: str | None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
@@ -17,6 +18,7 @@ from byref.harness.messages import Block, ChatMessage, Model, Request
 from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Tool
+from byref.tools.present import PRESENT_TOOL_NAME, make_present_tool
 from byref.transcript import Part, Transcript
 
 REFS_PROTOCOL = (
@@ -50,7 +52,7 @@ class Harness:
         *,
         system: str | None = None,
         transcript: Transcript | None = None,
-        store: ArtifactStore | None = None,
+        store: ArtifactStore | Literal["memory"] | None = "memory",
         scope: Scope | None = None,
         policy: Policy | None = None,
         caps: Caps | None = None,
@@ -60,8 +62,17 @@ class Harness:
         self.model = model
         self.policy = policy or Policy()
         self.transcript = transcript if transcript is not None else Transcript()
-        self.store = store if store is not None else MemoryStore()
+        # "memory" (the default) gives the run its own in-memory store; None runs storeless.
+        self.store: ArtifactStore | None = MemoryStore() if store == "memory" else store
         self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        tools = list(tools)
+        if self.store is not None and self.policy.refs:
+            if any(t.name == PRESENT_TOOL_NAME for t in tools):
+                raise ValueError(
+                    f"The tool name {PRESENT_TOOL_NAME!r} is reserved when an artifact store is "
+                    "attached (byref attaches its own); rename yours."
+                )
+            tools.append(make_present_tool())
         self.dispatcher = Dispatcher(
             tools, transcript=self.transcript, store=self.store, scope=self.scope,
             policy=self.policy, caps=caps, emit=emit,

@@ -6,10 +6,10 @@ Python; references, resolution and storage are dispatch's business, not the tool
 marked lazy is the one opt-in to see a `Ref`).
 """
 
+from byref.tools.context import ScopedArtifacts, ToolContext
 from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
 from byref.tools.payload import Payload
 from byref.tools.schema import SCHEMAS, rewrite_schema
-from byref.tools.context import ScopedArtifacts, ToolContext
 from byref.tools.tool import Tool, ToolInputError, ToolRefusal, artifact_ref_schema, tool
 
 __all__ = [

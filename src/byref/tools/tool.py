@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 import jsonschema
 import msgspec
 
-from byref.refs import RefRefusal
+from byref.refs import RefRefusal, envelope, is_ref
 from byref.tools.schema import SCHEMAS, is_ref_annotation, schema_from_signature
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class ToolInputError(RefRefusal):
     """Arguments do not fit the tool's schema; the text is shown to the model."""
 
 
-class ToolRefusal(Exception):  # noqa: N818 - it is a refusal, not an error of the caller's
+class ToolRefusal(Exception):
     """Raised by a tool body to decline: the text goes to the model as-is, marked as an error."""
 
     def __init__(self, text: str, reason: str = "tool-refused") -> None:
@@ -123,7 +123,9 @@ class Tool:
 
     def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
         validator = jsonschema.Draft202012Validator(self.input_schema)
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
+        # A lazy argument holds a Ref object; check it in the form the model wrote it.
+        checked = {k: envelope(v) if k in self.lazy and is_ref(v) else v for k, v in args.items()}
+        errors = sorted(validator.iter_errors(checked), key=lambda e: list(e.path))
         if errors:
             first = errors[0]
             at = "/".join(str(p) for p in first.path) or "the input"
