@@ -1,0 +1,66 @@
+"""Tool discovery (seed 001): find, don't load.
+
+Owns the catalog and its ontology, the search index (filters, field-boosted BM25, the rarity
+re-rank), the excerpt lens, the scaffolding tools `search_tools` / `activate_tool`, and the
+working set as a projection of the transcript. The law: undiscovered tools cost one shared
+line; a search declares nothing; the declared set is re-derived from the transcript every turn,
+name-sorted and byte-identical while it is unchanged, with the one varying line last.
+
+Typical use (the harness calls `assemble` once per request)::
+
+    catalog = load_catalog("servers/")            # or Catalog([...tools...], ontology=...)
+    discovery = Discovery(catalog, budget=8)
+    scaffolding = [*discovery.tools, *my_always_declared_tools]
+    assembly = discovery.assemble(scaffolding, transcript)
+    # request.tools = assembly.declarations; system += "\n\n".join(assembly.system_lines)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from byref.discovery.assembly import Assembly, assemble
+from byref.discovery.catalog import Catalog, Entry
+from byref.discovery.index import BOOSTS, FilterError, Filters, Ranking, SearchIndex
+from byref.discovery.lens import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
+from byref.discovery.mcp import ListingError, load_catalog
+from byref.discovery.ontology import Ontology, OntologyError
+from byref.discovery.scaffold import discovery_tools
+from byref.discovery.search import DEFAULT_LIMIT, Page, Ranker, Result, Searcher
+from byref.discovery.text import ANALYZER, Analyzer
+from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.events import Emitter
+from byref.tools import Tool
+from byref.transcript import Transcript
+
+
+class Discovery:
+    """A catalog, its searcher and its two scaffolding tools, with one working-set budget."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        emit: Emitter | None = None,
+        ranker: Ranker | None = None,
+        page_chars: int = PAGE_CHARS,
+    ) -> None:
+        self.catalog = catalog
+        self.budget = budget
+        self.searcher = Searcher(catalog, ranker=ranker, page_chars=page_chars)
+        self.tools: tuple[Tool, Tool] = discovery_tools(self.searcher, emit=emit, budget=budget)
+
+    def assemble(
+        self, scaffolding: Sequence[Tool], transcript: Transcript, *, refs: bool = True
+    ) -> Assembly:
+        return assemble(self.catalog, scaffolding, transcript, budget=self.budget, refs=refs)
+
+
+__all__ = [
+    "ANALYZER", "BOOSTS", "DEFAULT_BUDGET", "DEFAULT_LIMIT", "EXCERPT_MAX", "PAGE_CHARS",
+    "Analyzer", "Assembly", "Catalog", "Discovery", "Entry", "FilterError", "Filters",
+    "ListingError", "Ontology", "OntologyError", "Page", "Ranker", "Ranking", "Result",
+    "SearchIndex", "Searcher", "assemble", "discovery_tools", "excerpt", "load_catalog",
+    "water_fill", "working_set",
+]

@@ -1,0 +1,74 @@
+"""Request assembly for discovery: which declarations and which system lines, per turn.
+
+The law: everything static first and byte-identical while nothing changed; the one varying line
+("You currently have N of M activated tools loaded.") last. Declarations are the scaffolding
+plus the working set, name-sorted, each through `Tool.declaration()` (whose rewritten schema is
+cached by identity), so the block only changes when the set's membership does. Undiscovered
+tools cost one shared line: `<tool_capabilities>` with the deduplicated capability roots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from byref.discovery.catalog import Catalog
+from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.jsonview import dumps
+from byref.tools import Tool
+from byref.transcript import Transcript
+
+
+@dataclass(frozen=True)
+class Assembly:
+    declarations: list[dict[str, Any]]
+    """Name-sorted tool declarations for the request."""
+    system_lines: list[str]
+    """Append to the system text in this order; the last line is the only one that varies."""
+    working_set: tuple[str, ...]
+    """Activated catalog tools, most recently touched first."""
+
+    def chars(self) -> int:
+        """Characters this costs in a request: system lines plus declarations (as JSON)."""
+        return len("\n\n".join(self.system_lines)) + len(dumps(self.declarations))
+
+
+def instruction(catalog: Catalog, budget: int) -> str:
+    return (
+        f"Your declared tools are a working set, not the whole catalog: {len(catalog)} tools "
+        "exist, grouped by the capability roots below. Find tools with search_tools (free text "
+        "and/or filters); a search declares nothing. Load the ones you need with "
+        f"activate_tool; up to {budget} stay loaded, a tool you call stays loaded, and the "
+        "least recently used is unloaded first. Never claim a capability is unavailable "
+        "without searching for it first."
+    )
+
+
+def capability_line(catalog: Catalog) -> str:
+    return f"<tool_capabilities>{', '.join(catalog.capability_roots())}</tool_capabilities>"
+
+
+def loaded_line(count: int, budget: int) -> str:
+    return f"You currently have {count} of {budget} activated tools loaded."
+
+
+def assemble(
+    catalog: Catalog,
+    scaffolding: Sequence[Tool],
+    transcript: Transcript,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    refs: bool = True,
+) -> Assembly:
+    """The declarations and system lines for the next request, from the transcript alone."""
+    fixed = {t.name: t for t in scaffolding}
+    active = working_set(transcript, catalog, budget=budget, always=fixed)
+    chosen = dict(fixed)
+    for name in active:
+        chosen[name] = catalog.tool(name)
+    ordered = [chosen[n] for n in sorted(chosen)]
+    declarations = [t.declaration() if refs else t.plain_declaration() for t in ordered]
+    lines = [instruction(catalog, budget), capability_line(catalog),
+             loaded_line(len(active), budget)]
+    return Assembly(declarations, lines, tuple(active))

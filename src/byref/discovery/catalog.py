@@ -1,0 +1,166 @@
+"""The catalog: every tool the agent could call, with its tags, server and search document.
+
+The law: a catalog name is unique and is the name the model declares and calls; the tags a
+tool is searched and filtered by are its own (capabilities, domains, entities, relationships)
+plus what they imply (a relationship tags both endpoint entities; the ontology adds glossary
+text). Adding a tool bumps `version`, so an index built from an older catalog is rebuilt rather
+than silently answering for a catalog that no longer exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from byref.discovery.ontology import Ontology, capability_root, relationship_endpoints
+from byref.tools import Tool
+
+if TYPE_CHECKING:
+    from byref.discovery.index import SearchIndex
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One catalog tool and everything search needs to know about it."""
+
+    tool: Tool
+    server: str | None
+    original_name: str
+    """The name the tool's server lists it under (the catalog name may be qualified)."""
+    relationships: tuple[str, ...]
+    entities: tuple[str, ...]
+    """The tool's own entities plus every relationship endpoint, deduplicated."""
+    glossary: tuple[str, ...]
+    """The tool's own glossary plus the ontology's text for each concept it is tagged with."""
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def description(self) -> str:
+        return self.tool.description
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return self.tool.capabilities
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        return self.tool.domains
+
+    def parameter_text(self) -> list[str]:
+        """Top-level parameter names and descriptions (their own search field)."""
+        props = self.tool.input_schema.get("properties") or {}
+        out: list[str] = []
+        if not isinstance(props, dict):
+            return out
+        for pname, prop in props.items():
+            out.append(str(pname))
+            if isinstance(prop, dict):
+                desc = prop.get("description")
+                if isinstance(desc, str):
+                    out.append(desc)
+        return out
+
+
+class Catalog:
+    """Tools by unique name; iteration is in insertion order."""
+
+    def __init__(self, tools: Iterable[Tool] = (), *, ontology: Ontology | None = None) -> None:
+        self.ontology = ontology or Ontology()
+        self._entries: dict[str, Entry] = {}
+        self._lock = threading.Lock()
+        self.version = 0
+        self._index: SearchIndex | None = None
+        for t in tools:
+            self.add(t)
+
+    def add(
+        self,
+        tool: Tool,
+        *,
+        server: str | None = None,
+        original_name: str | None = None,
+        relationships: Iterable[str] = (),
+    ) -> Entry:
+        rels = tuple(dict.fromkeys(relationships))
+        endpoints = [e for r in rels for e in relationship_endpoints(r)]
+        entities = tuple(dict.fromkeys((*tool.entities, *endpoints)))
+        glossary = tuple(dict.fromkeys((*tool.glossary, *self.ontology.glossary(
+            capabilities=tool.capabilities, domains=tool.domains, entities=entities,
+            relationships=rels,
+        ))))
+        entry = Entry(tool, server, original_name or tool.name, rels, entities, glossary)
+        with self._lock:
+            if tool.name in self._entries:
+                raise ValueError(
+                    f"The catalog already has a tool named {tool.name!r}"
+                    + (f" (from server {self._entries[tool.name].server!r})"
+                       if self._entries[tool.name].server else "")
+                    + "; catalog names must be unique."
+                )
+            self._entries[tool.name] = entry
+            self.version += 1
+        return entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self._entries.values()))
+
+    def entry(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise KeyError(self.unknown_text([name])) from None
+
+    def tool(self, name: str) -> Tool:
+        return self.entry(name).tool
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def tools(self) -> list[Tool]:
+        return [e.tool for e in self._entries.values()]
+
+    def capability_roots(self) -> list[str]:
+        """The deduplicated capability roots, sorted (the whole catalog in one line)."""
+        return sorted({capability_root(c) for e in self._entries.values() for c in e.capabilities})
+
+    def suggest(self, name: str, n: int = 3) -> list[str]:
+        """Close catalog names for a misspelt one (case-insensitive)."""
+        lowered = {k.lower(): k for k in self._entries}
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.6)
+        return [lowered[c] for c in close]
+
+    def unknown_text(self, names: Iterable[str]) -> str:
+        """"There is no tool 'x' (did you mean 'y'?)." for each unknown name."""
+        pieces = []
+        for name in names:
+            close = self.suggest(name)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+            pieces.append(f"There is no tool {name!r} in the catalog{hint}.")
+        return " ".join(pieces)
+
+    def index(self, **options: Any) -> SearchIndex:
+        """The search index for the catalog as it is now (rebuilt after any `add`)."""
+        from byref.discovery.index import SearchIndex
+
+        with self._lock:
+            current = self._index
+            if current is not None and current.version == self.version and not options:
+                return current
+        built = SearchIndex(self, **options)
+        if not options:
+            with self._lock:
+                self._index = built
+        return built

@@ -1,0 +1,303 @@
+"""The search index: filters first, then field-boosted BM25 (BM25F), then the rarity re-rank.
+
+The law (seed 001): candidates are filtered first (capability prefixes, domains, entities,
+relationships; the axes intersect, values within an axis unite); query terms are deduplicated;
+every matching candidate is ordered by (1) distinct query terms covered, (2) the sum of
+w(t) = 1 + ln((N+1)/(df(t)+1)) over the terms it covers, where N and df count the *filtered*
+candidates only, so rarity is judged within the scope of this search, (3) BM25F. A query that is
+exactly a tool's name puts that tool first.
+
+Hand-written BM25F over in-memory postings (term → {doc: precomputed contribution}): the
+contribution of a term to a document does not depend on the query, so it is computed once at
+build time and a search is dictionary additions plus a sort of the matching documents.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from byref.discovery.ontology import capability_matches
+from byref.discovery.text import ANALYZER, Analyzer, split_words
+
+if TYPE_CHECKING:
+    from byref.discovery.catalog import Catalog, Entry
+
+FIELDS = ("name", "description", "capabilities", "glossary", "parameters")
+BOOSTS: Mapping[str, float] = {
+    "name": 3.0, "description": 2.0, "capabilities": 2.0, "glossary": 1.0, "parameters": 0.5,
+}
+"""Seed 001's boosts; `parameters` (names and descriptions of top-level parameters) is ours, set
+below the glossary because parameter text is generic ("id", "limit", "page") — see the note in
+`bench.param_boost_sweep` for the measurement."""
+K1 = 1.2
+B = 0.75
+
+
+class FilterError(ValueError):
+    """A filter value matches no tool in the catalog; the text teaches what exists."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    capabilities: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    relationships: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.capabilities or self.domains or self.entities or self.relationships)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in (
+            ("capabilities", self.capabilities), ("domains", self.domains),
+            ("entities", self.entities), ("relationships", self.relationships)) if v}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    doc: int
+    entry: Entry
+    score: float
+    """BM25F (the last sort key; fused score when the search was hybrid)."""
+    matched: tuple[str, ...]
+    """The query terms this tool covers, in query order."""
+    weight: float
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class Ranking:
+    terms: tuple[str, ...]
+    weights: dict[str, float]
+    candidates: int
+    """N: how many tools passed the filters (the scope the weights were computed in)."""
+    matched: int
+    """How many candidates cover at least one query term."""
+    hits: list[Hit] = field(default_factory=list)
+
+
+class SearchIndex:
+    """An immutable index over one catalog version."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        boosts: Mapping[str, float] | None = None,
+        k1: float = K1,
+        b: float = B,
+        analyzer: Analyzer = ANALYZER,
+    ) -> None:
+        self.version = catalog.version
+        self.entries: list[Entry] = list(catalog)
+        self.analyzer = analyzer
+        self.boosts = dict(BOOSTS if boosts is None else boosts)
+        unknown = sorted(set(self.boosts) - set(FIELDS))
+        if unknown:
+            raise ValueError(f"Unknown field(s) {unknown!r}; fields are {list(FIELDS)!r}.")
+        self.k1, self.b = k1, b
+        self.postings: dict[str, dict[int, float]] = {}
+        self.by_name: dict[str, int] = {}
+        self._build()
+        self._tags()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    # -- building ------------------------------------------------------------------------------
+    def field_texts(self, entry: Entry) -> dict[str, list[str]]:
+        name_texts = [split_words(entry.name)]
+        if entry.original_name != entry.name:
+            name_texts.append(split_words(entry.original_name))
+        joined = "".join(self.analyzer.subwords(entry.original_name)).lower()
+        if joined not in name_texts[-1].split():
+            name_texts.append(joined)  # "ResearchHelper" is also found as "researchhelper"
+        tags = [*entry.capabilities, *entry.domains, *entry.entities, *entry.relationships]
+        return {
+            "name": name_texts,
+            "description": [entry.description],
+            "capabilities": [split_words(t) for t in tags],
+            "glossary": list(entry.glossary),
+            "parameters": entry.parameter_text(),
+        }
+
+    def _build(self) -> None:
+        analyzer = self.analyzer
+        active = [f for f in FIELDS if self.boosts.get(f, 0.0) > 0.0]
+        per_doc: list[list[tuple[str, Counter[str], int]]] = []
+        totals = dict.fromkeys(active, 0)
+        for entry in self.entries:
+            texts = self.field_texts(entry)
+            fields = []
+            for name in active:
+                terms = analyzer.terms_of_all(texts[name])
+                if terms:
+                    totals[name] += len(terms)
+                    fields.append((name, Counter(terms), len(terms)))
+            per_doc.append(fields)
+        n = len(self.entries)
+        avg = {f: (totals[f] / n if n else 0.0) or 1.0 for f in active}
+        norm = {f: (self.boosts[f], 1.0 - self.b, self.b / avg[f]) for f in active}
+        tilde: dict[str, dict[int, float]] = {}
+        for doc, fields in enumerate(per_doc):
+            if len(fields) == 1:
+                name, counts, length = fields[0]
+                boost, one_minus_b, b_over_avg = norm[name]
+                scale = boost / (one_minus_b + b_over_avg * length)
+                acc = {term: tf * scale for term, tf in counts.items()}
+            else:
+                acc = {}
+                get = acc.get
+                for name, counts, length in fields:
+                    boost, one_minus_b, b_over_avg = norm[name]
+                    scale = boost / (one_minus_b + b_over_avg * length)
+                    for term, tf in counts.items():
+                        acc[term] = get(term, 0.0) + tf * scale
+            for term, value in acc.items():
+                posting = tilde.get(term)
+                if posting is None:
+                    tilde[term] = {doc: value}
+                else:
+                    posting[doc] = value
+        k1 = self.k1
+        for term, docs in tilde.items():
+            df = len(docs)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            self.postings[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
+        for doc, entry in enumerate(self.entries):
+            for key in (entry.name, entry.original_name, split_words(entry.name)):
+                self.by_name.setdefault(key.lower(), doc)
+
+    def _tags(self) -> None:
+        self.by_capability: dict[str, set[int]] = {}
+        self.by_domain: dict[str, set[int]] = {}
+        self.by_entity: dict[str, set[int]] = {}
+        self.by_relationship: dict[str, set[int]] = {}
+        for doc, entry in enumerate(self.entries):
+            for axis, values in ((self.by_capability, entry.capabilities),
+                                 (self.by_domain, entry.domains),
+                                 (self.by_entity, entry.entities),
+                                 (self.by_relationship, entry.relationships)):
+                for value in values:
+                    axis.setdefault(value, set()).add(doc)
+
+    # -- filtering -----------------------------------------------------------------------------
+    def candidates(self, filters: Filters | None) -> set[int] | None:
+        """The docs passing every filter axis (None: no filter, every doc)."""
+        if not filters:
+            return None
+        result: set[int] | None = None
+        axes: list[tuple[str, tuple[str, ...], dict[str, set[int]], bool]] = [
+            ("capability", filters.capabilities, self.by_capability, True),
+            ("domain", filters.domains, self.by_domain, False),
+            ("entity", filters.entities, self.by_entity, False),
+            ("relationship", filters.relationships, self.by_relationship, False),
+        ]
+        for label, values, table, prefix in axes:
+            if not values:
+                continue
+            docs: set[int] = set()
+            for value in values:
+                found = _matching(table, value, prefix)
+                if not found:
+                    raise FilterError(_no_such(label, value, table, prefix))
+                docs |= found
+            result = docs if result is None else result & docs
+        return result
+
+    # -- searching -----------------------------------------------------------------------------
+    def search(
+        self, query: str, *, filters: Filters | None = None, limit: int = 10
+    ) -> Ranking:
+        cands = self.candidates(filters)
+        n = len(self.entries) if cands is None else len(cands)
+        terms = tuple(self.analyzer.query_terms(query))
+        exact = self.by_name.get(query.strip().lower())
+        if exact is not None and cands is not None and exact not in cands:
+            exact = None
+        if not terms:
+            return self._browse(cands, n, exact, limit)
+        scores: dict[int, float] = {}
+        masks: dict[int, int] = {}
+        weights: dict[str, float] = {}
+        for i, term in enumerate(terms):
+            posting = self.postings.get(term)
+            if not posting:
+                weights[term] = 1.0 + math.log(n + 1)
+                continue
+            bit = 1 << i
+            if cands is None:
+                df = len(posting)
+                items: Iterable[tuple[int, float]] = posting.items()
+            else:
+                inside = posting.keys() & cands
+                df = len(inside)
+                items = [(d, posting[d]) for d in inside]
+            weights[term] = 1.0 + math.log((n + 1) / (df + 1))
+            get_score, get_mask = scores.get, masks.get
+            for doc, contribution in items:
+                scores[doc] = get_score(doc, 0.0) + contribution
+                masks[doc] = get_mask(doc, 0) | bit
+        key_of = _mask_keys(terms, weights, set(masks.values()))
+        top = sorted(scores, key=lambda d: (*key_of[masks[d]], scores[d], -d), reverse=True)
+        if exact is not None:
+            top = [exact, *(d for d in top if d != exact)]
+        hits = []
+        for doc in top[:limit]:
+            mask = masks.get(doc, 0)
+            hits.append(Hit(doc, self.entries[doc], scores.get(doc, 0.0),
+                            tuple(t for i, t in enumerate(terms) if mask >> i & 1),
+                            key_of[mask][1] if mask else 0.0, exact=doc == exact))
+        return Ranking(terms, weights, n, len(scores), hits)
+
+    def _browse(self, cands: set[int] | None, n: int, exact: int | None, limit: int) -> Ranking:
+        """No query text: the filtered tools by name (the exact one, if any, first)."""
+        pool = range(len(self.entries)) if cands is None else cands
+        ordered = sorted(pool, key=lambda d: self.entries[d].name)
+        if exact is not None:
+            ordered = [exact, *(d for d in ordered if d != exact)]
+        hits = [Hit(d, self.entries[d], 0.0, (), 0.0, exact=d == exact) for d in ordered[:limit]]
+        return Ranking((), {}, n, 0, hits)
+
+    def field_terms(self, doc: int) -> dict[str, set[str]]:
+        """The terms of each field of `doc` (for the excerpt lens; computed on demand, since
+        only the shown results need it)."""
+        texts = self.field_texts(self.entries[doc])
+        return {f: set(self.analyzer.terms_of_all(texts[f])) for f in FIELDS}
+
+
+def _mask_keys(
+    terms: tuple[str, ...], weights: dict[str, float], masks: set[int]
+) -> dict[int, tuple[int, float]]:
+    """(coverage, Σ w) per distinct mask of covered terms: computed once per mask, not per doc."""
+    out: dict[int, tuple[int, float]] = {0: (0, 0.0)}
+    for mask in masks:
+        covered = [t for i, t in enumerate(terms) if mask >> i & 1]
+        out[mask] = (len(covered), sum(weights[t] for t in covered))
+    return out
+
+
+def _matching(table: dict[str, set[int]], value: str, prefix: bool) -> set[int]:
+    if not prefix:
+        return table.get(value, set())
+    found: set[int] = set()
+    for key, docs in table.items():
+        if capability_matches(key, value):
+            found |= docs
+    return found
+
+
+def _no_such(label: str, value: str, table: dict[str, set[int]], prefix: bool) -> str:
+    import difflib
+
+    known = sorted({k.split(":", 1)[0] for k in table} if prefix else set(table))
+    close = difflib.get_close_matches(value, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    if not known:
+        return f"No tool has a {label} {value!r}{hint}; no tool in the catalog has any {label}."
+    listed = ", ".join(known[:40]) + (f", … ({len(known)} in all)" if len(known) > 40 else "")
+    return f"No tool has the {label} {value!r}{hint}. Known {label} values: {listed}."

@@ -1,0 +1,175 @@
+"""The excerpt lens: which characters of a tool's description a search result shows.
+
+The law (seed 001, its constants): an excerpt is built from the query outward. Query-term hits
+are located in the description; hits at most 36 characters apart share a window whose span is at
+most 120; a greedy set cover picks the fewest windows explaining the most distinct terms; after a
+12-character floor per window, the leftover budget is spread in proportion to each window's
+term weight, so a rare term earns more context than several hits of a common one; windows are
+joined with " … " and the excerpt never exceeds 300 characters. A term that hit another field
+(name, capabilities, glossary, parameters) is shown first with its label ("Tool name: archive
+work item"), so a name-only match does not render an unrelated opening. The page budget is
+water-filled: equal shares, and entries that need less than their share donate the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from byref.discovery.text import ANALYZER, Analyzer
+
+EXCERPT_MAX = 300
+CLUSTER_GAP = 36
+WINDOW_SPAN = 120
+WINDOW_FLOOR = 12
+PAGE_CHARS = 1_500
+JOIN = " … "
+LEAD = "… "
+TAIL = "…"
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: int
+    end: int
+    terms: frozenset[str]
+
+    @property
+    def span(self) -> int:
+        return self.end - self.start
+
+
+def normalize(text: str) -> str:
+    """Whitespace runs become one space (an excerpt is one line)."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def windows(text: str, terms: Sequence[str], analyzer: Analyzer = ANALYZER) -> list[Window]:
+    """Hits of `terms` in `text`, clustered: ≤36 characters apart, each window ≤120 wide."""
+    wanted = set(terms)
+    out: list[Window] = []
+    start = end = -1
+    found: set[str] = set()
+    for span in analyzer.spans(text):
+        if span.term not in wanted:
+            continue
+        if start >= 0 and span.start - end <= CLUSTER_GAP and span.end - start <= WINDOW_SPAN:
+            end = span.end
+            found.add(span.term)
+            continue
+        if start >= 0:
+            out.append(Window(start, end, frozenset(found)))
+        start, end, found = span.start, span.end, {span.term}
+    if start >= 0:
+        out.append(Window(start, end, frozenset(found)))
+    return out
+
+
+def cover(found: Sequence[Window], weights: Mapping[str, float]) -> list[Window]:
+    """Greedy set cover: the fewest windows explaining the most distinct terms (ties: more
+    weight, then the narrower, then the earlier window). Returned in text order."""
+    uncovered = set().union(*(w.terms for w in found)) if found else set()
+    pool = list(found)
+    picked: list[Window] = []
+    while uncovered and pool:
+        left = frozenset(uncovered)
+        best = max(pool, key=lambda w: _gain(w, left, weights))
+        if not best.terms & uncovered:
+            break
+        picked.append(best)
+        pool.remove(best)
+        uncovered -= best.terms
+    return sorted(picked, key=lambda w: w.start)
+
+
+def _gain(
+    w: Window, uncovered: frozenset[str], weights: Mapping[str, float]
+) -> tuple[int, float, int, int]:
+    new = w.terms & uncovered
+    return len(new), sum(weights.get(t, 1.0) for t in new), -w.span, -w.start
+
+
+def allocate(chosen: Sequence[Window], weights: Mapping[str, float], content: int) -> list[int]:
+    """Characters per window: its span, a floor, then the leftover ∝ the window's term weight."""
+    spans = [w.span for w in chosen]
+    floor = WINDOW_FLOOR if sum(spans) + WINDOW_FLOOR * len(chosen) <= content else 0
+    leftover = max(0, content - sum(spans) - floor * len(chosen))
+    mass = [sum(weights.get(t, 1.0) for t in w.terms) for w in chosen]
+    total = sum(mass) or 1.0
+    return [s + floor + round(leftover * m / total) for s, m in zip(spans, mass, strict=True)]
+
+
+def excerpt(
+    text: str,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    budget: int = EXCERPT_MAX,
+    *,
+    analyzer: Analyzer = ANALYZER,
+) -> str:
+    """The description excerpt for a query, at most `budget` (≤300) characters."""
+    budget = min(budget, EXCERPT_MAX)
+    text = normalize(text)
+    if len(text) <= budget:
+        return text
+    if budget <= len(TAIL):
+        return ""
+    chosen = cover(windows(text, terms, analyzer), weights)
+    # Windows too wide to fit together: keep the heaviest that fit, in text order.
+    while chosen and _overhead(len(chosen)) + sum(w.span for w in chosen) > budget:
+        if len(chosen) == 1:
+            break
+        lightest = min(chosen, key=lambda w: (sum(weights.get(t, 1.0) for t in w.terms), -w.start))
+        chosen.remove(lightest)
+    if not chosen:
+        return text[: budget - len(TAIL)].rstrip() + TAIL
+    content = budget - _overhead(len(chosen))
+    extents = []
+    for window, size in zip(chosen, allocate(chosen, weights, content), strict=True):
+        extra = size - window.span
+        left = extra // 2
+        # A window clamped at either end of the text keeps what it has; the seed's figure
+        # (105 characters for the "file" window) is exactly this.
+        extents.append((max(0, window.start - left), min(len(text), window.end + extra - left)))
+    return _render(text, _merge(extents), budget)
+
+
+def _overhead(n: int) -> int:
+    return len(LEAD) + len(JOIN) * (n - 1) + len(TAIL)
+
+
+def _merge(extents: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(extents):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _render(text: str, extents: list[tuple[int, int]], budget: int) -> str:
+    pieces = [text[s:e].strip() for s, e in extents]
+    out = JOIN.join(pieces)
+    if extents[0][0] > 0:
+        out = LEAD + out
+    if extents[-1][1] < len(text):
+        out += TAIL
+    if len(out) > budget:  # a single window wider than the budget
+        out = out[: budget - len(TAIL)].rstrip() + TAIL
+    return out
+
+
+def water_fill(demands: Sequence[int], total: int, cap: int = EXCERPT_MAX) -> list[int]:
+    """Split `total` characters: equal shares, each at most its demand and `cap`; what a short
+    entry does not need goes to the others."""
+    alloc = [0] * len(demands)
+    remaining = total
+    order = sorted(range(len(demands)), key=lambda i: demands[i])
+    for rank, i in enumerate(order):
+        share = remaining // (len(demands) - rank)
+        alloc[i] = max(0, min(demands[i], share, cap))
+        remaining -= alloc[i]
+    return alloc

@@ -1,0 +1,96 @@
+"""The two always-declared scaffolding tools: `search_tools` and `activate_tool`.
+
+The law: finding is decoupled from loading. `search_tools` answers with a menu inside its tool
+result and declares nothing, so a broad search can never flood or evict the working set;
+`activate_tool` only validates names (an unknown one is refused with "did you mean …", and
+nothing is activated), because the working set is a projection of the transcript, not state
+the tool keeps. Both emit metadata-only events (`searched`, `activated`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from byref.discovery.index import FilterError, Filters
+from byref.discovery.search import DEFAULT_LIMIT, Searcher
+from byref.discovery.workingset import ACTIVATE, DEFAULT_BUDGET, SEARCH
+from byref.events import Emitter
+from byref.tools import Tool, ToolInputError, tool
+
+MAX_LIMIT = 25
+
+SEARCH_DESCRIPTION = (
+    "Search the tool catalog. Your declared tools are only a working set; many more exist. "
+    "Give a free-text query (words of what you want to do) and/or filters: capabilities "
+    "(prefixes such as 'file' or 'work-item:create'), domains, entities, relationships; the "
+    "filters intersect. Results are a menu of names with excerpts: nothing is declared until "
+    "you call activate_tool with the names you want."
+)
+ACTIVATE_DESCRIPTION = (
+    "Load catalog tools by exact name (from a search_tools result) so you can call them from "
+    "your next step on. Tools you keep calling stay loaded; the least recently used one is "
+    "unloaded when the working set is full."
+)
+
+
+def discovery_tools(
+    searcher: Searcher, *, emit: Emitter | None = None, budget: int = DEFAULT_BUDGET
+) -> tuple[Tool, Tool]:
+    """`(search_tools, activate_tool)` over `searcher`'s catalog."""
+    emitter = emit or Emitter()
+    catalog = searcher.catalog
+
+    @tool(name=SEARCH, description=SEARCH_DESCRIPTION)
+    def search_tools(
+        query: str = "",
+        capabilities: list[str] | None = None,
+        domains: list[str] | None = None,
+        entities: list[str] | None = None,
+        relationships: list[str] | None = None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> dict[str, Any]:
+        filters = Filters(tuple(capabilities or ()), tuple(domains or ()),
+                          tuple(entities or ()), tuple(relationships or ()))
+        if not query.strip() and not filters:
+            raise ToolInputError(
+                "search_tools needs a query or at least one filter. Capability roots in the "
+                f"catalog: {', '.join(catalog.capability_roots()) or 'none'}."
+            )
+        try:
+            page = searcher.search(query, filters=filters, limit=min(max(1, limit), MAX_LIMIT))
+        except FilterError as exc:
+            raise ToolInputError(str(exc)) from exc
+        emitter("searched", query=query, filters=filters.to_json(), candidates=page.candidates,
+                matched=page.matched, results=[r.name for r in page.results])
+        out: dict[str, Any] = {
+            "query": query, "results": [r.menu_row() for r in page.results],
+        }
+        if filters:
+            out["filters"] = filters.to_json()
+        if page.results:
+            out["next"] = ("Nothing is declared yet: call activate_tool with the names you want "
+                           f"(up to {budget} stay loaded).")
+        else:
+            out["next"] = ("No tool matched. Try other words, fewer words, or a broader filter "
+                           "before concluding the capability is missing.")
+        return out
+
+    @tool(name=ACTIVATE, description=ACTIVATE_DESCRIPTION)
+    def activate_tool(names: list[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            raise ToolInputError("activate_tool needs at least one tool name.")
+        unknown = [n for n in wanted if n not in catalog]
+        if unknown:
+            raise ToolInputError(
+                catalog.unknown_text(unknown) + " Nothing was activated; call activate_tool "
+                "again with exact names from a search_tools result."
+            )
+        emitter("activated", names=wanted)
+        note = "Loaded from your next step on."
+        if len(wanted) > budget:
+            note += (f" Only the last {budget} fit in the working set; the others are not "
+                     "loaded.")
+        return {"activated": wanted, "note": note}
+
+    return search_tools, activate_tool

@@ -1,0 +1,166 @@
+"""A search page: ranked catalog tools, each with an excerpt, within one page budget.
+
+The law: a page is a menu, never a declaration; its rows carry names, tags and excerpts, and the
+excerpts of one page share a budget water-filled across the rows (the lens). Ranking is the
+index's (lexical, seed 001's keys) or, when a hybrid ranker is given, that ranking fused with
+embedding similarity; an exact tool name is first either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from byref.discovery.index import Filters, Hit, Ranking, SearchIndex
+from byref.discovery.lens import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
+from byref.discovery.text import split_words
+
+if TYPE_CHECKING:
+    from byref.discovery.catalog import Catalog, Entry
+
+DEFAULT_LIMIT = 8
+_LABELS = (("name", "Tool name"), ("capabilities", "Capabilities"), ("glossary", "Glossary"),
+           ("parameters", "Parameters"))
+
+
+class Ranker(Protocol):
+    """Reorders a lexical ranking (the hybrid ranker implements this)."""
+
+    def rank(self, index: SearchIndex, query: str, filters: Filters | None,
+             limit: int) -> Ranking: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    name: str
+    server: str | None
+    tool: str
+    """The name the tool's server lists it under."""
+    score: float
+    excerpt: str
+    capabilities: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    matched: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's row: server, tool, name, score, excerpt."""
+        return {"server": self.server, "tool": self.tool, "name": self.name,
+                "score": round(self.score, 4), "excerpt": self.excerpt}
+
+    def menu_row(self) -> dict[str, Any]:
+        """What the model sees of a found tool: enough to choose, nothing declared."""
+        row: dict[str, Any] = {"name": self.name, "description": self.excerpt}
+        if self.capabilities:
+            row["capabilities"] = list(self.capabilities)
+        if self.domains:
+            row["domains"] = list(self.domains)
+        return row
+
+
+@dataclass(frozen=True)
+class Page:
+    query: str
+    filters: Filters
+    candidates: int
+    matched: int
+    results: list[Result] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "results": [r.to_json() for r in self.results]}
+
+
+class Searcher:
+    """Searches one catalog (its index is rebuilt when the catalog changes)."""
+
+    def __init__(
+        self, catalog: Catalog, *, ranker: Ranker | None = None, page_chars: int = PAGE_CHARS
+    ) -> None:
+        self.catalog = catalog
+        self.ranker = ranker
+        self.page_chars = page_chars
+
+    @property
+    def index(self) -> SearchIndex:
+        return self.catalog.index()
+
+    def search(
+        self, query: str = "", *, filters: Filters | None = None, limit: int = DEFAULT_LIMIT
+    ) -> Page:
+        index = self.index
+        limit = max(1, limit)
+        if self.ranker is not None and query.strip():
+            ranking = self.ranker.rank(index, query, filters, limit)
+        else:
+            ranking = index.search(query, filters=filters, limit=limit)
+        results = render_results(index, ranking, self.page_chars)
+        return Page(query, filters or Filters(), ranking.candidates, ranking.matched, results)
+
+
+def render_results(index: SearchIndex, ranking: Ranking, page_chars: int) -> list[Result]:
+    """Rows with water-filled excerpts for the hits of a ranking."""
+    prefixes = [_prefix(index, hit) for hit in ranking.hits]
+    demands = [
+        min(EXCERPT_MAX, len(p) + len(normalize(h.entry.description)))
+        for p, h in zip(prefixes, ranking.hits, strict=True)
+    ]
+    budgets = water_fill(demands, page_chars)
+    out = []
+    for hit, prefix, budget in zip(ranking.hits, prefixes, budgets, strict=True):
+        room = budget - len(prefix)
+        body = excerpt(hit.entry.description, hit.matched, ranking.weights, room,
+                       analyzer=index.analyzer) if room > 0 else ""
+        text = (prefix + body) if body else prefix.rstrip()
+        entry = hit.entry
+        out.append(Result(entry.name, entry.server, entry.original_name, hit.score,
+                          text[:EXCERPT_MAX], entry.capabilities, entry.domains, hit.matched))
+    return out
+
+
+def _prefix(index: SearchIndex, hit: Hit) -> str:
+    """"Tool name: archive work item. " for query terms the description does not contain."""
+    if not hit.matched:
+        return ""
+    analyzer = index.analyzer
+    entry = hit.entry
+    in_description = set(analyzer.terms(entry.description))
+    missing = [t for t in hit.matched if t not in in_description]
+    if not missing:
+        return ""
+    fields = index.field_texts(entry)
+    pieces: list[str] = []
+    for field_name, label in _LABELS:
+        texts = fields[field_name]
+        found = [t for t in missing if t in set(analyzer.terms_of_all(texts))]
+        if not found:
+            continue
+        missing = [t for t in missing if t not in found]
+        pieces.append(f"{label}: {_snippet(field_name, entry, found, index)}")
+        if not missing:
+            break
+    return "".join(p + ". " for p in pieces)
+
+
+def _snippet(field_name: str, entry: Entry, found: list[str], index: SearchIndex) -> str:
+    analyzer = index.analyzer
+    wanted = set(found)
+    if field_name == "name":
+        return split_words(entry.original_name)
+    if field_name == "capabilities":
+        tags = [*entry.capabilities, *entry.domains, *entry.entities, *entry.relationships]
+        return ", ".join(t for t in tags if wanted & set(analyzer.terms(split_words(t))))
+    if field_name == "parameters":
+        props = entry.tool.input_schema.get("properties") or {}
+        names = [
+            str(p) for p, spec in props.items()
+            if wanted & set(analyzer.terms(f"{p} {_description_of(spec)}"))
+        ]
+        return ", ".join(names[:6])
+    weights: Mapping[str, float] = {}
+    return excerpt(" ".join(entry.glossary), found, weights, 100, analyzer=analyzer)
+
+
+def _description_of(spec: Any) -> str:
+    if isinstance(spec, dict) and isinstance(spec.get("description"), str):
+        return str(spec["description"])
+    return ""
