@@ -84,6 +84,9 @@ class Dispatcher:
     def declarations(self) -> list[dict[str, Any]]:
         """Tool declarations, name-sorted, byte-stable across turns."""
         ordered = sorted(self.tools.values(), key=lambda t: t.name)
+        for t in ordered:
+            if t.refresh is not None:
+                t.refresh()
         if self.policy.refs:
             return [t.declaration() for t in ordered]
         return [t.plain_declaration() for t in ordered]

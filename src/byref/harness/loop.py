@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
@@ -85,7 +85,15 @@ class Harness:
 
     def request(self) -> Request:
         """The request the model would receive now, rendered from the transcript."""
-        return Request(self.system, self._tools, tuple(render(self.transcript)))
+        return Request(self.system, self._declarations(), tuple(render(self.transcript)))
+
+    def _declarations(self) -> tuple[dict[str, Any], ...]:
+        # Rebuilt each turn (a live description may change) but from cached schema objects, so
+        # the bytes are identical whenever nothing changed.
+        current = tuple(self.dispatcher.declarations())
+        if current != self._tools:
+            self._tools = current
+        return self._tools
 
     def run(self, user_text: str) -> RunResult:
         self.transcript.append("user", [Part(type="text", value=user_text)])

@@ -59,6 +59,8 @@ class Tool:
     ceiling: int | None = None
     """The author's own limit on result characters: a longer result is refused, not placed."""
     wants_ctx: bool = False
+    refresh: Callable[[], object] | None = None
+    """Called before each declaration: lets a tool keep its description live (run_python)."""
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():

@@ -1,0 +1,224 @@
+"""`run_python`: Python over data the model never pasted, with lineage for what it produces.
+
+The law: inputs are refs, redeemed by the runner's host and staged as files (streamed from the
+store, never through the model); the code is told where they are by a JSON manifest whose path is
+in `BYREF_INPUTS`, and writes results to `BYREF_OUTPUT_DIR`. Every produced file is minted as
+`file/<ext>` with its true byte count and `parentRefs` from the inputs it resolved — absent, not
+empty, when none; a parent that expired mid-run fails that file's mint, stated in the result.
+The description carries the installed package inventory, refreshed on a timer.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from byref.jsonview import encode
+from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope
+from byref.store.port import CanGetStream
+from byref.tools.context import ToolContext
+from byref.tools.runner import (
+    CodeRunner,
+    Limits,
+    RunOutcome,
+    StagedInput,
+    StagingArea,
+    SubprocessRunner,
+)
+from byref.tools.tool import Tool, ToolRefusal
+
+RUN_PYTHON = "run_python"
+_LIMIT_WORDS = {
+    "cpu": "its CPU-time limit", "memory": "its memory limit", "wall": "its wall-clock limit",
+    "file-size": "its file-size limit", "output-files": "the output file-count limit",
+    "output-bytes": "the output size limit",
+}
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "description": "A Python program."},
+        "inputs": {
+            "type": "object",
+            "description": "Name → art_… ref (or {\"$ref\": …}) of data to stage as a file.",
+            "additionalProperties": True,
+        },
+    },
+    "required": ["code"],
+    "additionalProperties": False,
+}
+
+
+class PackageInventory:
+    """Installed distributions, re-read at most every `interval` seconds; listeners hear changes."""
+
+    def __init__(self, interval: float = 300.0, clock: Callable[[], float] = time.monotonic,
+                 read: Callable[[], list[str]] | None = None) -> None:
+        self.interval = interval
+        self.clock = clock
+        self._read = read or _installed
+        self._names: list[str] = self._read()
+        self._at = clock()
+        self.listeners: list[Callable[[list[str]], None]] = []
+
+    def current(self) -> list[str]:
+        if self.clock() - self._at >= self.interval:
+            self._at = self.clock()
+            names = self._read()
+            if names != self._names:
+                self._names = names
+                for listener in list(self.listeners):
+                    listener(names)
+        return self._names
+
+
+def _installed() -> list[str]:
+    names = {d.metadata["Name"] for d in metadata.distributions() if d.metadata["Name"]}
+    return sorted(names, key=str.lower)
+
+
+def describe(packages: list[str], limits: Limits) -> str:
+    shown = ", ".join(packages[:120]) + (" …" if len(packages) > 120 else "")
+    return (
+        "Run a Python program. Data you pass in `inputs` (name → ref) is staged as files: read "
+        "the JSON manifest at os.environ['BYREF_INPUTS'] ({name: {path, mediaType, bytes}}). "
+        "Write any file you want back (a chart, a CSV) into os.environ['BYREF_OUTPUT_DIR']; each "
+        "comes back as a ref. stdout is returned (bounded). No network. Limits: "
+        f"{limits.cpu_seconds}s CPU, {limits.memory_bytes >> 20} MB memory, "
+        f"{limits.wall_seconds:g}s wall clock, {limits.max_output_files} output files. "
+        f"Installed packages: {shown}."
+    )
+
+
+def make_run_python_tool(
+    *, runner: CodeRunner | None = None, limits: Limits | None = None,
+    inventory: PackageInventory | None = None,
+) -> Tool:
+    runner = runner or SubprocessRunner()
+    limits = limits or Limits()
+    inventory = inventory or PackageInventory()
+
+    def run_python(ctx: ToolContext, code: str, inputs: dict[str, Any] | None = None) -> Any:
+        with StagingArea() as stage:
+            staged = [_stage(name, value, ctx, stage) for name, value in (inputs or {}).items()]
+            stage.manifest.write_bytes(encode({s.name: {
+                "path": str(s.path), "mediaType": s.media_type, "bytes": s.bytes}
+                for s in staged}))
+            outcome = runner.run(code, stage, limits)
+            return _report(outcome, staged, ctx, limits)
+
+    tool = Tool(name=RUN_PYTHON, description=describe(inventory.current(), limits),
+                fn=run_python, input_schema=_SCHEMA, lazy=frozenset({"inputs"}), wants_ctx=True,
+                capabilities=("code.python.run",), glossary=("script", "compute", "chart"))
+
+    def refresh(names: list[str]) -> None:
+        tool.description = describe(names, limits)  # descriptions as live data (seed 001)
+
+    inventory.listeners.append(refresh)
+    tool.refresh = inventory.current
+    return tool
+
+
+def _stage(name: str, value: Any, ctx: ToolContext, stage: StagingArea) -> StagedInput:
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise ToolRefusal(f"Input name {name!r} must be letters, digits, '_' or '-'.",
+                          "invalid-input")
+    key = value if isinstance(value, str) and value.startswith("art_") else None
+    ref = None
+    if key is None and is_envelope(value):
+        try:
+            ref = parse_model_envelope(value)
+        except RefRefusal as exc:
+            raise ToolRefusal(f"Input {name!r} is a reference that cannot be used. {exc}",
+                              "bad-ref") from exc
+        if isinstance(ref, Blob) and ref.key is not None:
+            key = ref.key
+    if key is not None:
+        meta = ctx.artifacts.head(key)
+        streamed = ctx.store.get_stream(ctx.scope, key) if meta and isinstance(
+            ctx.store, CanGetStream) else None
+        if meta is None:
+            raise ToolRefusal(
+                f"Tool {RUN_PYTHON!r} was not executed: input {name!r} = {key!r} is not "
+                "available (missing, expired, or not stored in this session).",
+                "missing-or-expired")
+        ext = mimetypes.guess_extension(meta.media_type.split(";")[0]) or ".bin"
+        path = stage.inputs / f"{name}{ext}"
+        with path.open("wb") as fh:
+            if streamed is not None:
+                for chunk in streamed.chunks:
+                    fh.write(chunk)
+            else:
+                artifact = ctx.artifacts.get(key)
+                if artifact is None:
+                    raise ToolRefusal(f"Input {name!r} = {key!r} vanished while staging.",
+                                      "missing-or-expired")
+                fh.write(artifact.data)
+        ctx.emit("resolved", ref=key, tool=RUN_PYTHON, staged_as=name, bytes=meta.bytes)
+        return StagedInput(name, path, meta.media_type, meta.bytes, key, meta.kind)
+    if isinstance(ref, Message):
+        try:
+            data = encode(ctx.resolver.value(ref))
+        except RefRefusal as exc:
+            raise ToolRefusal(f"Input {name!r} could not be resolved. {exc}", "bad-ref") from exc
+    else:
+        data = encode(value)  # a literal value: staged as JSON
+    path = stage.inputs / f"{name}.json"
+    path.write_bytes(data)
+    return StagedInput(name, path, "application/json", len(data))
+
+
+def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
+            limits: Limits) -> Any:
+    stdout = outcome.stdout[-limits.max_stdout_chars:]
+    if outcome.stopped in ("cpu", "memory", "wall", "file-size"):
+        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=f"limit-{outcome.stopped}")
+        raise ToolRefusal(
+            f"Your program was stopped at {_LIMIT_WORDS[outcome.stopped]} and produced no "
+            f"result. Make it do less work (sample, aggregate, stream). Last output: "
+            f"{(outcome.stderr or stdout)[-600:]!r}", f"limit-{outcome.stopped}")
+    if outcome.exit_code != 0:
+        raise ToolRefusal(
+            f"Your program exited with code {outcome.exit_code}. stderr (last 2,000 chars): "
+            f"{outcome.stderr[-2_000:]}", "code-error")
+    if outcome.stopped in ("output-files", "output-bytes"):
+        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=f"limit-{outcome.stopped}")
+        raise ToolRefusal(
+            f"Your program's output went over {_LIMIT_WORDS[outcome.stopped]} "
+            f"({limits.max_output_files} files, {limits.max_output_bytes >> 20} MB); nothing "
+            "was kept. Write fewer, smaller files.", f"limit-{outcome.stopped}")
+    parents = tuple(dict.fromkeys(s.ref for s in staged if s.ref))
+    files = [_mint(path, parents, ctx) for path in outcome.outputs or []]
+    result: dict[str, Any] = {"exitCode": 0, "stdout": stdout, "files": files}
+    if outcome.notes:
+        result["notes"] = outcome.notes
+    return result
+
+
+def _mint(path: Path, parents: tuple[str, ...], ctx: ToolContext) -> dict[str, Any]:
+    name = path.name
+    ext = path.suffix.lstrip(".").lower() or "bin"
+    gone = [p for p in parents if ctx.artifacts.head(p) is None]
+    if gone:
+        return {"name": name, "stored": False,
+                "reason": f"its input {gone[0]!r} expired during the run, so its lineage cannot "
+                          "be proven; run again with a live input."}
+    media = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    meta = ctx.artifacts.put(path.read_bytes(), kind=f"file/{ext}", media_type=media,
+                             label=name, parent_refs=parents)
+    entry: dict[str, Any] = {"name": name, "value": {"$ref": {"type": "Blob", "key": meta.ref}},
+                             "kind": meta.kind, "bytes": meta.bytes}
+    if parents:
+        entry["parentRefs"] = list(parents)
+    return entry
+
+
+def manifest(path: str | Path) -> dict[str, Any]:
+    """For code inside run_python: the staged inputs (same as json.load of the manifest)."""
+    loaded: dict[str, Any] = json.loads(Path(path).read_text())
+    return loaded
