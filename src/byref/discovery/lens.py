@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from byref.discovery.text import ANALYZER, Analyzer
+from byref.discovery.text import ANALYZER, Analyzer, Span
 
 EXCERPT_MAX = 300
 CLUSTER_GAP = 36
@@ -46,15 +46,14 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def windows(text: str, terms: Sequence[str], analyzer: Analyzer = ANALYZER) -> list[Window]:
-    """Hits of `terms` in `text`, clustered: ≤36 characters apart, each window ≤120 wide."""
-    wanted = set(terms)
+def windows(text: str, terms: Sequence[str], analyzer: Analyzer = ANALYZER,
+            hits: Sequence[Span] | None = None) -> list[Window]:
+    """Hits of `terms` in `text`, clustered: ≤36 characters apart, each window ≤120 wide.
+    `hits` may be given when the caller located them already (same text, same terms)."""
     out: list[Window] = []
     start = end = -1
     found: set[str] = set()
-    for span in analyzer.spans(text):
-        if span.term not in wanted:
-            continue
+    for span in hits if hits is not None else analyzer.spans(text, set(terms)):
         if start >= 0 and span.start - end <= CLUSTER_GAP and span.end - start <= WINDOW_SPAN:
             end = span.end
             found.add(span.term)
@@ -108,15 +107,18 @@ def excerpt(
     budget: int = EXCERPT_MAX,
     *,
     analyzer: Analyzer = ANALYZER,
+    hits: Sequence[Span] | None = None,
 ) -> str:
-    """The description excerpt for a query, at most `budget` (≤300) characters."""
+    """The description excerpt for a query, at most `budget` (≤300) characters. `hits`, when
+    given, are the query-term spans of the already normalized `text`."""
     budget = min(budget, EXCERPT_MAX)
-    text = normalize(text)
+    if hits is None:
+        text = normalize(text)
     if len(text) <= budget:
         return text
     if budget <= len(TAIL):
         return ""
-    chosen = cover(windows(text, terms, analyzer), weights)
+    chosen = cover(windows(text, terms, analyzer, hits), weights)
     # Windows too wide to fit together: keep the heaviest that fit, in text order.
     while chosen and _overhead(len(chosen)) + sum(w.span for w in chosen) > budget:
         if len(chosen) == 1:

@@ -99,39 +99,39 @@ class Searcher:
 
 def render_results(index: SearchIndex, ranking: Ranking, page_chars: int) -> list[Result]:
     """Rows with water-filled excerpts for the hits of a ranking."""
-    prefixes = [_prefix(index, hit) for hit in ranking.hits]
-    demands = [
-        min(EXCERPT_MAX, len(p) + len(normalize(h.entry.description)))
-        for p, h in zip(prefixes, ranking.hits, strict=True)
-    ]
+    texts = [normalize(h.entry.description) for h in ranking.hits]
+    spans = [index.analyzer.spans(t, set(h.matched)) if h.matched else []
+             for t, h in zip(texts, ranking.hits, strict=True)]
+    prefixes = [_prefix(index, h, {s.term for s in found})
+                for h, found in zip(ranking.hits, spans, strict=True)]
+    demands = [min(EXCERPT_MAX, len(p) + len(t)) for p, t in zip(prefixes, texts, strict=True)]
     budgets = water_fill(demands, page_chars)
     out = []
-    for hit, prefix, budget in zip(ranking.hits, prefixes, budgets, strict=True):
+    for hit, text, found, prefix, budget in zip(ranking.hits, texts, spans, prefixes, budgets,
+                                                strict=True):
         room = budget - len(prefix)
-        body = excerpt(hit.entry.description, hit.matched, ranking.weights, room,
-                       analyzer=index.analyzer) if room > 0 else ""
-        text = (prefix + body) if body else prefix.rstrip()
+        body = excerpt(text, hit.matched, ranking.weights, room, analyzer=index.analyzer,
+                       hits=found) if room > 0 else ""
+        shown = (prefix + body) if body else prefix.rstrip()
         entry = hit.entry
         out.append(Result(entry.name, entry.server, entry.original_name, hit.score,
-                          text[:EXCERPT_MAX], entry.capabilities, entry.domains, hit.matched))
+                          shown[:EXCERPT_MAX], entry.capabilities, entry.domains, hit.matched))
     return out
 
 
-def _prefix(index: SearchIndex, hit: Hit) -> str:
+def _prefix(index: SearchIndex, hit: Hit, in_description: set[str]) -> str:
     """"Tool name: archive work item. " for query terms the description does not contain."""
-    if not hit.matched:
-        return ""
-    analyzer = index.analyzer
-    entry = hit.entry
-    in_description = set(analyzer.terms(entry.description))
     missing = [t for t in hit.matched if t not in in_description]
     if not missing:
         return ""
+    analyzer = index.analyzer
+    entry = hit.entry
     fields = index.field_texts(entry)
     pieces: list[str] = []
     for field_name, label in _LABELS:
         texts = fields[field_name]
-        found = [t for t in missing if t in set(analyzer.terms_of_all(texts))]
+        present = set(analyzer.terms_of_all(texts))
+        found = [t for t in missing if t in present]
         if not found:
             continue
         missing = [t for t in missing if t not in found]

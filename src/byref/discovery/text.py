@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 
 import Stemmer
@@ -97,19 +97,23 @@ class Analyzer:
             for part in _CAMEL.finditer(token):
                 yield part.group().lower(), base + part.start(), base + part.end()
 
-    def spans(self, text: str) -> list[Span]:
-        """Every indexed word of `text` as (term, start, end), in order."""
+    def spans(self, text: str, wanted: Container[str] | None = None) -> list[Span]:
+        """The indexed words of `text` as (term, start, end), in order; only `wanted` terms
+        when given (the excerpt lens needs the hits, not every word)."""
         out = []
+        memo, miss = self._memo, self._term
         for match in _WORD.finditer(text):
-            token, base = match.group(), match.start()
-            if not token.isascii():
-                stem = self.stem(token)
-                if stem:
-                    out.append(Span(stem, base, match.end()))
+            token = match.group()
+            if (token.isalpha() and token.islower()) or not token.isascii():
+                stem = memo[token] if token in memo else miss(token)
+                if stem and (wanted is None or stem in wanted):
+                    out.append(Span(stem, match.start(), match.end()))
                 continue
+            base = match.start()
             for part in _CAMEL.finditer(token):
-                stem = self.stem(part.group())
-                if stem:
+                word = part.group()
+                stem = memo[word] if word in memo else miss(word)
+                if stem and (wanted is None or stem in wanted):
                     out.append(Span(stem, base + part.start(), base + part.end()))
         return out
 
