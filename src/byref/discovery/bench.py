@@ -180,7 +180,7 @@ def latency(catalog: Catalog, queries: Iterable[str] = LATENCY_QUERIES,
     searcher = Searcher(catalog)
     index = searcher.index
     roots = catalog.capability_roots()
-    plan = []
+    plan: list[tuple[str, Filters | None]] = []
     for i, q in enumerate(queries):
         plan.append((q, None))
         plan.append((q, Filters(capabilities=(roots[i % len(roots)],))))
