@@ -94,7 +94,8 @@ class Resolver:
     def value(self, ref: Ref, *, current_seq: int | None = None) -> Any:
         """The JSON value (or text, or bytes) a ref stands for, evaluated now."""
         result = self._value(ref, current_seq, hops=0)
-        self.emit("resolved", ref_type=type(ref).__name__, scope=str(self.scope))
+        key = ref.key if isinstance(ref, Blob) else None
+        self.emit("resolved", ref_type=type(ref).__name__, ref=key, scope=str(self.scope))
         return result
 
     def iterate(self, recipe: JsonQuery, *, current_seq: int | None = None) -> Iterator[Any]:
@@ -112,6 +113,7 @@ class Resolver:
             yield from query_stream(src.open, recipe.path, recipe.filter, where=src.where)
         except (StaleSelectionError, NotJsonError) as exc:
             raise ResolveError(str(exc)) from exc
+        self.emit("resolved", ref_type="JsonQuery", ref=src.meta.ref, scope=str(self.scope))
 
     def source(self, ref: Ref, *, current_seq: int | None = None) -> BytesSource | Any:
         """Stored bytes behind `ref` when there are any (streamable), else its value."""

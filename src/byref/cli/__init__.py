@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 # Modules that define `register(subparsers)`; a missing optional one is skipped, not fatal.
 _COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.tools",
-             "byref.cli.gateway", "byref.cli.lens")
+             "byref.cli.trace", "byref.cli.gateway", "byref.cli.lens")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,10 @@ def register(sub: Any) -> None:
     context.add_argument("--sizes", default="2MB,20MB,200MB")
     context.add_argument("--json", action="store_true")
     context.set_defaults(run=run_context)
+    dispatch = bench.add_parser("dispatch", help="per-call overhead of the dispatch pipeline, "
+                                "as a ratio to calling the function directly")
+    dispatch.add_argument("--json", action="store_true")
+    dispatch.set_defaults(run=run_dispatch)
     for name in _PLUGINS:
         try:
             module = importlib.import_module(name)
@@ -59,4 +63,18 @@ def run_context(args: argparse.Namespace) -> int:
               f"{r['visible_vs_smallest']:>11}{r['wall_s']:>9}{r['wall_vs_smallest']:>7}"
               f"{r['peak_rss_mib']:>9}{r['rss_over_idle_mib']:>11}{r['rows']:>8,}")
     print(f"spread of model-visible characters across sizes: {report['visible_spread']:.2%}")
+    return 0
+
+
+def run_dispatch(args: argparse.Namespace) -> int:
+    from byref.dispatch.bench import dispatch_bench
+
+    report = dispatch_bench()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{'call':16}{'dispatch µs':>13}{'direct µs':>11}{'overhead µs':>13}{'ratio':>9}")
+    for name, row in report.items():
+        print(f"{name:16}{row['dispatch_us']:>13}{row['direct_us']:>11}"
+              f"{row['overhead_us']:>13}{row['ratio']:>9}")
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 from byref.demo.data import DEFAULT_SIZE, ExportInfo, open_rows, write_export
 from byref.demo.tools import Delivered, make_tools
 from byref.dispatch import Policy
+from byref.events import Emitter, JsonLinesSink
 from byref.harness import Harness, Ledger, ScriptedModel, call, last_result, say
 from byref.harness.messages import Model, Request
 from byref.harness.tokens import estimate_tokens
@@ -68,8 +69,12 @@ def run_byref(
     tools = [*make_tools(export, out / "status-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
     transcript_path = out / "transcript.jsonl"
     transcript_path.unlink(missing_ok=True)
+    trace = out / "trace.jsonl"
+    trace.unlink(missing_ok=True)
+    emit = Emitter(JsonLinesSink(trace))
     harness = Harness(model if model is not None else byref_script(), tools,
-                      transcript=Transcript(transcript_path), store=FileStore(out / "store"),
+                      transcript=Transcript(transcript_path),
+                      store=FileStore(out / "store", emit=emit), emit=emit,
                       scope=Scope("demo", conversation=uuid.uuid4().hex))
     run = harness.run(QUESTION)
     ledger = Ledger.of(run)
@@ -175,6 +180,7 @@ def run_demo(
         ),
         "pdf": str(pdf),
         "transcript": str(out / "transcript.jsonl"),
+        "trace": str(out / "trace.jsonl"),
         "store": str(out / "store"),
     }
     return DemoResult(report, requests)

@@ -171,8 +171,7 @@ class Dispatcher:
         if self.policy.validation == "off":
             return
         schema = tool.declaration()["input_schema"] if self.policy.refs else tool.input_schema
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(schema).iter_errors(raw))
+        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(raw))
         if error is None:
             return
         at = "/".join(str(p) for p in error.absolute_path) or "the input"
@@ -271,6 +270,18 @@ class Dispatcher:
         """Errors are never placed; the net still bounds them."""
         return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
                       policy=self.policy, store=self.store, scope=self.scope).text
+
+
+_VALIDATORS: dict[int, tuple[dict[str, Any], jsonschema.Draft202012Validator]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    # Declared schemas are cached objects, so their identity is a sound key (held, so ids stay).
+    hit = _VALIDATORS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = (schema, jsonschema.Draft202012Validator(schema))
+        _VALIDATORS[id(schema)] = hit
+    return hit[1]
 
 
 def _pin(ref: Ref, current: int) -> Ref:

@@ -63,7 +63,7 @@ class Harness:
         self.policy = policy or Policy()
         self.transcript = transcript if transcript is not None else Transcript()
         # "memory" (the default) gives the run its own in-memory store; None runs storeless.
-        self.store: ArtifactStore | None = MemoryStore() if store == "memory" else store
+        self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
         self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
         tools = list(tools)
         if self.store is not None and self.policy.refs:

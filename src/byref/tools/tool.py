@@ -61,6 +61,8 @@ class Tool:
     wants_ctx: bool = False
     refresh: Callable[[], object] | None = None
     """Called before each declaration: lets a tool keep its description live (run_python)."""
+    _validator: jsonschema.Draft202012Validator | None = field(default=None, init=False,
+                                                               repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
@@ -124,7 +126,9 @@ class Tool:
         return out
 
     def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
-        validator = jsonschema.Draft202012Validator(self.input_schema)
+        if self._validator is None:
+            self._validator = jsonschema.Draft202012Validator(self.input_schema)
+        validator = self._validator
         # A lazy argument holds a Ref object; check it in the form the model wrote it.
         checked = {k: envelope(v) if k in self.lazy and is_ref(v) else v for k, v in args.items()}
         errors = sorted(validator.iter_errors(checked), key=lambda e: list(e.path))
