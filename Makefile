@@ -15,13 +15,17 @@ demo: $(BIN)/python
 
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,pdf,postgres,s3,mcp]'
+	./scripts/services.sh
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	$(BIN)/pytest
 
 bench: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[pdf]'
+	$(BIN)/python -m pip install --quiet -e '.[pdf,postgres,s3]'
 	$(BIN)/byref bench context --sizes 2MB,20MB,200MB
+	$(BIN)/byref bench dispatch
+	$(BIN)/byref bench store
+	$(BIN)/byref bench search
 
 clean:
 	rm -rf $(VENV) .byref byref-demo .pytest_cache .mypy_cache .ruff_cache

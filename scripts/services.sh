@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Start the local services the tests talk to, when this machine has them and they are stopped.
+# A machine without them is fine: the tests that need a server skip and say which one.
+set -u
+if command -v pg_isready >/dev/null 2>&1 && ! pg_isready -h 127.0.0.1 -p 5432 -q; then
+  if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start || true
+  fi
+fi
+if command -v redis-cli >/dev/null 2>&1 && ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  if command -v redis-server >/dev/null 2>&1; then
+    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+      --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+  fi
+fi
+exit 0
