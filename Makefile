@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
