@@ -22,7 +22,12 @@ from _wire import (
 )
 
 from byref.harness import Harness
-from byref.harness.providers import NativeDeferral, model_from_id, native_search_tool
+from byref.harness.providers import (
+    NativeDeferral,
+    discovery_search,
+    model_from_id,
+    native_search_tool,
+)
 from byref.harness.providers.deferral import SEARCH_DESCRIPTION, recorded_names
 from byref.tools import Tool, tool
 
@@ -150,3 +155,18 @@ def test_always_loaded_tools_are_declared_normally() -> None:
     Harness(m, catalog()).run("go")
     flags = {t["name"]: t.get("defer_loading") for t in wire.bodies[0]["tools"]}
     assert flags["export_items"] is None and flags["make_report"] is True
+
+
+def test_byref_discovery_drives_native_mode() -> None:
+    from byref.discovery import Catalog
+
+    tools = [make_report, archive_item, export_items]
+    search_with_byref = discovery_search(Catalog(tools), limit=2)
+    assert search_with_byref("render a pdf report")[0] == "make_report"
+    assert search_with_byref("archive_item")[0] == "archive_item"  # an exact name wins
+    wire = Wire(anthropic_play("pdf report"))
+    m = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
+                      max_retries=0, deferral=NativeDeferral(), cache=False)
+    Harness(m, [native_search_tool(search_with_byref), *tools]).run("Make the report.")
+    content = wire.bodies[1]["messages"][-1]["content"][0]["content"]
+    assert content[0] == {"type": "tool_reference", "tool_name": "make_report"}

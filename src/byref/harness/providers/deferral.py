@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byref.harness.messages import Block, Request
 from byref.harness.providers._common import call_names
 from byref.jsonview import decode
 from byref.tools import Tool, tool
+
+if TYPE_CHECKING:
+    from byref.discovery import Catalog, Discovery, Searcher
 
 SearchFn = Callable[[str], Sequence[str]]
 """A search engine: a free-text query → matching tool names, best first."""
@@ -93,19 +96,19 @@ def native_search_tool(
     return search_tools
 
 
-def discovery_search(index: Any, *, limit: int = 5) -> SearchFn:
-    """A `SearchFn` over a byref.discovery search index (anything with `search(query)` whose
-    results carry a `name`), so native mode ranks exactly as byref's own search_tools does."""
+def discovery_search(source: Catalog | Searcher | Discovery, *, limit: int = 5) -> SearchFn:
+    """A `SearchFn` over byref's own engine (field-boosted BM25, rarity re-rank, exact names
+    first), so native mode finds exactly what byref's search_tools would."""
+    from byref.discovery import Discovery, Searcher
+
+    if isinstance(source, Discovery):
+        searcher = source.searcher
+    elif isinstance(source, Searcher):
+        searcher = source
+    else:
+        searcher = Searcher(source)
 
     def search(query: str) -> list[str]:
-        hits = index.search(query)
-        results = getattr(hits, "results", hits)
-        names: list[str] = []
-        for hit in results:
-            hit_name = getattr(hit, "name", None) or getattr(getattr(hit, "entry", None),
-                                                            "name", None)
-            if isinstance(hit_name, str):
-                names.append(hit_name)
-        return names[:limit]
+        return [result.name for result in searcher.search(query, limit=limit).results]
 
     return search
