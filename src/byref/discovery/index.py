@@ -242,10 +242,26 @@ class SearchIndex:
             for doc, contribution in items:
                 scores[doc] = get_score(doc, 0.0) + contribution
                 masks[doc] = get_mask(doc, 0) | bit
-        key_of = _mask_keys(terms, weights, set(masks.values()))
-        top = sorted(scores, key=lambda d: (*key_of[masks[d]], scores[d], -d), reverse=True)
-        if exact is not None:
-            top = [exact, *(d for d in top if d != exact)]
+        # Group by the set of covered terms: coverage and Σ w are properties of the set, so
+        # only the groups that reach the page need their members sorted by BM25.
+        groups: dict[int, list[int]] = {}
+        for doc, mask in masks.items():
+            group = groups.get(mask)
+            if group is None:
+                groups[mask] = [doc]
+            else:
+                group.append(doc)
+        key_of = _mask_keys(terms, weights, set(groups))
+        tiers: dict[tuple[int, float], list[int]] = {}
+        for mask, docs in groups.items():  # different sets may tie on (coverage, Σ w)
+            tiers.setdefault(key_of[mask], []).extend(docs)
+        top: list[int] = [exact] if exact is not None else []
+        for tier in sorted(tiers, reverse=True):
+            members = tiers[tier]
+            members.sort(key=lambda d: (-scores[d], d))
+            top.extend(d for d in members if d != exact)
+            if len(top) >= limit:
+                break
         hits = []
         for doc in top[:limit]:
             mask = masks.get(doc, 0)

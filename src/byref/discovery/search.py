@@ -145,7 +145,7 @@ def _snippet(field_name: str, entry: Entry, found: list[str], index: SearchIndex
     analyzer = index.analyzer
     wanted = set(found)
     if field_name == "name":
-        return split_words(entry.original_name)
+        return split_words(entry.name)
     if field_name == "capabilities":
         tags = [*entry.capabilities, *entry.domains, *entry.entities, *entry.relationships]
         return ", ".join(t for t in tags if wanted & set(analyzer.terms(split_words(t))))

@@ -2,7 +2,8 @@
 
 The law: one analyzer for both sides. Words are split on anything that is not a letter or a
 digit, then at snake_case and camelCase boundaries (`getFileContents` → get, file, contents;
-`HTTPServer` → http, server), lower-cased, stop words dropped, and stemmed with Porter2 (Snowball
+`HTTPServer` → http, server; a word with such a boundary is also kept whole, so "github"
+finds "GitHub"), lower-cased, stop words dropped, and stemmed with Porter2 (Snowball
 English, via PyStemmer). A query's terms are deduplicated in first-seen order, so repeating a
 word buys nothing. Positions of the original words are kept for the excerpt lens.
 """
@@ -21,6 +22,11 @@ _WORD = re.compile(r"[^\W_]+")
 # camelCase / PascalCase / ACRONYMWord boundaries inside one ASCII word; digits stay with the
 # letters before them, so `S3`, `s3` and `listS3Buckets` all give "s3".
 # An acronym's plural stays one word: `PDFs`, `listURLs` → "pdfs", "urls".
+# A word with a camelCase boundary inside ("GitHub", "PostgreSQL"): also indexed whole, so the
+# brand a user types in one piece ("github") finds the text that writes it in two.
+_MIXED = re.compile(
+    r"(?<![A-Za-z0-9])[A-Za-z0-9]*?(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z]{2})[A-Za-z0-9]*"
+)
 _CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
 
 def _wordset(text: str) -> frozenset[str]:
@@ -80,10 +86,18 @@ class Analyzer:
     def subwords(self, text: str) -> list[str]:
         """The sub-words of `text` as written (not lower-cased), in order."""
         if text.isascii():
-            return _CAMEL.findall(text)
-        out: list[str] = []
+            out: list[str] = _CAMEL.findall(text)
+            out.extend(_MIXED.findall(text))
+            return out
+        out = []
         for token in _WORD.findall(text):
-            out.extend(_CAMEL.findall(token) if token.isascii() else (token,))
+            if not token.isascii():
+                out.append(token)
+                continue
+            parts = _CAMEL.findall(token)
+            out.extend(parts)
+            if len(parts) > 1 and _MIXED.fullmatch(token):
+                out.append(token)
         return out
 
     def words(self, text: str) -> Iterator[tuple[str, int, int]]:
@@ -110,11 +124,16 @@ class Analyzer:
                     out.append(Span(stem, match.start(), match.end()))
                 continue
             base = match.start()
-            for part in _CAMEL.finditer(token):
+            parts = list(_CAMEL.finditer(token))
+            for part in parts:
                 word = part.group()
                 stem = memo[word] if word in memo else miss(word)
                 if stem and (wanted is None or stem in wanted):
                     out.append(Span(stem, base + part.start(), base + part.end()))
+            if len(parts) > 1 and _MIXED.fullmatch(token):
+                stem = memo[token] if token in memo else miss(token)
+                if stem and (wanted is None or stem in wanted):
+                    out.append(Span(stem, base, match.end()))
         return out
 
     def terms(self, text: str) -> list[str]:

@@ -1,0 +1,62 @@
+"""`byref bench search`: tool-discovery figures (registered by the `bench` command group).
+
+Prints MetaTool recall@1/@5/MRR (lexical and, with byref[embeddings], hybrid) beside the
+published baselines, search latency and index build time at 2,565 and 10,000 tools, and the
+standing tool surface; reads `shared/eval` beside the repository (or `--eval DIR`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register_bench(bench_sub: Any) -> None:
+    parser = bench_sub.add_parser(
+        "search", help="tool-discovery benchmarks (MetaTool, latency, standing surface)",
+        description="Measure tool discovery: MetaTool retrieval, search latency, index build "
+        "time and the standing tool surface on the real MCP catalog.",
+    )
+    parser.add_argument("--eval", type=Path, default=None,
+                        help="evaluation data directory (default: ../shared/eval)")
+    parser.add_argument("--no-hybrid", action="store_true", help="skip the embedding runs")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from byref.discovery import bench
+
+    try:
+        figures = bench.run(args.eval, hybrid=not args.no_hybrid)
+    except FileNotFoundError as exc:
+        print(f"byref bench search: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    meta = figures["metatool"]
+    print(f"MetaTool ({meta['queries']:,} queries, {meta['tools']} tools)")
+    for label, key in (("lexical", "lexical"), ("lexical, no re-rank", "lexical_without_rerank"),
+                       ("lexical + mined glossary", "lexical_mined_glossary"),
+                       ("hybrid", "hybrid"), ("hybrid + mined glossary",
+                                              "hybrid_mined_glossary")):
+        if key in meta:
+            m = meta[key]
+            print(f"  {label:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}  "
+                  f"MRR {m['mrr']:.3f}")
+    for name, m in meta["baselines"].items():
+        print(f"  {name:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}")
+    mcp = figures["mcp"]
+    print(f"MCP catalog (reference workload {mcp['reference_ms']} ms)")
+    for row in mcp["sizes"]:
+        s, surface = row["search"], row["surface"]
+        print(f"  {row['tools']:>6,} tools: search p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms; "
+              f"build {row['build_ms']} ms; turn 1 {surface['turn1_chars']:,} chars, working "
+              f"set {surface['working_set_chars']:,}, all {surface['all_declared_chars']:,}")
+    for note in figures.get("notes", []):
+        print(f"note: {note}")
+    return 0

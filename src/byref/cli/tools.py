@@ -1,0 +1,132 @@
+"""`byref tools search` and `byref tools stats`: the discovery engine over a tools/list catalog.
+
+CATALOG is a tools/list JSON file (a list of tools, or an object with `tools` and an optional
+`server`) or a directory of them. With `--json`, a search prints `{"query", "results": [{"server",
+"tool", "name", "score", "excerpt"}]}`; with `--queries FILE` one such object per line, in input
+order, from one process (the index is built once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("tools", help="search a tool catalog; measure its standing surface",
+                            description="Tool discovery over an MCP tools/list catalog.")
+    tools_sub = parser.add_subparsers(dest="tools_command", required=True)
+
+    search = tools_sub.add_parser(
+        "search", help="rank catalog tools for a query",
+        description="Rank the tools of CATALOG for QUERY (or each line of --queries).",
+    )
+    search.add_argument("catalog", type=Path, help="tools/list JSON file or directory of them")
+    search.add_argument("query", nargs="?", help="free-text query")
+    search.add_argument("--queries", type=Path, help="file: one query per line, or JSON lines "
+                        "with a 'query' field")
+    search.add_argument("--limit", type=int, default=5, help="results per query (default 5)")
+    search.add_argument("--capability", action="append", default=[],
+                        help="capability prefix filter (repeatable)")
+    search.add_argument("--domain", action="append", default=[], help="domain filter "
+                        "(repeatable)")
+    search.add_argument("--hybrid", action="store_true",
+                        help="fuse with local embeddings (needs byref[embeddings])")
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(run=run_search)
+
+    stats = tools_sub.add_parser(
+        "stats", help="tool count and standing tool-surface characters",
+        description="Characters of the capability line + scaffolding (turn 1), of a full "
+        "working set, and of every schema declared.",
+    )
+    stats.add_argument("catalog", type=Path, help="tools/list JSON file or directory of them")
+    stats.add_argument("--budget", type=int, default=8, help="working-set slots (default 8)")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(run=run_stats)
+
+
+def _queries(path: Path) -> Iterator[str]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{str(path)!r} line {number} is not JSON: {exc}") from exc
+            if not isinstance(raw, dict) or not isinstance(raw.get("query"), str):
+                raise ValueError(f"{str(path)!r} line {number} has no 'query' string.")
+            yield raw["query"]
+        else:
+            yield line.strip()
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from byref.discovery import FilterError, Filters, ListingError, Searcher, load_catalog
+
+    if (args.query is None) == (args.queries is None):
+        print("byref tools search: give a QUERY or --queries FILE (exactly one).",
+              file=sys.stderr)
+        return 2
+    try:
+        catalog = load_catalog(args.catalog)
+        queries = [args.query] if args.query is not None else list(_queries(args.queries))
+    except (ListingError, ValueError, OSError) as exc:
+        print(f"byref tools search: {exc}", file=sys.stderr)
+        return 2
+    ranker = None
+    if args.hybrid:
+        try:
+            from byref.discovery.embed import HybridRanker
+
+            ranker = HybridRanker()
+            _ = ranker.encoder
+        except ImportError as exc:
+            print(f"byref tools search: {exc}", file=sys.stderr)
+            return 2
+    searcher = Searcher(catalog, ranker=ranker)
+    filters = Filters(capabilities=tuple(args.capability), domains=tuple(args.domain))
+    for query in queries:
+        try:
+            page = searcher.search(query, filters=filters, limit=args.limit)
+        except FilterError as exc:
+            print(f"byref tools search: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps(page.to_json(), ensure_ascii=False))
+            continue
+        print(f"{query}  ({page.matched} of {page.candidates} tools match)")
+        for i, r in enumerate(page.results, 1):
+            where = f" [{r.server}]" if r.server else ""
+            print(f"  {i}. {r.name}{where}  {r.score:.3f}")
+            print(f"     {r.excerpt}")
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from byref.discovery import ListingError, load_catalog
+    from byref.discovery.bench import surface
+
+    try:
+        catalog = load_catalog(args.catalog)
+    except (ListingError, OSError) as exc:
+        print(f"byref tools stats: {exc}", file=sys.stderr)
+        return 2
+    figures = surface(catalog, budget=args.budget)
+    figures["budget"] = args.budget
+    if args.json:
+        print(json.dumps(figures))
+        return 0
+    print(f"{figures['tools']:,} tools, {figures['capability_roots']} capability roots")
+    print(f"turn 1 (capability line + scaffolding):  {figures['turn1_chars']:>12,} chars")
+    print(f"full working set ({args.budget} median tools):    "
+          f"{figures['working_set_chars']:>12,} chars")
+    print(f"full working set ({args.budget} largest tools):   "
+          f"{figures['working_set_largest_chars']:>12,} chars")
+    print(f"every schema declared:                   {figures['all_declared_chars']:>12,} chars")
+    return 0
