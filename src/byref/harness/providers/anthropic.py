@@ -20,6 +20,7 @@ from byref.harness.messages import Block, Request, Response, Usage
 from byref.harness.providers._common import (
     MissingKeyError,
     ProviderError,
+    call_names,
     connection_error,
     require_sdk,
     split_system,
@@ -88,7 +89,7 @@ class AnthropicModel:
     # -- the request ---------------------------------------------------------------------------
     def params(self, request: Request) -> dict[str, Any]:
         """The keyword arguments for `messages.create`, rendered from `request` alone."""
-        declared = [str(t["name"]) for t in request.tools]
+        declared = {str(t["name"]) for t in request.tools}
         if self.deferral is not None:
             self.deferral.check(declared)
         tools = [self._tool(t) for t in request.tools]
@@ -122,10 +123,11 @@ class AnthropicModel:
             out["defer_loading"] = True
         return out
 
-    def _messages(self, request: Request, declared: list[str]) -> list[dict[str, Any]]:
+    def _messages(self, request: Request, declared: set[str]) -> list[dict[str, Any]]:
+        calls = call_names(request) if self.deferral is not None else {}
         out: list[dict[str, Any]] = []
         for message in request.messages:
-            content = [self._block(request, b, declared) for b in message.content]
+            content = [self._block(b, calls, declared) for b in message.content]
             content = [c for c in content if c is not None] or [
                 {"type": "text", "text": EMPTY_TEXT}]
             if out and out[-1]["role"] == message.role:
@@ -135,14 +137,15 @@ class AnthropicModel:
                 out.append({"role": message.role, "content": content})
         return out
 
-    def _block(self, request: Request, block: Block, declared: list[str]) -> dict[str, Any] | None:
+    def _block(self, block: Block, calls: dict[str, str],
+               declared: set[str]) -> dict[str, Any] | None:
         if block.type == "text":
             return {"type": "text", "text": block.text} if block.text else None
         if block.type == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {"value": block.input}
             return {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.id}
-        found = (self.deferral.found(request, block, declared)
+        found = (self.deferral.found(block, calls, declared)
                  if self.deferral is not None else None)
         if found:
             out["content"] = [{"type": "tool_reference", "tool_name": n} for n in found]

@@ -11,12 +11,11 @@ function of the transcript, so it is byte-identical on every later turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from byref.harness.messages import Block, Request
-from byref.harness.providers._common import call_names
+from byref.harness.messages import Block
 from byref.jsonview import decode
 from byref.tools import Tool, tool
 
@@ -51,19 +50,21 @@ class NativeDeferral:
                 "tools; add native_search_tool(search) to the harness's tools."
             )
 
-    def found(self, request: Request, block: Block, declared: Iterable[str]) -> list[str] | None:
-        """The deferred tool names a search result loads, or None if `block` is not one."""
+    def found(self, block: Block, calls: Mapping[str, str],
+              declared: Collection[str]) -> list[str] | None:
+        """The deferred tool names a search result loads, or None if `block` is not one.
+
+        `calls` maps call ids to tool names over the request (see `call_names`)."""
         if block.type != "tool_result" or block.is_error:
             return None
-        if call_names(request).get(block.id) != self.search_tool:
+        if calls.get(block.id) != self.search_tool:
             return None
         names = recorded_names(block.text)
         if names is None:
             return None
-        known = set(declared)
         # A name the catalog does not declare (or one already loaded) cannot be referenced: the
         # provider would reject the whole request for one stale search hit.
-        return [n for n in names if n in known and self.deferred(n)]
+        return [n for n in names if n in declared and self.deferred(n)]
 
 
 def recorded_names(text: str) -> list[str] | None:

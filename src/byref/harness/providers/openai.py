@@ -75,7 +75,7 @@ class OpenAIModel:
     # -- the request ---------------------------------------------------------------------------
     def params(self, request: Request) -> dict[str, Any]:
         """The keyword arguments for `responses.create`, rendered from `request` alone."""
-        declared = [str(t["name"]) for t in request.tools]
+        declared = {str(t["name"]) for t in request.tools}
         if self.deferral is not None:
             self.deferral.check(declared)
         functions = {str(t["name"]): self._tool(t) for t in request.tools}
@@ -108,7 +108,7 @@ class OpenAIModel:
             out["defer_loading"] = True
         return out
 
-    def _items(self, request: Request, declared: list[str],
+    def _items(self, request: Request, declared: set[str],
                functions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         search = self.deferral.search_tool if self.deferral is not None else None
         names = call_names(request) if search is not None else {}
@@ -130,7 +130,7 @@ class OpenAIModel:
                     # A tool_search_call must be answered by a tool_search_output, even when
                     # the search failed or found nothing.
                     assert self.deferral is not None
-                    found = self.deferral.found(request, block, declared) or []
+                    found = self.deferral.found(block, names, declared) or []
                     items.append({"type": "tool_search_output", "call_id": block.id,
                                   "execution": "client", "status": "completed",
                                   "tools": [functions[n] for n in found]})
