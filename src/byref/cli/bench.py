@@ -24,6 +24,8 @@ def register(sub: Any) -> None:
         "context", help="model-visible characters, wall time and peak RSS of the byref round "
         "trip as the export grows")
     context.add_argument("--sizes", default="2MB,20MB,200MB")
+    context.add_argument("--open", type=int, default=None, dest="open_items",
+                         help="fix the number of open items (default: scale with the size)")
     context.add_argument("--json", action="store_true")
     context.set_defaults(run=run_context)
     dispatch = bench.add_parser("dispatch", help="per-call overhead of the dispatch pipeline, "
@@ -50,16 +52,18 @@ def run_context(args: argparse.Namespace) -> int:
         return 2
     quiet = not sys.stderr.isatty()
     report = context_bench(
-        sizes, progress=None if quiet else (lambda m: print(f"… {m}", file=sys.stderr))
+        sizes, open_items=args.open_items,
+        progress=None if quiet else (lambda m: print(f"… {m}", file=sys.stderr)),
     )
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(f"idle child RSS: {report['idle_rss_mib']} MiB")
-    print(f"{'export':>14}{'visible chars':>15}{'×smallest':>11}{'wall s':>9}{'×':>7}"
-          f"{'RSS MiB':>9}{'over idle':>11}{'rows':>8}")
+    print(f"{'export':>14}{'visible chars':>15}{'tokens':>8}{'×smallest':>11}{'wall s':>9}"
+          f"{'×':>7}{'RSS MiB':>9}{'over idle':>11}{'rows':>8}")
     for r in report["sizes"]:
         print(f"{r['export_bytes']:>14,}{r['model_visible_chars']:>15,}"
+              f"{r['model_visible_tokens']:>8,}"
               f"{r['visible_vs_smallest']:>11}{r['wall_s']:>9}{r['wall_vs_smallest']:>7}"
               f"{r['peak_rss_mib']:>9}{r['rss_over_idle_mib']:>11}{r['rows']:>8,}")
     print(f"spread of model-visible characters across sizes: {report['visible_spread']:.2%}")

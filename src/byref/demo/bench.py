@@ -33,8 +33,13 @@ def child_round_trip(export: Path, out: Path) -> dict[str, Any]:
     visible = sum(len(r.all_text()) for r in requests[-1:])
     rows_bytes = len(encode(delivered.rows))
     identical = encode(delivered.rows) == encode(open_rows(export))
+    from byref.harness.tokens import count_tokens, default_counter
+
     return {"wall_s": wall, "model_read_chars": figures["model_read_chars"],
-            "model_visible_chars": visible, "rows": figures["rows_delivered"],
+            "model_read_tokens": figures["model_read_tokens"],
+            "model_visible_chars": visible,
+            "model_visible_tokens": count_tokens(requests[-1].all_text()),
+            "tokenizer": default_counter().name, "rows": figures["rows_delivered"],
             "rows_bytes": rows_bytes, "rows_identical": identical}
 
 
@@ -52,7 +57,7 @@ def _spawn(args: list[str]) -> tuple[dict[str, Any], int]:
 
 
 def context_bench(
-    sizes: list[int], *, workdir: Path | None = None,
+    sizes: list[int], *, open_items: int | None = None, workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -63,7 +68,7 @@ def context_bench(
             if progress:
                 progress(f"export {size:,} bytes")
             export = root / f"export-{size}.json"
-            info = write_export(export, size)
+            info = write_export(export, size, open_items=open_items)
             if progress:
                 progress(f"round trip {size:,} bytes")
             answer, rss_kib = _spawn(["--child", str(export), str(root / f"out-{size}")])
@@ -83,6 +88,7 @@ def context_bench(
     visible = [r["model_visible_chars"] for r in rows]
     spread = (max(visible) - min(visible)) / (sum(visible) / len(visible))
     return {"idle_rss_mib": round(idle_kib / 1024, 1), "sizes": rows,
+            "open_items": "scaled with size" if open_items is None else open_items,
             "visible_spread": round(spread, 4)}
 
 

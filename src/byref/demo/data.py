@@ -66,20 +66,24 @@ def _item(i: int, status: str, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def plan(size: int) -> tuple[int, int]:
-    """How many items, and how many of them open, make an export of about `size` bytes."""
+def plan(size: int, open_items: int | None = None) -> tuple[int, int]:
+    """How many items, and how many of them open, make an export of about `size` bytes.
+
+    Open items scale with the size unless `open_items` fixes their number."""
     rng = random.Random(7)
     sample = [len(msgspec.json.encode(_item(i, "open", rng))) + 2 for i in range(400)]
     average = sum(sample) / len(sample)
     items = max(1, round((size - 80) / average))
-    open_items = max(1, round(DEFAULT_OPEN * size / DEFAULT_SIZE))
+    if open_items is None:
+        open_items = max(1, round(DEFAULT_OPEN * size / DEFAULT_SIZE))
     return items, min(open_items, items)
 
 
 def write_export(
-    path: Path, size: int = DEFAULT_SIZE, *, progress: Callable[[float], None] | None = None
+    path: Path, size: int = DEFAULT_SIZE, *, open_items: int | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> ExportInfo:
-    items, open_items = plan(size)
+    items, open_items = plan(size, open_items)
     rng = random.Random(2026)
     # Open items spread evenly through the export, the rest take the other statuses.
     open_at = {(j * items) // open_items + rng.randrange(max(1, items // open_items))
