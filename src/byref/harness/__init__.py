@@ -6,7 +6,8 @@ edge; every request is recorded exactly as sent, so what the model saw can alway
 
 from byref.harness.ledger import Ledger
 from byref.harness.loop import REFS_PROTOCOL, Harness, RunResult, StepLimitError, render
-from byref.harness.messages import Block, ChatMessage, Model, Request, Response
+from byref.harness.messages import Block, ChatMessage, Model, Request, Response, Usage
+from byref.harness.providers import model_from_id
 from byref.harness.scripted import (
     ScriptedModel,
     ScriptExhaustedError,
@@ -15,10 +16,11 @@ from byref.harness.scripted import (
     ref_from_last_result,
     say,
 )
-from byref.harness.tokens import count_tokens
+from byref.harness.tokens import TokenCounter, count_tokens, default_counter, using_counter
 
 __all__ = [
     "REFS_PROTOCOL", "Block", "ChatMessage", "Harness", "Ledger", "Model", "Request",
-    "Response", "RunResult", "ScriptExhaustedError", "ScriptedModel", "StepLimitError", "call",
-    "count_tokens", "last_result", "ref_from_last_result", "render", "say",
+    "Response", "RunResult", "ScriptExhaustedError", "ScriptedModel", "StepLimitError",
+    "TokenCounter", "Usage", "call", "count_tokens", "default_counter", "last_result",
+    "model_from_id", "ref_from_last_result", "render", "say", "using_counter",
 ]
