@@ -9,7 +9,8 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 # Modules that define `register(subparsers)`; a missing optional one is skipped, not fatal.
 _COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.tools",
@@ -22,15 +23,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="The model routes references; the bytes stay below the context boundary.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in _COMMANDS:
+    for module in plugins(_COMMANDS):
+        module.register(sub)
+    return parser
+
+
+def plugins(names: Sequence[str]) -> Iterator[ModuleType]:
+    """Import each named module that exists; a missing one is skipped, a broken one raises."""
+    for name in names:
         try:
-            module = importlib.import_module(name)
+            yield importlib.import_module(name)
         except ModuleNotFoundError as exc:
             if exc.name != name:
                 raise
-            continue
-        module.register(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

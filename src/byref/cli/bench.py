@@ -7,14 +7,14 @@ modules listed below; a missing one is skipped.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
 
+from byref.cli import plugins
 from byref.demo.data import parse_size
 
-_PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search")
+_PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway")
 
 
 def register(sub: Any) -> None:
@@ -32,13 +32,7 @@ def register(sub: Any) -> None:
                                 "as a ratio to calling the function directly")
     dispatch.add_argument("--json", action="store_true")
     dispatch.set_defaults(run=run_dispatch)
-    for name in _PLUGINS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    for module in plugins(_PLUGINS):
         module.register_bench(bench)
 
 
