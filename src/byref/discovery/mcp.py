@@ -98,12 +98,12 @@ def parse_listing(raw: Any, *, server: str, where: str) -> list[Listed]:
     for i, item in enumerate(tools):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             raise ListingError(f"{where}: tool #{i} has no 'name' string.")
-        schema = item.get("inputSchema", item.get("input_schema")) or {}
+        schema = item.get("inputSchema", item.get("input_schema"))
+        if schema is None:
+            schema = {}
         if not isinstance(schema, dict):
             raise ListingError(f"{where}: tool {item['name']!r} has a non-object inputSchema.")
-        if "type" not in schema:
-            schema = {"type": "object", **schema}
-        schema.setdefault("properties", {})
+        schema = {"type": "object", "properties": {}, **schema}  # a copy; empty ones filled in
         annotations = item.get("annotations") or {}
         description = item.get("description") or ""
         if not isinstance(description, str) or not isinstance(annotations, dict):

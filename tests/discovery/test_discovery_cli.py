@@ -1,0 +1,92 @@
+"""`byref tools search|stats` output shapes, and the `bench search` registration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from byref.cli import main
+from byref.cli.bench_search import register_bench
+
+ROW_KEYS = {"server", "tool", "name", "score", "excerpt"}
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    (tmp_path / "files.json").write_text(json.dumps({"server": "files", "tools": [
+        {"name": "read_pdf", "description": "Read the text of a PDF file.",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "write_file", "description": "Write bytes to a file."},
+    ]}), encoding="utf-8")
+    (tmp_path / "boards.json").write_text(json.dumps([
+        {"name": "list_boards", "description": "List the boards of a workspace."},
+    ]), encoding="utf-8")
+    return tmp_path
+
+
+def test_search_json_shape(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "search", str(catalog), "read a pdf", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"query", "results"} and out["query"] == "read a pdf"
+    assert out["results"][0] == {"server": "files", "tool": "read_pdf", "name": "read_pdf",
+                                 "score": out["results"][0]["score"],
+                                 "excerpt": "Read the text of a PDF file."}
+    assert all(set(r) == ROW_KEYS for r in out["results"])
+    assert isinstance(out["results"][0]["score"], float)
+
+
+def test_queries_file_prints_one_object_per_line_in_order(
+    catalog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.txt"
+    queries.write_text('list boards\n\n{"query": "write a file"}\nread pdf\n', encoding="utf-8")
+    assert main(["tools", "search", str(catalog), "--queries", str(queries), "--json",
+                 "--limit", "1"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["query"] for line in lines] == ["list boards", "write a file", "read pdf"]
+    assert [line["results"][0]["name"] for line in lines] == ["list_boards", "write_file",
+                                                              "read_pdf"]
+    assert all(len(line["results"]) == 1 for line in lines)
+
+
+def test_filters_and_their_refusal(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "search", str(catalog), "list", "--capability", "boards",
+                 "--json"]) == 0
+    assert [r["server"] for r in json.loads(capsys.readouterr().out)["results"]] == ["boards"]
+    assert main(["tools", "search", str(catalog), "x", "--capability", "bords"]) == 2
+    assert "did you mean 'boards'?" in capsys.readouterr().err
+
+
+def test_query_and_queries_are_exclusive(catalog: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "search", str(catalog)]) == 2
+    assert "exactly one" in capsys.readouterr().err
+
+
+def test_stats_json_shape(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "stats", str(catalog), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"tools", "capability_roots", "turn1_chars", "working_set_chars",
+                        "working_set_largest_chars", "all_declared_chars",
+                        "median_declaration_chars", "budget"}
+    assert out["tools"] == 3 and out["budget"] == 8
+    assert out["turn1_chars"] < out["working_set_chars"] <= out["working_set_largest_chars"]
+
+
+def test_bench_search_registers_a_runnable_subcommand() -> None:
+    parser = argparse.ArgumentParser()
+    register_bench(parser.add_subparsers(dest="bench_command"))
+    args = parser.parse_args(["search", "--json", "--no-hybrid"])
+    assert callable(args.run) and args.json and args.no_hybrid
+
+
+def test_bench_search_reports_missing_data(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    register_bench(parser.add_subparsers(dest="bench_command"))
+    args = parser.parse_args(["search", "--eval", str(tmp_path), "--no-hybrid"])
+    assert args.run(args) == 2
+    assert "Benchmark data not found" in capsys.readouterr().err

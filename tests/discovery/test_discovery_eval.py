@@ -1,0 +1,43 @@
+"""Checks on the real 2,565-tool MCP catalog and MetaTool (skipped without ../shared/eval).
+
+Figures and timings live in `byref bench search`; these only check behaviour on real data."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_discovery import EVAL, EVAL_MISSING
+
+from byref.discovery import Searcher, load_catalog
+from byref.discovery.bench import metatool_catalog, metatool_data, replicate, surface
+from byref.discovery.mcp import catalog_from_listings, read_listings
+
+pytestmark = pytest.mark.skipif(not (EVAL / "mcp-catalog").is_dir(), reason=EVAL_MISSING)
+
+
+def test_real_catalog_loads_and_searches() -> None:
+    catalog = load_catalog(EVAL / "mcp-catalog")
+    assert len(catalog) == 2565
+    assert len(catalog.capability_roots()) == 87
+    searcher = Searcher(catalog)
+    assert searcher.search("create a github issue").results[0].name == "github__create_issue"
+    assert searcher.search("pods_list").results[0].name == "pods_list"
+    assert all(len(r.excerpt) <= 300 for r in searcher.search("list files", limit=25).results)
+
+
+def test_standing_surface_is_flat_as_the_catalog_grows() -> None:
+    listed = read_listings(EVAL / "mcp-catalog")
+    small = surface(catalog_from_listings(listed))
+    large = surface(catalog_from_listings(replicate(listed, 10_000)))
+    assert large["tools"] == 10_000 and small["tools"] == 2565
+    assert small["turn1_chars"] <= 8_000
+    assert abs(large["turn1_chars"] - small["turn1_chars"]) <= 2
+    assert large["all_declared_chars"] > 3 * small["all_declared_chars"]
+
+
+@pytest.mark.skipif(not (EVAL / "metatool").is_dir(), reason=EVAL_MISSING)
+def test_metatool_sample_is_the_fixed_one() -> None:
+    descriptions, sample, rest = metatool_data(EVAL)
+    assert len(descriptions) == 199 and len(sample) == 3000
+    assert len(sample) + len(rest) == 20_614
+    catalog = metatool_catalog(descriptions)
+    assert catalog.entry("PDF_URLTool").original_name == "PDF&URLTool"

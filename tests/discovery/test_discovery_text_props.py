@@ -1,0 +1,99 @@
+"""Property tests for the analyzer (tokenizer) and the tools/list parser."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from byref.discovery.mcp import ListingError, parse_listing
+from byref.discovery.text import ANALYZER
+
+lower_words = st.lists(st.text("abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8),
+                       min_size=1, max_size=6)
+
+
+@given(st.text())
+def test_analysis_never_fails_and_spans_agree_with_terms(text: str) -> None:
+    terms = ANALYZER.terms(text)
+    assert all(terms)
+    assert Counter(s.term for s in ANALYZER.spans(text)) == Counter(terms)
+    for span in ANALYZER.spans(text):
+        assert 0 <= span.start < span.end <= len(text)
+
+
+@given(st.text())
+def test_query_terms_are_the_distinct_terms_in_first_seen_order(text: str) -> None:
+    terms = ANALYZER.terms(text)
+    query = ANALYZER.query_terms(text)
+    assert len(query) == len(set(query)) == len(set(terms))
+    assert query == sorted(set(terms), key=terms.index)
+
+
+@given(lower_words)
+def test_snake_kebab_and_spaces_analyze_alike(words: list[str]) -> None:
+    spaced = ANALYZER.terms(" ".join(words))
+    assert ANALYZER.terms("_".join(words)) == spaced
+    assert ANALYZER.terms("-".join(words)) == spaced
+    assert ANALYZER.terms(":".join(words)) == spaced
+
+
+@given(lower_words)
+def test_camel_case_splits_into_the_same_words(words: list[str]) -> None:
+    camel = words[0] + "".join(w.capitalize() for w in words[1:])
+    spaced = ANALYZER.terms(" ".join(words))
+    terms = ANALYZER.terms(camel)
+    assert terms[: len(spaced)] == spaced
+    # A word with a camel boundary is also indexed whole (GitHub → git, hub, github).
+    assert len(terms) - len(spaced) == (1 if len(words) > 1 else 0)
+
+
+@given(lower_words)
+def test_stop_words_and_case_do_not_matter(words: list[str]) -> None:
+    text = " ".join(words)
+    assert ANALYZER.terms(f"the {text} of a") == ANALYZER.terms(text)
+    assert ANALYZER.terms(text.upper()) == ANALYZER.terms(text)
+
+
+def test_known_splits() -> None:
+    assert ANALYZER.terms("getFileContents") == ["get", "file", "content", "getfilecont"]
+    assert ANALYZER.terms("HTTPServer listS3Buckets PDFs") == [
+        "http", "server", "list", "s3", "bucket", "pdf", "httpserver", "lists3bucket"]
+    assert ANALYZER.terms("I'm looking for GitHub") == ["look", "git", "hub", "github"]
+
+
+tool_names = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-",
+                     min_size=1, max_size=20)
+tool_items = st.lists(
+    st.fixed_dictionaries(
+        {"name": tool_names},
+        optional={"description": st.text(max_size=40),
+                  "inputSchema": st.one_of(st.just({}), st.just({"type": "object"}),
+                                           st.just({"properties": {"a": {"type": "string"}}}))},
+    ),
+    max_size=8,
+)
+
+
+@given(tool_items, st.booleans())
+def test_parser_keeps_every_tool_in_order(items: list[dict[str, object]], wrapped: bool) -> None:
+    raw: object = {"server": "svc", "tools": items} if wrapped else items
+    listed = parse_listing(raw, server="stem", where="'x.json'")
+    assert [t.name for t in listed] == [i["name"] for i in items]
+    assert {t.server for t in listed} <= {"svc" if wrapped else "stem"}
+    assert all(t.input_schema["type"] == "object" and "properties" in t.input_schema
+               for t in listed)
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("nope", "expected a list of tools or an object with 'tools', got 'str'"),
+    ({"tools": 3}, "expected a 'tools' list, got 'int'"),
+    ([{"description": "x"}], "tool #0 has no 'name' string"),
+    ([{"name": "a", "inputSchema": []}], "tool 'a' has a non-object inputSchema"),
+])
+def test_parser_refuses_malformed_listings(raw: object, message: str) -> None:
+    with pytest.raises(ListingError) as info:
+        parse_listing(raw, server="s", where="'f.json'")
+    assert str(info.value) == f"'f.json': {message}."
