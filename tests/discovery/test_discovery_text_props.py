@@ -97,3 +97,17 @@ def test_parser_refuses_malformed_listings(raw: object, message: str) -> None:
     with pytest.raises(ListingError) as info:
         parse_listing(raw, server="s", where="'f.json'")
     assert str(info.value) == f"'f.json': {message}."
+
+
+@given(st.text(), st.lists(st.sampled_from(["file", "read", "git", "github", "pdf", "x1", "é"]),
+                           max_size=3))
+def test_locating_hits_equals_filtering_the_full_scan(text: str, words: list[str]) -> None:
+    wanted = {ANALYZER.stem(w) for w in words} | {s.term for s in ANALYZER.spans(text)[:2]}
+    expected = [s for s in ANALYZER.spans(text) if s.term in wanted]
+    assert ANALYZER.spans(text, wanted) == expected
+
+
+def test_locating_hits_on_camel_and_plural_words() -> None:
+    text = "Upload PDFs to GitHub; profile files, not a gitHub-like thing."
+    got = [(s.term, text[s.start:s.end]) for s in ANALYZER.spans(text, {"pdf", "github", "file"})]
+    assert got == [("pdf", "PDFs"), ("github", "GitHub"), ("file", "files"), ("github", "gitHub")]

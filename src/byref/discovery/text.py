@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Collection, Container, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import Stemmer
 
@@ -63,6 +64,8 @@ class Analyzer:
         self.stop_words = stop_words
         self._stemmer = Stemmer.Stemmer("english")
         self._memo: dict[str, str] = {}
+        self._forms: dict[str, set[str]] = {}
+        """Stem → the lower-cased sub-words seen with it (to find a term's hits fast)."""
         """Sub-word as written → its stem, or "" for a stop word."""
         self._lock = threading.Lock()  # a PyStemmer object is not safe to share across threads
 
@@ -76,6 +79,7 @@ class Analyzer:
         else:
             with self._lock:
                 stem = self._stemmer.stemWord(lowered)
+            self._forms.setdefault(stem, set()).add(word.lower())
         self._memo[word] = stem
         return stem
 
@@ -89,15 +93,12 @@ class Analyzer:
             out: list[str] = _CAMEL.findall(text)
             out.extend(_MIXED.findall(text))
             return out
-        out = []
-        for token in _WORD.findall(text):
-            if not token.isascii():
-                out.append(token)
-                continue
-            parts = _CAMEL.findall(token)
-            out.extend(parts)
-            if len(parts) > 1 and _MIXED.fullmatch(token):
-                out.append(token)
+        # Non-ASCII words stay whole; the ASCII ones are split in one pass, as above.
+        tokens = _WORD.findall(text)
+        ascii_words = " ".join(t for t in tokens if t.isascii())
+        out = _CAMEL.findall(ascii_words)
+        out.extend(_MIXED.findall(ascii_words))
+        out.extend(t for t in tokens if not t.isascii())
         return out
 
     def words(self, text: str) -> Iterator[tuple[str, int, int]]:
@@ -111,9 +112,39 @@ class Analyzer:
             for part in _CAMEL.finditer(token):
                 yield part.group().lower(), base + part.start(), base + part.end()
 
-    def spans(self, text: str, wanted: Container[str] | None = None) -> list[Span]:
+    def spans(self, text: str, wanted: Collection[str] | None = None) -> list[Span]:
         """The indexed words of `text` as (term, start, end), in order; only `wanted` terms
         when given (the excerpt lens needs the hits, not every word)."""
+        if wanted is not None and len(text.lower()) == len(text):
+            return self._hits(text, wanted)
+        return self._spans(text, wanted)
+
+    def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
+        """`spans` for a few wanted terms without analyzing every word: every sub-word of the
+        text is memoized first (set operations), so each wanted stem's surface forms are
+        known; a case-insensitive search for those forms finds the candidate words, and only
+        those are analyzed. Same result as the full scan (a property test checks it)."""
+        memo = self._memo
+        for word in set(self.subwords(text)).difference(memo):
+            self._term(word)
+        forms = sorted(set().union(*(self._forms.get(t, ()) for t in wanted)), key=len)
+        if not forms:
+            return []
+        starts: dict[int, int] = {}
+        for match in _forms_pattern(tuple(forms)).finditer(text):
+            start, end = match.start(), match.end()
+            while start > 0 and _is_word_char(text[start - 1]):
+                start -= 1
+            while end < len(text) and _is_word_char(text[end]):
+                end += 1
+            starts[start] = end
+        out: list[Span] = []
+        for start in sorted(starts):
+            for span in self._spans(text[start:starts[start]], wanted):
+                out.append(Span(span.term, span.start + start, span.end + start))
+        return out
+
+    def _spans(self, text: str, wanted: Container[str] | None) -> list[Span]:
         out = []
         memo, miss = self._memo, self._term
         for match in _WORD.finditer(text):
@@ -148,6 +179,15 @@ class Analyzer:
 
     def terms_of_all(self, texts: Iterable[str]) -> list[str]:
         return self.terms("\n".join(texts))
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum()
+
+
+@lru_cache(maxsize=512)
+def _forms_pattern(forms: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(f) for f in reversed(forms)), re.IGNORECASE)
 
 
 def split_words(name: str) -> str:
