@@ -2,24 +2,31 @@
 
 The law: every request is recorded exactly as the model received it, and each turn's request is
 rendered from the transcript alone (no hidden state), with the system text and the tool
-declarations first and byte-stable.
+declarations first and byte-stable. With a `budget`, request assembly (`byref.context`) may
+replace older settled results with exact-reread stubs; its only state is which results it has
+replaced, which is sticky so the prefix stays cacheable. Explicit reads (`read_result`) are
+bounded by the explicit-read limit, not by placement's automatic-insertion limit.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
 from byref.harness.messages import Block, ChatMessage, Model, Request
+from byref.jsonview import dumps
+from byref.reads import ReadLimits
 from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Tool
 from byref.tools.present import PRESENT_TOOL_NAME, make_present_tool
-from byref.transcript import Part, Transcript
+from byref.tools.read_result import EXPLICIT_READ_TOOLS, READ_RESULT_NAME, make_read_result
+from byref.transcript import Message, Part, Transcript
 
 REFS_PROTOCOL = (
     "Large or binary tool results are not shown in full: you get a preview, a shape and a "
@@ -58,9 +65,14 @@ class Harness:
         caps: Caps | None = None,
         emit: Emitter | None = None,
         max_steps: int = 32,
+        budget: RequestBudget | int | None = None,
+        read_limits: ReadLimits | None = None,
     ) -> None:
         self.model = model
         self.policy = policy or Policy()
+        # One automatic-insertion dial: reads see the same value placement uses.
+        self.read_limits = read_limits or ReadLimits(
+            auto_insert_bytes=self.policy.auto_insert_bytes)
         self.transcript = transcript if transcript is not None else Transcript()
         # "memory" (the default) gives the run its own in-memory store; None runs storeless.
         self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
@@ -73,6 +85,11 @@ class Harness:
                     "attached (byref attaches its own); rename yours."
                 )
             tools.append(make_present_tool())
+        self.assembler = self._budgeted_assembly(budget, tools, emit)
+        self.assembled: list[Assembled[Request]] = []
+        """One entry per request when a budget is in force: its bytes and replacements."""
+        self._read_policy = replace(self.policy, auto_insert_bytes=max(
+            self.policy.auto_insert_bytes, self.read_limits.explicit_read_bytes + _READ_FRAME))
         self.dispatcher = Dispatcher(
             tools, transcript=self.transcript, store=self.store, scope=self.scope,
             policy=self.policy, caps=caps, emit=emit,
@@ -83,9 +100,31 @@ class Harness:
         self.requests: list[Request] = []
         self._tools = tuple(self.dispatcher.declarations())
 
+    def _budgeted_assembly(self, budget: RequestBudget | int | None, tools: list[Tool],
+                           emit: Emitter | None) -> ContextAssembler | None:
+        """With a budget: the assembler, and `read_result` bound to its room (unless the caller
+        brought their own), since replaced results point the model at it."""
+        if budget is None:
+            return None
+        assembler = ContextAssembler(budget, store=self.store, scope=self.scope, emit=emit)
+        if (self.store is not None and self.policy.refs
+                and all(t.name != READ_RESULT_NAME for t in tools)):
+            tools.append(make_read_result(self.read_limits, room=assembler.room))
+        return assembler
+
     def request(self) -> Request:
-        """The request the model would receive now, rendered from the transcript."""
-        return Request(self.system, self._declarations(), tuple(render(self.transcript)))
+        """The request the model would receive now, rendered from the transcript (and, with a
+        budget, assembled to fit it; the check runs on the very object returned)."""
+        tools = self._declarations()
+        if self.assembler is None:
+            return Request(self.system, tools, tuple(render(self.transcript)))
+        assembled = self.assembler.assemble(
+            list(self.transcript),
+            build=lambda view: Request(self.system, tools, tuple(render(view))),
+            measure=request_bytes, text_of=Request.all_text,
+        )
+        self.assembled.append(assembled)
+        return assembled.request
 
     def _declarations(self) -> tuple[dict[str, Any], ...]:
         # Rebuilt each turn (a live description may change) but from cached schema objects, so
@@ -119,19 +158,49 @@ class Harness:
                 return RunResult(text, self.requests, self.transcript, step, calls)
             calls.extend(turn_calls)
             seq = assistant.seq + 1
-            results = [
-                self.dispatcher.dispatch(c, call_seq=assistant.seq, seq=seq, part=i)
-                for i, c in enumerate(turn_calls)
-            ]
+            results = [self._dispatch(c, call_seq=assistant.seq, seq=seq, part=i)
+                       for i, c in enumerate(turn_calls)]
             self.transcript.append("tool", results)
         raise StepLimitError(
             f"The model was still calling tools after {self.max_steps} steps; raise max_steps "
             "or look at the transcript for a loop."
         )
 
+    def _dispatch(self, c: Call, *, call_seq: int, seq: int, part: int) -> Part:
+        explicit = c.name in EXPLICIT_READ_TOOLS and c.name in self.dispatcher.tools
+        if explicit:
+            # An explicit read is bounded by the explicit-read limit (and the request room), so
+            # placement's automatic-insertion limit must not turn its answer into a preview.
+            self.dispatcher.policy = self._read_policy
+        try:
+            result = self.dispatcher.dispatch(c, call_seq=call_seq, seq=seq, part=part)
+        finally:
+            self.dispatcher.policy = self.policy
+        if self.assembler is not None and not explicit:
+            # Other results of the turn share the room a read in the same turn may use.
+            self.assembler.room.consume(len((result.rendered or "").encode()))
+        return result
 
-def render(transcript: Transcript) -> list[ChatMessage]:
-    """Transcript → provider-neutral messages (tool results travel in a user message)."""
+
+_READ_FRAME = 16 * 1024
+"""Room above the explicit-read limit for a read's own frame (coverage, source, note)."""
+
+
+def request_bytes(request: Request) -> int:
+    """UTF-8 bytes of everything model-visible in a request: what a budget is checked against."""
+    total = len(request.system.encode()) + len(request.tools_text().encode())
+    for message in request.messages:
+        for block in message.content:
+            if block.type == "tool_use":
+                total += len(block.name.encode()) + len(dumps(block.input).encode())
+            else:
+                total += len(block.text.encode())
+    return total
+
+
+def render(transcript: Iterable[Message]) -> list[ChatMessage]:
+    """Transcript (or an assembled view of it) → provider-neutral messages (tool results travel
+    in a user message)."""
     out: list[ChatMessage] = []
     for message in transcript:
         blocks: list[Block] = []

@@ -1,0 +1,146 @@
+"""Built-in `read_result`: an explicit read of a kept result, with coverage facts.
+
+Owns the tool face of `byref.reads`: a ref (a kept version's or placed result's `art_…` Blob, or
+a Message ref to any earlier result) plus a selection (fields, offset, limit, max_bytes) becomes
+the selected records and the facts of what was delivered. The law: the read runs under the
+smallest of the caller's max_bytes, the explicit-read limit and the room the request has left;
+it reads the stored version exactly (never a refetch); JSON Lines that fail to parse are counted
+at their positions; binary payloads are refused with a pointer to the right tool, not decoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from byref.jsonview import decode, encode
+from byref.reads import (
+    Item,
+    ReadLimits,
+    ReadRoom,
+    ResultVersion,
+    Source,
+    is_json_lines,
+    json_lines_items,
+    read,
+    records_of,
+)
+from byref.refs import Blob, Message, Ref, RefRefusal, envelope, is_envelope, parse_model_envelope
+from byref.resolve import BytesSource
+from byref.store.port import ArtifactIntegrityError
+from byref.tools.context import ToolContext
+from byref.tools.tool import Tool, ToolRefusal, tool
+
+READ_RESULT_NAME: Final = "read_result"
+EXPLICIT_READ_TOOLS: Final = frozenset({READ_RESULT_NAME})
+"""Tools whose answers are explicit reads: bounded by the explicit-read limit, not placement's."""
+_FOLLOW: Final = 3
+
+
+def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = None) -> Tool:
+    """A `read_result` tool under `limits`, bounded by `room` (request assembly's) if given."""
+    limits = limits or ReadLimits()
+
+    def read_result(
+        ref: Ref, ctx: ToolContext, fields: list[str] | None = None, offset: int = 0,
+        limit: int | None = None, max_bytes: int | None = None,
+    ) -> dict[str, Any]:
+        """Read records (or text) of an earlier result by its ref: a Blob art_… key of a kept
+        or placed result, or a Message ref to an earlier tool result. Select `fields`, a range
+        (`offset`, `limit`) and a byte bound (`max_bytes`). The answer states exactly what was
+        delivered (`coverage`: requested, loaded, total, range, hasMore, byteComplete,
+        filteredCount, inputComplete, reason, missing or duplicated ids): if inputComplete is
+        false or hasMore is true, you have not read the whole result."""
+        if offset < 0 or (limit is not None and limit < 0) or (
+                max_bytes is not None and max_bytes <= 0):
+            raise ToolRefusal(
+                f"read_result needs offset >= 0, limit >= 0 and max_bytes > 0; got "
+                f"offset={offset!r}, limit={limit!r}, max_bytes={max_bytes!r}.", "invalid-input")
+        source = load(ref, ctx)
+        available = room.available() if room is not None else None
+        answer = read(source, fields=fields, offset=offset, limit=limit, max_bytes=max_bytes,
+                      limits=limits, room=available)
+        if room is not None:
+            room.consume(len(encode(answer)))
+        return answer
+
+    return tool(name=READ_RESULT_NAME, lazy=("ref",), capabilities=("data.read",),
+                glossary=("page", "rows", "coverage", "reread", "version"))(read_result)
+
+
+def load(ref: Ref, ctx: ToolContext) -> Source:
+    """The source behind `ref`, following recorded `$ref`s and placed-result summaries."""
+    shown: Any = ref.key if isinstance(ref, Blob) and ref.key else envelope(ref)
+    current: Ref = ref
+    for _ in range(_FOLLOW):
+        src = ctx.resolver.source(current)
+        if isinstance(src, BytesSource):
+            return _from_bytes(src, shown)
+        nxt = _next_ref(src)
+        if nxt is None:
+            return _from_value(src, shown)
+        current = nxt
+        if isinstance(nxt, Blob) and nxt.key:
+            shown = nxt.key
+    raise ToolRefusal(
+        f"The reference {shown!r} leads through more than {_FOLLOW} stored references; pass the "
+        "innermost art_… ref directly.", "bad-ref")
+
+
+def _next_ref(value: Any) -> Ref | None:
+    # A placed result records {"placed": true, "value": {"$ref": Blob}}; a result may also record
+    # a bare envelope. Both stand for the data the model meant.
+    if isinstance(value, dict) and value.get("placed") is True and is_envelope(value.get("value")):
+        value = value["value"]
+    if is_envelope(value):
+        try:
+            parsed = parse_model_envelope(value)
+        except RefRefusal:
+            return None
+        return parsed if isinstance(parsed, Blob | Message) else None
+    return None
+
+
+def _from_bytes(src: BytesSource, shown: Any) -> Source:
+    meta = src.meta
+    version = ResultVersion.from_meta(meta)
+    try:
+        artifact = src.store.get(src.scope, meta.ref)
+    except ArtifactIntegrityError as exc:
+        raise ToolRefusal(f"{src.where} failed its integrity check and was not read: {exc}",
+                          "integrity") from exc
+    if artifact is None:
+        raise ToolRefusal(
+            f"Artifact {meta.ref!r} is no longer available (expired or deleted). It was not "
+            "refetched: call the tool that produced it again for a new version.", "gone")
+    data = artifact.data
+    base = meta.media_type.split(";")[0].strip().lower()
+    if is_json_lines(base):
+        return Source(items=json_lines_items(data), ref=shown, kind=meta.kind, version=version)
+    if base == "application/json" or base.endswith("+json") or base == "application/octet-stream":
+        try:
+            return _from_value(decode(data), shown, kind=meta.kind, version=version)
+        except Exception:
+            if base != "application/octet-stream":
+                raise ToolRefusal(f"{src.where} is labelled {meta.media_type!r} but is not valid "
+                                  "JSON; nothing was read.", "parse-error") from None
+    if base.startswith("text/"):
+        return Source(text=data.decode("utf-8", errors="replace"), ref=shown, kind=meta.kind,
+                      version=version)
+    raise ToolRefusal(
+        f"{src.where} holds {meta.media_type!r} ({meta.bytes:,} bytes), which read_result does "
+        "not decode; pass its ref to a tool that takes that kind of file (for example "
+        "run_python or present).", "not-readable")
+
+
+def _from_value(value: Any, shown: Any, *, kind: str | None = None,
+                version: ResultVersion | None = None) -> Source:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    path, rows = records_of(value)
+    if rows is None:
+        return Source(text=value, ref=shown, kind=kind, version=version)
+    return Source(items=[Item(r) for r in rows], records_at=path, ref=shown, kind=kind,
+                  version=version)
+
+
+read_result: Tool = make_read_result()
