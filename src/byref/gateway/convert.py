@@ -1,0 +1,157 @@
+"""The edge: MCP types in, byref values out, and back. No other gateway module builds MCP content.
+
+Owns three conversions. (1) An upstream `tools/list` entry becomes a catalog name and a listing
+(`<server>__<tool>`, so names are unique across servers and stable whatever other servers list);
+(2) an upstream `CallToolResult` becomes the value dispatch records: text is the value (a JSON
+document, or a Python-literal dump of rows such as mcp-server-sqlite prints, becomes that JSON
+value; anything else stays the exact string), and every binary block (image, audio, embedded
+resource) becomes a `Payload`, so it is stored and the model sees a marker; (3) a dispatch `Part`
+becomes the `CallToolResult` the client receives, and a byref declaration becomes an MCP `Tool`.
+
+The law: nothing is lost in conversion that a tool would need later — text is kept byte-exact
+unless it parses as JSON, binary bytes go to the store whole, an upstream error stays an error.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import hashlib
+import math
+from typing import Any
+
+import mcp_types as types
+
+from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, server_slug
+from byref.jsonview import decode
+from byref.tools import Payload
+from byref.transcript import Part
+
+NAME_MAX = 64
+"""Providers reject longer tool names; longer qualified names are shortened with a digest."""
+LITERAL_MAX = 64 << 20
+"""Text longer than this is not tried as a Python literal (the parser holds it all in memory)."""
+
+
+# -- names and listings ---------------------------------------------------------------------------
+def qualified_name(server: str, tool: str) -> str:
+    """`<server>__<tool>`, provider-safe, at most 64 characters, the same on every run."""
+    name = safe_name(f"{server_slug(server)}__{tool}")
+    if len(name) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:NAME_MAX - 9]}_{digest}"
+
+
+def listing(server: str, tools: list[types.Tool]) -> list[Listed]:
+    """An upstream's `tools/list` answer in the shape the discovery catalog reads."""
+    raw = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
+    return parse_listing(raw, server=server, where=f"server {server!r}")
+
+
+def capability(server: str, listed: Listed) -> str:
+    return f"{server_slug(server)}:{access_of(listed.name, listed.annotations)}"
+
+
+def mcp_tool(declaration: dict[str, Any], *, title: str | None = None) -> types.Tool:
+    """A byref declaration (`name`, `description`, `input_schema`) as the client sees it.
+
+    No `outputSchema`: the gateway may always answer with a substitute (a placed preview, a
+    marker), which a client holding the upstream's output schema would reject.
+    """
+    return types.Tool(name=declaration["name"], title=title,
+                      description=declaration["description"],
+                      input_schema=declaration["input_schema"])
+
+
+# -- upstream results → values --------------------------------------------------------------------
+def result_value(result: types.CallToolResult, *, server: str, tool: str) -> Any:
+    """What an upstream call returned, as the value byref records (Payloads for binary)."""
+    label = f"{server}.{tool}"
+    values = [_block(block, label) for block in result.content]
+    if not values:
+        return result.structured_content if result.structured_content is not None else ""
+    return values[0] if len(values) == 1 else values
+
+
+def error_text(result: types.CallToolResult) -> str:
+    """The words of an upstream's error result (its text blocks, joined)."""
+    texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    return "\n".join(texts).strip() or "(the server gave no message)"
+
+
+def _block(block: Any, label: str) -> Any:
+    if isinstance(block, types.TextContent):
+        return parse_text(block.text)
+    if isinstance(block, types.ImageContent | types.AudioContent):
+        return Payload.from_bytes(_b64(block.data, label), block.mime_type, kind=block.mime_type,
+                                  label=f"{label} {block.type}")
+    if isinstance(block, types.EmbeddedResource):
+        res = block.resource
+        if isinstance(res, types.BlobResourceContents):
+            data = _b64(res.blob, label)
+            media = res.mime_type or "application/octet-stream"
+        else:
+            data = res.text.encode()
+            media = res.mime_type or "text/plain"
+        return Payload.from_bytes(data, media, kind=media, label=f"{label} {res.uri}")
+    if isinstance(block, types.ResourceLink):
+        link: dict[str, Any] = {"type": "resource_link", "uri": block.uri, "name": block.name}
+        if block.mime_type:
+            link["mimeType"] = block.mime_type
+        if block.size is not None:
+            link["size"] = block.size
+        return link
+    return block.model_dump(by_alias=True, mode="json", exclude_none=True)  # pragma: no cover
+
+
+def _b64(data: str, label: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"{label} returned binary content that is not valid base64") from exc
+
+
+def parse_text(text: str) -> Any:
+    """A JSON document or a literal dump of rows becomes that value; other text stays as is."""
+    head = text.lstrip()[:1]
+    if head not in ("[", "{"):
+        return text
+    try:
+        return decode(text)
+    except Exception:
+        pass
+    if len(text) > LITERAL_MAX:
+        return text
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if _json_safe(value) else text
+
+
+def _json_safe(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return False
+        elif not (v is None or isinstance(v, str | int | bool)):
+            return False  # tuples, bytes, sets: not JSON, keep the text
+    return True
+
+
+# -- dispatch parts → the client's result ---------------------------------------------------------
+def call_result(part: Part) -> types.CallToolResult:
+    """What the client receives: the text the model is shown, and whether it is an error."""
+    text = part.rendered if part.rendered is not None else str(part.value)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                is_error=part.is_error)

@@ -1,0 +1,278 @@
+"""The gateway itself: one catalog over every upstream, and each call through byref's dispatch.
+
+Owns the toolbox (the catalog of proxied upstream tools, indexed by the discovery engine, plus the
+scaffolding every client sees: search_tools, activate_tool, call_tool, read_json, query_json,
+read_result, present) and the per-call sequence: record the call in the scope's transcript, run
+it through `Dispatcher` in a worker thread, record the result, announce a changed tool list.
+
+The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
+the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream
+catalog is read lazily (the first request that needs it starts the servers); a result's `seq` in
+the transcript is the one its refs were rendered with (local tools run and are recorded under the
+scope's lock; proxied results carry no recipes, so they are recorded when they arrive and a slow
+upstream never holds up other calls).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.session import ServerSession
+
+from byref.discovery import Catalog, Discovery, working_set
+from byref.discovery.assembly import assemble, capability_line
+from byref.dispatch import Call, Dispatcher, Policy
+from byref.events import Emitter
+from byref.gateway.config import GatewayConfig
+from byref.gateway.convert import listing, qualified_name
+from byref.gateway.proxy import proxied_tool
+from byref.gateway.scopes import Scopes, ScopeState
+from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
+from byref.reads import EXPLICIT_READ_BYTES, ReadLimits
+from byref.store import ArtifactStore, open_store
+from byref.tools import BUILTIN_JSON_TOOLS, Tool, ToolRefusal
+from byref.tools.present import make_present_tool
+from byref.tools.read_result import EXPLICIT_READ_TOOLS, make_read_result
+from byref.transcript import Part
+
+CALL_TOOL = "call_tool"
+PLACED_PREVIEW_CHARS = 1_000
+"""Preview characters in a placed result's substitute (the whole substitute stays < 2,000)."""
+_READ_FRAME = 16 * 1024
+
+CALL_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string",
+                 "description": "The exact catalog name of the tool (from search_tools)."},
+        "arguments": {"type": "object",
+                      "description": "The tool's arguments; any of them may be a $ref."},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+CALL_TOOL_DESCRIPTION = (
+    "Run any catalog tool by its exact name without activating it first: pass `name` (from a "
+    "search_tools result) and `arguments` (the tool's own arguments, any of which may be a "
+    "$ref). Use it when a tool you activated does not appear among your tools.")
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    version: int
+    catalog: Catalog
+    scaffolding: tuple[Tool, ...]
+    tools: tuple[Tool, ...]
+    unavailable: dict[str, str]
+    """Server → why its tools are missing from the catalog."""
+
+
+class Gateway:
+    """Use as `async with Gateway(config) as gateway:`; `build_server(gateway)` serves it."""
+
+    def __init__(self, config: GatewayConfig, *, store: ArtifactStore | None = None,
+                 emit: Emitter | None = None, errlog: TextIO | None = None,
+                 policy: Policy | None = None) -> None:
+        self.config = config
+        self.emit = emit or Emitter()
+        self.store = store if store is not None else open_store(config.store or "memory://",
+                                                                emit=self.emit)
+        self.policy = policy or Policy(auto_insert_bytes=config.auto_insert_bytes,
+                                       placed_preview_chars=PLACED_PREVIEW_CHARS)
+        self.scopes = Scopes(config)
+        self._errlog = errlog
+        self._box: Toolbox | None = None
+        self._box_lock = anyio.Lock()
+        self._listings: dict[str, list[types.Tool]] = {}
+        self._errors: dict[str, str] = {}
+        self._stale: set[str] = set()
+        self._version = 0
+        self._stack: AsyncExitStack | None = None
+        self._group: anyio.abc.TaskGroup | None = None
+        self._upstreams: UpstreamManager | None = None
+        # One automatic-insertion dial: reads see the value placement uses, and an explicit read
+        # is bounded by the explicit-read limit, not turned into a placed preview.
+        self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes)
+        self._read_policy = replace(self.policy, auto_insert_bytes=max(
+            self.policy.auto_insert_bytes, EXPLICIT_READ_BYTES + _READ_FRAME))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def __aenter__(self) -> Gateway:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        self._group = await stack.enter_async_context(anyio.create_task_group())
+        self._upstreams = UpstreamManager(self.config.servers, self._group,
+                                          on_change=self._upstream_changed, errlog=self._errlog)
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._upstreams is not None:
+            await self._upstreams.close()
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+        if self._stack is not None:
+            await self._stack.__aexit__(None, None, None)
+        self._stack = self._group = self._upstreams = None
+
+    @property
+    def upstreams(self) -> UpstreamManager:
+        if self._upstreams is None:
+            raise RuntimeError("The gateway is not running; use `async with Gateway(config)`.")
+        return self._upstreams
+
+    # -- the toolbox ---------------------------------------------------------------------------
+    async def toolbox(self) -> Toolbox:
+        """The current toolbox; lists upstreams the first time, after a change, or to retry."""
+        async with self._box_lock:
+            due = [name for name in self.upstreams.upstreams if name not in self._listings
+                   and self._retry_due(name)]
+            if self._box is None or self._stale or due:
+                await self._refresh(sorted(set(due) | self._stale))
+            assert self._box is not None
+            return self._box
+
+    def _retry_due(self, name: str) -> bool:
+        failed = self.upstreams[name].failed_at
+        return failed is None or time.monotonic() - failed >= START_RETRY_AFTER
+
+    async def _refresh(self, names: list[str]) -> None:
+        self._stale.clear()
+        results: dict[str, list[types.Tool] | str] = {}
+
+        async def one(name: str) -> None:
+            try:
+                results[name] = await self.upstreams[name].list_tools()
+            except Exception as exc:  # an upstream that cannot list is reported, not fatal
+                results[name] = str(exc)
+
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+        for name, got in results.items():
+            if isinstance(got, str):
+                self._errors[name] = got
+                self._listings.pop(name, None)
+            else:
+                self._errors.pop(name, None)
+                self._listings[name] = got
+        self._version += 1
+        self._box = self._build()
+
+    def _build(self) -> Toolbox:
+        catalog = Catalog()
+        for server in self.config.servers:
+            for listed in listing(server.name, self._listings.get(server.name, [])):
+                name = qualified_name(server.name, listed.name)
+                if name not in catalog:  # a server listing one name twice: the first wins
+                    catalog.add(proxied_tool(name, listed, self._invoke), server=server.name,
+                                original_name=listed.name)
+        discovery = Discovery(catalog, budget=self.config.working_set, emit=self.emit)
+        search, activate = discovery.tools
+        note = f" {capability_line(catalog)}"
+        if self._errors:
+            note += " Unavailable now: " + " ".join(self._errors[n] for n in sorted(self._errors))
+        scaffolding = (
+            replace(search, description=search.description + note), activate,
+            Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION, fn=self._call_tool_refusal,
+                 input_schema=CALL_TOOL_SCHEMA, capabilities=("gateway.call",)),
+            *BUILTIN_JSON_TOOLS, make_read_result(self._read_limits), make_present_tool(),
+        )
+        return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
+                       dict(self._errors))
+
+    def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
+        # Reached only when the gateway could not unwrap the call (see `_unwrap`).
+        box = self._box
+        if box is not None and name in {t.name for t in box.scaffolding}:
+            raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
+                              "it directly.", "unknown-tool")
+        if box is not None and name not in box.catalog:
+            raise ToolRefusal(box.catalog.unknown_text([name]) + " Find tools with search_tools.",
+                              "unknown-tool")
+        raise ToolRefusal("call_tool needs `name` as text and `arguments` as an object.",
+                          "invalid-input")
+
+    async def _upstream_changed(self, server: str) -> None:
+        """An upstream's tool list changed: re-index it and tell every scope's clients."""
+        self._stale.add(server)
+        if self._group is not None:
+            self._group.start_soon(self._reannounce)
+
+    async def _reannounce(self) -> None:
+        await self.toolbox()
+        for state in self.scopes.all():
+            await state.announce()
+
+    def _invoke(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Runs in dispatch's worker thread: the upstream call happens on the event loop."""
+        return anyio.from_thread.run(self.upstreams[server].call, tool, arguments)
+
+    # -- serving -------------------------------------------------------------------------------
+    async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
+        """What this scope's client is declared now: scaffolding plus its working set."""
+        box = await self.toolbox()
+        return assemble(box.catalog, box.scaffolding, state.transcript,
+                        budget=self.config.working_set).declarations
+
+    def working_set(self, state: ScopeState, box: Toolbox) -> list[str]:
+        return working_set(state.transcript, box.catalog, budget=self.config.working_set,
+                           always={t.name for t in box.scaffolding})
+
+    async def call(self, state: ScopeState, name: str, arguments: Any, *,
+                   session: ServerSession | None = None) -> Part:
+        """Run one client call in `state`'s scope and return the recorded result part."""
+        box = await self.toolbox()
+        call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
+        target = _unwrap(call, box)
+        dispatcher = self._dispatcher(state, box, explicit_read=target.name in EXPLICIT_READ_TOOLS)
+        before = self.working_set(state, box)
+        part: Part | None = None
+        async with state.lock:
+            call_seq = state.transcript.append("assistant", [dispatcher.call_part(call)]).seq
+            if target.name not in box.catalog:
+                part = await anyio.to_thread.run_sync(_dispatch, dispatcher, target, call_seq)
+                state.transcript.append("tool", [part])
+        if part is None:
+            part = await anyio.to_thread.run_sync(_dispatch, dispatcher, target, call_seq)
+            assert not part.derived, "proxied results never carry server recipes"
+            async with state.lock:
+                state.transcript.append("tool", [part])
+        if self.working_set(state, box) != before:
+            await state.announce(session)
+        return part
+
+    def _dispatcher(self, state: ScopeState, box: Toolbox, *, explicit_read: bool) -> Dispatcher:
+        cached = state.dispatchers
+        if cached is None or cached[0] != box.version:
+            plain, reads = (Dispatcher(box.tools, transcript=state.transcript, store=self.store,
+                                       scope=state.scope, policy=p, emit=self.emit)
+                            for p in (self.policy, self._read_policy))
+            state.dispatchers = cached = (box.version, plain, reads)
+        return cached[2] if explicit_read else cached[1]
+
+
+def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
+    return dispatcher.dispatch(call, call_seq=call_seq, seq=call_seq + 1, part=0)
+
+
+def _unwrap(call: Call, box: Toolbox) -> Call:
+    """`call_tool(name, arguments)` for a catalog tool is dispatched as that tool's own call."""
+    if call.name != CALL_TOOL or not isinstance(call.input, dict):
+        return call
+    target, args = call.input.get("name"), call.input.get("arguments", {})
+    if not isinstance(target, str) or target not in box.catalog or not set(call.input) <= {
+            "name", "arguments"}:
+        return call
+    return Call(call.id, target, {} if args is None else args)
+
+

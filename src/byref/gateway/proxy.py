@@ -1,0 +1,124 @@
+"""Proxied tools: an upstream server's tool as a foreign-schema `byref.tools.Tool`.
+
+Owns what happens between dispatch and the upstream call. Dispatch does the rest of the pipeline
+(parse, validate, record, place); every top-level argument is declared `anyOf: [original, $ref]`
+and marked lazy, so the tool receives a ref as a `Ref` and delivers it here in the form the
+upstream parameter declares. The law: a ref reaches the upstream exact — for a parameter typed
+`string`, stored text is sent byte for byte (its stored bytes, not a re-encoding) and a structured
+value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
+arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
+refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
+words, naming the server.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+import mcp_types as types
+
+from byref.discovery.mcp import Listed
+from byref.gateway.convert import capability, error_text, result_value
+from byref.gateway.upstream import UpstreamError
+from byref.jsonview import dumps
+from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref
+from byref.resolve import BytesSource
+from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
+
+Invoke = Callable[[str, str, dict[str, Any]], types.CallToolResult]
+"""(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`."""
+
+
+def _unreachable(**_: Any) -> Any:  # pragma: no cover - ProxiedTool.invoke is used instead
+    raise RuntimeError("a proxied tool runs through ProxiedTool.invoke")
+
+
+@dataclass(eq=False)
+class ProxiedTool(Tool):
+    server: str = ""
+    upstream_name: str = ""
+    upstream_schema: dict[str, Any] = field(default_factory=dict)
+    call_upstream: Invoke | None = None
+    _upstream_validator: jsonschema.Draft202012Validator | None = field(
+        default=None, init=False, repr=False)
+
+    def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        assert self.call_upstream is not None
+        props = self.upstream_schema.get("properties") or {}
+        delivered = {k: deliver(v, props.get(k), ctx) if _is_ref(v) else v
+                     for k, v in args.items()}
+        self._check(delivered)
+        try:
+            result = self.call_upstream(self.server, self.upstream_name, delivered)
+        except UpstreamError as exc:
+            raise ToolRefusal(str(exc), "upstream-error") from exc
+        if result.is_error:
+            raise ToolRefusal(
+                f"Server {self.server!r} tool {self.upstream_name!r} reported an error: "
+                f"{error_text(result)}", "upstream-error")
+        return result_value(result, server=self.server, tool=self.upstream_name)
+
+    def _check(self, args: dict[str, Any]) -> None:
+        if self._upstream_validator is None:
+            self._upstream_validator = jsonschema.Draft202012Validator(self.upstream_schema)
+        errors = sorted(self._upstream_validator.iter_errors(args), key=lambda e: list(e.path))
+        if errors:
+            first = errors[0]
+            at = "/".join(str(p) for p in first.path) or "the input"
+            raise ToolRefusal(
+                f"Tool {self.name!r} was not sent to server {self.server!r}: its arguments, with "
+                f"references resolved, do not fit its schema at {at!r}: {first.message}.",
+                "invalid-input")
+
+
+def proxied_tool(name: str, listed: Listed, call_upstream: Invoke) -> ProxiedTool:
+    """The catalog tool for one upstream tool."""
+    schema = listed.input_schema
+    props = schema.get("properties") or {}
+    return ProxiedTool(
+        name=name, description=listed.description, fn=_unreachable,
+        input_schema=rewrite_schema(schema), lazy=frozenset(props),
+        capabilities=(capability(listed.server, listed),), wants_ctx=True,
+        server=listed.server, upstream_name=listed.name, upstream_schema=schema,
+        call_upstream=call_upstream,
+    )
+
+
+def _is_ref(value: object) -> bool:
+    return isinstance(value, Message | Blob | JsonPointer | JsonQuery)
+
+
+def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:
+    """The value a ref stands for, in the form the upstream parameter declares."""
+    if _wants_text(prop):
+        src = ctx.resolver.source(ref)
+        if isinstance(src, BytesSource):
+            return _text(b"".join(src.chunks()))
+        if isinstance(src, bytes):
+            return _text(src)
+        return src if isinstance(src, str) else dumps(src)
+    value = ctx.resolver.value(ref)
+    return _text(value) if isinstance(value, bytes) else value
+
+
+def _wants_text(prop: Mapping[str, Any] | None) -> bool:
+    if not isinstance(prop, Mapping):
+        return False
+    kind = prop.get("type")
+    if kind == "string":
+        return True
+    if isinstance(kind, list):
+        return kind == ["string"] or sorted(kind) == ["null", "string"]
+    return False
+
+
+def _text(data: bytes) -> str:
+    """Stored bytes for a text parameter: UTF-8 as is; anything else base64 (as MCP sends it)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii")

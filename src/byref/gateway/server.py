@@ -1,0 +1,141 @@
+"""Serving the gateway with the `mcp` SDK's low-level server, over stdio or streamable HTTP.
+
+Owns the MCP face: `tools/list`, `tools/call` and `subscriptions/listen` handlers that find the
+request's scope and hand over to `Gateway`, and the two transports. The law: handlers convert at
+the edge and nothing else (MCP types in `convert`, decisions in `core`); over HTTP the SDK's bearer
+middleware refuses a request without a valid token before any handler runs, and the session a
+token opened answers only that token; both protocol generations are served by the SDK's dual-era
+loop, and a tool-list change reaches each (handshake-era: a notification on the connection;
+2026-07-28: the scope's subscription stream).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Any, TextIO
+
+import mcp_types as types
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+
+from byref.gateway.convert import call_result, mcp_tool
+from byref.gateway.core import Gateway
+from byref.gateway.scopes import AccessRefused, ScopeState, TokenMap
+from byref.harness import REFS_PROTOCOL
+
+INSTRUCTIONS = (
+    "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
+    "declared to you: find them with search_tools (its description lists the capability roots), "
+    "load the ones you need with activate_tool, or run any of them without loading it through "
+    "call_tool(name, arguments). " + REFS_PROTOCOL
+)
+
+
+class GatewayServer(Server[Any]):
+    """The low-level server, advertising tool-list changes on handshake-era connections."""
+
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities, extensions)
+
+
+def build_server(gateway: Gateway) -> GatewayServer:
+    """The MCP server for a running gateway."""
+
+    def scope_of(ctx: ServerRequestContext[Any, Any]) -> ScopeState:
+        try:
+            return gateway.scopes.for_request(ctx.request)
+        except AccessRefused as exc:
+            raise MCPError(types.INVALID_REQUEST, str(exc)) from None
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        state = scope_of(ctx)
+        state.remember(ctx.session)
+        declarations = await gateway.declarations(state)
+        return types.ListToolsResult(tools=[mcp_tool(d) for d in declarations])
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        state = scope_of(ctx)
+        part = await gateway.call(state, params.name, params.arguments or {},
+                                  session=ctx.session)
+        return call_result(part)
+
+    async def listen(ctx: ServerRequestContext[Any, Any],
+                     params: types.SubscriptionsListenRequestParams
+                     ) -> types.SubscriptionsListenResult:
+        return await scope_of(ctx).listen(ctx, params)
+
+    from byref import __version__
+
+    return GatewayServer("byref-gateway", version=__version__, instructions=INSTRUCTIONS,
+                         on_list_tools=list_tools, on_call_tool=call_tool,
+                         on_subscriptions_listen=listen)
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    """Serve one client on this process's stdin/stdout until it disconnects."""
+    server = build_server(gateway)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
+             path: str = "/mcp") -> Starlette:
+    """The streamable HTTP app: bearer tokens from the config, refused before any handler."""
+    if not gateway.config.tokens:
+        raise ValueError(
+            f"Config {gateway.config.source!r} has no byref.tokens: over HTTP every request needs "
+            "a bearer token mapped to a tenant and principal, e.g. \"byref\": {\"tokens\": "
+            "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")
+    server = build_server(gateway)
+    return server.streamable_http_app(
+        streamable_http_path=path, host=host,
+        auth=AuthSettings(issuer_url=f"http://{_url_host(host)}:{port}",  # type: ignore[arg-type]
+                          resource_server_url=None),
+        token_verifier=TokenMap(gateway.config.tokens),
+    )
+
+
+def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
+    """A listening TCP socket (port 0 picks a free one); connections queue until served."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_http(gateway: Gateway, sock: socket.socket, *,
+                     announce: TextIO | None = None) -> None:
+    """Serve streamable HTTP on a listening socket until cancelled."""
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
+    app = http_app(gateway, host=host, port=port)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    out = announce if announce is not None else sys.stderr
+    print(f"byref gateway listening on http://{_url_host(host)}:{port}/mcp", file=out, flush=True)
+    await server.serve(sockets=[sock])
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,290 @@
+"""Upstream MCP servers: started lazily, restarted after a crash, every call bounded in time.
+
+Owns the connections to the servers in the config, through the official `mcp` client. The law:
+an upstream failure — it cannot start, it crashes mid-call, it hangs past its timeout, it writes a
+line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and says what
+happened, never an exception that escapes into the gateway; a broken connection is dropped and
+the next call starts the server again, so one bad server never stops the others being served.
+Each connection is owned by one task of the gateway's task group (the SDK's client must be
+entered and left in the same task); calls from other tasks use it while it lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, TextIO, TypeVar
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from byref.gateway.config import ServerConfig
+
+log = logging.getLogger("byref.gateway")
+T = TypeVar("T")
+
+START_RETRY_AFTER = 30.0
+"""Seconds before a server that failed to start is tried again for a listing."""
+
+
+class UpstreamError(Exception):
+    """An upstream server could not answer; the text (naming the server) is shown to the model."""
+
+
+@dataclass
+class _Live:
+    client: Client | None = None
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    broken: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reason: str | None = None
+
+    def fail(self, reason: str) -> None:
+        if not self.broken.is_set():
+            self.reason = reason
+            self.broken.set()
+
+
+class Upstream:
+    """One configured server and its (re)startable connection."""
+
+    def __init__(self, config: ServerConfig, group: anyio.abc.TaskGroup, *,
+                 on_change: Callable[[str], Awaitable[None]] | None = None,
+                 errlog: TextIO | None = None) -> None:
+        self.config = config
+        self.name = config.name
+        self._group = group
+        self._on_change = on_change
+        self._errlog = errlog
+        self._live: _Live | None = None
+        self._lock = anyio.Lock()
+        self.starts = 0
+        self.failed_at: float | None = None
+        self.last_error: str | None = None
+
+    # -- public --------------------------------------------------------------------------------
+    async def list_tools(self) -> list[types.Tool]:
+        """Every tool the server lists (following pagination)."""
+
+        async def fetch(client: Client) -> list[types.Tool]:
+            tools: list[types.Tool] = []
+            cursor: str | None = None
+            for _ in range(100):  # a paginator that never ends cannot hang the gateway
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return tools
+
+        return await self._bounded("listing its tools", fetch)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        async def run(client: Client) -> types.CallToolResult:
+            return await client.call_tool(tool, arguments)
+
+        return await self._bounded(f"running {tool!r}", run)
+
+    async def close(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop.set()
+            with anyio.move_on_after(10, shield=True):
+                await live.done.wait()
+
+    # -- the connection ------------------------------------------------------------------------
+    async def _bounded(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        timeout = self.config.timeout
+        live = await self._connected()
+        assert live.client is not None
+        client = live.client
+        outcome: list[T] = []
+        failure: list[BaseException] = []
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                await live.broken.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            with anyio.move_on_after(timeout):
+                try:
+                    outcome.append(await op(client))
+                except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                        OSError) as exc:
+                    failure.append(exc)
+            group.cancel_scope.cancel()
+        if outcome:
+            return outcome[0]
+        if failure:
+            err = failure[0]
+            if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
+                # The server answered with a JSON-RPC error: it is alive, the call was refused.
+                raise UpstreamError(f"Server {self.name!r} refused {doing}: {err.error.message}")
+            live.fail(f"its connection closed ({_describe(err)})")
+            await self._drop(live)
+            raise UpstreamError(f"Server {self.name!r} stopped while {doing}: {live.reason}. It "
+                                "will be started again on the next call.")
+        if live.broken.is_set():
+            await self._drop(live)
+            raise UpstreamError(f"Server {self.name!r} failed while {doing}: {live.reason}. It "
+                                "will be started again on the next call.")
+        # Timed out. A server that still answers a ping keeps its connection; one that does not
+        # is restarted on the next call.
+        alive = False
+        with anyio.move_on_after(min(5.0, timeout)), contextlib.suppress(Exception):
+            await client.send_ping()
+            alive = True
+        if not alive:
+            live.fail(f"it did not answer within {timeout:g} s and no longer answers a ping")
+            await self._drop(live)
+        raise UpstreamError(f"Server {self.name!r} did not finish {doing} within {timeout:g} s"
+                            f"{'' if alive else '; it was stopped and will be started again'}.")
+
+    async def _connected(self) -> _Live:
+        async with self._lock:
+            live = self._live
+            if live is not None and not live.broken.is_set():
+                return live
+            if live is not None:
+                await self._drop(live)
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    started: _Live = await self._group.start(self._own)
+            except TimeoutError:
+                self._failed(f"it did not complete the MCP handshake within "
+                             f"{self.config.timeout:g} s")
+            except Exception as exc:  # whatever starting raised, the model gets words for it
+                self._failed(_describe(exc))
+            self.starts += 1
+            self.failed_at = None
+            self._live = started
+            return started
+
+    def _failed(self, why: str) -> NoReturn:
+        self.failed_at = time.monotonic()
+        self.last_error = why
+        raise UpstreamError(f"Server {self.name!r} could not be started: {why}.")
+
+    async def _drop(self, live: _Live) -> None:
+        if self._live is live:
+            self._live = None
+        live.stop.set()
+
+    async def _own(self, *, task_status: anyio.abc.TaskStatus[_Live]) -> None:
+        """Holds one connection open until it is stopped or breaks (runs in the gateway's group)."""
+        live = _Live()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, Exception):
+                live.fail(f"it sent a message that is not valid JSON-RPC "
+                          f"({_first_line(str(message))})")
+            elif isinstance(message, types.ServerNotification) and isinstance(
+                    message, types.ToolListChangedNotification) and self._on_change is not None:
+                await self._on_change(self.name)
+
+        started = False
+        try:
+            async with Client(self._target(), message_handler=on_message, cache=None) as client:
+                live.client = client
+                started = True
+                task_status.started(live)
+                async with anyio.create_task_group() as group:
+                    if self._listens(client):
+                        group.start_soon(self._listen, client, live)
+                    await live.stop.wait()
+                    group.cancel_scope.cancel()
+        except Exception as exc:
+            if not started:
+                raise
+            live.fail(_describe(exc))
+            log.info("upstream %r closed: %s", self.name, _describe(exc))
+        finally:
+            live.broken.set()
+            live.done.set()
+
+    def _listens(self, client: Client) -> bool:
+        tools = client.server_capabilities.tools
+        return (self._on_change is not None and client.protocol_version in
+                MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed))
+
+    async def _listen(self, client: Client, live: _Live) -> None:
+        assert self._on_change is not None
+        with contextlib.suppress(Exception):
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    await self._on_change(self.name)
+
+    def _target(self) -> Any:
+        c = self.config
+        if c.url is not None:
+            return streamable_http_client(c.url, http_client=create_mcp_http_client(
+                headers=c.headers or None))
+        assert c.command is not None
+        # The server's stderr goes where the gateway operator will see it (never to stdout,
+        # which carries the gateway's own protocol over stdio).
+        errlog = self._errlog if self._errlog is not None else sys.stderr
+        return stdio_client(StdioServerParameters(command=c.command, args=list(c.args),
+                                                  env=c.env or None, cwd=c.cwd), errlog=errlog)
+
+
+class UpstreamManager:
+    """Every configured upstream, by name."""
+
+    def __init__(self, configs: tuple[ServerConfig, ...], group: anyio.abc.TaskGroup, *,
+                 on_change: Callable[[str], Awaitable[None]] | None = None,
+                 errlog: TextIO | None = None) -> None:
+        self.upstreams = {c.name: Upstream(c, group, on_change=on_change, errlog=errlog)
+                          for c in configs}
+
+    def __getitem__(self, name: str) -> Upstream:
+        return self.upstreams[name]
+
+    async def list_all(self) -> tuple[dict[str, list[types.Tool]], dict[str, str]]:
+        """Listings of every server that answers, and why each other one did not (in parallel)."""
+        listings: dict[str, list[types.Tool]] = {}
+        errors: dict[str, str] = {}
+
+        async def one(up: Upstream) -> None:
+            try:
+                listings[up.name] = await up.list_tools()
+            except UpstreamError as exc:
+                errors[up.name] = str(exc)
+
+        async with anyio.create_task_group() as group:
+            for up in self.upstreams.values():
+                group.start_soon(one, up)
+        return listings, errors
+
+    async def close(self) -> None:
+        async with anyio.create_task_group() as group:
+            for up in self.upstreams.values():
+                group.start_soon(up.close)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        inner = exc.exceptions
+        return _describe(inner[0]) if inner else type(exc).__name__
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    if isinstance(exc, FileNotFoundError):
+        return f"the command {exc.filename!r} was not found" if exc.filename else str(exc)
+    text = _first_line(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return " ".join(lines[:2])[:200] if lines else ""
