@@ -26,6 +26,11 @@ def register(sub: Any) -> None:
     context.add_argument("--sizes", default="2MB,20MB,200MB")
     context.add_argument("--open", type=int, default=None, dest="open_items",
                          help="fix the number of open items (default: scale with the size)")
+    context.add_argument("--turns", type=int, default=None,
+                         help="instead: a scripted session of this many turns under a request "
+                         "budget (request bytes, replaced groups, byte-identical prefix share)")
+    context.add_argument("--budget", type=int, default=None,
+                         help="request budget in bytes for --turns (default 65536)")
     context.add_argument("--json", action="store_true")
     context.set_defaults(run=run_context)
     dispatch = bench.add_parser("dispatch", help="per-call overhead of the dispatch pipeline, "
@@ -37,6 +42,8 @@ def register(sub: Any) -> None:
 
 
 def run_context(args: argparse.Namespace) -> int:
+    if args.turns is not None:
+        return run_context_turns(args)
     from byref.demo.bench import context_bench
 
     try:
@@ -61,6 +68,45 @@ def run_context(args: argparse.Namespace) -> int:
               f"{r['visible_vs_smallest']:>11}{r['wall_s']:>9}{r['wall_vs_smallest']:>7}"
               f"{r['peak_rss_mib']:>9}{r['rss_over_idle_mib']:>11}{r['rows']:>8,}")
     print(f"spread of model-visible characters across sizes: {report['visible_spread']:.2%}")
+    return 0
+
+
+def context_turns(turns: int, budget: int | None = None) -> dict[str, Any]:
+    """Play the context bench's session through the real harness and measure its requests."""
+    from byref.context import bench
+    from byref.harness import Harness, ScriptedModel, call, say
+    from byref.harness.loop import render, request_bytes
+    from byref.harness.messages import Request
+    from byref.store import MemoryStore, Scope
+
+    limit = budget or bench.BUDGET_BYTES
+    store, scope = MemoryStore(), Scope("bench", conversation="context-turns")
+    steps = [call(c.tool, c.input) for c in bench.plan(turns, bench.prepare(store, scope))]
+    h = Harness(ScriptedModel([*steps, say("Done.")]), bench.bench_tools(), store=store,
+                scope=scope, budget=limit, max_steps=turns)
+    h.run("Are my technology funds too concentrated? Read the holdings and the research.")
+    raw = request_bytes(Request(h.system, h.requests[-1].tools, tuple(render(h.transcript))))
+    return bench.figures(h.requests, h.assembled, budget=limit, raw_bytes=raw)
+
+
+def run_context_turns(args: argparse.Namespace) -> int:
+    if args.turns < 2:
+        print(f"byref bench context: --turns must be at least 2, got {args.turns!r}",
+              file=sys.stderr)
+        return 2
+    report = context_turns(args.turns, args.budget)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"budget {report['budget_bytes']:,} bytes; raw transcript "
+          f"{report['raw_transcript_bytes']:,} bytes ({report['raw_vs_budget']}× the budget)")
+    print(f"{'turn':>5}{'request bytes':>15}{'replaced':>10}{'new':>5}{'identical':>11}")
+    for t in report["per_turn"]:
+        print(f"{t['turn']:>5}{t['request_bytes']:>15,}{t['replaced_groups']:>10}"
+              f"{t['new_replacements']:>5}{t['identical_prefix_share']:>11.1%}")
+    print(f"all fit: {report['all_fit']}; turns without a new replacement: "
+          f"{report['turns_without_new_replacement']} (prefix held in all: "
+          f"{report['prefix_held_when_no_new_replacement']})")
     return 0
 
 

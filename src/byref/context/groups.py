@@ -65,9 +65,8 @@ def stub(part: Part, seq: int, index: int) -> str:
         "tool": part.tool,
         "bytes": size,
         "reread": envelope(MessageRef(part=index, seq=seq)),
-        "note": (f"This {size:,}-byte result was moved out of the request to fit its budget. "
-                 f"It is unchanged: pass `reread` as the ref to {REREAD_TOOL} to read it again "
-                 "exactly. Do not rely on what you remember of it without rereading."),
+        "note": f"Moved out to fit the request budget; unchanged. Reread it exactly: "
+                f"{REREAD_TOOL}(ref=reread).",
     }
     return dumps(body)
 

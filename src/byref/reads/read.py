@@ -151,7 +151,7 @@ def note(coverage: Coverage, budget: ReadBudget, limits: ReadLimits, *, unit: st
         sentences.append(f"Stopped at the explicit-read limit of {limits.explicit_read_entries:,} "
                          f"{unit} per read.")
     if "byte_limit" in c.reasons:
-        sentences.append(f"Stopped before {unit[:-1]} {c.stop:,} to stay within "
+        sentences.append(f"Stopped before position {c.stop:,} to stay within "
                          f"{budget.bytes:,} bytes (set by {budget.limited_by}); nothing was cut "
                          "in half. Select fewer fields or read on.")
     if c.filtered_count:
