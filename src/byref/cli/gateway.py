@@ -1,0 +1,84 @@
+"""`byref gateway --config FILE [--transport stdio|http] [--store URL]`: serve MCP servers by ref.
+
+The config is the `mcpServers` JSON MCP clients already use (see byref.gateway.config). Over stdio
+the gateway speaks MCP on stdin/stdout (put the command in your MCP client's config); over HTTP it
+listens on --host/--port (0 picks a free port; the address is printed on stderr) and needs the
+config's byref.tokens. A bad config, store URL or address is a one-line error and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "gateway", help="serve your MCP servers through one: search instead of declaration, "
+        "results by reference",
+        description="Put byref in front of the MCP servers in FILE (the mcpServers JSON your MCP "
+        "client already uses). The client sees search_tools, activate_tool, call_tool, "
+        "read_json, query_json, read_result and present, plus the tools it activates.")
+    parser.add_argument("--config", required=True, metavar="FILE",
+                        help="mcpServers JSON, optionally with a byref block")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="artifact store URL (default: the config's byref.store, else "
+                        "memory://); e.g. file://.byref")
+    parser.add_argument("--scope", default=None,
+                        help="the stdio scope's id (default: the config's byref.scope, else "
+                        "'local')")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on")
+    parser.add_argument("--port", type=int, default=8848, help="HTTP: port (0: any free port)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import mcp  # noqa: F401
+    except ModuleNotFoundError:
+        print("byref gateway: the MCP SDK is not installed; run: pip install 'byref[mcp]'",
+              file=sys.stderr)
+        return 2
+    import anyio
+
+    from byref.gateway import ConfigError, Gateway, listen_socket, load_config
+    from byref.gateway.server import http_app, serve_http, serve_stdio
+    from byref.store import StoreURLError, open_store
+
+    try:
+        config = load_config(args.config)
+        if args.scope:
+            config = dataclasses.replace(config, scope=args.scope)
+        url = args.store or config.store or "memory://"
+        store = open_store(url)
+    except (ConfigError, StoreURLError) as exc:
+        print(f"byref gateway: {exc}", file=sys.stderr)
+        return 2
+    gateway = Gateway(config, store=store)
+    sock = None
+    if args.transport == "http":
+        try:
+            http_app(gateway, host=args.host, port=args.port)  # refuses a config without tokens
+            sock = listen_socket(args.host, args.port)
+        except (ValueError, OSError) as exc:
+            print(f"byref gateway: {exc}", file=sys.stderr)
+            return 2
+
+    async def main() -> None:
+        async with gateway:
+            if sock is None:
+                await serve_stdio(gateway)
+            else:
+                await serve_http(gateway, sock)
+
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if sock is not None:
+            sock.close()
+    return 0
