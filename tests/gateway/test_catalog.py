@@ -1,0 +1,148 @@
+"""Search instead of declaration: the upstream catalog behind search_tools, activation announced
+to both protocol generations, call_tool without activation, and re-indexing on list changes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from _gateway_rig import World, running, text
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+SCAFFOLDING = ["activate_tool", "call_tool", "present", "query_json", "read_json", "read_result",
+               "search_tools"]
+
+
+async def test_first_turn_is_the_scaffolding_and_search_finds_git_log(world: World) -> None:
+    servers = world.need("git", "time")
+    with anyio.fail_after(60):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            listed = await client.list_tools()
+            assert sorted(t.name for t in listed.tools) == SCAFFOLDING
+            search = next(t for t in listed.tools if t.name == "search_tools")
+            assert "<tool_capabilities>git, time</tool_capabilities>" in (search.description or "")
+            assert "search_tools" in (client.instructions or "")
+            found = json.loads(text(await client.call_tool(
+                "search_tools", {"query": "show recent commits"})))
+            assert found["results"][0]["name"] == "git__git_log"
+            # A search declares nothing.
+            assert sorted(t.name for t in (await client.list_tools()).tools) == SCAFFOLDING
+
+
+async def test_activation_is_announced_to_a_handshake_era_client(world: World) -> None:
+    servers = world.need("git")
+    notices: list[Any] = []
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            notices.append(message)
+            changed.set()
+
+    with anyio.fail_after(60):
+        async with running(world, servers) as (_gateway, server), Client(
+                server, mode="legacy", message_handler=on_message) as client:
+            assert client.protocol_version not in ("2026-07-28",)
+            await client.list_tools()
+            result = await client.call_tool("activate_tool", {"names": ["git__git_log"]})
+            assert not result.is_error, text(result)
+            await changed.wait()
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert "git__git_log" in listed
+            log = await client.call_tool("git__git_log", {"repo_path": str(world.repo)})
+            assert not log.is_error, text(log)
+            assert "Add note 2" in text(log)
+            assert len(notices) == 1
+
+
+async def test_activation_is_announced_on_the_subscription_stream(world: World) -> None:
+    servers = world.need("git")
+    with anyio.fail_after(60):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True) as subscription:
+                await client.call_tool("activate_tool", {"names": ["git__git_log"]})
+                event = await subscription.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
+            assert "git__git_log" in {t.name for t in (await client.list_tools()).tools}
+
+
+async def test_an_unknown_name_activates_nothing_and_says_what_is_close(world: World) -> None:
+    servers = world.need("git")
+    with anyio.fail_after(60):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            result = await client.call_tool("activate_tool", {"names": ["git__git_logs"]})
+            assert result.is_error
+            assert text(result).startswith(
+                "Tool 'activate_tool' could not complete: There is no tool 'git__git_logs' in "
+                "the catalog (did you mean 'git__git_log'")
+            assert sorted(t.name for t in (await client.list_tools()).tools) == SCAFFOLDING
+
+
+async def test_call_tool_runs_any_catalog_tool_without_activating_it(world: World) -> None:
+    servers = world.need("time", "git")
+    with anyio.fail_after(60):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            result = await client.call_tool("call_tool", {
+                "name": "time__convert_time",
+                "arguments": {"source_timezone": "UTC", "time": "12:00",
+                              "target_timezone": "Asia/Tokyo"}})
+            assert not result.is_error, text(result)
+            assert json.loads(text(result))["target"]["datetime"].endswith("T21:00:00+09:00")
+            assert sorted(t.name for t in (await client.list_tools()).tools) == SCAFFOLDING
+            missing = await client.call_tool("call_tool", {"name": "time__convert_tim"})
+            assert missing.is_error
+            assert text(missing).startswith(
+                "There is no tool 'time__convert_tim' in the catalog (did you mean "
+                "'time__convert_time'")
+            direct = await client.call_tool("call_tool", {"name": "search_tools",
+                                                          "arguments": {"query": "time"}})
+            assert text(direct) == ("call_tuol runs catalog tools; 'search_tools' is declared "
+                                    "to you: call it directly.").replace("tuol", "tool")
+
+
+async def test_proxied_tools_accept_refs_and_drop_their_output_schema(world: World) -> None:
+    servers = world.need("filesystem")
+    with anyio.fail_after(60):
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            await client.call_tool("activate_tool", {"names": ["filesystem__write_file"]})
+            tool = next(t for t in (await client.list_tools()).tools
+                        if t.name == "filesystem__write_file")
+            upstream = (await gateway.upstreams["filesystem"].list_tools())
+            assert next(t for t in upstream if t.name == "write_file").output_schema
+            assert tool.output_schema is None
+            content = tool.input_schema["properties"]["content"]
+            assert content["anyOf"][0] == {"type": "string"}
+            assert content["anyOf"][1]["required"] == ["$ref"]
+
+
+async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) -> None:
+    notices = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            notices.set()
+
+    servers = {"garden": world.fixture("changing.py")}
+    with anyio.fail_after(60):
+        async with running(world, servers) as (gateway, server), Client(
+                server, mode="legacy", message_handler=on_message) as client:
+            await client.list_tools()
+            before = json.loads(text(await client.call_tool(
+                "search_tools", {"query": "water the seedling"})))
+            assert before["results"] == []
+            grown = await client.call_tool("call_tool", {"name": "garden__grow"})
+            assert text(grown) == "now 2 tools"
+            await notices.wait()
+            box = await gateway.toolbox()
+            while "garden__water_seedling_1" not in box.catalog:
+                await anyio.wait_all_tasks_blocked()
+                box = await gateway.toolbox()
+            after = json.loads(text(await client.call_tool(
+                "search_tools", {"query": "water the seedling"})))
+            assert [r["name"] for r in after["results"]] == ["garden__water_seedling_1"]
