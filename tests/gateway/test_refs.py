@@ -1,0 +1,169 @@
+"""Results by reference across servers: a 5 MB file read through the filesystem server is a small
+substitute whose ref writes a byte-identical copy; a 20,000-row sqlite result is filtered with
+query_json and the filtered rows are written to a file by ref, byte-identical; binary content is
+stored whole; refs in one scope never resolve in another."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from _gateway_rig import World, running, text
+from mcp import Client
+
+from byref.gateway.convert import call_result, parse_text, qualified_name, result_value
+from byref.jsonview import encode
+from byref.tools import Payload
+
+pytestmark = pytest.mark.anyio
+
+
+def _ref(substitute: dict[str, Any]) -> dict[str, Any]:
+    ref = substitute["value"]
+    assert set(ref) == {"$ref"}
+    return dict(ref)
+
+
+async def test_a_5mb_file_is_a_small_substitute_and_its_ref_writes_an_identical_copy(
+        world: World) -> None:
+    servers = world.need("filesystem")
+    line = "2026-11-29T12:00:00Z INFO request served in 12 ms path=/api/items status=200\n"
+    original = (line * (5_000_000 // len(line) + 1)).encode()
+    source, copy = world.files / "big.log", world.files / "copy.log"
+    source.write_bytes(original)
+    with anyio.fail_after(90):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            read = await client.call_tool("call_tool", {
+                "name": "filesystem__read_text_file", "arguments": {"path": str(source)}})
+            shown = text(read)
+            assert not read.is_error, shown
+            assert len(shown) < 2_000
+            substitute = json.loads(shown)
+            assert substitute["bytes"] == len(original)
+            assert substitute["kind"] == "tool-result/filesystem__read_text_file"
+            written = await client.call_tool("call_tool", {
+                "name": "filesystem__write_file",
+                "arguments": {"path": str(copy), "content": _ref(substitute)}})
+            assert not written.is_error, text(written)
+            assert len(text(written)) < 200
+    assert copy.read_bytes() == original
+
+
+def _make_items(db: Path, rows: int) -> list[dict[str, Any]]:
+    statuses = ("open", "closed", "blocked", "done")
+    items = [{"id": i, "title": f"Item {i} — “quoted” ünïcode", "status": statuses[i % 4],
+              "points": (i * 7) % 13, "owner": f"user{i % 17}"} for i in range(rows)]
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, title TEXT, status TEXT, "
+                     "points INTEGER, owner TEXT)")
+        conn.executemany("INSERT INTO items VALUES (:id, :title, :status, :points, :owner)",
+                         items)
+    return items
+
+
+async def test_20000_sqlite_rows_filtered_by_ref_are_written_byte_identical(
+        world: World) -> None:
+    servers = world.need("sqlite", "filesystem")
+    items = _make_items(world.db, 20_000)
+    expected = [row for row in items if row["status"] == "open"]
+    target = world.files / "open.json"
+    with anyio.fail_after(120):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            queried = await client.call_tool("call_tool", {
+                "name": "sqlite__read_query",
+                "arguments": {"query": "SELECT * FROM items ORDER BY id"}})
+            assert not queried.is_error, text(queried)
+            placed = json.loads(text(queried))
+            assert placed["shape"].startswith("JSON array, 20,000 items")
+            assert len(text(queried)) < 2_000
+            filtered = await client.call_tool("query_json", {
+                "source": placed["value"], "filter": [{"field": "status", "eq": "open"}]})
+            shown = json.loads(text(filtered))
+            assert shown["count"] == 5_000
+            assert "JsonQuery" not in text(filtered) and "JsonPointer" not in text(filtered)
+            written = await client.call_tool("call_tool", {
+                "name": "filesystem__write_file",
+                "arguments": {"path": str(target), "content": shown["value"]}})
+            assert not written.is_error, text(written)
+    assert target.read_bytes() == encode(expected)
+
+
+async def test_a_ref_from_one_scope_does_not_resolve_in_another(world: World) -> None:
+    servers = world.need("filesystem")
+    (world.files / "note.txt").write_text("x" * 40_000)
+    with anyio.fail_after(60):
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            read = await client.call_tool("call_tool", {
+                "name": "filesystem__read_text_file",
+                "arguments": {"path": str(world.files / "note.txt")}})
+            ref = _ref(json.loads(text(read)))
+            other = gateway.scopes.state(type(gateway.scopes.stdio_scope)("someone-else"))
+            part = await gateway.call(other, "call_tool", {
+                "name": "filesystem__write_file",
+                "arguments": {"path": str(world.files / "stolen.txt"), "content": ref}})
+            assert part.is_error
+            assert f"Artifact {ref['$ref']['key']!r} is not available" in str(part.rendered)
+    assert not (world.files / "stolen.txt").exists()
+
+
+async def test_binary_content_is_stored_whole_and_shown_as_a_marker(world: World) -> None:
+    servers = world.need("filesystem")
+    png = bytes(range(256)) * 40
+    (world.files / "pixel.png").write_bytes(png)
+    with anyio.fail_after(60):
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            read = await client.call_tool("call_tool", {
+                "name": "filesystem__read_media_file",
+                "arguments": {"path": str(world.files / "pixel.png")}})
+            marker = json.loads(text(read))
+            assert marker["opaque"] is True and marker["mediaType"] == "image/png"
+            assert marker["bytes"] == len(png)
+            state = gateway.scopes.state(gateway.scopes.stdio_scope)
+            stored = gateway.store.get(state.scope, marker["value"]["$ref"]["key"])
+            assert stored is not None and stored.data == png
+
+
+def test_text_becomes_json_when_it_is_json_or_a_literal_dump_of_rows() -> None:
+    assert parse_text('[{"a": 1}]') == [{"a": 1}]
+    assert parse_text("[{'a': 1, 'b': None, 'c': 'it''s'}]") == [{"a": 1, "b": None,
+                                                                  "c": "its"}]
+    assert parse_text("[{'blob': b'\\x00'}]") == "[{'blob': b'\\x00'}]"
+    assert parse_text("[(1, 2)]") == "[(1, 2)]"
+    assert parse_text("{not json") == "{not json"
+    assert parse_text("  plain text  ") == "  plain text  "
+
+
+def test_result_conversion_keeps_bytes_and_errors() -> None:
+    image = types.ImageContent(type="image", data=base64.b64encode(b"\x89PNG").decode(),
+                               mime_type="image/png")
+    value = result_value(types.CallToolResult(content=[
+        types.TextContent(type="text", text="caption"), image]), server="s", tool="t")
+    assert value[0] == "caption"
+    assert isinstance(value[1], Payload) and b"".join(value[1].open_chunks()) == b"\x89PNG"
+    assert result_value(types.CallToolResult(content=[], structured_content={"k": 1}),
+                        server="s", tool="t") == {"k": 1}
+    bad = types.ImageContent(type="image", data="%%%", mime_type="image/png")
+    with pytest.raises(ValueError, match=r"^s\.t returned binary content that is not valid "
+                                         r"base64$"):
+        result_value(types.CallToolResult(content=[bad]), server="s", tool="t")
+
+
+def test_names_are_qualified_stable_and_provider_safe() -> None:
+    assert qualified_name("git", "git_log") == "git__git_log"
+    assert qualified_name("My Server", "read.file") == "my-server__read_file"
+    long = qualified_name("s", "x" * 100)
+    assert len(long) == 64 and long == qualified_name("s", "x" * 100)
+    assert long != qualified_name("s", "x" * 99)
+
+
+def test_a_part_becomes_one_text_block() -> None:
+    from byref.transcript import Part
+
+    result = call_result(Part(type="tool_result", value="v", rendered="shown", is_error=True))
+    assert result.is_error and result.content[0].text == "shown"
