@@ -144,7 +144,10 @@ class Upstream:
         # is restarted on the next call.
         alive = False
         with anyio.move_on_after(min(5.0, timeout)), contextlib.suppress(Exception):
-            await client.send_ping()
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                await client.list_tools()  # 2026-07-28 has no ping; a listing is as light
+            else:
+                await client.send_ping()
             alive = True
         if not alive:
             live.fail(f"it did not answer within {timeout:g} s and no longer answers a ping")
