@@ -25,10 +25,11 @@ from byref.discovery.mcp import Listed
 from byref.gateway.convert import capability, error_text, result_value
 from byref.gateway.upstream import UpstreamError
 from byref.jsonview import dumps
-from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref
+from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, is_envelope, parse_model_envelope
 from byref.resolve import BytesSource
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 
+_FOLLOW = 3
 Invoke = Callable[[str, str, dict[str, Any]], types.CallToolResult]
 """(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`."""
 
@@ -93,16 +94,25 @@ def _is_ref(value: object) -> bool:
 
 
 def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:
-    """The value a ref stands for, in the form the upstream parameter declares."""
-    if _wants_text(prop):
-        src = ctx.resolver.source(ref)
-        if isinstance(src, BytesSource):
-            return _text(b"".join(src.chunks()))
-        if isinstance(src, bytes):
-            return _text(src)
-        return src if isinstance(src, str) else dumps(src)
-    value = ctx.resolver.value(ref)
-    return _text(value) if isinstance(value, bytes) else value
+    """The value a ref stands for, in the form the upstream parameter declares.
+
+    A ref that lands on a recorded `$ref` (a placed result's `value`, say) is followed, a few
+    hops at most, so a Message ref to a placed result means the stored value, not its address.
+    """
+    src = ctx.resolver.source(ref)
+    for _ in range(_FOLLOW):
+        if not is_envelope(src):
+            break
+        src = ctx.resolver.source(parse_model_envelope(src))
+    if isinstance(src, BytesSource):
+        if not _wants_text(prop):
+            return ctx.resolver.value(Blob(key=src.meta.ref))
+        src = b"".join(src.chunks())
+    if isinstance(src, bytes):
+        return _text(src)
+    if _wants_text(prop) and not isinstance(src, str):
+        return dumps(src)
+    return src
 
 
 def _wants_text(prop: Mapping[str, Any] | None) -> bool:
