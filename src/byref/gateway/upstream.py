@@ -15,6 +15,7 @@ import contextlib
 import logging
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO, TypeVar
@@ -26,7 +27,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config import ServerConfig
@@ -147,7 +148,9 @@ class Upstream:
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 await client.list_tools()  # 2026-07-28 has no ping; a listing is as light
             else:
-                await client.send_ping()
+                with warnings.catch_warnings():  # deprecated only for 2026-07-28 servers
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await client.send_ping()
             alive = True
         if not alive:
             live.fail(f"it did not answer within {timeout:g} s and no longer answers a ping")
