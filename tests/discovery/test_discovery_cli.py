@@ -70,7 +70,8 @@ def test_stats_json_shape(catalog: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["tools", "stats", str(catalog), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"tools", "capability_roots", "turn1_chars", "working_set_chars",
-                        "working_set_largest_chars", "all_declared_chars",
+                        "working_set_largest_chars", "working_set_plain_chars",
+                        "all_declared_chars",
                         "median_declaration_chars", "budget"}
     assert out["tools"] == 3 and out["budget"] == 8
     assert out["turn1_chars"] < out["working_set_chars"] <= out["working_set_largest_chars"]

@@ -210,14 +210,14 @@ def surface(catalog: Catalog, budget: int = DEFAULT_BUDGET) -> dict[str, int]:
     """Standing tool surface in characters (system lines + declarations as JSON)."""
     scaffolding = list(discovery_tools(Searcher(catalog)))
 
-    def with_active(names: list[str]) -> Assembly:
+    def with_active(names: list[str], refs: bool = True) -> Assembly:
         transcript = Transcript()
         transcript.append("user", [Part(type="text", value="go")])
         if names:
             call = {"name": "activate_tool", "id": "a1", "input": {"names": names}}
             transcript.append("assistant", [Part(type="tool_call", value=call,
                                                  tool="activate_tool", call_id="a1")])
-        return assemble(catalog, scaffolding, transcript, budget=budget)
+        return assemble(catalog, scaffolding, transcript, budget=budget, refs=refs)
 
     sizes = sorted((len(dumps(t.declaration())), t.name) for t in catalog.tools())
     middle = len(sizes) // 2
@@ -229,6 +229,7 @@ def surface(catalog: Catalog, budget: int = DEFAULT_BUDGET) -> dict[str, int]:
         "turn1_chars": with_active([]).chars(),
         "working_set_chars": with_active(median_set).chars(),
         "working_set_largest_chars": with_active(largest).chars(),
+        "working_set_plain_chars": with_active(median_set, refs=False).chars(),
         "all_declared_chars": len(dumps([t.declaration() for t in catalog.tools()])),
         "median_declaration_chars": sizes[middle][0] if sizes else 0,
     }

@@ -26,9 +26,13 @@ _WORD = re.compile(r"[^\W_]+")
 # A word with a camelCase boundary inside ("GitHub", "PostgreSQL"): also indexed whole, so the
 # brand a user types in one piece ("github") finds the text that writes it in two.
 _MIXED = re.compile(
-    r"(?<![A-Za-z0-9])[A-Za-z0-9]*?(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z]{2})[A-Za-z0-9]*"
+    r"(?<![^\W_])[A-Za-z0-9]*?(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z]{2})[A-Za-z0-9]*(?![^\W_])"
 )
-_CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
+_BOUNDARY = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]{2}")
+_CAMEL_PARTS = r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+"
+_CAMEL = re.compile(_CAMEL_PARTS)
+# One pass over any text: a word holding a non-ASCII letter whole, else the camel parts.
+_SUBWORD = re.compile(r"[^\W_]*[^\x00-\x7f\W_][^\W_]*|" + _CAMEL_PARTS)
 
 def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -88,17 +92,11 @@ class Analyzer:
         return hit if hit is not None else self._term(word)
 
     def subwords(self, text: str) -> list[str]:
-        """The sub-words of `text` as written (not lower-cased), in order."""
-        if text.isascii():
-            out: list[str] = _CAMEL.findall(text)
+        """The sub-words of `text` as written (not lower-cased): camel parts, then the whole
+        camel words, then (in place) words with non-ASCII letters, which are not split."""
+        out: list[str] = (_CAMEL if text.isascii() else _SUBWORD).findall(text)
+        if _BOUNDARY.search(text):
             out.extend(_MIXED.findall(text))
-            return out
-        # Non-ASCII words stay whole; the ASCII ones are split in one pass, as above.
-        tokens = _WORD.findall(text)
-        ascii_words = " ".join(t for t in tokens if t.isascii())
-        out = _CAMEL.findall(ascii_words)
-        out.extend(_MIXED.findall(ascii_words))
-        out.extend(t for t in tokens if not t.isascii())
         return out
 
     def words(self, text: str) -> Iterator[tuple[str, int, int]]:
