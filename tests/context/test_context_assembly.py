@@ -86,7 +86,8 @@ def test_an_explicit_read_is_bounded_by_the_room_left_in_the_request() -> None:
     assert all(a.bytes <= 40_000 for a in h.assembled)
 
 
-def test_a_replaced_result_rereads_exactly_through_its_stub() -> None:
+@pytest.mark.parametrize("store", ["memory", None])
+def test_a_replaced_result_rereads_exactly_through_its_stub(store: Any) -> None:
     def reread(request: Request) -> dict[str, Any]:
         for message in request.messages:
             for block in message.content:
@@ -96,7 +97,7 @@ def test_a_replaced_result_rereads_exactly_through_its_stub() -> None:
 
     steps = [call("big", {"n": 6}), call("big", {"n": 6}), call("big", {"n": 6}),
              call("read_result", reread), say("done")]
-    h = Harness(ScriptedModel(steps), [big], budget=20_000)
+    h = Harness(ScriptedModel(steps), [big], budget=20_000, store=store)
     run = h.run("go")
     answer = last_result(run.requests[-1])
     assert answer["text"] == "word " * 1_200 and answer["coverage"]["inputComplete"] is True

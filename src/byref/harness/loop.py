@@ -107,8 +107,8 @@ class Harness:
         if budget is None:
             return None
         assembler = ContextAssembler(budget, store=self.store, scope=self.scope, emit=emit)
-        if (self.store is not None and self.policy.refs
-                and all(t.name != READ_RESULT_NAME for t in tools)):
+        # Storeless runs get it too: a stub's reread ref is a Message ref into the transcript.
+        if self.policy.refs and all(t.name != READ_RESULT_NAME for t in tools):
             tools.append(make_read_result(self.read_limits, room=assembler.room))
         return assembler
 
