@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test upstreams bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,12 +13,20 @@ demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[pdf]'
 	$(BIN)/byref demo
 
-test: $(BIN)/python
+test: $(BIN)/python upstreams
 	$(BIN)/python -m pip install --quiet -e '.[dev,pdf,postgres,s3,mcp]'
 	./scripts/services.sh
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	$(BIN)/pytest
+
+# Real MCP servers the gateway tests drive. mcp-server-sqlite needs the 1.x SDK, so it gets its
+# own virtualenv; the filesystem server comes from npm (tests skip, saying why, without npm).
+upstreams:
+	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \
+	  .venv-sqlite/bin/python -m pip install --quiet 'mcp-server-sqlite==2025.4.25' 'mcp>=1.6,<2')
+	if command -v npm >/dev/null; then npm ci --no-audit --no-fund --silent; \
+	  else echo "npm not found: gateway tests that need the filesystem server will skip"; fi
 
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[pdf,postgres,s3]'
@@ -26,6 +34,8 @@ bench: $(BIN)/python
 	$(BIN)/byref bench dispatch
 	$(BIN)/byref bench store
 	$(BIN)/byref bench search
+	$(BIN)/byref bench gateway
 
 clean:
-	rm -rf $(VENV) .byref byref-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-sqlite node_modules .byref byref-demo .pytest_cache .mypy_cache \
+	  .ruff_cache

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar
 
 from byref.context.groups import Address, Group, apply, groups, replaceable, with_note
 from byref.context.handles import live_handles_note
@@ -30,7 +30,7 @@ from byref.transcript import Message
 R = TypeVar("R")
 
 # Not yet in `byref.events.EventName`; the integrator is asked to add it there.
-COVERED: Final = cast(EventName, "covered")
+COVERED: Final[EventName] = "covered"
 
 
 class ContextBudgetError(RuntimeError):

@@ -6,6 +6,7 @@ leave as Message refs; oversized results are placed, never truncated.
 """
 
 from byref.dispatch.pipeline import Call, Dispatcher, Refusal
-from byref.dispatch.policy import AUTO_INSERT_BYTES, Policy
+from byref.dispatch.policy import Policy
+from byref.reads.limits import AUTO_INSERT_BYTES
 
 __all__ = ["AUTO_INSERT_BYTES", "Call", "Dispatcher", "Policy", "Refusal"]

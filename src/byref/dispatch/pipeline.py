@@ -235,7 +235,7 @@ class Dispatcher:
             text = render(shaped.shown)
             placed = settle(text, shaped.shown, tool=tool.name, ceiling=tool.ceiling,
                             result_kind=tool.result_kind, is_error=False, policy=self.policy,
-                            store=self.store, scope=self.scope)
+                            store=self.store, scope=self.scope, explicit_read=tool.explicit_read)
             if placed.how == "placed":
                 assert placed.ref is not None
                 shaped.minted.append(placed.ref)

@@ -32,6 +32,7 @@ class Placed:
 def settle(
     text: str, shown: Any, *, tool: str, ceiling: int | None, result_kind: str | None,
     is_error: bool, policy: Policy, store: ArtifactStore | None, scope: Scope,
+    explicit_read: bool = False,
 ) -> Placed:
     if is_error:
         return _net(text, shown, policy, note=None)
@@ -40,7 +41,8 @@ def settle(
                    f"{ceiling:,}; ask for less (a narrower query, a filter, a page).")
         return Placed(refusal, refusal, how="ceiling")
     note = None
-    if policy.placement and len(text.encode()) > policy.auto_insert_bytes:
+    threshold = policy.explicit_read_bytes if explicit_read else policy.auto_insert_bytes
+    if policy.placement and len(text.encode()) > threshold:
         if store is None:
             note = "placement is on but no artifact store is attached"
         else:

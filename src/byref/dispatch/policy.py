@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-AUTO_INSERT_BYTES = 24 * 1024
-"""Rendered results above this are placed (stored + previewed), not inserted. An operator dial."""
+from byref.reads.limits import AUTO_INSERT_BYTES, EXPLICIT_READ_BYTES
+
+EXPLICIT_READ_FRAME = 16 * 1024
+"""Room above the explicit-read limit for a read's own frame (coverage, source, note)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,10 @@ class Policy:
     placement: bool = True
     """Place structured results whose rendering exceeds `auto_insert_bytes`."""
     auto_insert_bytes: int = AUTO_INSERT_BYTES
+    """Rendered results above this are placed (stored + previewed), not inserted."""
+    explicit_read_bytes: int = EXPLICIT_READ_BYTES + EXPLICIT_READ_FRAME
+    """Placement threshold for explicit reads (tools marked `explicit_read`): they bound
+    themselves, so the automatic-insertion limit must not turn their answer into a preview."""
     placed_preview_chars: int = 2_000
     max_result_chars: int | None = 400_000
     """The last-resort truncation net (None: off). With placement on it should never fire."""

@@ -37,17 +37,16 @@ from byref.gateway.convert import listing, qualified_name
 from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
-from byref.reads import EXPLICIT_READ_BYTES, ReadLimits
+from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
 from byref.tools import BUILTIN_JSON_TOOLS, Tool, ToolRefusal
 from byref.tools.present import make_present_tool
-from byref.tools.read_result import EXPLICIT_READ_TOOLS, make_read_result
+from byref.tools.read_result import make_read_result
 from byref.transcript import Part
 
 CALL_TOOL = "call_tool"
 PLACED_PREVIEW_CHARS = 1_000
 """Preview characters in a placed result's substitute (the whole substitute stays < 2,000)."""
-_READ_FRAME = 16 * 1024
 
 CALL_TOOL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -99,11 +98,9 @@ class Gateway:
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._upstreams: UpstreamManager | None = None
-        # One automatic-insertion dial: reads see the value placement uses, and an explicit read
-        # is bounded by the explicit-read limit, not turned into a placed preview.
+        # One automatic-insertion dial: reads see the value placement uses. An explicit read
+        # (read_result is marked so) is bounded by the explicit-read limit instead.
         self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes)
-        self._read_policy = replace(self.policy, auto_insert_bytes=max(
-            self.policy.auto_insert_bytes, EXPLICIT_READ_BYTES + _READ_FRAME))
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def __aenter__(self) -> Gateway:
@@ -234,7 +231,7 @@ class Gateway:
         box = await self.toolbox()
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
         target = _unwrap(call, box)
-        dispatcher = self._dispatcher(state, box, explicit_read=target.name in EXPLICIT_READ_TOOLS)
+        dispatcher = self._dispatcher(state, box)
         before = self.working_set(state, box)
         part: Part | None = None
         async with state.lock:
@@ -251,14 +248,13 @@ class Gateway:
             await state.announce(session)
         return part
 
-    def _dispatcher(self, state: ScopeState, box: Toolbox, *, explicit_read: bool) -> Dispatcher:
+    def _dispatcher(self, state: ScopeState, box: Toolbox) -> Dispatcher:
         cached = state.dispatchers
         if cached is None or cached[0] != box.version:
-            plain, reads = (Dispatcher(box.tools, transcript=state.transcript, store=self.store,
-                                       scope=state.scope, policy=p, emit=self.emit)
-                            for p in (self.policy, self._read_policy))
-            state.dispatchers = cached = (box.version, plain, reads)
-        return cached[2] if explicit_read else cached[1]
+            dispatcher = Dispatcher(box.tools, transcript=state.transcript, store=self.store,
+                                    scope=state.scope, policy=self.policy, emit=self.emit)
+            state.dispatchers = cached = (box.version, dispatcher)
+        return cached[1]
 
 
 def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:

@@ -44,7 +44,7 @@ class ScopeState:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     listen: ListenHandler = field(init=False)
-    dispatchers: tuple[int, Dispatcher, Dispatcher] | None = None
+    dispatchers: tuple[int, Dispatcher] | None = None
     """(toolbox version, dispatcher, dispatcher for explicit reads) for that version."""
     _sessions: OrderedDict[int, ServerSession] = field(default_factory=OrderedDict)
 

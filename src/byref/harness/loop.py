@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.dispatch import Call, Dispatcher, Policy
+from byref.dispatch.policy import EXPLICIT_READ_FRAME
 from byref.events import Emitter
 from byref.harness.messages import Block, ChatMessage, Model, Request
 from byref.jsonview import dumps
@@ -25,7 +26,7 @@ from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Tool
 from byref.tools.present import PRESENT_TOOL_NAME, make_present_tool
-from byref.tools.read_result import EXPLICIT_READ_TOOLS, READ_RESULT_NAME, make_read_result
+from byref.tools.read_result import READ_RESULT_NAME, make_read_result
 from byref.transcript import Message, Part, Transcript
 
 REFS_PROTOCOL = (
@@ -70,6 +71,11 @@ class Harness:
     ) -> None:
         self.model = model
         self.policy = policy or Policy()
+        if read_limits is not None:
+            # The explicit-read limit is the reads' dial; placement follows it for reads.
+            self.policy = replace(self.policy, explicit_read_bytes=max(
+                self.policy.explicit_read_bytes,
+                read_limits.explicit_read_bytes + EXPLICIT_READ_FRAME))
         # One automatic-insertion dial: reads see the same value placement uses.
         self.read_limits = read_limits or ReadLimits(
             auto_insert_bytes=self.policy.auto_insert_bytes)
@@ -88,8 +94,6 @@ class Harness:
         self.assembler = self._budgeted_assembly(budget, tools, emit)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""
-        self._read_policy = replace(self.policy, auto_insert_bytes=max(
-            self.policy.auto_insert_bytes, self.read_limits.explicit_read_bytes + _READ_FRAME))
         self.dispatcher = Dispatcher(
             tools, transcript=self.transcript, store=self.store, scope=self.scope,
             policy=self.policy, caps=caps, emit=emit,
@@ -167,23 +171,13 @@ class Harness:
         )
 
     def _dispatch(self, c: Call, *, call_seq: int, seq: int, part: int) -> Part:
-        explicit = c.name in EXPLICIT_READ_TOOLS and c.name in self.dispatcher.tools
-        if explicit:
-            # An explicit read is bounded by the explicit-read limit (and the request room), so
-            # placement's automatic-insertion limit must not turn its answer into a preview.
-            self.dispatcher.policy = self._read_policy
-        try:
-            result = self.dispatcher.dispatch(c, call_seq=call_seq, seq=seq, part=part)
-        finally:
-            self.dispatcher.policy = self.policy
+        result = self.dispatcher.dispatch(c, call_seq=call_seq, seq=seq, part=part)
+        tool = self.dispatcher.tools.get(c.name)
+        explicit = tool is not None and tool.explicit_read
         if self.assembler is not None and not explicit:
             # Other results of the turn share the room a read in the same turn may use.
             self.assembler.room.consume(len((result.rendered or "").encode()))
         return result
-
-
-_READ_FRAME = 16 * 1024
-"""Room above the explicit-read limit for a read's own frame (coverage, source, note)."""
 
 
 def request_bytes(request: Request) -> int:

@@ -63,8 +63,10 @@ def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = N
             room.consume(len(encode(answer)))
         return answer
 
-    return tool(name=READ_RESULT_NAME, lazy=("ref",), capabilities=("data.read",),
+    made = tool(name=READ_RESULT_NAME, lazy=("ref",), capabilities=("data.read",),
                 glossary=("page", "rows", "coverage", "reread", "version"))(read_result)
+    made.explicit_read = True  # it bounds itself; placement must not preview its answer
+    return made
 
 
 def load(ref: Ref, ctx: ToolContext) -> Source:

@@ -58,6 +58,9 @@ class Tool:
     result_kind: str | None = None
     ceiling: int | None = None
     """The author's own limit on result characters: a longer result is refused, not placed."""
+    explicit_read: bool = False
+    """An explicit read bounds its own answer (coverage-reported); placement uses the
+    explicit-read limit for it instead of the automatic-insertion one."""
     wants_ctx: bool = False
     refresh: Callable[[], object] | None = None
     """Called before each declaration: lets a tool keep its description live (run_python)."""
