@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
+from byref.discovery import Discovery
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
 from byref.events import Emitter
@@ -68,6 +69,7 @@ class Harness:
         max_steps: int = 32,
         budget: RequestBudget | int | None = None,
         read_limits: ReadLimits | None = None,
+        discovery: Discovery | None = None,
     ) -> None:
         self.model = model
         self.policy = policy or Policy()
@@ -94,8 +96,15 @@ class Harness:
         self.assembler = self._budgeted_assembly(budget, tools, emit)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""
+        self.discovery = discovery
+        # With discovery, `tools` are the scaffolding (always declared); the catalog's tools are
+        # declared when the working set holds them, and callable throughout.
+        self.scaffolding = [*tools, *discovery.tools] if discovery is not None else tools
+        callable_tools = self.scaffolding + (
+            [t for t in discovery.catalog.tools() if t.name not in {s.name for s in tools}]
+            if discovery is not None else [])
         self.dispatcher = Dispatcher(
-            tools, transcript=self.transcript, store=self.store, scope=self.scope,
+            callable_tools, transcript=self.transcript, store=self.store, scope=self.scope,
             policy=self.policy, caps=caps, emit=emit,
         )
         default = f"{PLAIN_SYSTEM}\n\n{REFS_PROTOCOL}" if self.policy.refs else PLAIN_SYSTEM
@@ -119,16 +128,31 @@ class Harness:
     def request(self) -> Request:
         """The request the model would receive now, rendered from the transcript (and, with a
         budget, assembled to fit it; the check runs on the very object returned)."""
-        tools = self._declarations()
+        system, tools = self._surface()
         if self.assembler is None:
-            return Request(self.system, tools, tuple(render(self.transcript)))
+            return Request(system, tools, tuple(render(self.transcript)))
         assembled = self.assembler.assemble(
             list(self.transcript),
-            build=lambda view: Request(self.system, tools, tuple(render(view))),
+            build=lambda view: Request(system, tools, tuple(render(view))),
             measure=request_bytes, text_of=Request.all_text,
         )
         self.assembled.append(assembled)
         return assembled.request
+
+    def _surface(self) -> tuple[str, tuple[dict[str, Any], ...]]:
+        """System text and declarations for the next request. With discovery, the working set
+        is projected from the transcript and its one varying line goes last."""
+        if self.discovery is None:
+            return self.system, self._declarations()
+        for t in self.scaffolding:
+            if t.refresh is not None:
+                t.refresh()
+        assembly = self.discovery.assemble(self.scaffolding, self.transcript,
+                                           refs=self.policy.refs)
+        current = tuple(assembly.declarations)
+        if current != self._tools:
+            self._tools = current
+        return "\n\n".join([self.system, *assembly.system_lines]), self._tools
 
     def _declarations(self) -> tuple[dict[str, Any], ...]:
         # Rebuilt each turn (a live description may change) but from cached schema objects, so
