@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from byref.cli import plugins
+from byref.cli.progress import progress
 from byref.demo.data import parse_size
 
 _PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway")
@@ -51,11 +52,10 @@ def run_context(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"byref bench context: {exc}", file=sys.stderr)
         return 2
-    quiet = not sys.stderr.isatty()
-    report = context_bench(
-        sizes, open_items=args.open_items,
-        progress=None if quiet else (lambda m: print(f"… {m}", file=sys.stderr)),
-    )
+    # Two steps per size (write the export, run the round trip); a bar on a terminal only.
+    with progress("bench context", 2 * len(sizes)) as advance:
+        report = context_bench(sizes, open_items=args.open_items,
+                               progress=lambda _step: advance(1))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
