@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from byref.refs import Blob, JsonPointer
-from byref.transcript import Part, Transcript, TranscriptLookupError
+from byref.transcript import Part, Transcript, TranscriptCorruptError, TranscriptLookupError
 
 KEY = "art_" + "b" * 22
 
@@ -82,3 +82,17 @@ def test_unencodable_value_leaves_transcript_unchanged(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         t.append("tool", [Part(type="tool_result", value={"x": object()})])
     assert len(t) == 2 and path.read_bytes() == before
+
+
+def test_a_damaged_middle_line_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _fill(Transcript(path))
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + b'{"seq": 1, "role": "tool"\n' + b"".join(lines[1:]))
+    with pytest.raises(TranscriptCorruptError, match=f"Transcript {str(path)!r} line 2 is not a "
+                                                     "recorded message"):
+        Transcript(path)
+    path.write_bytes(lines[1])
+    with pytest.raises(TranscriptCorruptError, match="line 1 holds message 1, expected 0; lines "
+                                                     "were removed or reordered."):
+        Transcript(path)

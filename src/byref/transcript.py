@@ -28,6 +28,10 @@ class TranscriptLookupError(RefRefusal):
     """A Message ref points at something the transcript does not hold (model-facing text)."""
 
 
+class TranscriptCorruptError(ValueError):
+    """A persisted transcript was changed outside byref (developer-facing; nothing is loaded)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Part:
     type: PartType
@@ -139,12 +143,25 @@ class Transcript:
             return
         data = path.read_bytes()
         good = 0
-        for line in data.splitlines(keepends=True):
+        for number, line in enumerate(data.splitlines(keepends=True), 1):
             if not line.endswith(b"\n"):
                 break  # torn write: the message was never acknowledged
-            raw = msgspec.json.decode(line)
-            parts = tuple(Part.from_json(p) for p in raw["parts"])
-            self._messages.append(Message(raw["seq"], raw["role"], parts))
+            try:
+                raw = msgspec.json.decode(line)
+                parts = tuple(Part.from_json(p) for p in raw["parts"])
+                message = Message(raw["seq"], raw["role"], parts)
+            except (msgspec.DecodeError, KeyError, TypeError, RefRefusal) as exc:
+                raise TranscriptCorruptError(
+                    f"Transcript {str(path)!r} line {number} is not a recorded message ({exc}); "
+                    "it was changed outside byref. Restore it from a copy, or move it aside to "
+                    "start a new transcript."
+                ) from exc
+            if message.seq != len(self._messages):
+                raise TranscriptCorruptError(
+                    f"Transcript {str(path)!r} line {number} holds message {message.seq}, "
+                    f"expected {len(self._messages)}; lines were removed or reordered."
+                )
+            self._messages.append(message)
             good += len(line)
         if good != len(data):
             with path.open("r+b") as fh:
