@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from byref.discovery.mcp import ListingError, parse_listing
-from byref.discovery.text import ANALYZER
+from byref.discovery.text import ANALYZER, Analyzer
 
 lower_words = st.lists(st.text("abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8),
                        min_size=1, max_size=6)
@@ -22,6 +22,13 @@ def test_analysis_never_fails_and_spans_agree_with_terms(text: str) -> None:
     assert Counter(s.term for s in ANALYZER.spans(text)) == Counter(terms)
     for span in ANALYZER.spans(text):
         assert 0 <= span.start < span.end <= len(text)
+
+
+@given(st.text())
+def test_document_terms_are_the_same_multiset_as_terms(text: str) -> None:
+    fresh = Analyzer()
+    assert Counter(fresh.terms_of_all([text, text[::-1]])) == Counter(
+        ANALYZER.terms(text + "\n" + text[::-1]))
 
 
 @given(st.text())
@@ -61,7 +68,9 @@ def test_known_splits() -> None:
     assert ANALYZER.terms("getFileContents") == ["get", "file", "content", "getfilecont"]
     assert ANALYZER.terms("HTTPServer listS3Buckets PDFs") == [
         "http", "server", "list", "s3", "bucket", "pdf", "httpserver", "lists3bucket"]
-    assert ANALYZER.terms("I'm looking for GitHub") == ["look", "git", "hub", "github"]
+    assert ANALYZER.terms("I'm searching for GitHub") == ["search", "git", "hub", "github"]
+    # The filler of a request is dropped like any stop word.
+    assert ANALYZER.terms("Could you kindly provide detailed information on stocks") == ["stock"]
 
 
 tool_names = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-",

@@ -40,7 +40,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     meta = figures["metatool"]
     print(f"MetaTool ({meta['queries']:,} queries, {meta['tools']} tools)")
-    for label, key in (("lexical", "lexical"), ("lexical, no re-rank", "lexical_without_rerank"),
+    for label, key in (("lexical", "lexical"),
+                       ("lexical, no synonym table", "lexical_without_synonyms"),
+                       ("lexical, no re-rank", "lexical_without_rerank"),
+                       ("lexical, re-rank every match", "lexical_rerank_all"),
                        ("lexical + mined glossary", "lexical_mined_glossary"),
                        ("hybrid", "hybrid"), ("hybrid + mined glossary",
                                               "hybrid_mined_glossary")):

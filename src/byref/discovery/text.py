@@ -14,7 +14,6 @@ import re
 import threading
 from collections.abc import Collection, Container, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
 import Stemmer
 
@@ -49,6 +48,13 @@ STOP_WORDS = _wordset(
     # Contraction fragments ("I'm", "don't") and the courtesy words of a request to an agent:
     # they say nothing about which tool is wanted (measured on MetaTool's held-out rows).
     " d ll m re s t ve hello hi hey please thank thanks want wanted like know tell give"
+    # The filler of a request ("Could you kindly provide detailed information …"): measured on
+    # MetaTool rows outside the reported sample, dropping them lifted recall@5 from 0.628 to 0.633.
+    # Action verbs tools are named by (find, get, show, list, use) stay searchable.
+    """ provide specific specifically help need information looking assist assistance
+    detailed recommend recommendation suggest suggestion interested interest available may
+    might kindly appreciate greatly possible able sure way ways various comprehensive
+    something anything someone thing things tips really many much lot"""
 )
 
 
@@ -68,10 +74,11 @@ class Analyzer:
         self.stop_words = stop_words
         self._stemmer = Stemmer.Stemmer("english")
         self._memo: dict[str, str] = {}
-        self._forms: dict[str, set[str]] = {}
-        """Stem → the lower-cased sub-words seen with it (to find a term's hits fast)."""
         """Sub-word as written → its stem, or "" for a stop word."""
         self._lock = threading.Lock()  # a PyStemmer object is not safe to share across threads
+        self._word_terms: dict[str, tuple[str, ...]] = {}
+        """Word (a run of letters and digits, as written) → its terms: the document side's
+        memo, so a text costs one simple regex pass and one dictionary lookup per word."""
 
     def _term(self, word: str) -> str:
         """The stem of one sub-word as found in the text ("" for a stop word), memoized."""
@@ -83,7 +90,6 @@ class Analyzer:
         else:
             with self._lock:
                 stem = self._stemmer.stemWord(lowered)
-            self._forms.setdefault(stem, set()).add(word.lower())
         self._memo[word] = stem
         return stem
 
@@ -118,28 +124,26 @@ class Analyzer:
         return self._spans(text, wanted)
 
     def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
-        """`spans` for a few wanted terms without analyzing every word: every sub-word of the
-        text is memoized first (set operations), so each wanted stem's surface forms are
-        known; a case-insensitive search for those forms finds the candidate words, and only
-        those are analyzed. Same result as the full scan (a property test checks it)."""
-        memo = self._memo
-        for word in set(self.subwords(text)).difference(memo):
-            self._term(word)
-        forms = sorted(set().union(*(self._forms.get(t, ()) for t in wanted)), key=len)
-        if not forms:
+        """`spans` for a few wanted terms without analyzing every word: the text's words are
+        looked up in the word memo (one simple regex pass; a document's words are known from
+        indexing it), and only the words holding a wanted term are split into spans. Same
+        result as the full scan (a property test checks it)."""
+        words = _WORD.findall(text)
+        memo = self._word_terms
+        want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
+        try:
+            hit = {w for w in set(words) if not want.isdisjoint(memo[w])}
+        except KeyError:
+            self._learn(set(words).difference(memo))
+            hit = {w for w in set(words) if not want.isdisjoint(memo[w])}
+        if not hit:
             return []
-        starts: dict[int, int] = {}
-        for match in _forms_pattern(tuple(forms)).finditer(text):
-            start, end = match.start(), match.end()
-            while start > 0 and _is_word_char(text[start - 1]):
-                start -= 1
-            while end < len(text) and _is_word_char(text[end]):
-                end += 1
-            starts[start] = end
         out: list[Span] = []
-        for start in sorted(starts):
-            for span in self._spans(text[start:starts[start]], wanted):
-                out.append(Span(span.term, span.start + start, span.end + start))
+        for match in _WORD.finditer(text):
+            if match.group() in hit:
+                start = match.start()
+                for span in self._spans(match.group(), wanted):
+                    out.append(Span(span.term, span.start + start, span.end + start))
         return out
 
     def _spans(self, text: str, wanted: Container[str] | None) -> list[Span]:
@@ -176,16 +180,34 @@ class Analyzer:
         return list(dict.fromkeys(self.terms(text)))
 
     def terms_of_all(self, texts: Iterable[str]) -> list[str]:
-        return self.terms("\n".join(texts))
+        """The terms of `texts`, repeats kept, grouped by word (the same multiset as `terms`;
+        only the order of a camelCase word's whole form differs, which a document ignores)."""
+        words = _WORD.findall("\n".join(texts))
+        memo = self._word_terms
+        try:
+            return [t for w in words for t in memo[w]]
+        except KeyError:  # new words: learn them all at once
+            self._learn(set(words).difference(memo))
+            return [t for w in words for t in memo[w]]
 
-
-def _is_word_char(char: str) -> bool:
-    return char.isalnum()
-
-
-@lru_cache(maxsize=512)
-def _forms_pattern(forms: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(f) for f in reversed(forms)), re.IGNORECASE)
+    def _learn(self, words: Iterable[str]) -> None:
+        """Memoize the terms of new words, stemming their unseen sub-words in one batch."""
+        parts = {w: self.subwords(w) for w in words}
+        fresh = {p for ps in parts.values() for p in ps}.difference(self._memo)
+        lowered = {}
+        for word in fresh:
+            low = word.lower()
+            if len(word) > 2 and word[-1] == "s" and word[:-1].isupper():
+                low = low[:-1]  # "PDFs" is the plural of "PDF"
+            lowered[word] = low
+        stemmable = sorted({low for low in lowered.values() if low not in self.stop_words})
+        with self._lock:
+            stems = dict(zip(stemmable, self._stemmer.stemWords(stemmable), strict=True))
+        for word, low in lowered.items():
+            self._memo[word] = stems.get(low, "")
+        memo = self._memo
+        for word, ps in parts.items():
+            self._word_terms[word] = tuple(memo[p] for p in ps if memo[p])
 
 
 def split_words(name: str) -> str:
