@@ -113,11 +113,15 @@ def test_scaffolding_takes_no_slot() -> None:
 
 
 def test_plain_declarations_when_refs_are_off() -> None:
-    cat = catalog()
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    cat = Catalog([make_tool("read_pdf", "Read a PDF.", input_schema=schema)])
     discovery = Discovery(cat)
     script = Script()
     script.activate("read_pdf")
     plain = discovery.assemble(list(discovery.tools), script.transcript, refs=False)
     assert "$ref" not in dumps(plain.declarations)
-    assert "$ref" in dumps(discovery.assemble(list(discovery.tools),
-                                              script.transcript).declarations)
+    declared = {d["name"]: dumps(d) for d in discovery.assemble(
+        list(discovery.tools), script.transcript).declarations}
+    assert "$ref" in declared["read_pdf"]
+    # The discovery scaffolding takes a few typed words: never a $ref alternative.
+    assert "$ref" not in declared["search_tools"] + declared["activate_tool"]

@@ -14,10 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.discovery.catalog import Catalog
-from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.discovery.workingset import ACTIVATE, DEFAULT_BUDGET, SEARCH, working_set
 from byref.jsonview import dumps
 from byref.tools import Tool
 from byref.transcript import Transcript
+
+PLAIN = frozenset({SEARCH, ACTIVATE})
+"""Declared without `$ref` alternatives: a search query, filter ids and tool names are a few
+words the model types, never a Message or Blob worth referencing, and the alternative on each of
+their seven parameters cost 1,275 characters of every turn (measured on the MCP catalog)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,8 @@ def assemble(
     for name in active:
         chosen[name] = catalog.tool(name)
     ordered = [chosen[n] for n in sorted(chosen)]
-    declarations = [t.declaration() if refs else t.plain_declaration() for t in ordered]
+    declarations = [t.declaration() if refs and t.name not in PLAIN else t.plain_declaration()
+                    for t in ordered]
     lines = [instruction(catalog, budget), capability_line(catalog),
              loaded_line(len(active), budget)]
     return Assembly(declarations, lines, tuple(active))
