@@ -197,3 +197,20 @@ def test_limits_are_refusals_not_crashes_of_the_host(tmp_path: Path) -> None:
     # After all of the above, this process is intact and can still run code normally.
     part = run_code("print('still fine')\n", Limits(), tmp_path)
     assert decode(part.rendered or "")["stdout"] == "still fine\n"
+
+
+def test_an_inventory_change_reindexes_the_catalog() -> None:
+    from byref.discovery import Catalog, Discovery
+
+    now = [0.0]
+    packages = [["alpha"]]
+    inventory = PackageInventory(interval=60, clock=lambda: now[0], read=lambda: packages[0])
+    run_python = make_run_python_tool(inventory=inventory)
+    discovery = Discovery(Catalog([run_python]))
+    assert discovery.searcher.search("zebrafishlib").results == []
+    packages[0] = ["alpha", "zebrafishlib"]
+    now[0] = 61
+    assert run_python.refresh is not None
+    run_python.refresh()
+    (found,) = discovery.searcher.search("zebrafishlib").results
+    assert found.name == "run_python"

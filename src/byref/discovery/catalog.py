@@ -105,7 +105,16 @@ class Catalog:
                 )
             self._entries[tool.name] = entry
             self.version += 1
+        # A tool whose description is live data (run_python's package inventory) re-indexes
+        # the catalog when it changes (seed 001, "descriptions as live data").
+        tool.watchers.append(lambda changed: self.touch(changed.name))
         return entry
+
+    def touch(self, name: str) -> None:
+        """A tool's text changed: the next search rebuilds the index."""
+        with self._lock:
+            if name in self._entries:
+                self.version += 1
 
     def __len__(self) -> int:
         return len(self._entries)

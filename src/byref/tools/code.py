@@ -118,6 +118,8 @@ def make_run_python_tool(
 
     def refresh(names: list[str]) -> None:
         tool.description = describe(names, limits)  # descriptions as live data (seed 001)
+        for watcher in list(tool.watchers):
+            watcher(tool)
 
     inventory.listeners.append(refresh)
     tool.refresh = inventory.current

@@ -64,6 +64,8 @@ class Tool:
     wants_ctx: bool = False
     refresh: Callable[[], object] | None = None
     """Called before each declaration: lets a tool keep its description live (run_python)."""
+    watchers: list[Callable[[Tool], None]] = field(default_factory=list, init=False, repr=False)
+    """Called after the tool's description changes (a catalog re-indexes)."""
     _validator: jsonschema.Draft202012Validator | None = field(default=None, init=False,
                                                                repr=False)
 
