@@ -23,7 +23,16 @@ from byref.dispatch.results import render, shape_result
 from byref.dispatch.wants import WantsRefusal, redeem
 from byref.events import Emitter
 from byref.jsonview import JsonEncodeError
-from byref.refs import Message, Ref, RefRefusal, is_envelope, parse_model_envelope
+from byref.refs import (
+    Blob,
+    JsonPointer,
+    JsonQuery,
+    Message,
+    Ref,
+    RefRefusal,
+    is_envelope,
+    parse_model_envelope,
+)
 from byref.resolve import Caps, Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.tools.context import ToolContext
@@ -286,8 +295,6 @@ def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
 
 def _pin(ref: Ref, current: int) -> Ref:
     """Give a Message ref written without `seq` the seq of the turn it was written in."""
-    from byref.refs import Blob, JsonPointer, JsonQuery
-
     if isinstance(ref, Message) and ref.seq is None:
         return Message(part=ref.part, seq=current, field=ref.field)
     if isinstance(ref, Blob) and ref.source is not None:
