@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -115,6 +116,24 @@ def connection_error(exc: Any, *, provider: str, model: str) -> ProviderError:
         f"Could not reach the {provider} API for model {model!r}: {exc}",
         provider=provider, model=model, retryable=True,
     )
+
+
+@contextmanager
+def sdk_errors(sdk: ModuleType, *, provider: str, model: str,
+               key_variable: str) -> Iterator[None]:
+    """Both SDKs share one error ladder (status, connection, other); translate it once."""
+    try:
+        yield
+    except sdk.APIStatusError as exc:
+        raise status_error(exc, provider=provider, model=model,
+                           key_variable=key_variable) from exc
+    except sdk.APIConnectionError as exc:
+        raise connection_error(exc, provider=provider, model=model) from exc
+    except sdk.APIError as exc:
+        raise ProviderError(
+            f"{provider} API call for model {model!r} failed: {exc}",
+            provider=provider, model=model,
+        ) from exc
 
 
 def _api_message(body: object) -> str:

@@ -21,10 +21,9 @@ from byref.harness.providers._common import (
     MissingKeyError,
     ProviderError,
     call_names,
-    connection_error,
     require_sdk,
+    sdk_errors,
     split_system,
-    status_error,
 )
 from byref.harness.providers.deferral import NativeDeferral
 
@@ -158,23 +157,13 @@ class AnthropicModel:
     # -- the call ------------------------------------------------------------------------------
     def respond(self, request: Request) -> Response:
         params = self.params(request)
-        sdk = self.sdk
-        try:
+        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
+                        key_variable=KEY_VARIABLES[0]):
             if self.stream:
                 with self.client.messages.stream(**params) as events:
                     message = events.get_final_message()
             else:
                 message = self.client.messages.create(**params)
-        except sdk.APIStatusError as exc:
-            raise status_error(exc, provider=self.provider, model=self.model,
-                               key_variable=KEY_VARIABLES[0]) from exc
-        except sdk.APIConnectionError as exc:
-            raise connection_error(exc, provider=self.provider, model=self.model) from exc
-        except sdk.APIError as exc:
-            raise ProviderError(
-                f"{self.provider} API call for model {self.model!r} failed: {exc}",
-                provider=self.provider, model=self.model,
-            ) from exc
         response = self.convert(message)
         if response.usage is not None:
             self.turns.append(response.usage)

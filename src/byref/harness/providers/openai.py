@@ -23,10 +23,9 @@ from byref.harness.messages import Block, Request, Response, Usage
 from byref.harness.providers._common import (
     ProviderError,
     call_names,
-    connection_error,
     key_from_env,
     require_sdk,
-    status_error,
+    sdk_errors,
 )
 from byref.harness.providers.deferral import NativeDeferral
 from byref.jsonview import decode, dumps
@@ -142,20 +141,10 @@ class OpenAIModel:
     # -- the call ------------------------------------------------------------------------------
     def respond(self, request: Request) -> Response:
         params = self.params(request)
-        sdk = self.sdk
-        try:
+        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
+                        key_variable=KEY_VARIABLE):
             result = self._stream(params) if self.stream else self.client.responses.create(
                 **params)
-        except sdk.APIStatusError as exc:
-            raise status_error(exc, provider=self.provider, model=self.model,
-                               key_variable=KEY_VARIABLE) from exc
-        except sdk.APIConnectionError as exc:
-            raise connection_error(exc, provider=self.provider, model=self.model) from exc
-        except sdk.APIError as exc:
-            raise ProviderError(
-                f"{self.provider} API call for model {self.model!r} failed: {exc}",
-                provider=self.provider, model=self.model,
-            ) from exc
         response = self.convert(result)
         if response.usage is not None:
             self.turns.append(response.usage)
