@@ -20,7 +20,6 @@ from byref.jsonview import (
     NotJsonError,
     StaleSelectionError,
     decode,
-    encode,
     query_stream,
     query_value,
     resolve_pointer,
@@ -102,13 +101,9 @@ class Resolver:
         """The items a query selects, one at a time (streamed when its source is stored bytes)."""
         src = self._source(recipe.source, current_seq, hops=1)
         if not isinstance(src, BytesSource):
-            yield from self._recipe(recipe, current_seq, hops=0)
+            yield from self._apply(recipe, src)
             return
-        if _is_json(src.meta.media_type) is False:
-            raise ResolveError(
-                f"{src.where} holds {src.meta.media_type!r}, not JSON, so a JSON path "
-                "cannot apply to it."
-            )
+        _require_json(src)
         try:
             yield from query_stream(src.open, recipe.path, recipe.filter, where=src.where)
         except (StaleSelectionError, NotJsonError) as exc:
@@ -150,7 +145,8 @@ class Resolver:
                 return BytesSource(self.store, self.scope, meta)
             assert ref.source is not None
             inner = self._source(ref.source, current, hops)
-            return inner if isinstance(inner, BytesSource) else _as_bytes_value(inner)
+            # Blob(source=…) over a plain value: that value is what its bytes decode to.
+            return inner
         if isinstance(ref, JsonPointer | JsonQuery):
             return self._recipe(ref, current, hops)
         raise ResolveError(f"Cannot resolve {type(ref).__name__!r}.")  # pragma: no cover
@@ -177,14 +173,13 @@ class Resolver:
         return walk(part.value, path, where=where)
 
     def _recipe(self, ref: JsonPointer | JsonQuery, current: int | None, hops: int) -> Any:
-        src = self._source(ref.source, current, hops)
+        return self._apply(ref, self._source(ref.source, current, hops))
+
+    def _apply(self, ref: JsonPointer | JsonQuery, src: BytesSource | Any) -> Any:
+        """Evaluate a recipe over its already-resolved source: streamed when it is stored bytes."""
         try:
             if isinstance(src, BytesSource):
-                if _is_json(src.meta.media_type) is False:
-                    raise ResolveError(
-                        f"{src.where} holds {src.meta.media_type!r}, not JSON, so a JSON path "
-                        "cannot apply to it."
-                    )
+                _require_json(src)
                 if isinstance(ref, JsonPointer):
                     return stream_pointer(src.open, ref.path, where=src.where)
                 return list(query_stream(src.open, ref.path, ref.filter, where=src.where))
@@ -222,16 +217,19 @@ def _is_json(media_type: str) -> bool | None:
     return False
 
 
+def _require_json(src: BytesSource) -> None:
+    if _is_json(src.meta.media_type) is False:
+        raise ResolveError(
+            f"{src.where} holds {src.meta.media_type!r}, not JSON, so a JSON path cannot apply "
+            "to it."
+        )
+
+
 def _decode_json(data: bytes | str) -> Any:
     try:
         return decode(data)
     except Exception as exc:
         raise ResolveError(f"The referenced bytes are not valid JSON ({exc}).") from exc
-
-
-def _as_bytes_value(value: Any) -> Any:
-    # Blob(source=Message) over a plain value: the value itself is what the bytes would decode to.
-    return value if isinstance(value, bytes | str) else decode(encode(value))
 
 
 def _gone(ref: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from byref.cli.progress import progress
-from byref.demo.data import DEFAULT_SIZE, parse_size
+from byref.demo.data import parse_size
 
 
 def register(sub: Any) -> None:
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from byref.demo.scenario import run_demo
 
     try:
-        size = parse_size(args.size) if args.size != "2.1MB" else DEFAULT_SIZE
+        size = parse_size(args.size)
     except ValueError as exc:
         print(f"byref demo: {exc}", file=sys.stderr)
         return 2

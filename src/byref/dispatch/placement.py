@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.dispatch.policy import Policy
-from byref.jsonview import bounded, decode, dumps, encode, shape_hint
+from byref.jsonview import bounded, dumps, encode, shape_hint
 from byref.refs import Blob, envelope
 from byref.store import ArtifactError, ArtifactStore, PutOptions, Scope
 
@@ -94,18 +94,9 @@ def _text_preview(text: str, budget: int) -> str:
 def _net(text: str, shown: Any, policy: Policy, note: str | None) -> Placed:
     limit = policy.max_result_chars
     if limit is None or len(text) <= limit:
-        if note is None:
-            return Placed(text, shown)
-        return Placed(text, shown, how="inline")
+        return Placed(text, shown)
     why = f" ({note})" if note else ""
     tail = (f"\n[byref truncated this result to {limit:,} of {len(text):,} characters{why}; the "
             "rest was not shown.]")
     cut = text[: max(0, limit - len(tail))] + tail
     return Placed(cut, cut, how="truncated")
-
-
-def recorded_value(text: str) -> Any:
-    try:
-        return decode(text)
-    except Exception:
-        return text

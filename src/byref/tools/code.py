@@ -10,7 +10,6 @@ The description carries the installed package inventory, refreshed on a timer.
 
 from __future__ import annotations
 
-import json
 import mimetypes
 import time
 from collections.abc import Callable
@@ -218,9 +217,3 @@ def _mint(path: Path, parents: tuple[str, ...], ctx: ToolContext) -> dict[str, A
     if parents:
         entry["parentRefs"] = list(parents)
     return entry
-
-
-def manifest(path: str | Path) -> dict[str, Any]:
-    """For code inside run_python: the staged inputs (same as json.load of the manifest)."""
-    loaded: dict[str, Any] = json.loads(Path(path).read_text())
-    return loaded
