@@ -92,13 +92,17 @@ class Dispatcher:
 
     def declarations(self) -> list[dict[str, Any]]:
         """Tool declarations, name-sorted, byte-stable across turns."""
+        self.refresh()
         ordered = sorted(self.tools.values(), key=lambda t: t.name)
-        for t in ordered:
-            if t.refresh is not None:
-                t.refresh()
         if self.policy.refs:
             return [t.declaration() for t in ordered]
         return [t.plain_declaration() for t in ordered]
+
+    def refresh(self) -> None:
+        """Let tools with live descriptions (run_python's inventory) update before a request."""
+        for t in self.tools.values():
+            if t.refresh is not None:
+                t.refresh()
 
     # -- recording the call --------------------------------------------------------------------
     def call_part(self, call: Call) -> Part:

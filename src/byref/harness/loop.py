@@ -144,9 +144,7 @@ class Harness:
         is projected from the transcript and its one varying line goes last."""
         if self.discovery is None:
             return self.system, self._declarations()
-        for t in self.scaffolding:
-            if t.refresh is not None:
-                t.refresh()
+        self.dispatcher.refresh()
         assembly = self.discovery.assemble(self.scaffolding, self.transcript,
                                            refs=self.policy.refs)
         current = tuple(assembly.declarations)
