@@ -91,3 +91,45 @@ def test_bench_search_reports_missing_data(tmp_path: Path,
     args = parser.parse_args(["search", "--eval", str(tmp_path), "--no-hybrid"])
     assert args.run(args) == 2
     assert "Benchmark data not found" in capsys.readouterr().err
+
+
+def test_usage_from_transcripts_then_search_with_it(
+    catalog: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from byref.transcript import Part, Transcript
+
+    saved = tmp_path / "session.jsonl"
+    transcript = Transcript(saved)
+    for n, query in enumerate(("scan a brochure", "brochure text", "text of my brochure")):
+        page = {"query": query, "results": [{"name": "read_pdf", "description": "…"}]}
+        for call_id, tool, args, result in ((f"s{n}", "search_tools", {"query": query}, page),
+                                            (f"a{n}", "activate_tool", {"names": ["read_pdf"]},
+                                             {"activated": ["read_pdf"]})):
+            transcript.append("assistant", [Part(type="tool_call", tool=tool, call_id=call_id,
+                                                 value={"name": tool, "id": call_id,
+                                                        "input": args})])
+            transcript.append("tool", [Part(type="tool_result", tool=tool, call_id=call_id,
+                                            value=result)])
+    assert main(["tools", "usage", str(saved)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"query": q, "tool": "read_pdf"}
+        for q in ("scan a brochure", "brochure text", "text of my brochure")]
+    usage = tmp_path / "usage.jsonl"
+    retired = [json.dumps({"query": f"old thing {n}", "tool": "retired_tool"}) for n in range(3)]
+    usage.write_text("\n".join(lines + retired) + "\n", "utf-8")
+    assert main(["tools", "search", str(catalog), "brochure", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"] == []
+    assert main(["tools", "search", str(catalog), "brochure", "--json",
+                 "--usage", str(usage)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["results"][0]["name"] == "read_pdf"
+    assert "usage names 1 tool(s) not in the catalog, ignored: 'retired_tool'" in captured.err
+
+
+def test_usage_refuses_a_missing_transcript(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.jsonl"
+    assert main(["tools", "usage", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"byref tools usage: no transcript file at {str(missing)!r}.\n")

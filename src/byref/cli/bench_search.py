@@ -44,13 +44,15 @@ def run(args: argparse.Namespace) -> int:
                        ("lexical, no synonym table", "lexical_without_synonyms"),
                        ("lexical, no re-rank", "lexical_without_rerank"),
                        ("lexical, re-rank every match", "lexical_rerank_all"),
-                       ("lexical + mined glossary", "lexical_mined_glossary"),
-                       ("hybrid", "hybrid"), ("hybrid + mined glossary",
-                                              "hybrid_mined_glossary")):
+                       ("hybrid", "hybrid"),
+                       ("lexical, learned glossary", "lexical_learned"),
+                       ("hybrid, learned glossary", "hybrid_learned")):
         if key in meta:
-            m = meta[key]
-            print(f"  {label:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}  "
-                  f"MRR {m['mrr']:.3f}")
+            _row(label, meta[key])
+    for k, m in meta["lexical_learned_curve"].items():
+        _row(f"lexical, learned ≤{k}/tool", m)
+    print(f"  (learned from {meta['usage_rows']:,} rows outside the sample; "
+          f"{meta['usage_rows_dropped_as_sample_duplicates']} dropped as sample duplicates)")
     for name, m in meta["baselines"].items():
         print(f"  {name:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}")
     mcp = figures["mcp"]
@@ -63,3 +65,7 @@ def run(args: argparse.Namespace) -> int:
     for note in figures.get("notes", []):
         print(f"note: {note}")
     return 0
+
+
+def _row(label: str, m: dict[str, float]) -> None:
+    print(f"  {label:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}  MRR {m['mrr']:.3f}")

@@ -1,9 +1,10 @@
-"""`byref tools search` and `byref tools stats`: the discovery engine over a tools/list catalog.
+"""`byref tools search|stats|usage`: the discovery engine over a tools/list catalog.
 
 CATALOG is a tools/list JSON file (a list of tools, or an object with `tools` and an optional
 `server`) or a directory of them. With `--json`, a search prints `{"query", "results": [{"server",
 "tool", "name", "score", "excerpt"}]}`; with `--queries FILE` one such object per line, in input
-order, from one process (the index is built once).
+order, from one process (the index is built once). `--usage FILE` (JSON lines of `{"query",
+"tool"}`, as `byref tools usage TRANSCRIPT…` prints them) teaches the catalog a glossary first.
 """
 
 from __future__ import annotations
@@ -36,8 +37,18 @@ def register(sub: Any) -> None:
                         "(repeatable)")
     search.add_argument("--hybrid", action="store_true",
                         help="fuse with local embeddings (needs byref[embeddings])")
+    search.add_argument("--usage", type=Path, help="JSON lines of {query, tool} to learn a "
+                        "glossary from before searching (see `byref tools usage`)")
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(run=run_search)
+
+    usage = tools_sub.add_parser(
+        "usage", help="the (query, tool) evidence in saved transcripts, as JSON lines",
+        description="Print one {query, tool} JSON line for every tool activated from a "
+        "search_tools page in the given transcripts: the input of `tools search --usage`.",
+    )
+    usage.add_argument("transcripts", type=Path, nargs="+", help="transcript JSON-lines files")
+    usage.set_defaults(run=run_usage)
 
     stats = tools_sub.add_parser(
         "stats", help="tool count and standing tool-surface characters",
@@ -68,6 +79,7 @@ def _queries(path: Path) -> Iterator[str]:
 
 def run_search(args: argparse.Namespace) -> int:
     from byref.discovery import FilterError, Filters, ListingError, Searcher, load_catalog
+    from byref.discovery.usage import learn_glossary, read_usage
 
     if (args.query is None) == (args.queries is None):
         print("byref tools search: give a QUERY or --queries FILE (exactly one).",
@@ -76,6 +88,12 @@ def run_search(args: argparse.Namespace) -> int:
     try:
         catalog = load_catalog(args.catalog)
         queries = [args.query] if args.query is not None else list(_queries(args.queries))
+        if args.usage is not None:
+            unknown = catalog.learn(learn_glossary(read_usage(args.usage)))
+            if unknown:
+                print(f"byref tools search: usage names {len(unknown)} tool(s) not in the "
+                      f"catalog, ignored: {', '.join(map(repr, sorted(unknown)[:10]))}",
+                      file=sys.stderr)
     except (ListingError, ValueError, OSError) as exc:
         print(f"byref tools search: {exc}", file=sys.stderr)
         return 2
@@ -105,6 +123,24 @@ def run_search(args: argparse.Namespace) -> int:
             where = f" [{r.server}]" if r.server else ""
             print(f"  {i}. {r.name}{where}  {r.score:.3f}")
             print(f"     {r.excerpt}")
+    return 0
+
+
+def run_usage(args: argparse.Namespace) -> int:
+    from byref.discovery.usage import usage_from_transcript
+    from byref.transcript import Transcript, TranscriptCorruptError
+
+    for path in args.transcripts:
+        if not path.is_file():
+            print(f"byref tools usage: no transcript file at {str(path)!r}.", file=sys.stderr)
+            return 2
+        try:
+            found = usage_from_transcript(Transcript(path))
+        except (TranscriptCorruptError, OSError) as exc:
+            print(f"byref tools usage: {exc}", file=sys.stderr)
+            return 2
+        for u in found:
+            print(json.dumps(u.to_json(), ensure_ascii=False))
     return 0
 
 

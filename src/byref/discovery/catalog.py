@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from byref.discovery.ontology import Ontology, capability_root, relationship_endpoints
@@ -35,6 +35,8 @@ class Entry:
     """The tool's own entities plus every relationship endpoint, deduplicated."""
     glossary: tuple[str, ...]
     """The tool's own glossary plus the ontology's text for each concept it is tagged with."""
+    learned: str = ""
+    """Glossary words learned from use (`Catalog.learn`); searched with the glossary."""
 
     @property
     def name(self) -> str:
@@ -51,6 +53,10 @@ class Entry:
     @property
     def domains(self) -> tuple[str, ...]:
         return self.tool.domains
+
+    def glossary_text(self) -> list[str]:
+        """The glossary field: curated text, then the learned words."""
+        return [*self.glossary, self.learned] if self.learned else list(self.glossary)
 
     def parameter_text(self) -> list[str]:
         """Top-level parameter names and descriptions (their own search field)."""
@@ -109,6 +115,26 @@ class Catalog:
         # the catalog when it changes (seed 001, "descriptions as live data").
         tool.watchers.append(lambda changed: self.touch(changed.name))
         return entry
+
+    def learn(self, glossary: Mapping[str, str]) -> list[str]:
+        """Sets each named tool's learned glossary (`usage.learn_glossary`), replacing what it
+        learned before; a name may be the catalog name or the server's name for the tool, in
+        any case. Returns the names that match no tool (usage can outlive a tool)."""
+        with self._lock:
+            lookup: dict[str, str] = {}
+            for name, entry in self._entries.items():
+                for key in (entry.original_name.lower(), name.lower()):
+                    lookup.setdefault(key, name)
+                lookup[entry.original_name] = lookup[name] = name
+            unknown = []
+            for name, text in glossary.items():
+                found = lookup.get(name) or lookup.get(name.lower())
+                if found is None:
+                    unknown.append(name)
+                    continue
+                self._entries[found] = replace(self._entries[found], learned=text)
+            self.version += 1
+        return unknown
 
     def touch(self, name: str) -> None:
         """A tool's text changed: the next search rebuilds the index."""

@@ -54,8 +54,13 @@ class MiniLM:
 
 
 def document_text(index: SearchIndex, doc: int) -> str:
+    """`name: description`, then the glossary's words once each: the curated (or learned)
+    synonyms help the sentence model as they help BM25 (MetaTool rows outside the sample,
+    learned glossary: recall@1/@5 0.634/0.860 without them in the vector, 0.696/0.903 with)."""
     entry = index.entries[doc]
-    return f"{split_words(entry.original_name)}: {entry.description}"
+    text = f"{split_words(entry.original_name)}: {entry.description}"
+    words = " ".join(dict.fromkeys(" ".join(entry.glossary_text()).split()))
+    return f"{text} Related: {words}" if words else text
 
 
 class HybridRanker:

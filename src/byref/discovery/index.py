@@ -154,7 +154,7 @@ class SearchIndex:
             "name": name_texts,
             "description": [entry.description],
             "capabilities": [split_words(t) for t in tags],
-            "glossary": list(entry.glossary),
+            "glossary": entry.glossary_text(),
             "parameters": entry.parameter_text(),
         }
 

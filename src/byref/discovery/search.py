@@ -157,7 +157,8 @@ def _snippet(field_name: str, entry: Entry, found: list[str], index: SearchIndex
         ]
         return ", ".join(names[:6])
     weights: Mapping[str, float] = {}
-    return excerpt(" ".join(entry.glossary), found, weights, 100, analyzer=analyzer)
+    learned = " ".join(dict.fromkeys(entry.learned.split()))  # once each, not ∝ support
+    return excerpt(" ".join([*entry.glossary, learned]), found, weights, 100, analyzer=analyzer)
 
 
 def _description_of(spec: Any) -> str:
