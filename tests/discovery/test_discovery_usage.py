@@ -134,3 +134,31 @@ def test_learning_is_bounded_and_deterministic(
         assert len(set(text.split())) <= max_terms
         # a word shown for a tool was used by at least min_support distinct queries for it
         assert sum(1 for t, _ in distinct if t == name) >= min_support
+
+
+def test_discovery_learns_from_past_sessions() -> None:
+    discovery = Discovery(label_catalog(), budget=4)
+
+    @tool
+    def note(text: str) -> str:
+        """Keep a note."""
+        return text
+
+    transcripts = []
+    for query in ("a colored label on the bug", "colored label", "pick a colored label"):
+        model = ScriptedModel([
+            call("search_tools", {"query": query}),
+            call("activate_tool", {"names": ["add_label_to_work_item"]}),
+            say("Done."),
+        ])
+        h = Harness(model, [note], discovery=discovery)
+        h.run("Tag the bug.")
+        transcripts.append(h.transcript)
+    search_tools = discovery.tools[0]
+    assert search_tools.fn(query="colored")["results"] == []
+    evidence = discovery.learn(transcripts)
+    assert len(evidence) == 3
+    learned = discovery.catalog.entry("add_label_to_work_item").learned
+    assert learned == "colored colored label label"
+    (top,) = search_tools.fn(query="colored")["results"]
+    assert top["name"] == "add_label_to_work_item"

@@ -1,10 +1,11 @@
 """Tool discovery (seed 001): find, don't load.
 
 Owns the catalog and its ontology, the search index (filters, field-boosted BM25, the rarity
-re-rank), the excerpt lens, the scaffolding tools `search_tools` / `activate_tool`, and the
-working set as a projection of the transcript. The law: undiscovered tools cost one shared
-line; a search declares nothing; the declared set is re-derived from the transcript every turn,
-name-sorted and byte-identical while it is unchanged, with the one varying line last.
+re-rank), the excerpt lens, the scaffolding tools `search_tools` / `activate_tool`, the working
+set as a projection of the transcript, and the glossary learned from use (search → activate).
+The law: undiscovered tools cost one shared line; a search declares nothing; the declared set is
+re-derived from the transcript every turn, name-sorted and byte-identical while it is unchanged,
+with the one varying line last.
 
 Typical use (the harness calls `assemble` once per request)::
 
@@ -13,11 +14,12 @@ Typical use (the harness calls `assemble` once per request)::
     scaffolding = [*discovery.tools, *my_always_declared_tools]
     assembly = discovery.assemble(scaffolding, transcript)
     # request.tools = assembly.declarations; system += "\n\n".join(assembly.system_lines)
+    discovery.learn(past_transcripts)             # words people searched with → glossary
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from byref.discovery.assembly import Assembly, assemble
 from byref.discovery.catalog import Catalog, Entry
@@ -28,6 +30,13 @@ from byref.discovery.ontology import Ontology, OntologyError
 from byref.discovery.scaffold import discovery_tools
 from byref.discovery.search import DEFAULT_LIMIT, Page, Ranker, Result, Searcher
 from byref.discovery.text import ANALYZER, Analyzer
+from byref.discovery.usage import (
+    MAX_TERMS,
+    MIN_SUPPORT,
+    Usage,
+    learn_glossary,
+    usage_from_transcript,
+)
 from byref.discovery.workingset import DEFAULT_BUDGET, working_set
 from byref.events import Emitter
 from byref.tools import Tool
@@ -56,11 +65,26 @@ class Discovery:
     ) -> Assembly:
         return assemble(self.catalog, scaffolding, transcript, budget=self.budget, refs=refs)
 
+    def learn(
+        self,
+        transcripts: Iterable[Transcript],
+        *,
+        min_support: int = MIN_SUPPORT,
+        max_terms: int = MAX_TERMS,
+    ) -> list[Usage]:
+        """Teaches the catalog the words of every search that ended in an activation in
+        `transcripts` (`usage.learn_glossary`; replaces what it learned before). Returns the
+        evidence used, so the caller can keep it and learn again from a larger log."""
+        evidence = [u for t in transcripts for u in usage_from_transcript(t)]
+        self.catalog.learn(learn_glossary(evidence, min_support=min_support,
+                                          max_terms=max_terms))
+        return evidence
+
 
 __all__ = [
     "ANALYZER", "BOOSTS", "DEFAULT_BUDGET", "DEFAULT_LIMIT", "EXCERPT_MAX", "PAGE_CHARS",
     "Analyzer", "Assembly", "Catalog", "Discovery", "Entry", "FilterError", "Filters",
     "ListingError", "Ontology", "OntologyError", "Page", "Ranker", "Ranking", "Result",
-    "SearchIndex", "Searcher", "assemble", "discovery_tools", "excerpt", "load_catalog",
+    "SearchIndex", "Searcher", "Usage", "assemble", "discovery_tools", "excerpt", "load_catalog",
     "water_fill", "working_set",
 ]

@@ -99,7 +99,7 @@ def score(rank: Callable[[str], list[str]], rows: Sequence[dict[str, str]]) -> d
     return {"recall@1": round(r1 / n, 3), "recall@5": round(r5 / n, 3), "mrr": round(mrr / n, 3)}
 
 
-def _ranked(searcher: Searcher) -> Callable[[str], list[str]]:
+def ranked(searcher: Searcher) -> Callable[[str], list[str]]:
     return lambda q: [r.tool.lower() for r in searcher.search(q, limit=10).results]
 
 
@@ -150,22 +150,22 @@ def metatool(root: Path, *, ranker: Ranker | None = None,
     learned = learned_catalog(descriptions, usage)
     out: dict[str, Any] = {
         "queries": len(sample), "tools": len(plain), "baselines": BASELINES,
-        "lexical": score(_ranked(Searcher(plain)), sample),
+        "lexical": score(ranked(Searcher(plain)), sample),
         "lexical_without_synonyms": score(_index_ranked(plain.index(synonyms=())), sample),
         "lexical_without_rerank": score(_index_ranked(plain.index(rerank_depth=0)), sample),
         "lexical_rerank_all": score(_index_ranked(plain.index(rerank_depth=len(plain))), sample),
         "usage_rows": len(usage),
         "usage_rows_dropped_as_sample_duplicates": len(rest) - len(usage),
-        "lexical_learned": score(_ranked(Searcher(learned)), sample),
+        "lexical_learned": score(ranked(Searcher(learned)), sample),
         "lexical_learned_curve": {
-            str(k): score(_ranked(Searcher(learned_catalog(descriptions, per_tool(usage, k)))),
+            str(k): score(ranked(Searcher(learned_catalog(descriptions, per_tool(usage, k)))),
                           sample)
             for k in curve
         },
     }
     if ranker is not None:
-        out["hybrid"] = score(_ranked(Searcher(plain, ranker=ranker)), sample)
-        out["hybrid_learned"] = score(_ranked(Searcher(learned, ranker=ranker)), sample)
+        out["hybrid"] = score(ranked(Searcher(plain, ranker=ranker)), sample)
+        out["hybrid_learned"] = score(ranked(Searcher(learned, ranker=ranker)), sample)
     return out
 
 
