@@ -22,3 +22,14 @@ def test_readme_example_runs() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(README), "exec"), {"__name__": "readme"})
     assert out.getvalue().strip() == expected.group(1).strip()
+
+
+def test_readme_gateway_config_is_one_the_gateway_accepts() -> None:
+    import json
+
+    from byref.gateway.config import parse_config
+
+    (block,) = re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
+    config = parse_config(json.loads(block), source="README", base=README.parent)
+    assert [s.name for s in config.servers] == ["git", "filesystem"]
+    assert config.usage == README.parent / "usage.jsonl"

@@ -18,7 +18,7 @@ import msgspec
 
 EventName = Literal[
     "minted", "resolved", "placed", "presented", "refused", "expired", "evicted",
-    "searched", "activated", "covered",
+    "searched", "activated", "covered", "learned",
 ]
 
 

@@ -146,3 +146,32 @@ async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) 
             after = json.loads(text(await client.call_tool(
                 "search_tools", {"query": "water the seedling"})))
             assert [r["name"] for r in after["results"]] == ["garden__water_seedling_1"]
+
+
+async def test_searches_that_end_in_an_activation_teach_the_next_gateway(world: World) -> None:
+    servers = world.need("git", "time")
+    usage = world.root / "usage.jsonl"
+    queries = ["recent commits for the changelog", "changelog commits",
+               "which commits go in the changelog"]
+    with anyio.fail_after(60):
+        async with running(world, servers, usage=str(usage)) as (_gateway, server), Client(
+                server) as client:
+            before = json.loads(text(await client.call_tool("search_tools",
+                                                             {"query": "changelog"})))
+            assert before["results"] == []
+            for query in queries:
+                found = json.loads(text(await client.call_tool("search_tools",
+                                                               {"query": query})))
+                assert "git__git_log" in [row["name"] for row in found["results"]]
+                result = await client.call_tool("activate_tool", {"names": ["git__git_log"]})
+                assert not result.is_error, text(result)
+            refused = await client.call_tool("activate_tool", {"names": ["git__nope"]})
+            assert refused.is_error
+        lines = [json.loads(line) for line in usage.read_text("utf-8").splitlines()]
+        assert lines == [{"query": q, "tool": "git__git_log"} for q in queries]
+        async with running(world, servers, usage=str(usage)) as (_gateway, server), Client(
+                server) as client:
+            after = json.loads(text(await client.call_tool("search_tools",
+                                                           {"query": "changelog"})))
+            assert after["results"][0]["name"] == "git__git_log"
+            assert after["results"][0]["description"].startswith("Glossary: changelog")

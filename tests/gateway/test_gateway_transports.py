@@ -99,8 +99,9 @@ def test_config_reads_the_mcp_servers_shape(tmp_path: Path) -> None:
                 "disabled": False, "alwaysAllow": []},
         "remote": {"type": "http", "url": "https://example.com/mcp",
                    "headers": {"X-Key": "k"}, "timeout": 5}},
-        "byref": {"scope": "me", "timeout": 30, "workingSet": 4}}))
+        "byref": {"scope": "me", "timeout": 30, "workingSet": 4, "usage": "usage.jsonl"}}))
     config = load_config(path)
+    assert config.usage == tmp_path / "usage.jsonl"  # beside the config file
     git, remote = config.servers
     assert (git.command, git.args, git.env, git.cwd, git.timeout) == (
         "uvx", ("mcp-server-git",), {"A": "1"}, str(tmp_path / "sub"), 30.0)
@@ -122,6 +123,8 @@ def test_config_reads_the_mcp_servers_shape(tmp_path: Path) -> None:
      "Config 'c' server 'a' timeout must be a positive number, got 0."),
     ({"mcpServers": {"a": {"command": "x"}}, "byref": {"tokens": {"short": {}}}},
      "Config 'c': byref.tokens entry #1 is shorter than 16 characters"),
+    ({"mcpServers": {"a": {"command": "x"}}, "byref": {"usage": 3}},
+     "Config 'c': byref.usage must be a file path string, got 3."),
     ({"mcpServers": {"a": {"url": "ftp://h"}}},
      "Config 'c' server 'a': 'url' must be an http:// or https:// URL, got 'ftp://h'."),
 ])

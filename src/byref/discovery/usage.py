@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -108,6 +109,32 @@ def read_usage(path: Path) -> list[Usage]:
             )
         out.append(Usage(raw["query"], raw["tool"]))
     return out
+
+
+class UsageLog:
+    """A JSON-lines usage file that grows as evidence arrives (the gateway keeps one across
+    sessions). The raw queries stay in this operator-owned file; only words with enough
+    support reach the shared index through `learn_glossary`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def read(self) -> list[Usage]:
+        """Every piece of evidence so far (none if the file does not exist yet)."""
+        with self._lock:
+            return read_usage(self.path) if self.path.exists() else []
+
+    def append(self, usages: Iterable[Usage]) -> int:
+        """Adds evidence (whole lines, flushed); returns how many lines were written."""
+        lines = "".join(json.dumps(u.to_json(), ensure_ascii=False) + "\n" for u in usages)
+        if not lines:
+            return 0
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(lines)
+        return lines.count("\n")
 
 
 def learn_glossary(

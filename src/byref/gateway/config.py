@@ -8,7 +8,7 @@ keys other clients add to a server entry (`disabled`, `alwaysAllow`, …) are ig
     {"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]},
                     "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
      "byref": {"scope": "me", "timeout": 60, "autoInsertBytes": 24576, "workingSet": 8,
-               "store": "file://.byref",
+               "store": "file://.byref", "usage": "usage.jsonl",
                "tokens": {"<bearer token>": {"tenant": "acme", "principal": "alice"}}}}
 """
 
@@ -26,7 +26,8 @@ from byref.dispatch import AUTO_INSERT_BYTES
 DEFAULT_TIMEOUT = 60.0
 """Seconds one upstream call may take before the model is told it timed out."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens"})
+_BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
+                         "usage"})
 
 
 class ConfigError(ValueError):
@@ -70,6 +71,9 @@ class GatewayConfig:
     store: str | None = None
     tokens: dict[str, Grant] = field(default_factory=dict)
     source: str = "<config>"
+    usage: Path | None = None
+    """The usage log: search → activate evidence is appended to it, and the catalog learns its
+    glossary from it whenever the catalog is built (relative to the config file's folder)."""
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -122,7 +126,12 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
     if store is not None and not isinstance(store, str):
         raise ConfigError(f"Config {where}: byref.store must be a store URL string, got "
                           f"{store!r}.")
+    usage = opts.get("usage")
+    if usage is not None and (not isinstance(usage, str) or not usage):
+        raise ConfigError(f"Config {where}: byref.usage must be a file path string, got "
+                          f"{usage!r}.")
     return GatewayConfig(
+        usage=None if usage is None else (base or Path.cwd()) / usage,
         servers=servers, scope=scope, timeout=timeout,
         auto_insert_bytes=int(_number(opts.get("autoInsertBytes", AUTO_INSERT_BYTES),
                                       f"{where} byref.autoInsertBytes")),

@@ -30,6 +30,8 @@ from mcp.server.session import ServerSession
 
 from byref.discovery import Catalog, Discovery, working_set
 from byref.discovery.assembly import assemble, capability_line
+from byref.discovery.usage import UsageLog, learn_glossary, usage_from_transcript
+from byref.discovery.workingset import ACTIVATE
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
 from byref.gateway.config import GatewayConfig
@@ -88,6 +90,7 @@ class Gateway:
         self.policy = policy or Policy(auto_insert_bytes=config.auto_insert_bytes,
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
         self.scopes = Scopes(config)
+        self.usage = UsageLog(config.usage) if config.usage is not None else None
         self._errlog = errlog
         self._box: Toolbox | None = None
         self._box_lock = anyio.Lock()
@@ -173,6 +176,11 @@ class Gateway:
                 if name not in catalog:  # a server listing one name twice: the first wins
                     catalog.add(proxied_tool(name, listed, self._invoke), server=server.name,
                                 original_name=listed.name)
+        if self.usage is not None:
+            evidence = self.usage.read()
+            unknown = catalog.learn(learn_glossary(evidence))
+            self.emit("learned", usage=str(self.usage.path), evidence=len(evidence),
+                      tools=sum(1 for e in catalog if e.learned), unknown=len(unknown))
         discovery = Discovery(catalog, budget=self.config.working_set, emit=self.emit)
         search, activate = discovery.tools
         note = f" {capability_line(catalog)}"
@@ -246,6 +254,11 @@ class Gateway:
                 state.transcript.append("tool", [part])
         if self.working_set(state, box) != before:
             await state.announce(session)
+        if self.usage is not None and target.name == ACTIVATE and not part.is_error:
+            async with state.lock:
+                found = usage_from_transcript(state.transcript)
+                fresh, state.usage_logged = found[state.usage_logged:], len(found)
+            await anyio.to_thread.run_sync(self.usage.append, fresh)
         return part
 
     def _dispatcher(self, state: ScopeState, box: Toolbox) -> Dispatcher:

@@ -46,6 +46,8 @@ class ScopeState:
     listen: ListenHandler = field(init=False)
     dispatchers: tuple[int, Dispatcher] | None = None
     """(toolbox version, dispatcher, dispatcher for explicit reads) for that version."""
+    usage_logged: int = 0
+    """How many of the transcript's (query, tool) pairs are already in the usage log."""
     _sessions: OrderedDict[int, ServerSession] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
