@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
                        ("lexical, re-rank every match", "lexical_rerank_all"),
                        ("hybrid", "hybrid"),
                        ("lexical, learned glossary", "lexical_learned"),
+                       ("lexical, learned, no re-rank", "lexical_learned_without_rerank"),
                        ("hybrid, learned glossary", "hybrid_learned")):
         if key in meta:
             _row(label, meta[key])

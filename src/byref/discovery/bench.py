@@ -157,6 +157,8 @@ def metatool(root: Path, *, ranker: Ranker | None = None,
         "usage_rows": len(usage),
         "usage_rows_dropped_as_sample_duplicates": len(rest) - len(usage),
         "lexical_learned": score(ranked(Searcher(learned)), sample),
+        "lexical_learned_without_rerank": score(
+            _index_ranked(learned.index(rerank_depth=0)), sample),
         "lexical_learned_curve": {
             str(k): score(ranked(Searcher(learned_catalog(descriptions, per_tool(usage, k)))),
                           sample)
