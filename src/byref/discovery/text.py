@@ -19,6 +19,7 @@ import Stemmer
 
 # A "word": a run of letters and digits (Unicode-aware). Underscores and hyphens separate words.
 _WORD = re.compile(r"[^\W_]+")
+_WORD_CHAR = re.compile(r"[^\W_]")
 # camelCase / PascalCase / ACRONYMWord boundaries inside one ASCII word; digits stay with the
 # letters before them, so `S3`, `s3` and `listS3Buckets` all give "s3".
 # An acronym's plural stays one word: `PDFs`, `listURLs` → "pdfs", "urls".
@@ -76,6 +77,8 @@ class Analyzer:
         self._memo: dict[str, str] = {}
         """Sub-word as written → its stem, or "" for a stop word."""
         self._lock = threading.Lock()  # a PyStemmer object is not safe to share across threads
+        self._word_spans: dict[str, tuple[Span, ...]] = {}
+        """Word → its spans relative to the word (the lens locates hits word by word)."""
         self._word_terms: dict[str, tuple[str, ...]] = {}
         """Word (a run of letters and digits, as written) → its terms: the document side's
         memo, so a text costs one simple regex pass and one dictionary lookup per word."""
@@ -126,24 +129,36 @@ class Analyzer:
     def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
         """`spans` for a few wanted terms without analyzing every word: the text's words are
         looked up in the word memo (one simple regex pass; a document's words are known from
-        indexing it), and only the words holding a wanted term are split into spans. Same
-        result as the full scan (a property test checks it)."""
-        words = _WORD.findall(text)
+        indexing it), and only the words holding a wanted term are found again, with
+        `str.find` and a word-boundary check, and split into spans. Same result as the full
+        scan (a property test checks it)."""
+        words = set(_WORD.findall(text))
         memo = self._word_terms
         want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
-        try:
-            hit = {w for w in set(words) if not want.isdisjoint(memo[w])}
-        except KeyError:
-            self._learn(set(words).difference(memo))
-            hit = {w for w in set(words) if not want.isdisjoint(memo[w])}
+        missing = [w for w in words if w not in memo]
+        if missing:
+            self._learn(missing)
+        hit = [w for w in words if not want.isdisjoint(memo[w])]
         if not hit:
             return []
+        found: list[tuple[int, str]] = []
+        boundary = _WORD_CHAR.match
+        for word in hit:
+            at = text.find(word)
+            while at >= 0:
+                end = at + len(word)
+                if not (at and boundary(text, at - 1)) and not boundary(text, end):
+                    found.append((at, word))
+                at = text.find(word, end)
+        found.sort()
         out: list[Span] = []
-        for match in _WORD.finditer(text):
-            if match.group() in hit:
-                start = match.start()
-                for span in self._spans(match.group(), wanted):
-                    out.append(Span(span.term, span.start + start, span.end + start))
+        spans_of = self._word_spans
+        for start, word in found:
+            parts = spans_of.get(word)
+            if parts is None:
+                parts = spans_of[word] = tuple(self._spans(word, None))
+            out.extend(Span(p.term, p.start + start, p.end + start) for p in parts
+                       if p.term in want)
         return out
 
     def _spans(self, text: str, wanted: Container[str] | None) -> list[Span]:
