@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,11 +163,20 @@ class SearchIndex:
         active = [f for f in FIELDS if self.boosts.get(f, 0.0) > 0.0]
         per_doc: list[list[tuple[str, Counter[str], int]]] = []
         totals = dict.fromkeys(active, 0)
+        # Parameter texts repeat across a catalog ("The ID of the project", "limit": 83,004
+        # texts, 8,534 distinct at 10,000 tools), so they are analyzed once per distinct text.
+        by_text: dict[str, tuple[str, ...]] = {}
         for entry in self.entries:
             texts = self.field_texts(entry)
             fields = []
             for name in active:
-                terms = analyzer.terms_of_all(texts[name])
+                if name == "parameters":
+                    terms: list[str] | tuple[str, ...] = [
+                        t for text in texts[name] for t in (
+                            by_text.get(text) or by_text.setdefault(
+                                text, tuple(analyzer.terms_of_all((text,)))))]
+                else:
+                    terms = analyzer.terms_of_all(texts[name])
                 if terms:
                     totals[name] += len(terms)
                     fields.append((name, Counter(terms), len(terms)))
@@ -175,27 +184,21 @@ class SearchIndex:
         n = len(self.entries)
         avg = {f: (totals[f] / n if n else 0.0) or 1.0 for f in active}
         norm = {f: (self.boosts[f], 1.0 - self.b, self.b / avg[f]) for f in active}
-        tilde: dict[str, dict[int, float]] = {}
+        # term → {doc: Σ_fields boost·tf / length-norm}; a doc's first field sets, the rest add.
+        tilde: defaultdict[str, dict[int, float]] = defaultdict(dict)
         for doc, fields in enumerate(per_doc):
-            if len(fields) == 1:
-                name, counts, length = fields[0]
+            first = True
+            for name, counts, length in fields:
                 boost, one_minus_b, b_over_avg = norm[name]
                 scale = boost / (one_minus_b + b_over_avg * length)
-                acc = {term: tf * scale for term, tf in counts.items()}
-            else:
-                acc = {}
-                get = acc.get
-                for name, counts, length in fields:
-                    boost, one_minus_b, b_over_avg = norm[name]
-                    scale = boost / (one_minus_b + b_over_avg * length)
+                if first:
                     for term, tf in counts.items():
-                        acc[term] = get(term, 0.0) + tf * scale
-            for term, value in acc.items():
-                posting = tilde.get(term)
-                if posting is None:
-                    tilde[term] = {doc: value}
-                else:
-                    posting[doc] = value
+                        tilde[term][doc] = tf * scale
+                    first = False
+                    continue
+                for term, tf in counts.items():
+                    posting = tilde[term]
+                    posting[doc] = posting.get(doc, 0.0) + tf * scale
         k1 = self.k1
         for term, docs in tilde.items():
             df = len(docs)
