@@ -221,3 +221,34 @@ def test_memory_store_is_bounded_by_default() -> None:
     store = open_store("memory://")
     with pytest.raises(ArtifactTooLargeError):
         store.put_stream(Scope("t"), iter(()), (256 << 20) + 1, OPTS)  # type: ignore[attr-defined]
+
+
+def test_a_crashed_writers_temporary_files_are_swept_and_a_live_ones_kept(
+    tmp_path: Path,
+) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    store = FileStore(tmp_path)
+    scope = Scope("t")
+    store.put(scope, b"x", OPTS)
+    directory = next(tmp_path.rglob("art_*.json")).parent
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True, timeout=60)
+    dead = int(finished.stdout)
+    host = socket.gethostname()
+    orphan = directory / f".incoming-{host}-{dead}-abc123"
+    orphan_meta = directory / f".meta-{host}-{dead}-def456"
+    live = directory / f".incoming-{host}-{os.getpid()}-ghi789"
+    remote = directory / f".incoming-elsewhere-{dead}-jkl012"
+    legacy = directory / ".incoming-mno345"  # older name: its writer cannot be known
+    for path in (orphan, orphan_meta, live, remote, legacy):
+        path.write_bytes(b"partial")
+    assert len(store.list(scope)) == 1  # listing sweeps the scope
+    assert not orphan.exists() and not orphan_meta.exists()
+    assert live.exists() and remote.exists() and legacy.exists()
+    store.put_stream(scope, iter([b"abc"]), 3, OPTS)  # its own temp file is gone after
+    assert sorted(p.name for p in directory.glob(".incoming-*")) == sorted(
+        [live.name, remote.name, legacy.name])

@@ -5,7 +5,9 @@ of the exact scope values, so scopes differing only in case, separators, `..`, `
 normalization never share a directory, on any disk. The law: writes go to a temporary file and are
 renamed into place, and the metadata file (written last) is what makes an artifact exist, so a
 crash never leaves a partial artifact visible. Retention runs under a per-scope lock file, so
-several processes may write one scope.
+several processes may write one scope. Temporary files are named after their writer
+(`.incoming-<host>-<pid>-…`), so a later sweep of the scope removes those a crashed writer on
+this host left behind, and never one that a live writer (or another host) is still filling.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import builtins
 import dataclasses
 import fcntl
 import os
+import socket
 import tempfile
 import threading
 import time
@@ -112,7 +115,7 @@ class FileStore:
         directory = self._dir(scope)
         directory.mkdir(parents=True, exist_ok=True)
         meter = Meter(declared_bytes, digest=options.digest)
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=".incoming-")
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(".incoming-"))
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -185,6 +188,7 @@ class FileStore:
         directory, now, live = self._dir(scope), self.clock(), []
         if not directory.is_dir():
             return []
+        _reap_orphans(directory)
         for path in directory.glob("art_*.json"):
             meta = self._read_meta(path)
             if meta is None:
@@ -216,13 +220,45 @@ class FileStore:
         self._payload(scope, ref).unlink(missing_ok=True)
 
     def _atomic_write(self, path: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".meta-")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(".meta-"))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             if self.fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
+
+
+_TEMP_PREFIXES = (".incoming-", ".meta-")
+
+
+def _temp_prefix(kind: str) -> str:
+    """`.incoming-<host>-<pid>-`: who is writing the file (the pid is read per call: a forked
+    child is another writer)."""
+    return f"{kind}{socket.gethostname()}-{os.getpid()}-"
+
+
+def _reap_orphans(directory: Path) -> None:
+    """Removes temporary files whose writer on this host is no longer running."""
+    host = socket.gethostname()
+    for path in directory.glob(".*-*"):
+        kind = next((k for k in _TEMP_PREFIXES if path.name.startswith(k)), None)
+        if kind is None:
+            continue
+        writer, _, pid_text = path.name[len(kind):].rpartition("-")[0].rpartition("-")
+        if writer != host or not pid_text.isdigit() or _running(int(pid_text)):
+            continue
+        path.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def stage_corruption(store: FileStore, scope: Scope, ref: str) -> None:
