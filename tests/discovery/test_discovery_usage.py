@@ -14,6 +14,7 @@ from byref.discovery import Catalog, Discovery, Searcher
 from byref.discovery.usage import (
     Usage,
     UsageError,
+    UsageLog,
     learn_glossary,
     read_usage,
     usage_from_transcript,
@@ -162,3 +163,17 @@ def test_discovery_learns_from_past_sessions() -> None:
     assert learned == "colored colored label label"
     (top,) = search_tools.fn(query="colored")["results"]
     assert top["name"] == "add_label_to_work_item"
+
+
+def test_the_usage_log_appends_and_survives_a_torn_last_line(tmp_path: Path) -> None:
+    log = UsageLog(tmp_path / "logs" / "usage.jsonl")
+    assert log.read() == []
+    assert log.append([Usage("rain tomorrow?", "get_forecast")]) == 1
+    assert log.append([]) == 0
+    with log.path.open("a", encoding="utf-8") as fh:
+        fh.write('{"query": "snow on fri')  # a crash mid-append
+    assert log.read() == [Usage("rain tomorrow?", "get_forecast")]
+    with pytest.raises(UsageError, match=r"line 2 is not JSON"):
+        read_usage(log.path)  # a file given by hand is read strictly
+    log.path.write_text('{"query": "a", "tool": "b"}', "utf-8")  # hand-written, no newline
+    assert log.read() == [Usage("a", "b")]

@@ -175,3 +175,18 @@ async def test_searches_that_end_in_an_activation_teach_the_next_gateway(world: 
                                                            {"query": "changelog"})))
             assert after["results"][0]["name"] == "git__git_log"
             assert after["results"][0]["description"].startswith("Glossary: changelog")
+
+
+async def test_a_damaged_usage_log_is_reported_and_the_gateway_serves_anyway(
+        world: World) -> None:
+    servers = world.need("time")
+    usage = world.root / "usage.jsonl"
+    usage.write_text('{"query": "x", "tool": "time__get_current_time"}\n{oops\n{}\n', "utf-8")
+    with anyio.fail_after(60):
+        async with running(world, servers, usage=str(usage)) as (_gateway, server), Client(
+                server) as client:
+            found = json.loads(text(await client.call_tool(
+                "search_tools", {"query": "current time"})))
+            assert found["results"][0]["name"] == "time__get_current_time"
+    assert (f"byref gateway: usage log not learned from: {str(usage)!r} line 2 is not JSON"
+            in world.log.read_text("utf-8"))

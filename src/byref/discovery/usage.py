@@ -91,24 +91,36 @@ def _page_names(result: Any) -> Iterator[str]:
             yield row["name"]
 
 
-def read_usage(path: Path) -> list[Usage]:
-    """JSON lines of {"query": …, "tool": …} (blank lines skipped)."""
+def read_usage(path: Path, *, torn_tail: bool = False) -> list[Usage]:
+    """JSON lines of {"query": …, "tool": …} (blank lines skipped). `torn_tail`: a last line
+    that lacks its newline and does not parse is an append a crash cut short, and is skipped."""
+    text = path.read_text("utf-8")
+    lines = text.splitlines()
     out = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{str(path)!r} line {number} is not JSON: {exc.msg}.") from None
-        if not (isinstance(raw, dict) and isinstance(raw.get("query"), str)
-                and isinstance(raw.get("tool"), str)):
-            raise UsageError(
-                f"{str(path)!r} line {number} must be an object with string fields 'query' "
-                'and \'tool\', e.g. {"query": "weather in Oslo", "tool": "get_forecast"}.'
-            )
-        out.append(Usage(raw["query"], raw["tool"]))
+            out.append(_usage(line, path, number))
+        except UsageError:
+            if torn_tail and number == len(lines) and not text.endswith("\n"):
+                break
+            raise
     return out
+
+
+def _usage(line: str, path: Path, number: int) -> Usage:
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{str(path)!r} line {number} is not JSON: {exc.msg}.") from None
+    if not (isinstance(raw, dict) and isinstance(raw.get("query"), str)
+            and isinstance(raw.get("tool"), str)):
+        raise UsageError(
+            f"{str(path)!r} line {number} must be an object with string fields 'query' "
+            'and \'tool\', e.g. {"query": "weather in Oslo", "tool": "get_forecast"}.'
+        )
+    return Usage(raw["query"], raw["tool"])
 
 
 class UsageLog:
@@ -121,9 +133,10 @@ class UsageLog:
         self._lock = threading.Lock()
 
     def read(self) -> list[Usage]:
-        """Every piece of evidence so far (none if the file does not exist yet)."""
+        """Every piece of evidence so far (none if the file does not exist yet; a last line a
+        crash cut short is skipped)."""
         with self._lock:
-            return read_usage(self.path) if self.path.exists() else []
+            return read_usage(self.path, torn_tail=True) if self.path.exists() else []
 
     def append(self, usages: Iterable[Usage]) -> int:
         """Adds evidence (whole lines, flushed); returns how many lines were written."""

@@ -30,7 +30,7 @@ from mcp.server.session import ServerSession
 
 from byref.discovery import Catalog, Discovery, working_set
 from byref.discovery.assembly import assemble, capability_line
-from byref.discovery.usage import UsageLog, learn_glossary, usage_from_transcript
+from byref.discovery.usage import UsageError, UsageLog, learn_glossary, usage_from_transcript
 from byref.discovery.workingset import ACTIVATE
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
@@ -177,10 +177,7 @@ class Gateway:
                     catalog.add(proxied_tool(name, listed, self._invoke), server=server.name,
                                 original_name=listed.name)
         if self.usage is not None:
-            evidence = self.usage.read()
-            unknown = catalog.learn(learn_glossary(evidence))
-            self.emit("learned", usage=str(self.usage.path), evidence=len(evidence),
-                      tools=sum(1 for e in catalog if e.learned), unknown=len(unknown))
+            self._learn(catalog, self.usage)
         discovery = Discovery(catalog, budget=self.config.working_set, emit=self.emit)
         search, activate = discovery.tools
         note = f" {capability_line(catalog)}"
@@ -194,6 +191,19 @@ class Gateway:
         )
         return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
                        dict(self._errors))
+
+    def _learn(self, catalog: Catalog, usage: UsageLog) -> None:
+        """Teach the catalog its usage log; a damaged log is reported, never fatal."""
+        try:
+            evidence = usage.read()
+        except (UsageError, OSError, UnicodeDecodeError) as exc:
+            self.emit("learned", usage=str(usage.path), error=str(exc))
+            if self._errlog is not None:
+                print(f"byref gateway: usage log not learned from: {exc}", file=self._errlog)
+            return
+        unknown = catalog.learn(learn_glossary(evidence))
+        self.emit("learned", usage=str(usage.path), evidence=len(evidence),
+                  tools=sum(1 for e in catalog if e.learned), unknown=len(unknown))
 
     def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
         # Reached only when the gateway could not unwrap the call (see `_unwrap`).
