@@ -19,6 +19,7 @@ from byref.discovery.bench import (
     training_usage,
 )
 from byref.discovery.mcp import catalog_from_listings, read_listings
+from byref.discovery.usage import query_key
 
 pytestmark = pytest.mark.skipif(not (EVAL / "mcp-catalog").is_dir(), reason=EVAL_MISSING)
 
@@ -57,8 +58,8 @@ def test_learning_from_the_rows_outside_the_sample_lifts_recall() -> None:
     """A regression guard on a slice of the sample; `byref bench search` reports the figures."""
     descriptions, sample, rest = metatool_data(EVAL)
     usage = training_usage(sample, rest)
-    asked = {" ".join(r["Query"].lower().split()) for r in sample}
-    assert not asked & {" ".join(u.query.lower().split()) for u in usage}
+    asked = {query_key(r["Query"]) for r in sample}
+    assert not asked & {query_key(u.query) for u in usage}
     rows = sample[:600]
     zero_shot = score(ranked(Searcher(metatool_catalog(descriptions))), rows)
     learned = score(ranked(Searcher(learned_catalog(descriptions, usage))), rows)

@@ -25,7 +25,7 @@ from byref.discovery.index import BOOSTS, Filters, SearchIndex
 from byref.discovery.mcp import Listed, catalog_from_listings, read_listings, safe_name
 from byref.discovery.scaffold import discovery_tools
 from byref.discovery.search import Ranker, Searcher
-from byref.discovery.usage import Usage, learn_glossary
+from byref.discovery.usage import Usage, learn_glossary, query_key
 from byref.discovery.workingset import DEFAULT_BUDGET
 from byref.jsonview import dumps
 from byref.tools import Tool
@@ -112,9 +112,8 @@ def training_usage(sample: Sequence[dict[str, str]], rest: Sequence[dict[str, st
                    ) -> list[Usage]:
     """The rows outside the sample as usage evidence, minus any row whose query text (case and
     spacing aside) is also a sample query, so nothing learned is a question later asked."""
-    asked = {" ".join(r["Query"].lower().split()) for r in sample}
-    return [Usage(r["Query"], r["Tool"]) for r in rest
-            if " ".join(r["Query"].lower().split()) not in asked]
+    asked = {query_key(r["Query"]) for r in sample}
+    return [Usage(r["Query"], r["Tool"]) for r in rest if query_key(r["Query"]) not in asked]
 
 
 def learned_catalog(descriptions: dict[str, str], usage: Sequence[Usage]) -> Catalog:

@@ -171,10 +171,10 @@ class SearchIndex:
             fields = []
             for name in active:
                 if name == "parameters":
-                    terms: list[str] | tuple[str, ...] = [
-                        t for text in texts[name] for t in (
-                            by_text.get(text) or by_text.setdefault(
-                                text, tuple(analyzer.terms_of_all((text,)))))]
+                    for text in texts[name]:
+                        if text not in by_text:
+                            by_text[text] = tuple(analyzer.terms_of_all((text,)))
+                    terms: list[str] = [t for text in texts[name] for t in by_text[text]]
                 else:
                     terms = analyzer.terms_of_all(texts[name])
                 if terms:

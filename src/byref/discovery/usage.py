@@ -48,6 +48,11 @@ class Usage:
         return {"query": self.query, "tool": self.tool}
 
 
+def query_key(query: str) -> str:
+    """A query as evidence counts it, case and spacing aside ("Rain  Tomorrow", "rain tomorrow")."""
+    return " ".join(query.lower().split())
+
+
 def usage_from_transcript(transcript: Transcript) -> list[Usage]:
     """The (query, tool) pairs a transcript holds, oldest first.
 
@@ -169,7 +174,7 @@ def learn_glossary(
     spelled: dict[str, Counter[str]] = defaultdict(Counter)
     seen: set[tuple[str, str]] = set()
     for usage in usages:
-        key = (usage.tool, " ".join(usage.query.lower().split()))
+        key = (usage.tool, query_key(usage.query))
         if key in seen:  # the same query twice is one piece of evidence
             continue
         seen.add(key)
