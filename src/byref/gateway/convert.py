@@ -2,36 +2,33 @@
 
 Owns three conversions. (1) An upstream `tools/list` entry becomes a catalog name and a listing
 (`<server>__<tool>`, so names are unique across servers and stable whatever other servers list);
-(2) an upstream `CallToolResult` becomes the value dispatch records: text is the value (a JSON
-document, or a Python-literal dump of rows such as mcp-server-sqlite prints, becomes that JSON
-value; anything else stays the exact string), and every binary block (image, audio, embedded
-resource) becomes a `Payload`, so it is stored and the model sees a marker; (3) a dispatch `Part`
-becomes the `CallToolResult` the client receives, and a byref declaration becomes an MCP `Tool`.
+(2) an upstream `CallToolResult` becomes the value dispatch records: a text block is the exact
+string the server sent (never parsed, even when it looks like JSON), and every binary block
+(image, audio, embedded resource) becomes a `Payload`, so it is stored and the model sees a marker;
+(3) a dispatch `Part` becomes the `CallToolResult` the client receives, and a byref declaration
+becomes an MCP `Tool`.
 
-The law: nothing is lost in conversion that a tool would need later — text is kept byte-exact
-unless it parses as JSON, binary bytes go to the store whole, an upstream error stays an error.
+The law: nothing is lost in conversion that a tool would need later — text is kept byte for byte
+(what the model sees, what a ref resolves to and what an edit must match are the server's own
+characters; JSON in it is parsed on demand by read_json / query_json, never by replacing it),
+binary bytes go to the store whole, an upstream error stays an error.
 """
 
 from __future__ import annotations
 
-import ast
 import base64
 import binascii
 import hashlib
-import math
 from typing import Any
 
 import mcp_types as types
 
 from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, server_slug
-from byref.jsonview import decode
 from byref.tools import Payload
 from byref.transcript import Part
 
 NAME_MAX = 64
 """Providers reject longer tool names; longer qualified names are shortened with a digest."""
-LITERAL_MAX = 64 << 20
-"""Text longer than this is not tried as a Python literal (the parser holds it all in memory)."""
 
 
 # -- names and listings ---------------------------------------------------------------------------
@@ -83,7 +80,7 @@ def error_text(result: types.CallToolResult) -> str:
 
 def _block(block: Any, label: str) -> Any:
     if isinstance(block, types.TextContent):
-        return parse_text(block.text)
+        return block.text
     if isinstance(block, types.ImageContent | types.AudioContent):
         return Payload.from_bytes(_b64(block.data, label), block.mime_type, kind=block.mime_type,
                                   label=f"{label} {block.type}")
@@ -111,42 +108,6 @@ def _b64(data: str, label: str) -> bytes:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"{label} returned binary content that is not valid base64") from exc
-
-
-def parse_text(text: str) -> Any:
-    """A JSON document or a literal dump of rows becomes that value; other text stays as is."""
-    head = text.lstrip()[:1]
-    if head not in ("[", "{"):
-        return text
-    try:
-        return decode(text)
-    except Exception:
-        pass
-    if len(text) > LITERAL_MAX:
-        return text
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return text
-    return value if _json_safe(value) else text
-
-
-def _json_safe(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            if not all(isinstance(k, str) for k in v):
-                return False
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                return False
-        elif not (v is None or isinstance(v, str | int | bool)):
-            return False  # tuples, bytes, sets: not JSON, keep the text
-    return True
 
 
 # -- dispatch parts → the client's result ---------------------------------------------------------

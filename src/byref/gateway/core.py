@@ -26,7 +26,7 @@ import anyio.abc
 import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
-from mcp.server.session import ServerSession
+from mcp.server.connection import Connection
 
 from byref.discovery import Catalog, Discovery, working_set
 from byref.discovery.assembly import assemble, capability_line
@@ -40,6 +40,7 @@ from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
 from byref.reads import ReadLimits
+from byref.refs import is_recipe
 from byref.store import ArtifactStore, open_store
 from byref.tools import BUILTIN_JSON_TOOLS, Tool, ToolRefusal
 from byref.tools.present import make_present_tool
@@ -167,6 +168,9 @@ class Gateway:
                 self._listings[name] = got
         self._version += 1
         self._box = self._build()
+        for state in self.scopes.all():  # an idle scope's dispatcher must not pin the old box
+            if state.dispatchers is not None and state.dispatchers[0] != self._version:
+                state.dispatchers = None
 
     def _build(self) -> Toolbox:
         catalog = Catalog()
@@ -244,7 +248,7 @@ class Gateway:
                            always={t.name for t in box.scaffolding})
 
     async def call(self, state: ScopeState, name: str, arguments: Any, *,
-                   session: ServerSession | None = None) -> Part:
+                   connection: Connection | None = None) -> Part:
         """Run one client call in `state`'s scope and return the recorded result part."""
         box = await self.toolbox()
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
@@ -259,11 +263,13 @@ class Gateway:
                 state.transcript.append("tool", [part])
         if part is None:
             part = await anyio.to_thread.run_sync(_dispatch, dispatcher, target, call_seq)
-            assert not part.derived, "proxied results never carry server recipes"
+            # Its rendering names no seq (no recipes; derived Blob refs are seq-free), so it may
+            # land after other calls' messages.
+            assert not any(is_recipe(r) for r in part.derived.values()), part.derived
             async with state.lock:
                 state.transcript.append("tool", [part])
         if self.working_set(state, box) != before:
-            await state.announce(session)
+            await state.announce(connection)
         if self.usage is not None and target.name == ACTIVATE and not part.is_error:
             async with state.lock:
                 found = usage_from_transcript(state.transcript)

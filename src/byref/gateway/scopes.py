@@ -2,16 +2,20 @@
 
 Owns the mapping from a connection to a `Scope` and that scope's state: its transcript (the
 gateway's own record of calls and results, which Message refs address), its subscription bus
-(2026-07-28 listen streams) and the handshake-era sessions to tell about tool-list changes. The
-law: over stdio one process is one scope; over HTTP every request carries a bearer token the
-config maps to a tenant and principal, a request without a valid one is refused by the HTTP layer
-before any handler (or upstream) sees it, and refs never resolve across scopes — each scope has
-its own transcript, and the store answers another scope's key as absent.
+(2026-07-28 listen streams) and the open connections to tell about tool-list changes. The law:
+over stdio one process is one scope; over HTTP every request carries a bearer token the config
+maps to a tenant and principal, a request without a valid one is refused by the HTTP layer before
+any handler (or upstream) sees it, and refs never resolve across scopes — each scope has its own
+transcript, and the store answers another scope's key as absent. A transcript starts at a
+clock-derived seq, so a Message ref minted before a restart is refused, never answered with a
+newer result. Identities are compared as structured values (never a joined string, where
+`a/b` + `c` would equal `a` + `b/c`), and a connection is forgotten when it closes.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,61 +23,77 @@ from typing import Any
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.session import ServerSession
+from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 
 from byref.dispatch import Dispatcher
 from byref.gateway.config import GatewayConfig, Grant
 from byref.store import Scope
-from byref.transcript import Transcript
+from byref.transcript import Transcript, fresh_origin
 
 CONVERSATION = "gateway"
 STDIO_PRINCIPAL = "stdio"
-_SESSIONS_KEPT = 64
+_CONNECTIONS_KEPT = 64
 
 
 class AccessRefused(Exception):
     """A request reached a handler without a grant (the HTTP layer should have refused it)."""
 
 
+def _transcript() -> Transcript:
+    # In memory, so a restart loses it: a fresh origin makes every older Message ref a refusal.
+    return Transcript(origin=fresh_origin())
+
+
 @dataclass
 class ScopeState:
     scope: Scope
-    transcript: Transcript = field(default_factory=Transcript)
+    transcript: Transcript = field(default_factory=_transcript)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     listen: ListenHandler = field(init=False)
     dispatchers: tuple[int, Dispatcher] | None = None
-    """(toolbox version, dispatcher, dispatcher for explicit reads) for that version."""
+    """(toolbox version, dispatcher) for that version; dropped when the toolbox is rebuilt."""
     usage_logged: int = 0
     """How many of the transcript's (query, tool) pairs are already in the usage log."""
-    _sessions: OrderedDict[int, ServerSession] = field(default_factory=OrderedDict)
+    _connections: OrderedDict[int, Connection] = field(default_factory=OrderedDict)
+    """Open connections with a channel for notifications, by identity (held, so ids stay)."""
 
     def __post_init__(self) -> None:
         self.listen = ListenHandler(self.bus)
 
-    def remember(self, session: ServerSession) -> None:
-        """Keep a handshake-era connection's session to notify it of list changes later."""
-        key = id(getattr(session, "_connection", session))
-        self._sessions[key] = session
-        self._sessions.move_to_end(key)
-        while len(self._sessions) > _SESSIONS_KEPT:
-            self._sessions.popitem(last=False)
+    def remember(self, connection: Connection) -> None:
+        """Keep an open connection to notify it of list changes; forgotten when it closes."""
+        if not connection.has_standalone_channel:
+            return  # a 2026-07-28 request's own connection: its client listens on the bus
+        key = id(connection)
+        if key not in self._connections:
+            connection.exit_stack.callback(self.forget, connection)
+        self._connections[key] = connection
+        self._connections.move_to_end(key)
+        while len(self._connections) > _CONNECTIONS_KEPT:
+            self._connections.popitem(last=False)
 
-    async def announce(self, current: ServerSession | None = None) -> None:
+    def forget(self, connection: Connection) -> None:
+        if self._connections.get(id(connection)) is connection:
+            del self._connections[id(connection)]
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
+
+    async def announce(self, current: Connection | None = None) -> None:
         """Tell every client of this scope that the tool list changed, in both generations."""
         await self.bus.publish(ToolsListChanged())
-        sessions = list(self._sessions.items())
         if current is not None:
             self.remember(current)
-            sessions = list(self._sessions.items())
-        for key, session in sessions:
+        for connection in list(self._connections.values()):
             try:
                 with anyio.move_on_after(5):
-                    await session.send_tool_list_changed()
-            except Exception:  # the connection is gone: forget it
-                self._sessions.pop(key, None)
+                    await connection.send_tool_list_changed()
+            except Exception:  # it cannot take a notice: it is gone
+                self.forget(connection)
 
 
 class Scopes:
@@ -121,5 +141,7 @@ class TokenMap:
                 grant = g
         if grant is None:
             return None
-        return AccessToken(token=token, client_id=f"{grant.tenant}/{grant.principal}", scopes=[],
+        # The SDK binds an HTTP session to client_id: encode the pair, never join it.
+        owner = json.dumps([grant.tenant, grant.principal], ensure_ascii=False)
+        return AccessToken(token=token, client_id=owner, scopes=[],
                            claims={"tenant": grant.tenant, "principal": grant.principal})

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 import mcp_types as types
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -62,7 +63,9 @@ def build_server(gateway: Gateway) -> GatewayServer:
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         state = scope_of(ctx)
-        state.remember(ctx.session)
+        connection = _connection(ctx)
+        if connection is not None:
+            state.remember(connection)
         declarations = await gateway.declarations(state)
         return types.ListToolsResult(tools=[mcp_tool(d) for d in declarations])
 
@@ -70,7 +73,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         state = scope_of(ctx)
         part = await gateway.call(state, params.name, params.arguments or {},
-                                  session=ctx.session)
+                                  connection=_connection(ctx))
         return call_result(part)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
@@ -83,6 +86,12 @@ def build_server(gateway: Gateway) -> GatewayServer:
     return GatewayServer("byref-gateway", version=__version__, instructions=INSTRUCTIONS,
                          on_list_tools=list_tools, on_call_tool=call_tool,
                          on_subscriptions_listen=listen)
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+    """The request's connection: remembered itself, not the per-request session that wraps it."""
+    found = getattr(ctx.session, "_connection", None)  # the SDK's context exposes no accessor
+    return found if isinstance(found, Connection) else None
 
 
 async def serve_stdio(gateway: Gateway) -> None:
