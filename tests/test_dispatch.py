@@ -151,7 +151,8 @@ def test_stale_recipe_raises_never_empty(tmp_path: Any) -> None:
          "has no field 'valu'; fields there: 'opaque', 'value', 'kind', 'bytes', 'mediaType'."),
         ({"$ref": {"type": "Blob", "key": "art_" + "z" * 22}},
          "Artifact 'art_zzzzzzzzzzzzzzzzzzzzzz' is not available"),
-        ({"$ref": {"type": "Message", "seq": 2, "part": 0}, "x": 1}, "does not fit its schema"),
+        ({"$ref": {"type": "Message", "seq": 2, "part": 0}, "x": 1},
+             "is almost a reference, but not quite. It has key(s) 'x' beside '$ref'"),
     ],
 )
 def test_bad_refs_are_refused_and_the_tool_does_not_run(rows: Any, message: str) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from byref.dispatch import Policy
+from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.events import Emitter, MemorySink
 from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.harness.messages import Request
@@ -143,9 +144,11 @@ def test_placement_truth_table(ceiling: int | None, placement: bool, net: bool,
     part = results(h)[0]
     text = part.rendered or ""
     if error:
-        # Errors are never placed; the net still bounds them; the ceiling is not consulted.
+        # Errors are never placed and the ceiling is not consulted; a refusal is bounded at
+        # the source (it quotes a tool's message only so far, with its true length).
         assert part.is_error and '"placed":true' not in text
-        expected = "truncated" if net else "whole"
+        assert len(text) <= REFUSAL_MAX and "[30,000 characters in all]" in text
+        return
     elif ceiling is not None:
         expected = "ceiling"
     elif placement:

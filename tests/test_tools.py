@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from byref.refs import MODEL_REF_SCHEMA, Ref
-from byref.tools import SCHEMAS, Tool, ToolInputError, query_json, rewrite_schema, tool
+from byref.tools import SchemaCache, Tool, ToolInputError, query_json, rewrite_schema, tool
 
 
 @tool
@@ -44,10 +44,40 @@ def test_declarations_are_identical_objects_and_bytes_across_turns() -> None:
 
 
 def test_cache_is_keyed_by_identity_not_equality() -> None:
+    cache = SchemaCache()
     a = {"type": "object", "properties": {"x": {"type": "string"}}}
     b = {"type": "object", "properties": {"x": {"type": "string"}}}
-    assert SCHEMAS.rewrite(a) is SCHEMAS.rewrite(a)
-    assert SCHEMAS.rewrite(a) is not SCHEMAS.rewrite(b)
+    assert cache.rewrite(a) is cache.rewrite(a)
+    assert cache.rewrite(a) is not cache.rewrite(b)
+
+
+def test_cache_key_includes_kept_names() -> None:
+    cache = SchemaCache()
+    a = {"type": "object", "properties": {"x": {"type": "string"}}}
+    assert "anyOf" in cache.rewrite(a)["properties"]["x"]
+    assert cache.rewrite(a, frozenset({"x"}))["properties"]["x"] == {"type": "string"}
+
+
+def test_schema_caches_belong_to_their_tool_and_are_released_with_it() -> None:
+    import gc
+    import weakref
+
+    class Schema(dict[str, Any]):  # a dict that can be weakly referenced
+        pass
+
+    def build(i: int) -> Tool:
+        return Tool(name=f"t{i}", description="d", fn=lambda x: x,
+                    input_schema=Schema(type="object", properties={"x": {"type": "string"}}))
+
+    tools = [build(i) for i in range(1_000)]
+    for t in tools:
+        t.declaration()
+        t.declared_validator()
+        t.plain_validator()
+    refs = [weakref.ref(t.input_schema) for t in tools]
+    del tools, t
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 0  # nothing process-wide keeps them alive
 
 
 def test_rewrite_refuses_non_object_root() -> None:

@@ -11,6 +11,7 @@ is a `RefRefusal` whose text says what was wrong and what would fit.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -20,6 +21,28 @@ DEFAULT_VALIDATION_CAP: Final = 8
 
 _KEY_RE: Final = re.compile(r"^art_[0-9A-Za-z]{22}$")
 _FIELD_RE: Final = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
+QUOTE_CHARS: Final = 100
+"""At most this many characters of any offending value are quoted back in a refusal."""
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """`repr(value)` bounded to about `limit` characters, saying the true size when cut.
+
+    Never raises: an integer too long for `repr` (over 4,300 digits) is described by its digit
+    count, and a value whose repr fails is named by its type.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4_000:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"an integer of about {digits:,} digits"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    try:
+        text = repr(value)
+    except Exception:  # a huge integer nested in a container, a hostile __repr__
+        return f"a {type(value).__name__} value"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters as written)"
 
 
 class RefRefusal(ValueError):
@@ -128,6 +151,52 @@ def is_envelope(value: object) -> bool:
     return isinstance(value, dict) and ENVELOPE_KEY in value and len(value) == 1
 
 
+ENVELOPE_RULE: Final = (
+    "An argument object whose '$ref' (or a look-alike key such as '$REF', '＄ref' or '$rеf' with "
+    "a Cyrillic letter) holds an object is always read as a reference, and must then be exactly "
+    '{"$ref": {...}} with no other keys. A tool whose own schema accepts such an object receives '
+    "it only nested below the top level of an argument; an object whose '$ref' holds a string "
+    "(as in JSON Schema) is plain data."
+)
+
+
+def looks_like_ref_key(key: object) -> bool:
+    """True when `key` is `$ref` or is confusable with it (case, width, homoglyphs, accents)."""
+    if not isinstance(key, str) or len(key) > 16:
+        return False
+    if key == ENVELOPE_KEY:
+        return True
+    folded = unicodedata.normalize("NFKC", key).casefold()
+    if folded == ENVELOPE_KEY:
+        return True
+    if len(folded) != len(ENVELOPE_KEY) or folded.isascii():
+        return False
+    from confusables import is_confusable  # lazy: its tables load only for non-ASCII keys
+
+    return bool(is_confusable(folded, ENVELOPE_KEY))
+
+
+def near_envelope(value: object) -> str | None:
+    """Why `value` is almost, but not exactly, a `$ref` envelope; None when it is not one.
+
+    Almost: an object with a `$ref`-like key holding an object, that is not the single key `$ref`
+    (extra keys beside it, or a look-alike key). Refused rather than passed on as a literal dict.
+    """
+    if not isinstance(value, dict) or is_envelope(value):
+        return None
+    for key, body in value.items():
+        if isinstance(body, dict) and looks_like_ref_key(key):
+            if key != ENVELOPE_KEY:
+                return (f"It has the key {quote(key)}, which looks like '$ref' but is not it. "
+                        f"{_MODEL_HINT}")
+            extra = [k for k in value if k != ENVELOPE_KEY]
+            shown = ", ".join(quote(k, 40) for k in extra[:5])
+            more = f" and {len(extra) - 5:,} more" if len(extra) > 5 else ""
+            return (f"It has key(s) {shown}{more} beside '$ref'; a reference is an object with "
+                    f"the single key '$ref'. {_MODEL_HINT}")
+    return None
+
+
 def is_ref(value: object) -> bool:
     return isinstance(value, Message | Blob | JsonPointer | JsonQuery)
 
@@ -189,7 +258,8 @@ def _parse(body: object, *, model: bool, cap: int, level: int) -> Ref:
     kind = body.get("type")
     if not isinstance(kind, str) or kind not in _ALLOWED_KEYS:
         raise RefRefusal(
-            f"Unknown reference type {kind!r}; the types you may write are 'Message' and 'Blob'. "
+            f"Unknown reference type {quote(kind)}; the types you may write are 'Message' and "
+            "'Blob'. "
             f"{_MODEL_HINT}"
         )
     if model and kind in RECIPE_TYPES:
@@ -202,7 +272,8 @@ def _parse(body: object, *, model: bool, cap: int, level: int) -> Ref:
     if extra:
         allowed = ", ".join(repr(k) for k in sorted(_ALLOWED_KEYS[kind]))
         raise RefRefusal(
-            f"A {kind!r} reference has unexpected key(s) {', '.join(map(repr, extra))}; "
+            f"A {kind!r} reference has unexpected key(s) "
+            f"{', '.join(quote(k, 40) for k in extra[:5])}{'…' if len(extra) > 5 else ''}; "
             f"allowed: {allowed}."
         )
     if kind == "Message":
@@ -212,7 +283,9 @@ def _parse(body: object, *, model: bool, cap: int, level: int) -> Ref:
     source = _parse_source(body, kind, model=model, cap=cap, level=level)
     path = body.get("path")
     if not isinstance(path, str) or (path and not path.startswith("/")):
-        raise RefRefusal(f"A {kind!r} recipe needs 'path' as a JSON Pointer string, got {path!r}.")
+        raise RefRefusal(
+            f"A {kind!r} recipe needs 'path' as a JSON Pointer string, got {quote(path)}."
+        )
     if kind == "JsonPointer":
         return JsonPointer(source, path)
     return JsonQuery(source, path, _parse_filter(body.get("filter", [])))
@@ -229,7 +302,7 @@ def _parse_message(body: dict[str, Any]) -> Message:
     if fld is not None and (not isinstance(fld, str) or not _FIELD_RE.match(fld)):
         raise RefRefusal(
             f"A 'Message' reference's 'field' must be a dot-path string such as 'value' or "
-            f"'result.items', got {fld!r}."
+            f"'result.items', got {quote(fld)}."
         )
     return Message(part=part, seq=seq, field=fld)
 
@@ -245,7 +318,8 @@ def _parse_blob(body: dict[str, Any], *, model: bool, cap: int, level: int) -> B
         key = body["key"]
         if not isinstance(key, str) or not _KEY_RE.match(key):
             raise RefRefusal(
-                f"A 'Blob' key looks like 'art_' followed by 22 letters or digits, got {key!r}. "
+                "A 'Blob' key looks like 'art_' followed by 22 letters or digits, got "
+                f"{quote(key)}. "
                 "Copy it exactly from the result that returned it."
             )
         return Blob(key=key)
@@ -264,7 +338,7 @@ def _parse_filter(raw: object) -> tuple[Clause, ...]:
     clauses: list[Clause] = []
     for item in raw:
         if not isinstance(item, dict) or not isinstance(item.get("field"), str):
-            raise RefRefusal(f"A filter clause needs a string 'field', got {item!r}.")
+            raise RefRefusal(f"A filter clause needs a string 'field', got {quote(item)}.")
         keys = set(item) - {"field"}
         if keys == {"eq"}:
             clauses.append(Clause.equals(item["field"], item["eq"]))
@@ -273,7 +347,7 @@ def _parse_filter(raw: object) -> tuple[Clause, ...]:
         else:
             raise RefRefusal(
                 f"A filter clause has 'field' and exactly one of 'eq' or 'contains' (a string), "
-                f"got {item!r}."
+                f"got {quote(item)}."
             )
     return tuple(clauses)
 
@@ -281,7 +355,7 @@ def _parse_filter(raw: object) -> tuple[Clause, ...]:
 def _index(value: object, name: str) -> int:
     # bool is an int subclass; True is not a message number.
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RefRefusal(f"'{name}' must be a non-negative integer, got {value!r}.")
+        raise RefRefusal(f"'{name}' must be a non-negative integer, got {quote(value)}.")
     return value
 
 

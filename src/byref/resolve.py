@@ -9,6 +9,7 @@ the transcript). Every failure is a `ResolveError` whose text the model can act 
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from byref.jsonview import (
 )
 from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, RefRefusal
 from byref.store import ArtifactMeta, ArtifactStore, Scope
-from byref.store.port import ArtifactIntegrityError, CanGetStream
+from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
 from byref.transcript import Transcript, walk
 
 
@@ -52,11 +53,14 @@ class BytesSource:
     meta: ArtifactMeta
 
     def open(self) -> IO[bytes]:
-        if isinstance(self.store, CanGetStream):
-            streamed = self.store.get_stream(self.scope, self.meta.ref)
-            if streamed is not None:
-                return ChunkReader(streamed.chunks)  # type: ignore[return-value]
-        artifact = self.store.get(self.scope, self.meta.ref)
+        """A reader over the bytes; a stream verifies its recorded digest as it is read, and a
+        mismatch surfaces (as a `ResolveError`) before the last chunk, never as wrong bytes."""
+        with _store_errors(self.where):
+            if isinstance(self.store, CanGetStream):
+                streamed = self.store.get_stream(self.scope, self.meta.ref)
+                if streamed is not None:
+                    return ChunkReader(_guarded(streamed.chunks, self.where))  # type: ignore[return-value]
+            artifact = self.store.get(self.scope, self.meta.ref)
         if artifact is None:
             raise ResolveError(_gone(self.meta.ref))
         return io.BytesIO(artifact.data)
@@ -139,7 +143,8 @@ class Resolver:
                     raise ResolveError(
                         f"Artifact {ref.key!r} cannot be read: no artifact store is attached."
                     )
-                meta = self.store.head(self.scope, ref.key)
+                with _store_errors(f"artifact {ref.key!r}"):
+                    meta = self.store.head(self.scope, ref.key)
                 if meta is None:
                     raise ResolveError(_gone(ref.key))
                 return BytesSource(self.store, self.scope, meta)
@@ -152,6 +157,13 @@ class Resolver:
         raise ResolveError(f"Cannot resolve {type(ref).__name__!r}.")  # pragma: no cover
 
     def _message(self, ref: Message, current: int | None, hops: int) -> BytesSource | Any:
+        """The value a Message ref addresses: whatever the model was shown a preview of.
+
+        A field that stands for another value (a recipe, a placed result's or an opaque
+        marker's `value`, recorded as `derived`) is that value, and so is anything below it; a
+        value that contains such fields has each replaced by the value it stands for, so a ref
+        to a whole `read_json` result never delivers the `{"derived": true}` placeholder.
+        """
         seq = ref.seq if ref.seq is not None else current
         if seq is None:
             seq = self.transcript.last_seq
@@ -160,17 +172,24 @@ class Resolver:
         part = self.transcript.part(seq, ref.part)
         where = f"message {seq} part {ref.part}"
         path = ref.field or ""
-        # A recipe recorded for this field (or a field above it) stands for the value there.
-        for key, recipe in part.derived.items():
-            if path == key or path.startswith(key + "."):
-                inner = self._source(recipe, current, hops)
-                rest = path[len(key) + 1 :]
-                if not rest:
+        derived = part.derived
+        # The deepest recorded stand-in at or above the path wins ("" stands for the whole part).
+        for key in sorted(derived, key=len, reverse=True):
+            if path == key or (key and path.startswith(key + ".")):
+                inner = self._source(derived[key], current, hops)
+                rest = path[len(key) + 1 :] if key else path
+                if not rest or path == key:
                     return inner
                 if isinstance(inner, BytesSource):
                     inner = self._materialize(inner)
                 return walk(inner, rest, where=f"{where} field {key!r}")
-        return walk(part.value, path, where=where)
+        value = walk(part.value, path, where=where)
+        below = {k[len(path) + 1 :] if path else k: r for k, r in derived.items()
+                 if k and (not path or k.startswith(path + "."))}
+        for rel in sorted(below, key=len):
+            stand_in = self._value(below[rel], current, hops)
+            value = _replace_at(value, rel.split("."), stand_in)
+        return value
 
     def _recipe(self, ref: JsonPointer | JsonQuery, current: int | None, hops: int) -> Any:
         return self._apply(ref, self._source(ref.source, current, hops))
@@ -183,8 +202,18 @@ class Resolver:
                 if isinstance(ref, JsonPointer):
                     return stream_pointer(src.open, ref.path, where=src.where)
                 return list(query_stream(src.open, ref.path, ref.filter, where=src.where))
-            if isinstance(src, bytes):
-                src = _decode_json(src)
+            if isinstance(src, bytes | str):
+                # Text is kept as text; JSON in it is parsed here, on demand, for the recipe.
+                try:
+                    src = decode(src)
+                except Exception as exc:
+                    if isinstance(ref, JsonPointer) and not ref.path and isinstance(src, str):
+                        return src  # the whole of a plain text is that text
+                    raise ResolveError(
+                        f"The referenced {'text' if isinstance(src, str) else 'bytes'} is not "
+                        f"JSON ({str(exc)[:120]}), so the JSON path {ref.path!r} cannot apply "
+                        "to it; pass the value itself instead."
+                    ) from exc
             if isinstance(ref, JsonPointer):
                 return resolve_pointer(src, ref.path, where="the referenced value")
             return query_value(src, ref.path, ref.filter, where="the referenced value")
@@ -192,12 +221,8 @@ class Resolver:
             raise ResolveError(str(exc)) from exc
 
     def _materialize(self, src: BytesSource) -> Any:
-        try:
+        with _store_errors(src.where):
             artifact = src.store.get(self.scope, src.meta.ref)
-        except ArtifactIntegrityError as exc:
-            raise ResolveError(
-                f"{src.where} failed its integrity check and was not used; produce it again."
-            ) from exc
         if artifact is None:
             raise ResolveError(_gone(src.meta.ref))
         if _is_json(artifact.meta.media_type):
@@ -208,12 +233,12 @@ class Resolver:
 
 
 def _is_json(media_type: str) -> bool | None:
-    """True for JSON media types, False for known non-JSON ones, None when unknown."""
+    """True for JSON media types, False for known non-JSON ones, None when it may hold JSON."""
     base = media_type.split(";")[0].strip().lower()
     if base == "application/json" or base.endswith("+json"):
         return True
-    if base in ("application/octet-stream", ""):
-        return None
+    if base in ("application/octet-stream", "") or base.startswith("text/"):
+        return None  # text is stored as text; JSON inside it is parsed on demand
     return False
 
 
@@ -229,7 +254,41 @@ def _decode_json(data: bytes | str) -> Any:
     try:
         return decode(data)
     except Exception as exc:
-        raise ResolveError(f"The referenced bytes are not valid JSON ({exc}).") from exc
+        what = "text" if isinstance(data, str) else "bytes"
+        raise ResolveError(f"The referenced {what} is not valid JSON ({exc}).") from exc
+
+
+@contextlib.contextmanager
+def _store_errors(where: str) -> Iterator[None]:
+    """A store's developer-facing failure (damaged bytes or record, an unreachable backend)
+    becomes a refusal the model can act on; the cause stays chained for the operator."""
+    try:
+        yield
+    except ArtifactIntegrityError as exc:
+        raise ResolveError(
+            f"{where} failed its integrity check and was not used; produce it again."
+        ) from exc
+    except ArtifactError as exc:
+        raise ResolveError(f"{where} cannot be read now ({str(exc)[:200]}).") from exc
+
+
+def _guarded(chunks: Iterator[bytes], where: str) -> Iterator[bytes]:
+    with _store_errors(where):
+        yield from chunks
+
+
+def _replace_at(value: Any, segments: list[str], new: Any) -> Any:
+    """A copy of `value` with the node at `segments` replaced (only the path is copied)."""
+    if not segments:
+        return new
+    head, rest = segments[0], segments[1:]
+    if isinstance(value, dict) and head in value:
+        return {**value, head: _replace_at(value[head], rest, new)}
+    if isinstance(value, list) and head.isascii() and head.isdigit() and int(head) < len(value):
+        out = list(value)
+        out[int(head)] = _replace_at(out[int(head)], rest, new)
+        return out
+    return value
 
 
 def _gone(ref: str) -> str:

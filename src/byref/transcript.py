@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from byref.refs import Ref, RefRefusal, parse_server_ref
+from byref.refs import Ref, RefRefusal, parse_server_ref, quote
 
 Role = Literal["user", "assistant", "tool"]
 PartType = Literal["text", "tool_call", "tool_result"]
@@ -77,10 +78,19 @@ class Message:
 
 
 class Transcript:
-    """Append-only messages. In memory by default; `Transcript(path)` persists as JSON lines."""
+    """Append-only messages. In memory by default; `Transcript(path)` persists as JSON lines.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    `origin` is the seq of the first message. A record that outlives its process (the gateway's,
+    kept in memory) starts from a clock-derived origin (`fresh_origin()`), so a ref minted before
+    a restart names a seq this transcript never held and is refused, never answered with a newer
+    record's value. A persisted transcript is reopened with the origin it was created with.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, origin: int = 0) -> None:
+        if isinstance(origin, bool) or not isinstance(origin, int) or origin < 0:
+            raise ValueError(f"Transcript origin must be a non-negative integer, got {origin!r}")
         self.path = Path(path) if path is not None else None
+        self.origin = origin
         self._messages: list[Message] = []
         self._lock = threading.Lock()
         self._encoder = msgspec.json.Encoder()
@@ -92,7 +102,7 @@ class Transcript:
         if not parts:
             raise ValueError("a message needs at least one part")
         with self._lock:
-            message = Message(len(self._messages), role, tuple(parts))
+            message = Message(self.origin + len(self._messages), role, tuple(parts))
             # Encode before touching the file or the list, so a value msgspec cannot encode
             # raises here and leaves both exactly as they were.
             line = self._encoder.encode(message.to_json()) + b"\n"
@@ -113,15 +123,22 @@ class Transcript:
 
     @property
     def last_seq(self) -> int | None:
-        return len(self._messages) - 1 if self._messages else None
+        return self.origin + len(self._messages) - 1 if self._messages else None
 
     def message(self, seq: int) -> Message:
-        if 0 <= seq < len(self._messages):
-            return self._messages[seq]
+        index = seq - self.origin
+        if 0 <= index < len(self._messages):
+            return self._messages[index]
+        if seq < self.origin:
+            raise TranscriptLookupError(
+                f"message {seq} is not in this conversation's record, which begins at message "
+                f"{self.origin} (the reference is from an earlier session or before a restart). "
+                "Call the tool that produced it again to get a fresh reference."
+            )
         if not self._messages:
             raise TranscriptLookupError(f"message {seq} does not exist: the transcript is empty.")
         raise TranscriptLookupError(
-            f"message {seq} does not exist; messages are 0–{len(self._messages) - 1}."
+            f"message {seq} does not exist; messages are {self.origin}–{self.last_seq}."
         )
 
     def part(self, seq: int, part: int) -> Part:
@@ -156,10 +173,11 @@ class Transcript:
                     "it was changed outside byref. Restore it from a copy, or move it aside to "
                     "start a new transcript."
                 ) from exc
-            if message.seq != len(self._messages):
+            if message.seq != self.origin + len(self._messages):
                 raise TranscriptCorruptError(
                     f"Transcript {str(path)!r} line {number} holds message {message.seq}, "
-                    f"expected {len(self._messages)}; lines were removed or reordered."
+                    f"expected {self.origin + len(self._messages)}; lines were removed or "
+                    "reordered."
                 )
             self._messages.append(message)
             good += len(line)
@@ -168,34 +186,55 @@ class Transcript:
                 fh.truncate(good)
 
 
+_ORIGIN_EPOCH_MS = 1_767_225_600_000
+"""2026-01-01T00:00:00Z: origins count milliseconds from here, keeping seqs to ~11 digits."""
+
+
+def fresh_origin(clock: Callable[[], int] = time.time_ns) -> int:
+    """A first seq no earlier process can have reached: milliseconds since 2026 (wall clock).
+
+    A previous record that began at origin o and held n messages ended at o + n - 1; it would
+    have had to append faster than one message a millisecond for its last seq to reach a later
+    origin. A clock set backwards is the one way to overlap; durable state removes the need.
+    """
+    return max(0, clock() // 1_000_000 - _ORIGIN_EPOCH_MS)
+
+
 def walk(value: Any, path: str | None, *, where: str) -> Any:
-    """Follow a dot-path into a JSON-like value; a miss names what exists at the failing step."""
+    """Follow a dot-path into a JSON-like value; a miss names what exists at the failing step.
+
+    Only ASCII digits index arrays: `rows.3` is `rows[3]`, while `rows.٣`, `rows.３` or `rows.²`
+    name nothing (Python's `isdigit` would accept them and `int` read or reject them unevenly).
+    """
     if not path:
         return value
     current = value
     walked: list[str] = []
     for segment in path.split("."):
+        at = f" at {quote('.'.join(walked))}" if walked else ""
         if isinstance(current, dict):
             if segment not in current:
-                keys = ", ".join(repr(k) for k in list(current)[:20]) or "none"
-                at = f" at {'.'.join(walked)!r}" if walked else ""
+                keys = ", ".join(quote(k, 40) for k in list(current)[:20]) or "none"
                 raise TranscriptLookupError(
-                    f"{where} has no field {segment!r}{at}; fields there: {keys}."
+                    f"{where} has no field {quote(segment)}{at}; fields there: {keys}."
                 )
             current = current[segment]
-        elif isinstance(current, list) and segment.isdigit():
-            index = int(segment)
+        elif isinstance(current, list) and segment.isascii() and segment.isdigit():
+            # A digit run too long for int() (4,300 digits) is out of range all the same.
+            index = int(segment) if len(segment) <= 18 else len(current)
             if index >= len(current):
                 raise TranscriptLookupError(
-                    f"{where}: index {index} is out of range at {'.'.join(walked) or 'the top'!r}"
-                    f" (the array has {len(current)} items)."
+                    f"{where}: index {segment[:20]}{'…' if len(segment) > 20 else ''} is out of "
+                    "range at "
+                    f"{quote('.'.join(walked)) if walked else 'the top'} (the array has "
+                    f"{len(current)} items)."
                 )
             current = current[index]
         else:
             kind = type(current).__name__ if not isinstance(current, list) else "array"
+            hint = " (arrays are indexed by ASCII digits, e.g. 'rows.3')" if kind == "array" else ""
             raise TranscriptLookupError(
-                f"{where}: cannot take field {segment!r} of a {kind}"
-                f"{' at ' + repr('.'.join(walked)) if walked else ''}."
+                f"{where}: cannot take field {quote(segment)} of a {kind}{at}{hint}."
             )
         walked.append(segment)
     return current

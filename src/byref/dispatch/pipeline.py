@@ -22,8 +22,9 @@ from byref.dispatch.policy import Policy
 from byref.dispatch.results import render, shape_result
 from byref.dispatch.wants import WantsRefusal, redeem
 from byref.events import Emitter
-from byref.jsonview import JsonEncodeError
+from byref.jsonview import JsonEncodeError, unrecordable
 from byref.refs import (
+    ENVELOPE_RULE,
     Blob,
     JsonPointer,
     JsonQuery,
@@ -31,7 +32,9 @@ from byref.refs import (
     Ref,
     RefRefusal,
     is_envelope,
+    near_envelope,
     parse_model_envelope,
+    quote,
 )
 from byref.resolve import Caps, Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
@@ -39,12 +42,22 @@ from byref.tools.context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part, Transcript
 
+REFUSAL_MAX = 1_800
+"""A refusal the model reads is at most this many characters, whatever it quotes."""
+
 
 @dataclass(frozen=True, slots=True)
 class Call:
     id: str
     name: str
     input: Any
+
+    def recordable(self) -> Call:
+        """This call as the transcript can hold it: text that is not valid Unicode is escaped,
+        an integer too long to write becomes a note. Only a call that is refused needs it."""
+        if unrecordable([self.id, self.name, self.input]) is None:
+            return self
+        return Call(_escaped(self.id), _escaped(self.name), _escaped(self.input))
 
 
 class Refusal(Exception):
@@ -107,6 +120,7 @@ class Dispatcher:
     # -- recording the call --------------------------------------------------------------------
     def call_part(self, call: Call) -> Part:
         """The transcript part for a call; `$ref` arguments are recorded as derived fields."""
+        call = call.recordable()
         derived: dict[str, Ref] = {}
         if self.policy.refs and isinstance(call.input, dict):
             for name, value in call.input.items():
@@ -123,8 +137,30 @@ class Dispatcher:
 
     # -- running it ----------------------------------------------------------------------------
     def dispatch(self, call: Call, *, call_seq: int, seq: int, part: int) -> Part:
-        """Run `call` (recorded at `call_seq`); its result will be message `seq`, part `part`."""
+        """Run `call` (recorded at `call_seq`); its result will be message `seq`, part `part`.
+
+        Never raises for anything the model wrote or a tool returned: that is a refusal for the
+        model and a `refused` event for the operator.
+        """
         try:
+            return self._dispatch(call, call_seq=call_seq, seq=seq, part=part)
+        except Exception as exc:  # a defect below dispatch must not end the caller's loop
+            self.emit("refused", op="dispatch", tool=_escaped(call.name)[:200],
+                      call_id=_escaped(call.id)[:200], reason="internal-error",
+                      detail=f"{type(exc).__name__}: {_escaped(str(exc))[:500]}")
+            return self._refused(call, Refusal(
+                f"Tool {quote(call.name)} did not run: byref could not process this call "
+                f"({type(exc).__name__}). Nothing was kept; try again or another way.",
+                "internal-error"), emit=False)
+
+    def _dispatch(self, call: Call, *, call_seq: int, seq: int, part: int) -> Part:
+        try:
+            problem = unrecordable([call.name, call.id, call.input], where="the call")
+            if problem is not None:
+                raise Refusal(
+                    f"Tool {quote(call.recordable().name)} did not run: {problem}. Write the "
+                    "value as valid UTF-8 text (or a number of at most a few thousand digits).",
+                    "invalid-input", detail=problem)
             tool = self._tool(call.name)
             raw = self._input(tool, call.input, call_seq)
             self._parse_refs(tool, raw)
@@ -138,24 +174,30 @@ class Dispatcher:
             return self._refused(call, refusal)
         return self._record(tool, call, value, seq=seq, part=part)
 
-    def _refused(self, call: Call, refusal: Refusal) -> Part:
-        self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
-                  reason=refusal.reason, ref=refusal.ref, detail=refusal.detail)
-        text = self.error_text(call, refusal.text)
+    def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True) -> Part:
+        call = call.recordable()
+        if emit:
+            self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
+                      reason=refusal.reason, ref=refusal.ref, detail=_clip(refusal.detail))
+        text = self.error_text(call, _clip(_escaped(refusal.text), REFUSAL_MAX) or "")
         return Part(type="tool_result", value=text, rendered=text,
                     tool=call.name, call_id=call.id, is_error=True)
 
     def _tool(self, name: str) -> Tool:
         if name in self.tools:
             return self.tools[name]
-        close = difflib.get_close_matches(name, list(self.tools), n=3)
+        close = difflib.get_close_matches(name[:200], list(self.tools), n=3)
         names = close or sorted(self.tools)[:10]
         raise Refusal(
-            f"There is no tool {name!r}. Tools you can call: {', '.join(map(repr, names))}.",
+            f"There is no tool {quote(name)}. Tools you can call: {', '.join(map(repr, names))}.",
             "unknown-tool",
         )
 
     def _input(self, tool: Tool, raw: Any, call_seq: int) -> dict[str, Any]:
+        almost = near_envelope(raw) if self.policy.refs else None
+        if almost is not None:
+            raise Refusal(f"Tool {tool.name!r} did not run: the input is almost a reference, "
+                          f"but not quite. {almost} {ENVELOPE_RULE}", "bad-ref")
         if self.policy.refs and is_envelope(raw):
             raw = self._resolve(tool, "the input", raw, call_seq, lazy=False)
         if not isinstance(raw, dict):
@@ -175,25 +217,32 @@ class Dispatcher:
                     parse_model_envelope(value, cap=self.caps.validation)
                 except RefRefusal as exc:
                     raise Refusal(
-                        f"Tool {tool.name!r} did not run: argument {name!r} is a reference that "
-                        f"cannot be used. {exc}", "bad-ref",
+                        f"Tool {tool.name!r} did not run: argument {quote(name)} is a reference "
+                        f"that cannot be used. {exc}", "bad-ref",
                     ) from exc
+                continue
+            almost = near_envelope(value)
+            if almost is not None:
+                raise Refusal(
+                    f"Tool {tool.name!r} did not run: argument {quote(name)} is almost a "
+                    f"reference, but not quite. {almost} {ENVELOPE_RULE}", "bad-ref")
 
     def _validate(self, tool: Tool, raw: dict[str, Any]) -> None:
         """The validation dial: the input as written, against the schema the model was shown."""
         if self.policy.validation == "off":
             return
-        schema = tool.declaration()["input_schema"] if self.policy.refs else tool.input_schema
-        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(raw))
+        validator = tool.declared_validator() if self.policy.refs else tool.plain_validator()
+        error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
         if error is None:
             return
-        at = "/".join(str(p) for p in error.absolute_path) or "the input"
+        at = _clip("/".join(str(p) for p in error.absolute_path), 200) or "the input"
+        message = _clip(error.message, 400)
         text = (f"Tool {tool.name!r} was not executed: its input does not fit its schema at "
-                f"{at!r}: {error.message}.")
+                f"{at!r}: {message}.")
         if self.policy.validation == "enforce":
-            raise Refusal(text, "invalid-input", detail=error.message)
+            raise Refusal(text, "invalid-input", detail=message)
         self.emit("refused", op="validate", tool=tool.name, reason="invalid-input",
-                  detail=error.message, enforced=False)
+                  detail=message, enforced=False)
 
     def _wants(self, tool: Tool, raw: dict[str, Any], call_seq: int) -> dict[str, ArtifactMeta]:
         if not tool.wants:
@@ -210,7 +259,7 @@ class Dispatcher:
         args: dict[str, Any] = {}
         for name, value in raw.items():
             if self.policy.refs and name not in tool.wants and is_envelope(value):
-                value = self._resolve(tool, f"argument {name!r}", value, call_seq,
+                value = self._resolve(tool, f"argument {quote(name)}", value, call_seq,
                                       lazy=name in tool.lazy)
             args[name] = value
         try:
@@ -237,7 +286,8 @@ class Dispatcher:
             raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
         except Exception as exc:  # a tool's own failure is reported to the model, not raised
             raise Refusal(
-                f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}", "tool-error"
+                f"Tool {tool.name!r} failed: {type(exc).__name__}: {_clip(str(exc), 600)}",
+                "tool-error",
             ) from exc
 
     def _record(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
@@ -257,9 +307,15 @@ class Dispatcher:
                 self.emit("refused", op="net", tool=tool.name, reason="truncated",
                           bytes=len(text.encode()))
             recorded = shaped.recorded if placed.how == "inline" else placed.recorded
+            derived = shaped.derived
+            if placed.how == "placed":
+                # The substitute stands for the stored result: a ref to the part, or to its
+                # `value`, delivers the result itself.
+                stored = Blob(key=placed.ref)
+                derived = {**derived, "": stored, "value": stored}
             candidate = Part(type="tool_result", value=recorded, rendered=placed.text,
                              tool=tool.name, call_id=call.id, is_error=placed.how == "ceiling",
-                             derived=shaped.derived)
+                             derived=derived)
             # Encode as the transcript will, so a failure happens before anything lands.
             render(candidate.to_json())
             if placed.how == "ceiling":
@@ -271,8 +327,9 @@ class Dispatcher:
                 for ref in shaped.minted:
                     self.store.delete(self.scope, ref)
             text = (
-                f"Tool {tool.name!r} returned a value that cannot be recorded ({exc}); nothing "
-                "was kept. This is a defect in the tool, not in your call."
+                f"Tool {tool.name!r} returned a value that cannot be recorded "
+                f"({_clip(_escaped(str(exc)), 400)}); nothing was kept. This is a defect in the "
+                "tool, not in your call."
             )
             self.emit("refused", op="record", tool=tool.name, call_id=call.id,
                       reason="unserializable-result")
@@ -285,16 +342,26 @@ class Dispatcher:
                       policy=self.policy, store=self.store, scope=self.scope).text
 
 
-_VALIDATORS: dict[int, tuple[dict[str, Any], jsonschema.Draft202012Validator]] = {}
+def _clip(text: str | None, limit: int = 500) -> str | None:
+    """At most `limit` characters of a message, saying how long it really was."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text):,} characters in all]"
 
 
-def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
-    # Declared schemas are cached objects, so their identity is a sound key (held, so ids stay).
-    hit = _VALIDATORS.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        hit = (schema, jsonschema.Draft202012Validator(schema))
-        _VALIDATORS[id(schema)] = hit
-    return hit[1]
+def _escaped(value: Any) -> Any:
+    """`value` with every string made valid Unicode (lone surrogates backslash-escaped) and every
+    integer too long to record replaced by a note; everything else as it was."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
+        return f"<{quote(value)}>"
+    if isinstance(value, dict):
+        return {_escaped(k) if isinstance(k, str) else str(k): _escaped(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_escaped(v) for v in value]
+    return value
 
 
 def _pin(ref: Ref, current: int) -> Ref:

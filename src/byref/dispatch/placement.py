@@ -61,7 +61,7 @@ def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy
     meta = store.put(scope, data, PutOptions(
         kind=kind or f"tool-result/{tool}",
         media_type="application/json" if structured else "text/plain",
-        label=f"{tool} result"))
+        label=f"{tool} result", digest=True))
     summary = {
         "placed": True,
         "kind": meta.kind,
@@ -80,10 +80,12 @@ def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy
 def _text_preview(text: str, budget: int) -> str:
     """Error lines first (that is where a log's answer usually is), then the head."""
     lines = text.splitlines()
-    errors = [ln for ln in lines if any(w in ln.lower() for w in ("error", "fail", "exception"))]
+    flagged = [any(w in ln.lower() for w in ("error", "fail", "exception")) for ln in lines]
+    errors = [ln for ln, bad in zip(lines, flagged, strict=True) if bad]
+    rest = [ln for ln, bad in zip(lines, flagged, strict=True) if not bad]
     chosen: list[str] = []
     used = 0
-    for line in [*errors, *[ln for ln in lines if ln not in errors]]:
+    for line in [*errors, *rest]:
         if used + len(line) + 1 > budget:
             break
         chosen.append(line)

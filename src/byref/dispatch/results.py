@@ -49,6 +49,8 @@ def _walk(value: Any, path: tuple[str, ...], out: Shaped, **kw: Any) -> tuple[An
             out.derived[dotted or "value"] = ref
             shown = envelope(Message(part=kw["part"], seq=kw["seq"], field=dotted or "value"))
             return {"derived": True}, shown
+        # A ref inside a result stands for its value: a ref to this field resolves through it.
+        out.derived[dotted] = ref
         return envelope(ref), envelope(ref)
     if isinstance(value, dict):
         recorded, shown = {}, {}
@@ -70,13 +72,20 @@ def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: 
             return text, text
         inline = {"mediaType": p.media_type, "base64": base64.b64encode(data).decode()}
         return inline, inline
+    # A digest by default: every later read verifies it, so same-length damage is caught too.
     options = PutOptions(kind=p.kind or p.media_type, media_type=p.media_type,
-                         label=p.label or f"{tool} result")
+                         label=p.label or f"{tool} result", digest=True)
     if isinstance(store, CanPutStream):
         meta = store.put_stream(scope, p.open_chunks(), p.size, options)
     else:
         meta = store.put(scope, b"".join(p.open_chunks()), options)
     out.minted.append(meta.ref)
+    # The marker is a stand-in: its `value` (and a marker that is the whole result, the part
+    # itself) resolves to the stored bytes, not to the envelope.
+    dotted = ".".join(path)
+    out.derived[f"{dotted}.value" if dotted else "value"] = Blob(key=meta.ref)
+    if not dotted:
+        out.derived[""] = Blob(key=meta.ref)
     marker = {"opaque": True, "value": envelope(Blob(key=meta.ref)), "kind": meta.kind,
               "bytes": meta.bytes, "mediaType": meta.media_type}
     return marker, marker

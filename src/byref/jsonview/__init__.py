@@ -7,7 +7,7 @@ materialized whole; a selection that no longer matches raises `StaleSelectionErr
 returns an empty or partial value.
 """
 
-from byref.jsonview.codec import JsonEncodeError, decode, dumps, encode
+from byref.jsonview.codec import JsonEncodeError, decode, dumps, encode, unrecordable
 from byref.jsonview.preview import DEFAULT_PREVIEW_CHARS, bounded, preview, shape_hint
 from byref.jsonview.select import (
     ChunkReader,
@@ -24,4 +24,5 @@ __all__ = [
     "DEFAULT_PREVIEW_CHARS", "ChunkReader", "JsonEncodeError", "NotJsonError",
     "StaleSelectionError", "bounded", "decode", "dumps", "encode", "matches", "preview",
     "query_stream", "query_value", "resolve_pointer", "shape_hint", "stream_pointer",
+    "unrecordable",
 ]

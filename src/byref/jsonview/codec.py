@@ -17,8 +17,54 @@ class JsonEncodeError(TypeError):
 def encode(value: Any) -> bytes:
     try:
         return _encoder.encode(value)
+    except UnicodeEncodeError as exc:
+        raise JsonEncodeError(
+            f"text holds a lone surrogate {exc.object[exc.start:exc.end]!r} (not valid Unicode, "
+            "e.g. a file name decoded with os.fsdecode), which JSON cannot carry"
+        ) from exc
+    except ValueError as exc:  # an integer past Python's 4,300-digit str conversion limit
+        raise JsonEncodeError(f"value is not JSON-serializable: {str(exc)[:200]}") from exc
     except (TypeError, msgspec.EncodeError) as exc:
-        raise JsonEncodeError(f"value is not JSON-serializable: {exc}") from exc
+        raise JsonEncodeError(f"value is not JSON-serializable: {str(exc)[:300]}") from exc
+
+
+def unrecordable(value: Any, *, where: str = "the value") -> str | None:
+    """Why `value` (model input, a tool's result) cannot be encoded as JSON; None when it can.
+
+    Walks iteratively (no recursion limit) and names the first offending spot: a string with a
+    lone surrogate, an integer too long to write, a key that is not a string, a non-JSON type.
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, at = stack.pop()
+        spot = f"{where} at {at!r}" if at else where
+        if isinstance(item, str):
+            if not _utf8_ok(item):
+                return f"{spot} holds text with a lone surrogate (not valid Unicode)"
+        elif isinstance(item, bool) or item is None or isinstance(item, float):
+            continue
+        elif isinstance(item, int):
+            if item.bit_length() > 14_000:  # ~4,214 digits: under the str conversion limit
+                digits = int(item.bit_length() * 0.30103) + 1
+                return f"{spot} is an integer of about {digits:,} digits, too long to record"
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    return f"{spot} has a key of type {type(k).__name__!r}; keys must be text"
+                if not _utf8_ok(k):
+                    return f"{spot} has a key with a lone surrogate (not valid Unicode)"
+                stack.append((v, f"{at}.{k[:40]}" if at else k[:40]))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{at}.{i}" if at else str(i)) for i, v in enumerate(item))
+    return None
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def dumps(value: Any) -> str:

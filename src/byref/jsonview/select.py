@@ -151,7 +151,7 @@ def _split_at_index(path: str) -> tuple[str, int | None, str]:
     """Split "/a/3/b" into ("/a", 3, "/b"): ijson prefixes cannot name one array element."""
     segments = path.split("/")[1:] if path else []
     for i, seg in enumerate(segments):
-        if seg.isdigit():
+        if seg.isascii() and seg.isdigit():
             head = "".join("/" + s for s in segments[:i])
             rest = "".join("/" + s for s in segments[i + 1 :])
             return head, int(seg), rest

@@ -10,11 +10,11 @@ from byref.tools.context import ScopedArtifacts, ToolContext
 from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
 from byref.tools.payload import Payload
 from byref.tools.read_result import make_read_result
-from byref.tools.schema import SCHEMAS, rewrite_schema
+from byref.tools.schema import SchemaCache, rewrite_schema
 from byref.tools.tool import Tool, ToolInputError, ToolRefusal, artifact_ref_schema, tool
 
 __all__ = [
-    "BUILTIN_JSON_TOOLS", "SCHEMAS", "Payload", "ScopedArtifacts", "Tool", "ToolContext",
+    "BUILTIN_JSON_TOOLS", "Payload", "SchemaCache", "ScopedArtifacts", "Tool", "ToolContext",
     "ToolInputError", "ToolRefusal", "artifact_ref_schema", "make_read_result", "query_json",
     "read_json",
     "rewrite_schema", "tool",

@@ -2,8 +2,9 @@
 
 The law: the `$ref` alternative is attached to every top-level property (`anyOf: [original,
 $ref]`), never at the root (the Anthropic API rejects a root-level anyOf); a rewritten schema is
-cached by the identity of its original, so declarations are byte-identical turn after turn and
-the provider's prefix cache keeps hitting.
+cached (by its `Tool`, for the identity of the original and the kept names) so declarations are
+byte-identical turn after turn and the provider's prefix cache keeps hitting; a cache lives and
+dies with its tool, so rebuilt toolboxes leave nothing behind.
 """
 
 from __future__ import annotations
@@ -62,22 +63,27 @@ def schema_from_signature(fn: Callable[..., Any], lazy: frozenset[str]) -> dict[
 
 
 class SchemaCache:
-    """Rewritten schemas keyed by the identity of the original (holding it, so ids stay valid)."""
+    """Rewritten schemas keyed by the identity of the original and `keep` (holding the
+    original, so its id stays valid). One per `Tool`: it is released with the tool."""
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._cache: dict[tuple[int, frozenset[str]], tuple[dict[str, Any], dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     def rewrite(
         self, original: dict[str, Any], keep: frozenset[str] = frozenset()
     ) -> dict[str, Any]:
+        key = (id(original), keep)
         with self._lock:
-            hit = self._cache.get(id(original))
+            hit = self._cache.get(key)
             if hit is not None and hit[0] is original:
                 return hit[1]
             rewritten = rewrite_schema(original, keep)
-            self._cache[id(original)] = (original, rewritten)
+            self._cache[key] = (original, rewritten)
             return rewritten
+
+    def __len__(self) -> int:
+        return len(self._cache)
 
 
 def rewrite_schema(original: dict[str, Any], keep: frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -101,7 +107,3 @@ def rewrite_schema(original: dict[str, Any], keep: frozenset[str] = frozenset())
 
 def _accepts_ref_already(prop: dict[str, Any]) -> bool:
     return prop == MODEL_REF_SCHEMA or MODEL_REF_SCHEMA in prop.get("anyOf", [])
-
-
-SCHEMAS = SchemaCache()
-"""The process-wide cache every declaration goes through."""

@@ -16,7 +16,7 @@ import jsonschema
 import msgspec
 
 from byref.refs import RefRefusal, envelope, is_ref
-from byref.tools.schema import SCHEMAS, is_ref_annotation, schema_from_signature
+from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
 if TYPE_CHECKING:
     from byref.tools.context import ToolContext
@@ -68,6 +68,11 @@ class Tool:
     """Called after the tool's description changes (a catalog re-indexes)."""
     _validator: jsonschema.Draft202012Validator | None = field(default=None, init=False,
                                                                repr=False)
+    # The tool's own caches (rewritten schema, validators of what the model was shown): they
+    # are released with the tool, never held process-wide.
+    _schemas: SchemaCache = field(default_factory=SchemaCache, init=False, repr=False)
+    _checkers: dict[int, tuple[dict[str, Any], jsonschema.Draft202012Validator]] = field(
+        default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
@@ -92,8 +97,23 @@ class Tool:
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": SCHEMAS.rewrite(self.input_schema, self.lazy),
+            "input_schema": self._schemas.rewrite(self.input_schema, self.lazy),
         }
+
+    def declared_validator(self) -> jsonschema.Draft202012Validator:
+        """A validator for the schema the model is declared (with `$ref` alternatives)."""
+        return self._checker(self._schemas.rewrite(self.input_schema, self.lazy))
+
+    def plain_validator(self) -> jsonschema.Draft202012Validator:
+        """A validator for the tool's own schema, as written."""
+        return self._checker(self.input_schema)
+
+    def _checker(self, schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+        hit = self._checkers.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = (schema, jsonschema.Draft202012Validator(schema))
+            self._checkers[id(schema)] = hit
+        return hit[1]
 
     def plain_declaration(self) -> dict[str, Any]:
         """The declaration without `$ref` alternatives (for a harness that does not pass refs)."""
