@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import msgspec
 import pytest
 
 from byref.dispatch import Policy
@@ -129,7 +131,13 @@ def test_stale_recipe_raises_never_empty(tmp_path: Any) -> None:
     key = recipe.source.key
     payload = next(tmp_path.rglob(f"{key}.bin"))
     size = payload.stat().st_size
-    payload.write_bytes(b'{"rows": []}'.ljust(size))  # same length, different document
+    changed = b'{"rows": []}'.ljust(size)  # same length, different document
+    payload.write_bytes(changed)
+    # ... and recorded its digest too (else the integrity check refuses it before the recipe).
+    record = next(tmp_path.rglob(f"{key}.json"))
+    meta = decode(record.read_bytes())
+    meta["digest"] = "sha256:" + hashlib.sha256(changed).hexdigest()
+    record.write_bytes(msgspec.json.encode(meta))
     value = h.dispatcher.resolver
     with pytest.raises(Exception, match=f"Derived JSON path '/items' no longer exists in "
                                         f"artifact {key!r}"):

@@ -155,7 +155,9 @@ class Dispatcher:
 
     def _dispatch(self, call: Call, *, call_seq: int, seq: int, part: int) -> Part:
         try:
-            problem = unrecordable([call.name, call.id, call.input], where="the call")
+            problem = (unrecordable(call.name, where="the tool name")
+                       or unrecordable(call.id, where="the call id")
+                       or unrecordable(call.input, where="the input"))
             if problem is not None:
                 raise Refusal(
                     f"Tool {quote(call.recordable().name)} did not run: {problem}. Write the "

@@ -171,7 +171,10 @@ class Harness:
             turn_calls: list[Call] = []
             for block in response.blocks:
                 if block.type == "text":
-                    parts.append(Part(type="text", value=block.text))
+                    # Text that is not valid Unicode (a lone surrogate) is kept escaped: the
+                    # transcript must hold every turn, and JSON cannot carry the surrogate.
+                    parts.append(Part(type="text", value=block.text.encode(
+                        "utf-8", "backslashreplace").decode("utf-8")))
                 elif block.type == "tool_use":
                     c = Call(block.id, block.name, block.input)
                     turn_calls.append(c)

@@ -37,7 +37,7 @@ def unrecordable(value: Any, *, where: str = "the value") -> str | None:
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, at = stack.pop()
-        spot = f"{where} at {at!r}" if at else where
+        spot = f"{where} at {at[:120]!r}" if at else where
         if isinstance(item, str):
             if not _utf8_ok(item):
                 return f"{spot} holds text with a lone surrogate (not valid Unicode)"
