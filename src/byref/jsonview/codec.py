@@ -31,9 +31,15 @@ def encode(value: Any) -> bytes:
 def unrecordable(value: Any, *, where: str = "the value") -> str | None:
     """Why `value` (model input, a tool's result) cannot be encoded as JSON; None when it can.
 
-    Walks iteratively (no recursion limit) and names the first offending spot: a string with a
-    lone surrogate, an integer too long to write, a key that is not a string, a non-JSON type.
+    Encodes first (the common case, at C speed); only a value that fails is walked, iteratively,
+    to name the offending spot: a string with a lone surrogate, an integer too long to write, a
+    key that is not a string.
     """
+    try:
+        _encoder.encode(value)
+        return None
+    except (TypeError, ValueError, msgspec.EncodeError):
+        pass
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, at = stack.pop()
@@ -56,7 +62,7 @@ def unrecordable(value: Any, *, where: str = "the value") -> str | None:
                 stack.append((v, f"{at}.{k[:40]}" if at else k[:40]))
         elif isinstance(item, list | tuple):
             stack.extend((v, f"{at}.{i}" if at else str(i)) for i, v in enumerate(item))
-    return None
+    return f"{where} is not JSON-serializable"
 
 
 def _utf8_ok(text: str) -> bool:
