@@ -343,3 +343,28 @@ def test_the_harness_survives_a_model_writing_lone_surrogates_and_huge_integers(
     result = h.run("go")
     assert seen == ["fine"] and "done" in result.text
     assert len(h.transcript) == 8
+
+
+def test_a_wants_argument_with_a_damaged_record_is_refused_by_name(tmp_path: Path) -> None:
+    from byref.store import PutOptions
+
+    seen: list[Any] = []
+
+    @tool(wants={"rows": "dataset/rows"})
+    def count(rows: list[Any]) -> int:
+        """Count rows."""
+        seen.append(rows)
+        return len(rows)
+
+    store = FileStore(tmp_path)
+    scope = Scope("trust")
+    meta = store.put(scope, b"[1,2]", PutOptions(kind="dataset/rows",
+                                                 media_type="application/json"))
+    _record_file(tmp_path, meta.ref).write_bytes(b"\x00garbage")
+    t = Transcript()
+    d = Dispatcher([count], transcript=t, store=store, scope=scope)
+    for value in (meta.ref, "art_" + "q" * 200_000):
+        part = d.dispatch(Call("c", "count", {"rows": value}), call_seq=0, seq=1, part=0)
+        assert part.is_error and seen == [] and len(text_of(part)) < REFUSAL_MAX
+    assert "could not be read" in text_of(
+        d.dispatch(Call("c", "count", {"rows": meta.ref}), call_seq=0, seq=1, part=0))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope
+from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope, quote
 from byref.resolve import Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
-from byref.store.port import ArtifactIntegrityError
+from byref.store.port import ArtifactError, ArtifactIntegrityError
 from byref.tools.tool import Tool
 
 LIVE_LIMIT = 10
@@ -47,9 +47,13 @@ def redeem(
         key = _key(args[arg], resolver, call_seq, cap)
         if key is None:
             detail = (f"{arg!r} must be the art_… ref of a {kind!r} artifact (a string, or "
-                      f'{{"$ref": {{"type": "Blob", "key": "art_…"}}}}), got {args[arg]!r:.80}.')
+                      f'{{"$ref": {{"type": "Blob", "key": "art_…"}}}}), got {quote(args[arg])}.')
             raise _refuse(tool, detail, "invalid-input", None, kind, store, scope)
-        meta = store.head(scope, key)
+        try:
+            meta = store.head(scope, key)
+        except ArtifactError as exc:  # a damaged record: refused by name, never raised
+            detail = f"{arg!r} = {key!r} could not be read: its record failed a check ({exc})."
+            raise _refuse(tool, detail[:600], "integrity", key, kind, store, scope) from exc
         if meta is None:
             detail = (f"{arg!r} = {key!r} is not available: it is missing, expired, or was never "
                       "stored in this session.")
@@ -72,7 +76,7 @@ def redeem(
 
 def _key(value: Any, resolver: Resolver, call_seq: int, cap: int) -> str | None:
     if isinstance(value, str) and value.startswith("art_"):
-        return value
+        return value if len(value) <= 64 else None
     if not is_envelope(value):
         return None
     try:
@@ -93,7 +97,10 @@ def _key(value: Any, resolver: Resolver, call_seq: int, cap: int) -> str | None:
 
 
 def live_refs(store: ArtifactStore, scope: Scope, kind: str) -> str:
-    metas = list(store.list(scope, kind, limit=LIVE_LIMIT))
+    try:
+        metas = list(store.list(scope, kind, limit=LIVE_LIMIT))
+    except ArtifactError:  # the listing is a hint; a store that cannot list loses only that
+        return f"The live {kind!r} refs in scope cannot be listed now."
     if not metas:
         return f"No live {kind!r} refs in scope; produce one first with the tool that makes it."
     shown = ", ".join(f"{m.ref} ({m.label!r}, {m.bytes:,} bytes)" for m in metas)
