@@ -10,8 +10,7 @@ import pytest
 from byref.store.conformance import CASES, Case, format_report, harness_for_url, run_case
 
 ADAPTERS = ["memory", "file", "sqlite", "postgres", "s3"]
-MEMORY_DECLARED = {"corrupt-refused-by-get", "concurrent-puts-two-processes",
-                   "crash-mid-put-invisible"}
+MEMORY_DECLARED = {"concurrent-puts-two-processes", "crash-mid-put-invisible"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

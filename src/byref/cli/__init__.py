@@ -39,9 +39,15 @@ def plugins(names: Sequence[str]) -> Iterator[ModuleType]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from byref.store.port import StoreUnavailableError, StoreURLError
+
     args = build_parser().parse_args(argv)
     try:
         code: int = args.run(args)
+    except (StoreUnavailableError, StoreURLError) as exc:
+        # A store opened from a URL (gateway, demo…) that cannot be reached is a config error.
+        print(f"byref {args.command}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -75,4 +75,10 @@ def format_bench(report: dict[str, Any]) -> str:
             s["skipped"] if "skipped" in s else
             f"peak RSS {s['rss_peak_mb']} MB (+{s['rss_growth_mb']} MB), "
             f"put {s['put_mb_s']} MB/s, get {s['get_mb_s']} MB/s"))
+        d = entry.get("stream_digest")
+        if d is not None:
+            lines.append(f"{name:9} get_stream {d['bytes'] >> 20} MB: " + (
+                d["skipped"] if "skipped" in d else
+                f"plain {d['plain_mb_s']} MB/s, digest-verified {d['verified_mb_s']} MB/s "
+                f"(×{d['verified_vs_plain']})"))
     return "\n".join(lines)

@@ -31,12 +31,13 @@ CaseName = Literal[
     "ref-alone-opens-nothing", "look-alike-scopes-stay-apart", "one-absence",
     "expiry-stated-at-mint", "idempotent-delete", "list-pages-newest-first", "awkward-scope-values",
     "oversized-refused-before-write", "evictions-reported", "digest-on-the-ticket",
-    "corrupt-refused-by-get", "streamed-size-mismatch-refused", "streaming-round-trip",
+    "corrupt-refused-by-get", "damaged-bytes-refused-everywhere",
+    "streamed-size-mismatch-refused", "streaming-round-trip",
     "streaming-members-never-faked", "interrupted-stream-leaves-nothing",
     "concurrent-puts-two-processes", "crash-mid-put-invisible",
 ]
 Member = Literal["put_stream", "get_stream"]
-Hook = Literal["advance_time", "corrupt", "bounded_store", "reopen"]
+Hook = Literal["advance_time", "corrupt", "rewrite", "bounded_store", "reopen"]
 PROCESS_TIMEOUT = 180.0
 
 
@@ -68,6 +69,7 @@ class Kit:
     bounded: Callable[[int], ArtifactStore] | None
     reopen: Callable[[], ArtifactStore] | None
     missing: Callable[[Hook], str]
+    rewrite: Callable[[Scope, str, bytes], None] | None = None
 
     def scope(self, label: str = "main") -> Scope:
         return Scope(f"conformance-{self.token}", "principal", label)
@@ -81,6 +83,11 @@ class Kit:
         if self.corrupt is None:
             raise HookMissing(self.missing("corrupt"))
         return self.corrupt
+
+    def hook_rewrite(self) -> Callable[[Scope, str, bytes], None]:
+        if self.rewrite is None:
+            raise HookMissing(self.missing("rewrite"))
+        return self.rewrite
 
     def hook_bounded(self) -> Callable[[int], ArtifactStore]:
         if self.bounded is None:
@@ -325,6 +332,12 @@ def corrupt_refused(kit: Kit) -> None:
     meta = s.put(scope, b"0123456789" * 100, PutOptions(kind="test/bytes", digest=True))
     corrupt(scope, meta.ref)
     raises(ArtifactIntegrityError, lambda: s.get(scope, meta.ref), "get of damaged bytes")
+    if can_get_stream(s):
+        streamed = s.get_stream(scope, meta.ref)
+        check(streamed is not None, "get_stream of damaged bytes answered None")
+        assert streamed is not None
+        raises(ArtifactIntegrityError, lambda: b"".join(streamed.chunks),
+               "get_stream of damaged bytes, read to the end")
 
 
 BASIC_CASES: tuple[Case, ...] = (
@@ -355,6 +368,6 @@ BASIC_CASES: tuple[Case, ...] = (
          "which refs it evicted.", evictions),
     Case("digest-on-the-ticket", "An opt-in sha-256 digest is computed at put and rides on the "
          "ticket; it is never the key.", digest_on_ticket),
-    Case("corrupt-refused-by-get", "get refuses damaged bytes with ArtifactIntegrityError "
-         "rather than handing them back as whole.", corrupt_refused),
+    Case("corrupt-refused-by-get", "get and get_stream refuse damaged bytes with "
+         "ArtifactIntegrityError rather than handing them back as whole.", corrupt_refused),
 )

@@ -4,11 +4,13 @@ Owns the table layout (`<prefix>_artifacts` holds one row per artifact and its J
 `<prefix>_chunks` holds the payload cut into 1 MiB rows) and the verbs over it. The law: a put is
 one transaction (chunks, retention under a per-scope lock, then the record), so a crash or a size
 mismatch rolls back and leaves nothing visible; reads are snapshots; the payload streams both ways
-without being held whole.
+without being held whole, verified as it passes; a damaged record is skipped by `list` and by
+retention, and reported, so one bad row never breaks its scope.
 """
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import time
 from abc import ABC, abstractmethod
@@ -23,16 +25,18 @@ from byref.store.kit import (
     Meter,
     Stamp,
     check_limit,
+    cursor_at,
+    damaged,
     decode_cursor,
-    encode_cursor,
     evicted,
-    exact_length,
     new_meta,
     refused,
     regroup,
+    verified,
 )
 from byref.store.port import (
     Artifact,
+    ArtifactIntegrityError,
     ArtifactMeta,
     ArtifactPage,
     PutOptions,
@@ -115,7 +119,8 @@ class SqlStore(ABC):
         limit: int | None = None,
     ) -> ArtifactPage:
         check_limit(limit)
-        sql = "SELECT meta FROM {a} WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"
+        sql = ("SELECT ref, created_at, meta FROM {a} WHERE scope_key = ? "
+               "AND (expires_at IS NULL OR expires_at > ?)")
         params: list[Any] = [scope.key(), self.clock()]
         if kind is not None:
             sql += " AND kind = ?"
@@ -129,10 +134,14 @@ class SqlStore(ABC):
             sql += " LIMIT ?"
             params.append(limit + 1)
         with self._read() as tx:
-            metas = [_meta(r[0]) for r in tx.rows(sql, params)]
-        if limit is None or len(metas) <= limit:
+            rows = tx.rows(sql, params)
+        page = rows if limit is None else rows[:limit]
+        metas = self._parsed(scope, [(r[0], r[2]) for r in page])
+        if limit is None or len(rows) <= limit:
             return ArtifactPage(metas)
-        return ArtifactPage(metas[:limit], encode_cursor(metas[limit - 1]))
+        # The cursor comes from the row's own columns, so a damaged last record cannot end
+        # the paging early (the page may hold fewer than `limit` items).
+        return ArtifactPage(metas, cursor_at(float(page[-1][1]), str(page[-1][0])))
 
     def close(self) -> None:
         return None
@@ -155,8 +164,8 @@ class SqlStore(ABC):
             expired = [r[0] for r in tx.rows(
                 "SELECT ref FROM {a} WHERE scope_key = ? AND expires_at <= ?", (key, now))]
             self._remove(tx, expired)
-            live = [] if not self.retention.bounded else [_meta(r[0]) for r in tx.rows(
-                "SELECT meta FROM {a} WHERE scope_key = ?", (key,))]
+            live = [] if not self.retention.bounded else self._parsed(scope, tx.rows(
+                "SELECT ref, meta FROM {a} WHERE scope_key = ?", (key,)))
             gone = plan_evictions(live, meter.count, self.retention)
             self._remove(tx, gone)
             tx.count(
@@ -171,11 +180,12 @@ class SqlStore(ABC):
         return dataclasses.replace(meta, evicted=evicted(self.emit, scope, gone))
 
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
-        """Chunks fetched one row at a time. Does not verify the digest; use `get` for that."""
+        """Chunks fetched one row at a time, size- and digest-checked as they pass (the last
+        chunk is held back until both match)."""
         meta = self.head(scope, ref)
         if meta is None:
             return None
-        return StreamedArtifact(meta, exact_length(meta, self._chunks(ref)))
+        return StreamedArtifact(meta, verified(meta, self._chunks(ref)))
 
     # -- internals -----------------------------------------------------------------------------
     def _chunks(self, ref: str) -> Iterator[bytes]:
@@ -196,7 +206,7 @@ class SqlStore(ABC):
         if not rows or rows[0][1] != scope.key():
             refused(self.emit, scope, ref, "other-scope" if rows else "missing")
             return None
-        meta = _meta(rows[0][0])
+        meta = _meta(rows[0][0], ref)
         if meta.expires_at is not None and meta.expires_at <= self.clock():
             with self._write() as wtx:
                 self._remove(wtx, [ref])
@@ -204,6 +214,16 @@ class SqlStore(ABC):
             refused(self.emit, scope, ref, "expired")
             return None
         return meta
+
+    def _parsed(self, scope: Scope, rows: Iterable[Sequence[Any]]) -> builtins.list[ArtifactMeta]:
+        """(ref, record) rows parsed; a damaged record is skipped and reported, not raised."""
+        out = []
+        for ref, raw in rows:
+            try:
+                out.append(_meta(raw, ref))
+            except ArtifactIntegrityError as exc:
+                damaged(self.emit, scope, ref, exc)
+        return out
 
     def _remove(self, tx: Tx, refs: Sequence[str]) -> None:
         for ref in refs:
@@ -218,6 +238,13 @@ class SqlStore(ABC):
             data[len(data) // 2] ^= 0xFF
             tx.count("UPDATE {c} SET data = ? WHERE ref = ? AND seq = 0", (bytes(data), ref))
 
+    def _rewrite_chunks(self, ref: str, data: bytes) -> None:
+        """Replace a payload's rows with `data`, bypassing the verbs (the `rewrite` hook)."""
+        with self._write() as tx:
+            tx.count("DELETE FROM {c} WHERE ref = ?", (ref,))
+            for seq, piece in enumerate(regroup([data], CHUNK)):
+                tx.count("INSERT INTO {c} (ref, seq, data) VALUES (?, ?, ?)", (ref, seq, piece))
 
-def _meta(raw: str) -> ArtifactMeta:
-    return parse_record(raw, "the artifacts table")
+
+def _meta(raw: str, ref: str) -> ArtifactMeta:
+    return parse_record(raw, f"the artifacts table, row {ref}")

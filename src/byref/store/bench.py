@@ -4,7 +4,9 @@ streamed put and get, each against a baseline measured in the same run.
 Owns the figures `byref bench store` prints. The law: every throughput is reported beside its
 ratio to the baseline (plain file write / read of the same bytes on the same disk, same run), and
 the streamed figure is the growth of a fresh child process's peak RSS while 1 GB passes through,
-which must stay flat (a few chunks, never the payload).
+which must stay flat (a few chunks, never the payload). `get_stream` of a digested artifact is
+timed beside the same read of an undigested one, same store, same run, as a ratio: what verifying
+the digest on the streaming path costs.
 """
 
 from __future__ import annotations
@@ -71,6 +73,34 @@ def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
     finally:
         store.close()
     return out
+
+
+def stream_digest_cost(url: str, nbytes: int = 64 << 20, rounds: int = 7) -> dict[str, Any]:
+    """`get_stream` of a digested artifact against an undigested one of the same bytes: best of
+    `rounds` each, read alternately so drift (cache, server load) hits both alike."""
+    store, scope = open_store(url), Scope("bench", "stream-digest", mint_ref())
+    try:
+        if not can_get_stream(store):
+            return {"bytes": nbytes, "skipped": "this store has no get_stream"}
+        data = os.urandom(nbytes)
+        refs = {"plain": store.put(scope, data, OPTS).ref,
+                "verified": store.put(scope, data, PutOptions(kind="bench/bytes", digest=True)).ref}
+        best = {name: float("inf") for name in refs}
+        for _ in range(rounds):
+            for name, ref in refs.items():
+                started = time.perf_counter()
+                streamed = store.get_stream(scope, ref)
+                assert streamed is not None
+                seen = sum(len(c) for c in streamed.chunks)
+                best[name] = min(best[name], time.perf_counter() - started)
+                assert seen == nbytes
+        for ref in refs.values():
+            store.delete(scope, ref)
+    finally:
+        store.close()
+    plain, verified = _mb_s(nbytes, 1, best["plain"]), _mb_s(nbytes, 1, best["verified"])
+    return {"bytes": nbytes, "plain_mb_s": plain, "verified_mb_s": verified,
+            "verified_vs_plain": round(verified / max(plain, 1e-9), 3)}
 
 
 def _peak_kb() -> int:
@@ -157,6 +187,8 @@ def bench_store(
                 entry["throughput"] = throughput(url, base)
                 log(f"{name}: streamed {stream_bytes:,} bytes")
                 entry["streamed"] = streamed_peak_rss(url, stream_bytes)
+                log(f"{name}: get_stream with and without digest")
+                entry["stream_digest"] = stream_digest_cost(url)
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             report["adapters"][name] = entry

@@ -1,7 +1,8 @@
 """The public conformance battery: every adapter, ours or a user's, runs the same laws.
 
 Owns the harness (a factory making a store, plus hooks for what the port has no verb for:
-`advance_time`, `corrupt`, `bounded_store`, and `reopen` for the two-process cases), the runner,
+`advance_time`, `corrupt`, `rewrite`, `bounded_store`, and `reopen` for the two-process cases), the
+runner,
 the report and its text form. The law: no case can quietly disappear. Outcomes are passed, failed
 (including "needed a hook nobody supplied or declared"), not-applicable (an optional member the
 store does not implement) and declared (run anyway; reported STALE, which fails the report, once it
@@ -23,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from byref.store._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
+from byref.store._cases_damage import DAMAGE_CASES
 from byref.store._cases_streams import STREAM_CASES
 from byref.store.port import ArtifactStore, Scope, can_get_stream, can_put_stream
 from byref.store.retention import Retention
 
-CASES: tuple[Case, ...] = (*BASIC_CASES, *STREAM_CASES)
+CASES: tuple[Case, ...] = (*BASIC_CASES, *DAMAGE_CASES, *STREAM_CASES)
 """Every case, in the order the report lists them."""
 
 Outcome = Literal["passed", "failed", "not-applicable", "declared", "stale"]
@@ -54,6 +56,8 @@ class Harness:
     declared: Mapping[CaseName, str] = field(default_factory=dict)
     """Cases this store implements yet cannot satisfy, each with its reason."""
     large_bytes: int = 50 * 1024 * 1024
+    rewrite: Callable[[ArtifactStore, Scope, str, bytes], None] | None = None
+    """Replace a stored payload's bytes (any length), keeping its record: the damage cases."""
 
     def __post_init__(self) -> None:
         known = set(get_args(CaseName))
@@ -186,6 +190,7 @@ def _kit(case: Case, harness: Harness, store: ArtifactStore) -> Iterator[Kit]:
         advance=None if harness.advance_time is None else functools.partial(
             harness.advance_time, store),
         corrupt=None if harness.corrupt is None else functools.partial(harness.corrupt, store),
+        rewrite=None if harness.rewrite is None else functools.partial(harness.rewrite, store),
         bounded=bounded if harness.bounded_store is not None else None,
         reopen=None if harness.reopen is None else harness.reopen(store),
         missing=lambda hook: _missing(case, hook),
@@ -234,29 +239,29 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
     shared = scheme != "memory"
     declared: dict[CaseName, str] = {}
     if not shared:
-        declared["corrupt-refused-by-get"] = (
-            "payloads live in this process's memory; no damage can be staged from outside")
         reason = "a memory store lives in one process; a second process cannot reach it"
         declared["concurrent-puts-two-processes"] = reason
         declared["crash-mid-put-invisible"] = reason
     return Harness(
         name=name or url, create_store=create, advance_time=advance,
-        corrupt=_corrupter(scheme) if shared else None, bounded_store=bounded,
+        corrupt=_staged(scheme, "stage_corruption"), rewrite=_staged(scheme, "stage_rewrite"),
+        bounded_store=bounded,
         reopen=(lambda store: functools.partial(open_store, url))
         if shared else None,
         declared=declared,
     )
 
 
-def _corrupter(scheme: str) -> Callable[[ArtifactStore, Scope, str], None]:
+def _staged(scheme: str, hook: str) -> Callable[..., None]:
+    """The adapter module's staging function (damage done beside the port, never through it)."""
     module = {"file": "file", "sqlite": "sqlite", "postgresql": "postgres", "postgres": "postgres",
-              "s3": "s3"}.get(scheme)
+              "s3": "s3", "memory": "memory"}.get(scheme)
     if module is None:
-        raise ValueError(f"No corruption hook for store scheme {scheme!r}")
+        raise ValueError(f"No damage hooks for store scheme {scheme!r}")
 
-    def corrupt(store: ArtifactStore, scope: Scope, ref: str) -> None:
+    def staged(store: ArtifactStore, *args: object) -> None:
         import importlib
 
-        importlib.import_module(f"byref.store.{module}").stage_corruption(store, scope, ref)
+        getattr(importlib.import_module(f"byref.store.{module}"), hook)(store, *args)
 
-    return corrupt
+    return staged

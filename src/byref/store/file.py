@@ -6,8 +6,11 @@ normalization never share a directory, on any disk. The law: writes go to a temp
 renamed into place, and the metadata file (written last) is what makes an artifact exist, so a
 crash never leaves a partial artifact visible. Retention runs under a per-scope lock file, so
 several processes may write one scope. Temporary files are named after their writer
-(`.incoming-<host>-<pid>-…`), so a later sweep of the scope removes those a crashed writer on
-this host left behind, and never one that a live writer (or another host) is still filling.
+(`.incoming-<host>-<pid>-…`), so opening the store (across scopes) and listing a scope remove
+those a crashed writer on this host left behind, and never one that a live writer (or another
+host) is still filling. A read by ref touches only its own scope's directory, so a made-up ref
+costs the same as another scope's real one (no timing oracle). A damaged record is skipped by
+`list` and by retention, and reported, so one bad file never breaks its scope.
 """
 
 from __future__ import annotations
@@ -27,9 +30,19 @@ from pathlib import Path
 import msgspec
 
 from byref.events import Emitter
-from byref.store.kit import Meter, Stamp, evicted, exact_length, new_meta, paginate, refused
+from byref.store.kit import (
+    Meter,
+    Stamp,
+    damaged,
+    evicted,
+    new_meta,
+    paginate,
+    refused,
+    verified,
+)
 from byref.store.port import (
     Artifact,
+    ArtifactIntegrityError,
     ArtifactMeta,
     ArtifactPage,
     PutOptions,
@@ -61,6 +74,7 @@ class FileStore:
         self.fsync = fsync
         self._lock = threading.RLock()
         self._stamp = Stamp()
+        _reap_all(self.root / "artifacts")
 
     @property
     def url(self) -> str:
@@ -140,7 +154,7 @@ class FileStore:
         return dataclasses.replace(meta, evicted=evicted(self.emit, scope, gone))
 
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
-        """Chunks read from disk. Does not verify the digest; use `get` for a verified read."""
+        """Chunks read from disk, size- and digest-checked as they pass (last chunk held back)."""
         meta = self._live(scope, ref)
         if meta is None:
             return None
@@ -149,7 +163,7 @@ class FileStore:
         except FileNotFoundError:
             refused(self.emit, scope, ref, "deleted")
             return None
-        return StreamedArtifact(meta, exact_length(meta, _read_chunks(fh)))
+        return StreamedArtifact(meta, verified(meta, _read_chunks(fh)))
 
     # -- internals -----------------------------------------------------------------------------
     def _dir(self, scope: Scope) -> Path:
@@ -184,13 +198,18 @@ class FileStore:
         return parse_record(raw, str(path))
 
     def _sweep(self, scope: Scope) -> builtins.list[ArtifactMeta]:
-        """Live metadata of a scope; expired artifacts found on the way are removed."""
+        """Live metadata of a scope; expired artifacts found on the way are removed, damaged
+        records skipped and reported."""
         directory, now, live = self._dir(scope), self.clock(), []
         if not directory.is_dir():
             return []
         _reap_orphans(directory)
         for path in directory.glob("art_*.json"):
-            meta = self._read_meta(path)
+            try:
+                meta = self._read_meta(path)
+            except ArtifactIntegrityError as exc:
+                damaged(self.emit, scope, path.stem, exc)
+                continue
             if meta is None:
                 continue
             if is_expired(meta, now):
@@ -211,8 +230,9 @@ class FileStore:
             refused(self.emit, scope, ref, "expired")
             return None
         if meta is None:
-            elsewhere = any((self.root / "artifacts").glob(f"*/{ref}.json"))
-            refused(self.emit, scope, ref, "other-scope" if elsewhere else "missing")
+            # Only this scope's directory is looked at: asking the others would make a made-up
+            # ref cost O(scopes) and answer slower than another scope's real one.
+            refused(self.emit, scope, ref, "absent")
         return meta
 
     def _unlink(self, scope: Scope, ref: str) -> None:
@@ -236,6 +256,20 @@ def _temp_prefix(kind: str) -> str:
     """`.incoming-<host>-<pid>-`: who is writing the file (the pid is read per call: a forked
     child is another writer)."""
     return f"{kind}{socket.gethostname()}-{os.getpid()}-"
+
+
+def _reap_all(artifacts: Path) -> None:
+    """At open: crash litter of dead writers on this host, in every scope (a killed writer's
+    temporary file may hold a whole payload, and its scope may never be listed again)."""
+    try:
+        scopes = [e.path for e in os.scandir(artifacts) if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for directory in scopes:
+        try:
+            _reap_orphans(Path(directory))
+        except OSError:  # a scope vanishing or unreadable mid-sweep must not stop the open
+            continue
 
 
 def _reap_orphans(directory: Path) -> None:
@@ -267,6 +301,11 @@ def stage_corruption(store: FileStore, scope: Scope, ref: str) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
+
+
+def stage_rewrite(store: FileStore, scope: Scope, ref: str, data: bytes) -> None:
+    """Replace a stored payload with `data` from outside the port (for the battery)."""
+    store._payload(scope, ref).write_bytes(data)
 
 
 def _read_chunks(fh: object) -> Iterator[bytes]:

@@ -2,9 +2,11 @@
 same laws as ours.
 
 Owns metering a declared stream (refused the moment it delivers more, or at its end if fewer),
-building the record a put mints, newest-first paging with an opaque cursor, and the one refusal
-event. The law: a payload that does not match what it declared is never stored, and paging is a
-total order (created_at, then ref) so no artifact is skipped or shown twice.
+verifying a streamed read (size and digest, last chunk held back), building the record a put
+mints, newest-first paging with an opaque cursor, and the refusal events. The law: a payload that
+does not match what it declared is never stored, a streamed read of wrong bytes always ends in an
+error before its last chunk, and paging is a total order (created_at, then ref) so no artifact is
+skipped or shown twice.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Literal
 
 import msgspec
@@ -30,7 +35,8 @@ from byref.store.port import (
 )
 from byref.store.retention import Retention, expiry
 
-Cause = Literal["missing", "expired", "other-scope", "absent", "deleted", "malformed-ref"]
+Cause = Literal[
+    "missing", "expired", "other-scope", "absent", "deleted", "malformed-ref", "damaged"]
 """Why a read found nothing. `absent`: no record in this scope, and the adapter cannot cheaply
 tell a missing ref from another scope's."""
 
@@ -118,21 +124,108 @@ def regroup(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
 
 
 def exact_length(meta: ArtifactMeta, chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Pass a stream through and raise if it ends at a different size than its record states
-    (the artifact was removed or damaged mid-read). This is a size check, not a digest check."""
+    """Pass a stream through and raise if it ends at a different size than its record states.
+    A size check only; `verified` is what the adapters use."""
     seen = 0
     for chunk in chunks:
         seen += len(chunk)
         yield chunk
     if seen != meta.bytes:
+        raise _short(meta, seen)
+
+
+HASH_TIMEOUT = 120.0
+"""Seconds one chunk may take to hash in the background before the read gives up."""
+_OVERLAP_MIN = 256 << 10  # smaller chunks hash inline: a thread hand-off would cost more
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _hash_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="byref-digest")
+        return _pool
+
+
+def _forget_pool() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def verified(meta: ArtifactMeta, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Pass a stream through, counting and (when the record has a digest) hashing as chunks go
+    by, and hold the last chunk back until size and digest match: on a mismatch the iterator
+    raises `ArtifactIntegrityError` instead of yielding it, so no consumer ever reads a whole
+    stream of wrong bytes without an error. A stream that runs past its recorded size raises at
+    once. Large chunks are hashed on a worker thread (hashlib releases the GIL) while the next
+    chunk is read and the previous one consumed; at most three chunks are held."""
+    hasher = hashlib.sha256() if meta.digest is not None else None
+    seen, held = 0, None
+    pending: Future[None] | None = None
+    for raw in chunks:
+        chunk = raw if type(raw) is bytes else bytes(raw)  # no copy of bytes; freeze the rest
+        if not chunk:
+            continue
+        seen += len(chunk)
+        if seen > meta.bytes:
+            raise ArtifactIntegrityError(
+                f"Artifact {meta.ref!r} ran past its recorded {meta.bytes:,} bytes while being "
+                "streamed: it was overwritten or damaged. Re-create it; do not trust this copy."
+            )
+        if hasher is not None:
+            if pending is not None:
+                _wait(meta, pending)
+                pending = None
+            if len(chunk) >= _OVERLAP_MIN:
+                pending = _hash_pool().submit(hasher.update, chunk)
+            else:
+                hasher.update(chunk)
+        if held is not None:
+            yield held
+        held = chunk
+    if pending is not None:
+        _wait(meta, pending)
+    if seen != meta.bytes:
+        raise _short(meta, seen)
+    if hasher is not None and "sha256:" + hasher.hexdigest() != meta.digest:
         raise ArtifactIntegrityError(
-            f"Artifact {meta.ref!r} ended after {seen:,} of {meta.bytes:,} bytes while being "
-            "streamed: it was deleted or damaged mid-read. Read it again, or re-create it."
+            f"Artifact {meta.ref!r} failed its integrity check while being streamed: the bytes "
+            f"read do not match {meta.digest!r}, so the last chunk was withheld. Re-create it; "
+            "do not trust this copy."
         )
+    if held is not None:
+        yield held
+
+
+def _wait(meta: ArtifactMeta, pending: Future[None]) -> None:
+    try:
+        pending.result(timeout=HASH_TIMEOUT)
+    except FutureTimeout:
+        raise ArtifactIntegrityError(
+            f"Artifact {meta.ref!r} could not be verified while being streamed: hashing one chunk "
+            f"took over {HASH_TIMEOUT:.0f}s. The host is overloaded; read it again."
+        ) from None
+
+
+def _short(meta: ArtifactMeta, seen: int) -> ArtifactIntegrityError:
+    return ArtifactIntegrityError(
+        f"Artifact {meta.ref!r} ended after {seen:,} of {meta.bytes:,} bytes while being "
+        "streamed: it was deleted or damaged mid-read. Read it again, or re-create it."
+    )
 
 
 def encode_cursor(meta: ArtifactMeta) -> str:
-    raw = msgspec.json.encode([meta.created_at, meta.ref])
+    return cursor_at(meta.created_at, meta.ref)
+
+
+def cursor_at(created_at: float, ref: str) -> str:
+    """The cursor after the item at (created_at, ref), e.g. a row whose record is damaged."""
+    raw = msgspec.json.encode([created_at, ref])
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -175,6 +268,13 @@ def paginate(
 def refused(emit: Emitter, scope: Scope, ref: str, cause: Cause) -> None:
     """The one absence, told truthfully to the operator (the caller only ever sees None)."""
     emit("refused", ref=ref, scope=str(scope), reason="missing-or-expired", cause=cause)
+
+
+def damaged(emit: Emitter, scope: Scope, ref: str, error: ArtifactIntegrityError) -> None:
+    """A record that no longer parses was skipped (by list, or by retention at put) so the rest
+    of its scope keeps working; the operator is told which one and where it lives."""
+    emit("refused", ref=ref, scope=str(scope), reason="damaged-record", cause="damaged",
+         detail=str(error))
 
 
 def evicted(emit: Emitter, scope: Scope, refs: Iterable[str]) -> tuple[str, ...]:

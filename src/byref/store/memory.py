@@ -1,9 +1,9 @@
 """The in-memory adapter (`memory://`): a real store for tests, notebooks and short-lived agents.
 
 Keeps every promise of the port in process memory, bounded by default (256 MiB and 10,000
-artifacts per scope) so a runaway agent cannot eat the host. Payloads are private to the instance,
-so the battery's integrity case (damage staged from outside) and its two-process cases are
-declared, not faked.
+artifacts per scope) so a runaway agent cannot eat the host. Payloads are private to the instance
+and process, so the battery's two-process cases are declared, not faked; its damage cases reach
+the stored bytes through `stage_corruption` / `stage_rewrite` in the same process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ import time
 from collections.abc import Callable, Iterable
 
 from byref.events import Emitter
-from byref.store.kit import Meter, Stamp, evicted, new_meta, paginate, rechunk, refused
+from byref.store.kit import (
+    Meter,
+    Stamp,
+    evicted,
+    new_meta,
+    paginate,
+    rechunk,
+    refused,
+    verified,
+)
 from byref.store.port import (
     Artifact,
     ArtifactMeta,
@@ -101,12 +110,13 @@ class MemoryStore:
         return self._commit(scope, bytes(buffer), options, meter.digest)
 
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
-        """Chunks of the stored payload. Does not verify the digest; use `get` for that."""
+        """Chunks of the stored payload, size- and digest-checked as they pass (the last chunk
+        is held back until both match)."""
         found = self._live(scope, ref)
         if found is None:
             return None
         meta, data = found
-        return StreamedArtifact(meta, rechunk(data, 1 << 16))
+        return StreamedArtifact(meta, verified(meta, rechunk(data, 1 << 20)))
 
     # -- internals -----------------------------------------------------------------------------
     def _commit(
@@ -148,3 +158,18 @@ class MemoryStore:
         del self._items[scope][ref]
         self._owner.pop(ref, None)
         self.emit("expired", ref=ref, scope=str(scope))
+
+
+def stage_rewrite(store: MemoryStore, scope: Scope, ref: str, data: bytes) -> None:
+    """Replace a stored payload, keeping its record (for the battery's damage cases; the bytes
+    are reachable only from inside this process)."""
+    with store._lock:
+        meta, _ = store._items[scope][ref]
+        store._items[scope][ref] = (meta, bytes(data))
+
+
+def stage_corruption(store: MemoryStore, scope: Scope, ref: str) -> None:
+    """Flip one byte of a stored payload (for the battery's `corrupt` hook)."""
+    data = bytearray(store._items[scope][ref][1])
+    data[len(data) // 2] ^= 0xFF
+    stage_rewrite(store, scope, ref, bytes(data))

@@ -2,8 +2,10 @@
 
 The law: refs are minted (`art_` + 22 random base62 characters), never derived from content.
 Missing, expired, swept, deleted and other-scope all answer `None` (one absence, so no caller can
-probe another scope); the event trace records the true reason for the operator. `get` verifies an
-opt-in sha-256 digest; `get_stream` cannot and says so. Five verbs is the ceiling: no query(), no
+probe another scope); the event trace records the true reason for the operator. The recorded size
+and an opt-in sha-256 digest are verified by `get` and by `get_stream` alike: a stream hashes and
+counts as it goes and holds its last chunk back until both match, so wrong bytes always end in
+`ArtifactIntegrityError`, never in a complete stream. Five verbs is the ceiling: no query(), no
 transform().
 """
 
@@ -117,7 +119,9 @@ class Artifact:
 
 @dataclass(frozen=True, slots=True)
 class StreamedArtifact:
-    """A payload as chunks. Nothing here checked `meta.digest`; hash what you read if you must."""
+    """A payload as chunks, verified as they pass: the recorded size and `meta.digest` are
+    checked before the last chunk is yielded, and a mismatch raises `ArtifactIntegrityError` in
+    its place. Bytes before the error are unverified; discard them when it comes."""
 
     meta: ArtifactMeta
     chunks: Iterator[bytes]
@@ -139,7 +143,7 @@ class PutOptions:
     ttl: float | None = None
     """Seconds this artifact lives; None takes the adapter's retention default."""
     digest: bool = False
-    """Record a sha-256 digest at put, which `get` re-verifies."""
+    """Record a sha-256 digest at put, which `get` and `get_stream` re-verify."""
     parent_refs: tuple[str, ...] = field(default_factory=tuple)
     metadata: dict[str, Any] = field(default_factory=dict, hash=False)
     """Free JSON-serializable metadata for later layers (version, source)."""
@@ -156,7 +160,8 @@ class ArtifactError(Exception):
 
 
 class ArtifactIntegrityError(ArtifactError):
-    """`get` found bytes whose sha-256 does not match the digest recorded at `put`."""
+    """A read found bytes that do not match their record (size, or the sha-256 recorded at
+    `put`), or a record that no longer parses."""
 
 
 class ArtifactSizeMismatchError(ArtifactError):
@@ -215,8 +220,9 @@ class PutStreamStore(ArtifactStore, Protocol):
 @runtime_checkable
 class GetStreamStore(ArtifactStore, Protocol):
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
-        """Read a payload as chunks. This does NOT verify `meta.digest` (verification needs the
-        whole payload, which streaming exists to avoid holding); use `get` for a verified read."""
+        """Read a payload as chunks without holding it whole. Size and `meta.digest` are
+        verified while streaming; the last chunk is held back until they match, and a mismatch
+        raises `ArtifactIntegrityError` from the iterator instead of yielding it."""
         ...
 
 

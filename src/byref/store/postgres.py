@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from byref.events import Emitter
 from byref.store._sql import SqlStore, Tx, schema
-from byref.store.port import Scope, StoreUnavailableError
+from byref.store.port import Scope, StoreUnavailableError, StoreURLError
 from byref.store.retention import Retention
 
 if TYPE_CHECKING:
@@ -35,6 +35,11 @@ def _psycopg() -> Any:
             "The PostgreSQL store needs psycopg 3; install it with: pip install 'byref[postgres]'"
         ) from None
     return psycopg
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def redact(url: str) -> str:
@@ -81,17 +86,31 @@ class PostgresStore(SqlStore):
             self._writer = pg.connect(conninfo, connect_timeout=max(1, int(connect_timeout)))
             self._reader = pg.connect(
                 conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout)))
+        except pg.ProgrammingError as exc:  # libpq refused the connection string itself
+            raise StoreURLError(
+                f"Store URL {redact(conninfo)!r} is not a valid PostgreSQL connection string: "
+                f"{_first_line(exc)}. Options are libpq's (sslmode, connect_timeout, …) plus "
+                "table, ttl, max_bytes, max_count."
+            ) from None
         except pg.OperationalError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             raise StoreUnavailableError(
                 f"Cannot reach PostgreSQL at {redact(conninfo)!r}: {first}. Start the server, "
                 "or fix the host, port, user or database in the store URL."
             ) from exc
         self._wlock, self._rlock = threading.RLock(), threading.RLock()
-        with self._write() as tx:
-            tx.rows("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            for statement in schema("BYTEA", "DOUBLE PRECISION"):
-                tx.count(statement)
+        try:
+            with self._write() as tx:
+                tx.rows("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+                for statement in schema("BYTEA", "DOUBLE PRECISION"):
+                    tx.count(statement)
+        except pg.Error as exc:
+            self.close()
+            raise StoreUnavailableError(
+                f"Cannot create the store's tables {table + '_artifacts'!r} and "
+                f"{table + '_chunks'!r} at {redact(conninfo)!r}: {_first_line(exc)}. Grant the "
+                "user CREATE on the database, or pick another table= prefix."
+            ) from exc
 
     @property
     def url(self) -> str:
@@ -129,3 +148,8 @@ class PostgresStore(SqlStore):
 def stage_corruption(store: PostgresStore, scope: Scope, ref: str) -> None:
     """Damage a stored payload with raw SQL, outside the port (for the conformance battery)."""
     store._flip_first_chunk(ref)
+
+
+def stage_rewrite(store: PostgresStore, scope: Scope, ref: str, data: bytes) -> None:
+    """Replace a stored payload with `data` via raw SQL, outside the port (for the battery)."""
+    store._rewrite_chunks(ref, data)

@@ -5,7 +5,9 @@ obstore (an extra: `pip install 'byref[s3]'`, imported only here). The law: the 
 first (one atomic object; streamed puts go up as a multipart upload that is never visible
 unfinished) and the record last, and only the record makes an artifact exist, so a crash mid-put
 leaves nothing visible. Credentials come from the usual AWS environment variables or the URL's
-query. Object storage has no lock: two processes putting into one bounded scope at the same
+query; with a custom `endpoint` and no credentials anywhere, requests go unsigned to that endpoint
+and nowhere else (never the cloud instance-metadata address, which the URL did not name). Object
+storage has no lock: two processes putting into one bounded scope at the same
 instant may briefly overshoot its ceilings until the next put in that scope.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
@@ -22,9 +25,19 @@ from urllib.parse import urlencode
 import msgspec
 
 from byref.events import Emitter
-from byref.store.kit import Meter, Stamp, evicted, exact_length, new_meta, paginate, refused
+from byref.store.kit import (
+    Meter,
+    Stamp,
+    damaged,
+    evicted,
+    new_meta,
+    paginate,
+    refused,
+    verified,
+)
 from byref.store.port import (
     Artifact,
+    ArtifactIntegrityError,
     ArtifactMeta,
     ArtifactPage,
     PutOptions,
@@ -73,6 +86,11 @@ class S3Store:
         self._stamp = Stamp()
         settings: dict[str, Any] = dict(self.config)
         endpoint = settings.get("endpoint", "")
+        # Without credentials obstore would ask 169.254.169.254 (instance metadata) for some:
+        # an address the URL never named. A custom endpoint gets unsigned requests instead.
+        self.unsigned = bool(endpoint) and not _credentials_given(settings)
+        if self.unsigned:
+            settings["skip_signature"] = True
         client = {"connect_timeout": "5s", "timeout": "120s",
                   "allow_http": endpoint.startswith("http://")}
         retry = {"max_retries": 2, "retry_timeout": timedelta(seconds=15)}
@@ -90,9 +108,11 @@ class S3Store:
             obs.list_with_delimiter(self._store, "probe/")
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            unsigned = " (no AWS credentials were found, so it was sent unsigned)" * self.unsigned
             raise StoreUnavailableError(
-                f"Cannot reach bucket {bucket!r} at {endpoint or 'AWS'!r}: {first}. Check that "
-                "the server is running, the bucket exists and the AWS credentials are set."
+                f"Cannot reach bucket {bucket!r} at {endpoint or 'AWS'!r}: {first}{unsigned}. "
+                "Check that the server is running, the bucket exists and the AWS credentials are "
+                "set."
             ) from exc
 
     @property
@@ -160,7 +180,8 @@ class S3Store:
         return self._commit(scope, ref, options, meter.count, meter.digest)
 
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
-        """The object's body as it arrives. Does not verify the digest; use `get` for that."""
+        """The object's body as it arrives, size- and digest-checked as it passes (the last
+        chunk is held back until both match)."""
         meta = self._live(scope, ref)
         if meta is None:
             return None
@@ -170,7 +191,7 @@ class S3Store:
             refused(self.emit, scope, ref, "deleted")
             return None
         chunks: Iterator[bytes] = (bytes(c) for c in body.stream(min_chunk_size=1 << 20))
-        return StreamedArtifact(meta, exact_length(meta, chunks))
+        return StreamedArtifact(meta, verified(meta, chunks))
 
     # -- internals -----------------------------------------------------------------------------
     def _commit(
@@ -206,7 +227,12 @@ class S3Store:
             path = str(entry["path"])
             if not path.endswith(".json"):
                 continue
-            meta = self._read_meta(scope, path.rsplit("/", 1)[-1].removesuffix(".json"))
+            ref = path.rsplit("/", 1)[-1].removesuffix(".json")
+            try:
+                meta = self._read_meta(scope, ref)
+            except ArtifactIntegrityError as exc:  # skipped and reported: the scope keeps working
+                damaged(self.emit, scope, ref, exc)
+                continue
             if meta is None:
                 continue
             if is_expired(meta, now):
@@ -234,8 +260,28 @@ class S3Store:
         self.emit("expired", ref=ref, scope=str(scope))
 
 
+_CREDENTIAL_KEYS = ("access_key_id", "secret_access_key", "session_token", "token",
+                    "skip_signature", "web_identity_token_file",
+                    "container_credentials_relative_uri",
+                    "container_credentials_full_uri")
+
+
+def _credentials_given(settings: dict[str, Any]) -> bool:
+    """Whether the URL or the environment names a credential source (or asks for unsigned
+    requests itself), in any of the spellings obstore accepts."""
+    given = {k.lower().removeprefix("aws_") for k in settings}
+    env = {k.lower().removeprefix("aws_") for k, v in os.environ.items()
+           if k.startswith("AWS_") and v}
+    return any(key in given or key in env for key in _CREDENTIAL_KEYS)
+
+
 def stage_corruption(store: S3Store, scope: Scope, ref: str) -> None:
     """Overwrite a stored payload object directly, outside the port (for the battery)."""
     data = bytearray(store._obs.get(store._store, store._bin(scope, ref)).bytes())
     data[len(data) // 2] ^= 0xFF
     store._obs.put(store._store, store._bin(scope, ref), bytes(data), use_multipart=False)
+
+
+def stage_rewrite(store: S3Store, scope: Scope, ref: str, data: bytes) -> None:
+    """Replace a stored payload object with `data`, outside the port (for the battery)."""
+    store._obs.put(store._store, store._bin(scope, ref), data, use_multipart=False)

@@ -110,3 +110,8 @@ class SqliteStore(SqlStore):
 def stage_corruption(store: SqliteStore, scope: Scope, ref: str) -> None:
     """Damage a stored payload with raw SQL, outside the port (for the conformance battery)."""
     store._flip_first_chunk(ref)
+
+
+def stage_rewrite(store: SqliteStore, scope: Scope, ref: str, data: bytes) -> None:
+    """Replace a stored payload with `data` via raw SQL, outside the port (for the battery)."""
+    store._rewrite_chunks(ref, data)
