@@ -29,12 +29,14 @@ from byref.tools.runner import (
     StagingArea,
     SubprocessRunner,
 )
+from byref.tools.sandbox import IsolationUnavailable
 from byref.tools.tool import Tool, ToolRefusal
 
 RUN_PYTHON = "run_python"
 _LIMIT_WORDS = {
     "cpu": "its CPU-time limit", "memory": "its memory limit", "wall": "its wall-clock limit",
-    "file-size": "its file-size limit", "output-files": "the output file-count limit",
+    "file-size": "its file-size limit", "processes": "its process-count limit",
+    "output-files": "the output file-count limit",
     "output-bytes": "the output size limit",
 }
 
@@ -87,9 +89,10 @@ def describe(packages: list[str], limits: Limits) -> str:
         "Run a Python program. Data you pass in `inputs` (name → ref) is staged as files: read "
         "the JSON manifest at os.environ['BYREF_INPUTS'] ({name: {path, mediaType, bytes}}). "
         "Write any file you want back (a chart, a CSV) into os.environ['BYREF_OUTPUT_DIR']; each "
-        "comes back as a ref. stdout is returned (bounded). No network. Limits: "
-        f"{limits.cpu_seconds}s CPU, {limits.memory_bytes >> 20} MB memory, "
-        f"{limits.wall_seconds:g}s wall clock, {limits.max_output_files} output files. "
+        "comes back as a ref. stdout is returned (bounded). No network, and no files but its "
+        f"own. Limits: {limits.cpu_seconds}s CPU, {limits.memory_bytes >> 20} MB memory, "
+        f"{limits.wall_seconds:g}s wall clock, {limits.max_processes} processes, "
+        f"{limits.max_output_files} output files. "
         f"Installed packages: {shown}."
     )
 
@@ -108,7 +111,15 @@ def make_run_python_tool(
             stage.manifest.write_bytes(encode({s.name: {
                 "path": str(s.path), "mediaType": s.media_type, "bytes": s.bytes}
                 for s in staged}))
-            outcome = runner.run(code, stage, limits)
+            try:
+                outcome = runner.run(code, stage, limits)
+            except IsolationUnavailable as exc:
+                # The developer's message (naming the opt-out) is logged by the runner.
+                ctx.emit("refused", op="run", tool=RUN_PYTHON, reason="isolation-unavailable")
+                raise ToolRefusal(
+                    f"Tool {RUN_PYTHON!r} cannot run code on this host: code runs only in an "
+                    f"isolated sandbox, and none can be made here ({exc.reason}). Answer "
+                    "without running code.", "isolation-unavailable") from exc
             return _report(outcome, staged, ctx, limits)
 
     tool = Tool(name=RUN_PYTHON, description=describe(inventory.current(), limits),
@@ -177,7 +188,7 @@ def _stage(name: str, value: Any, ctx: ToolContext, stage: StagingArea) -> Stage
 def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
             limits: Limits) -> Any:
     stdout = outcome.stdout[-limits.max_stdout_chars:]
-    if outcome.stopped in ("cpu", "memory", "wall", "file-size"):
+    if outcome.stopped in ("cpu", "memory", "wall", "file-size", "processes"):
         ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=f"limit-{outcome.stopped}")
         raise ToolRefusal(
             f"Your program was stopped at {_LIMIT_WORDS[outcome.stopped]} and produced no "

@@ -1,31 +1,43 @@
-"""The code runner port and its real implementation: a limited subprocess.
+"""The code runner port and its real implementation: a limited, isolated subprocess.
 
-The law: code runs in its own working directory, in a separate process with CPU-time, memory,
-file-size and wall-clock limits and no network; inputs arrive as staged files named by a JSON
-manifest (`BYREF_INPUTS`); outputs are only what lands in the declared directory
-(`BYREF_OUTPUT_DIR`), read back with bounded size and count. Hitting a limit stops the run and
-says which limit, never the machine.
+The law: code runs in its own working directory, in a sandbox (`byref.tools.sandbox`) that shows
+it only that directory, its staged inputs and the interpreter — no host processes, files,
+secrets or network — under CPU-time, memory, file-size, process-count and wall-clock limits;
+inputs arrive as staged files named by a JSON manifest (`BYREF_INPUTS`); outputs are only what
+lands in the declared directory (`BYREF_OUTPUT_DIR`), read back with bounded size and count.
+Hitting a limit stops the run and says which limit, never the machine. When the whole process
+tree is gone, the run is over: nothing it started outlives the call. Where no sandbox can be
+made, the runner refuses, unless built with `isolation="none"` for trusted local use.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import logging
 import os
-import resource
+import select
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
+from byref.tools.sandbox import (
+    IsolationUnavailable,
+    Sandbox,
+    developer_message,
+    kill_namespace,
+    minimal_env,
+)
 
-# Runs before the user's code: an audit hook refuses every socket, so even where the kernel will
-# not give us a network namespace, the code cannot reach the network through Python.
+log = logging.getLogger("byref.tools")
+
+# Runs before the user's code: an audit hook refuses every socket, so Python code learns why in
+# plain words (the sandbox's empty network namespace stops everything else, ctypes included).
 _BOOTSTRAP = """
 import runpy, sys
 def _no_network(event, args):
@@ -35,6 +47,34 @@ sys.addaudithook(_no_network)
 sys.argv = ["main.py"]
 runpy.run_path("main.py", run_name="__main__")
 """
+
+# The sandbox's init (pid 1 under unshare): applies the limits to the code's process, reaps
+# orphans, and reports the code's exact wait status on a pipe the code never holds (an exit code
+# alone cannot tell a signal from `sys.exit(128 + n)`). Its exit ends the pid namespace.
+_INIT = """
+import os, resource, sys
+fd = int(sys.argv[1])
+cpu, mem, fsize, nproc = (int(v) for v in sys.argv[2:6])
+os.closerange(3, fd)
+os.closerange(fd + 1, 1024)
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    for res, soft, hard in ((resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, mem, mem),
+                            (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_CORE, 0, 0),
+                            (resource.RLIMIT_NPROC, nproc, nproc)):
+        if soft >= 0:
+            resource.setrlimit(res, (soft, hard))
+    os.execv(sys.argv[7], sys.argv[7:])
+while True:
+    got, status = os.wait()
+    if got == pid:
+        break
+os.write(fd, b"%d" % status)
+"""
+_TAIL = 256 << 10
+_FORK_FAILED = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable",
+                "Cannot fork", "can't fork")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +86,8 @@ class Limits:
     max_output_files: int = 32
     max_output_bytes: int = 64 << 20
     max_stdout_chars: int = 4_000
+    max_processes: int = 64
+    """Processes and threads at once, the sandbox's init included (isolated runs only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +106,15 @@ class RunOutcome:
     stdout: str
     stderr: str
     stopped: str | None = None
-    """Which limit stopped the run: 'cpu', 'memory', 'wall', 'output-files', 'output-bytes'."""
+    """Which limit stopped the run: 'cpu', 'memory', 'wall', 'file-size', 'processes',
+    'output-files', 'output-bytes'."""
     outputs: list[Path] | None = None
     """Files found in the output directory; None would mean the runner cannot tell."""
     isolated_network: bool = False
     workdir: Path | None = None
     notes: list[str] = field(default_factory=list)
+    isolation: str = "none"
+    """'bwrap' or 'unshare' (the tool that made the sandbox), or 'none'."""
 
 
 class CodeRunner(Protocol):
@@ -77,14 +122,19 @@ class CodeRunner(Protocol):
 
 
 class StagingArea:
-    """A private working directory with `inputs/` and `outputs/`; removed on close."""
+    """A private working directory with `inputs/` and `outputs/`; removed on close.
+
+    `root` is the code's working directory; beside it in `base`, out of the code's sight, are
+    the sandbox's own files and the files the code's stdout and stderr go to.
+    """
 
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="byref-run-")
-        self.root = Path(self._tmp.name)
+        self.base = Path(self._tmp.name)
+        self.root = self.base / "work"
         self.inputs = self.root / "inputs"
         self.outputs = self.root / "outputs"
-        self.inputs.mkdir()
+        self.inputs.mkdir(parents=True)
         self.outputs.mkdir()
         self.manifest = self.root / "inputs.json"
 
@@ -99,82 +149,136 @@ class StagingArea:
 
 
 class SubprocessRunner:
-    """Runs Python in a child process of this interpreter, under rlimits, with no network."""
+    """Runs Python in a sandboxed child process of this interpreter, under rlimits.
 
-    def __init__(self, python: str = sys.executable) -> None:
+    `isolation="required"` (the default) refuses to run where no sandbox can be made, raising
+    IsolationUnavailable; `isolation="none"` runs the code as a plain child process that can
+    read what this process can read — for trusted local use only.
+    """
+
+    def __init__(self, python: str = sys.executable, *,
+                 isolation: Literal["required", "none"] = "required",
+                 sandbox: Sandbox | None = None) -> None:
+        if isolation not in ("required", "none"):
+            raise ValueError(f"isolation must be 'required' or 'none', not {isolation!r}")
         self.python = python
+        self.isolation = isolation
+        self.sandbox = sandbox or Sandbox()
+        self._warned = False
+
+    def check(self) -> None:
+        """Raise IsolationUnavailable now if runs would be refused (for a check at startup)."""
+        if self.isolation == "required":
+            self.sandbox.backend(self.python)
 
     def run(self, code: str, stage: StagingArea, limits: Limits) -> RunOutcome:
-        (stage.root / "main.py").write_text(code)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(stage.root),
-            "BYREF_INPUTS": str(stage.manifest),
-            "BYREF_OUTPUT_DIR": str(stage.outputs),
-            "MPLBACKEND": "Agg",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        netns = _can_unshare_network()
-        proc = subprocess.Popen(
-            [self.python, "-I", "-c", _BOOTSTRAP], cwd=stage.root, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            preexec_fn=lambda: _limit_child(limits, netns), start_new_session=False,
-        )
-        stopped = None
         try:
-            out, err = proc.communicate(timeout=limits.wall_seconds)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            stopped = "wall"
-        code_ = proc.returncode
-        stderr = err.decode("utf-8", errors="replace")
+            self.check()
+        except IsolationUnavailable as exc:
+            if not self._warned:
+                self._warned = True
+                log.warning("%s", developer_message(exc.reason))
+            raise
+        (stage.root / "main.py").write_text(code)
+        read_status, write_status = os.pipe()
+        inner = [self.python, "-I", "-S", "-c", _INIT, str(write_status), str(limits.cpu_seconds),
+                 str(limits.memory_bytes), str(limits.file_bytes),
+                 str(limits.max_processes if self.isolation == "required" else -1), "--",
+                 self.python, "-I", "-c", _BOOTSTRAP]
+        isolation = "none"
+        if self.isolation == "required":
+            isolation = self.sandbox.backend(self.python)[0]
+            inner = self.sandbox.command(
+                self.python, work=stage.root, inputs=stage.inputs,
+                writable=(stage.root, stage.outputs), private=stage.base / "sandbox", inner=inner)
+        env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.manifest),
+                                         "BYREF_OUTPUT_DIR": str(stage.outputs)}
+        out_path, err_path = stage.base / "stdout", stage.base / "stderr"
+        try:
+            # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
+            with out_path.open("wb") as out, err_path.open("wb") as err:
+                proc = subprocess.Popen(
+                    inner, cwd=stage.root, env=env, stdin=subprocess.DEVNULL,
+                    stdout=out, stderr=err, pass_fds=(write_status,), start_new_session=True)
+        finally:
+            os.close(write_status)
+        try:
+            stopped = self._wait(proc, limits, isolation != "none")
+            status = _read_status(read_status)
+        finally:
+            os.close(read_status)
+        exit_code = os.waitstatus_to_exitcode(status) if status is not None else proc.returncode
+        stderr = _tail(err_path)
         if stopped is None:
-            # The soft CPU limit sends SIGXCPU; code that ignores it meets the hard limit's SIGKILL.
-            if code_ in (-signal.SIGXCPU, -signal.SIGKILL):
-                stopped = "cpu"
-            elif "MemoryError" in stderr or code_ == -signal.SIGSEGV:
-                stopped = "memory"
-            elif code_ == -signal.SIGXFSZ:
-                stopped = "file-size"
-        outcome = RunOutcome(code_, out.decode("utf-8", errors="replace"), stderr, stopped,
-                             isolated_network=netns, workdir=stage.root)
+            stopped = _limit_hit(exit_code, stderr)
+        outcome = RunOutcome(exit_code, _tail(out_path), stderr, stopped,
+                             isolated_network=isolation != "none", workdir=stage.root,
+                             isolation=isolation)
         outcome.outputs = _collect(stage.outputs, limits, outcome)
         return outcome
 
-
-def _limit_child(limits: Limits, netns: bool) -> None:
-    os.setsid()  # its own process group, so a timeout kills everything it started
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if netns:
-        _unshare_network()
-
-
-def _unshare_network() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    flags = _CLONE_NEWNET if os.geteuid() == 0 else (_CLONE_NEWUSER | _CLONE_NEWNET)
-    if libc.unshare(flags) != 0:
-        raise OSError(ctypes.get_errno(), "unshare failed")
-
-
-def _can_unshare_network() -> bool:
-    """Probe once per process in a throwaway child: can we give code an empty network?"""
-    global _NETNS
-    if _NETNS is None:
-        if not sys.platform.startswith("linux"):
-            _NETNS = False
+    @staticmethod
+    def _wait(proc: subprocess.Popen[bytes], limits: Limits, isolated: bool) -> str | None:
+        if _exited_within(proc, limits.wall_seconds):
+            return None
+        if isolated:
+            kill_namespace(proc)
         else:
-            probe = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=_unshare_network,
-                                   capture_output=True, check=False)
-            _NETNS = probe.returncode == 0
-    return _NETNS
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        return "wall"
 
 
-_NETNS: bool | None = None
+def _exited_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait for the launcher at most `seconds`; a pidfd wakes at once (Popen.wait polls)."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:
+        pidfd = -1
+    try:
+        if pidfd >= 0:
+            if not select.select([pidfd], [], [], seconds)[0]:
+                return False
+            seconds = 5  # it has exited: the wait below reaps it at once
+        proc.wait(timeout=seconds)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _read_status(fd: int) -> int | None:
+    """The code's wait status as the init wrote it; None if the init never got that far."""
+    deadline = time.monotonic() + 5
+    data = b""
+    while (left := deadline - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        data += chunk
+    return int(data) if data.isdigit() else None
+
+
+def _limit_hit(exit_code: int, stderr: str) -> str | None:
+    # The soft CPU limit sends SIGXCPU; code that ignores it meets the hard limit's SIGKILL.
+    if exit_code in (-signal.SIGXCPU, -signal.SIGKILL):
+        return "cpu"
+    if "MemoryError" in stderr or exit_code == -signal.SIGSEGV:
+        return "memory"
+    if exit_code == -signal.SIGXFSZ:
+        return "file-size"
+    if exit_code != 0 and any(s in stderr[-2_000:] for s in _FORK_FAILED):
+        return "processes"
+    return None
+
+
+def _tail(path: Path) -> str:
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - _TAIL))
+        return fh.read().decode("utf-8", errors="replace")
 
 
 def _collect(directory: Path, limits: Limits, outcome: RunOutcome) -> list[Path]:
@@ -183,11 +287,14 @@ def _collect(directory: Path, limits: Limits, outcome: RunOutcome) -> list[Path]
     for dirpath, _, files in os.walk(directory):
         for name in sorted(files):
             path = Path(dirpath) / name
-            if path.is_symlink():
-                outcome.notes.append(f"{name!r} is a symlink and was not read back")
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode):
+                # A symlink would be read as the host sees it; a FIFO would block the read.
+                kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+                outcome.notes.append(f"{name!r} is {kind} and was not read back")
                 continue
             found.append(path)
-            total += path.stat().st_size
+            total += info.st_size
             if len(found) > limits.max_output_files:
                 outcome.stopped = outcome.stopped or "output-files"
                 return found[: limits.max_output_files]
