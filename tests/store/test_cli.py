@@ -57,3 +57,23 @@ def test_operator_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_bad_url_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["store", "ls", "ftp://x", "--tenant", "t"]) == 2
     assert capsys.readouterr().err.startswith("error: Unknown store URL 'ftp://x'; use one of:")
+
+
+def test_get_of_damaged_bytes_leaves_no_file_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from byref.store.file import stage_rewrite
+
+    url = f"file://{tmp_path / 'store'}"
+    store = open_store(url)
+    scope = Scope("acme")
+    data = bytes(3 << 20)
+    meta = store.put(scope, data, PutOptions(kind="k", digest=True))
+    stage_rewrite(store, scope, meta.ref, data[:-1] + b"\x01")  # type: ignore[arg-type]
+    out = tmp_path / "out.bin"
+    assert main(["store", "get", url, meta.ref, "--tenant", "acme", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: Artifact {meta.ref!r} failed its integrity check while being streamed: the "
+        f"bytes read do not match {meta.digest!r}, so the last chunk was withheld. Re-create "
+        "it; do not trust this copy.\n")
+    assert not out.exists()

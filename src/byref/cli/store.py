@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -145,6 +146,12 @@ def _get(args: argparse.Namespace) -> int:
         try:
             for chunk in chunks:
                 sink.write(chunk)
+        except BaseException:
+            # A stream that fails its integrity check must not leave a plausible partial file.
+            if args.output:
+                sink.close()
+                Path(args.output).unlink(missing_ok=True)
+            raise
         finally:
             if args.output:
                 sink.close()
