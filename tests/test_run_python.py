@@ -12,8 +12,16 @@ from byref.jsonview import decode
 from byref.store import FileStore
 from byref.tools import ToolContext, tool
 from byref.tools.code import PackageInventory, make_run_python_tool
-from byref.tools.runner import Limits
+from byref.tools.runner import Limits, SubprocessRunner
+from byref.tools.sandbox import Sandbox
 from byref.transcript import Part
+
+
+def runner() -> SubprocessRunner:
+    # These tests are about limits and lineage; the sandbox's own tests live in
+    # test_run_python_sandbox.py. Where this host cannot make one, they run unisolated.
+    unisolated = Sandbox().unavailable() is not None
+    return SubprocessRunner(isolation="none" if unisolated else "required")
 
 AGGREGATE = """
 import json, os
@@ -63,7 +71,8 @@ def test_hundred_megabytes_by_ref_to_a_chart_with_lineage(tmp_path: Path) -> Non
                                  label="all sales")
         return {"dataset": {"$ref": {"type": "Blob", "key": meta.ref}}, "bytes": meta.bytes}
 
-    run_python = make_run_python_tool(limits=Limits(cpu_seconds=60, wall_seconds=120))
+    run_python = make_run_python_tool(runner=runner(),
+                                      limits=Limits(cpu_seconds=60, wall_seconds=120))
     h = Harness(ScriptedModel([
         call("load_sales", {}),
         call("run_python", lambda r: {"code": AGGREGATE,
@@ -87,7 +96,7 @@ def test_hundred_megabytes_by_ref_to_a_chart_with_lineage(tmp_path: Path) -> Non
 
 def run_code(code: str, limits: Limits, tmp_path: Path) -> Part:
     h = Harness(ScriptedModel([call("run_python", {"code": code}), say("x")]),
-                [make_run_python_tool(limits=limits)], store=FileStore(tmp_path))
+                [make_run_python_tool(runner=runner(), limits=limits)], store=FileStore(tmp_path))
     h.run("go")
     return results(h)[-1]
 
@@ -111,8 +120,10 @@ def test_memory_bomb_stops_at_the_memory_limit(tmp_path: Path) -> None:
 def test_file_flood_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
     code = ("import os\nd = os.environ['BYREF_OUTPUT_DIR']\n"
             "for i in range(100_000):\n    open(os.path.join(d, f'{i}.txt'), 'w').write('x')\n")
-    # A generous wall clock, so the limit that answers is the file count even on a busy machine.
-    part = run_code(code, Limits(max_output_files=32, wall_seconds=300), tmp_path)
+    # Generous CPU and wall clocks, so the limit that answers is the file count even on a busy
+    # machine (100,000 file creations can take 20 s of CPU on a slow disk).
+    part = run_code(code, Limits(max_output_files=32, cpu_seconds=300, wall_seconds=300),
+                    tmp_path)
     assert part.is_error
     assert (part.rendered or "") == ("Your program's output went over the output file-count "
                                      "limit (32 files, 64 MB); nothing was kept. Write fewer, "
@@ -145,9 +156,7 @@ def test_expired_parent_fails_that_mint(tmp_path: Path) -> None:
 
     class DeletingRunner:
         def __init__(self) -> None:
-            from byref.tools.runner import SubprocessRunner
-
-            self.inner = SubprocessRunner()
+            self.inner = runner()
 
         def run(self, code: str, stage: Any, limits: Limits) -> Any:
             outcome = self.inner.run(code, stage, limits)

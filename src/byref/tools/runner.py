@@ -48,29 +48,37 @@ sys.argv = ["main.py"]
 runpy.run_path("main.py", run_name="__main__")
 """
 
-# The sandbox's init (pid 1 under unshare): applies the limits to the code's process, reaps
-# orphans, and reports the code's exact wait status on a pipe the code never holds (an exit code
-# alone cannot tell a signal from `sys.exit(128 + n)`). Its exit ends the pid namespace.
+# The sandbox's init (pid 1 under unshare): applies the limits to the code's process, gives it
+# the stdout/stderr files (the launcher's own messages stay apart), reaps orphans, and reports
+# the code's exact wait status on a pipe the code never holds (an exit code alone cannot tell a
+# signal from `sys.exit(128 + n)`). Its exit ends the pid namespace, and all within it.
 _INIT = """
 import os, resource, sys
-fd = int(sys.argv[1])
-cpu, mem, fsize, nproc = (int(v) for v in sys.argv[2:6])
-os.closerange(3, fd)
-os.closerange(fd + 1, 1024)
+status, out, err = (int(v) for v in sys.argv[1:4])
+cpu, mem, fsize, nproc = (int(v) for v in sys.argv[4:8])
+keep = sorted({status, out, err})
+os.closerange(3, keep[0])
+for low, high in zip(keep, [*keep[1:], 1024]):
+    os.closerange(low + 1, high)
 pid = os.fork()
 if pid == 0:
-    os.close(fd)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    for fd in keep:
+        os.close(fd)
     for res, soft, hard in ((resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, mem, mem),
                             (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_CORE, 0, 0),
                             (resource.RLIMIT_NPROC, nproc, nproc)):
         if soft >= 0:
             resource.setrlimit(res, (soft, hard))
-    os.execv(sys.argv[7], sys.argv[7:])
+    os.execv(sys.argv[9], sys.argv[9:])
+os.close(out)
+os.close(err)
 while True:
-    got, status = os.wait()
+    got, wait_status = os.wait()
     if got == pid:
         break
-os.write(fd, b"%d" % status)
+os.write(status, b"%d" % wait_status)
 """
 _TAIL = 256 << 10
 _FORK_FAILED = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable",
@@ -180,38 +188,45 @@ class SubprocessRunner:
                 log.warning("%s", developer_message(exc.reason))
             raise
         (stage.root / "main.py").write_text(code)
-        read_status, write_status = os.pipe()
-        inner = [self.python, "-I", "-S", "-c", _INIT, str(write_status), str(limits.cpu_seconds),
-                 str(limits.memory_bytes), str(limits.file_bytes),
-                 str(limits.max_processes if self.isolation == "required" else -1), "--",
-                 self.python, "-I", "-c", _BOOTSTRAP]
-        isolation = "none"
-        if self.isolation == "required":
-            isolation = self.sandbox.backend(self.python)[0]
-            inner = self.sandbox.command(
-                self.python, work=stage.root, inputs=stage.inputs,
-                writable=(stage.root, stage.outputs), private=stage.base / "sandbox", inner=inner)
         env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.manifest),
                                          "BYREF_OUTPUT_DIR": str(stage.outputs)}
-        out_path, err_path = stage.base / "stdout", stage.base / "stderr"
+        paths = [stage.base / name for name in ("stdout", "stderr", "launcher")]
+        read_status, write_status = os.pipe()
+        # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
+        out, err, launcher_err = (os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                                  for p in paths)
         try:
-            # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
-            with out_path.open("wb") as out, err_path.open("wb") as err:
-                proc = subprocess.Popen(
-                    inner, cwd=stage.root, env=env, stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=err, pass_fds=(write_status,), start_new_session=True)
+            inner = [self.python, "-I", "-S", "-c", _INIT, str(write_status), str(out),
+                     str(err), str(limits.cpu_seconds), str(limits.memory_bytes),
+                     str(limits.file_bytes),
+                     str(limits.max_processes if self.isolation == "required" else -1), "--",
+                     self.python, "-I", "-c", _BOOTSTRAP]
+            isolation = "none"
+            if self.isolation == "required":
+                isolation = self.sandbox.backend(self.python)[0]
+                inner = self.sandbox.command(
+                    self.python, work=stage.root, inputs=stage.inputs,
+                    writable=(stage.root, stage.outputs), private=stage.base / "sandbox",
+                    inner=inner)
+            proc = subprocess.Popen(inner, cwd=stage.root, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=launcher_err, stderr=launcher_err,
+                                    pass_fds=(write_status, out, err), start_new_session=True)
         finally:
-            os.close(write_status)
+            for fd in (write_status, out, err, launcher_err):
+                os.close(fd)
         try:
             stopped = self._wait(proc, limits, isolation != "none")
             status = _read_status(read_status)
         finally:
             os.close(read_status)
+        stdout, stderr, launcher = (_tail(p) for p in paths)
+        if status is None and stopped is None:
+            # The init never reported: the sandbox itself failed; say what it said.
+            stderr += launcher
         exit_code = os.waitstatus_to_exitcode(status) if status is not None else proc.returncode
-        stderr = _tail(err_path)
         if stopped is None:
             stopped = _limit_hit(exit_code, stderr)
-        outcome = RunOutcome(exit_code, _tail(out_path), stderr, stopped,
+        outcome = RunOutcome(exit_code, stdout, stderr, stopped,
                              isolated_network=isolation != "none", workdir=stage.root,
                              isolation=isolation)
         outcome.outputs = _collect(stage.outputs, limits, outcome)

@@ -221,14 +221,14 @@ def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: 
     t = {name: _which(name) or name for name in _UNSHARE_TOOLS}
     script = _setup_script(view, newroot, t["mount"], t["pivot_root"], t["umount"],
                            in_userns=not as_root)
-    script += f"\ncd {shlex.quote(str(work))}\nexec \"$@\""
+    script += f"\ncd {shlex.quote(str(work))}\nunset PWD OLDPWD\nexec \"$@\""
     spaces = ["--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
     chain: list[str] = []
     if as_root:
         # Root builds the view, then the code runs as nobody in a user namespace of its own.
         chain = [t["setpriv"], f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                  "--no-new-privs", "--", unshare, "--user", "--map-root-user", "--",
-                 t["sh"], "-c", _NO_USERNS + ' && exec "$@"', "byref-sandbox"]
+                 t["sh"], "-c", _NO_USERNS + ' && unset PWD && exec "$@"', "byref-sandbox"]
     else:
         spaces = ["--user", "--map-root-user", *spaces]
     chain += [t["setpriv"], "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
