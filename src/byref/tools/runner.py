@@ -217,6 +217,9 @@ class SubprocessRunner:
         try:
             stopped = self._wait(proc, limits, isolation != "none")
             status = _read_status(read_status)
+        except BaseException:
+            self._stop(proc, isolation != "none")  # interrupted: nothing outlives the call
+            raise
         finally:
             os.close(read_status)
         stdout, stderr, launcher = (_tail(p) for p in paths)
@@ -236,13 +239,19 @@ class SubprocessRunner:
     def _wait(proc: subprocess.Popen[bytes], limits: Limits, isolated: bool) -> str | None:
         if _exited_within(proc, limits.wall_seconds):
             return None
+        SubprocessRunner._stop(proc, isolated)
+        return "wall"
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen[bytes], isolated: bool) -> None:
+        if proc.poll() is not None:
+            return
         if isolated:
             kill_namespace(proc)
         else:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-        return "wall"
 
 
 def _exited_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:

@@ -213,7 +213,7 @@ def _bwrap(bwrap: str, view: list[Mount], work: Path, inner: list[str]) -> list[
         else:
             argv += [f"--{m.kind}", m.dest]
     # bwrap's sandboxed process holds no capabilities already; no setpriv needed.
-    return [*argv, "--remount-ro", "/", "--chdir", str(work), "--", *inner]
+    return [*argv, "--remount-ro", "/", "--chdir", str(work), "--unsetenv", "PWD", "--", *inner]
 
 
 def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: list[str],
@@ -226,13 +226,17 @@ def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: 
     chain: list[str] = []
     if as_root:
         # Root builds the view, then the code runs as nobody in a user namespace of its own.
+        # Changing uid clears the parent-death signal --kill-child set: --pdeathsig re-arms it.
         chain = [t["setpriv"], f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                 "--no-new-privs", "--", unshare, "--user", "--map-root-user", "--",
+                 "--no-new-privs", "--pdeathsig", "KILL", "--", unshare, "--user",
+                 "--map-root-user", "--",
                  t["sh"], "-c", _NO_USERNS + ' && unset PWD && exec "$@"', "byref-sandbox"]
     else:
         spaces = ["--user", "--map-root-user", *spaces]
     chain += [t["setpriv"], "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return [unshare, *spaces, "--", t["sh"], "-c", script, "byref-sandbox", *chain, *inner]
+    # --pdeathsig: if this process dies mid-run, unshare dies too, and --kill-child ends the rest.
+    return [t["setpriv"], "--pdeathsig", "KILL", "--", unshare, *spaces, "--", t["sh"], "-c",
+            script, "byref-sandbox", *chain, *inner]
 
 
 def _skeleton(view: list[Mount], newroot: Path) -> None:
