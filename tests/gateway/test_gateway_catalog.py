@@ -12,6 +12,9 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from byref.gateway.convert import distinct_name
+from byref.store import Scope
+
 pytestmark = pytest.mark.anyio
 
 SCAFFOLDING = ["activate_tool", "call_tool", "present", "query_json", "read_json", "read_result",
@@ -130,22 +133,29 @@ async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) 
 
     servers = {"garden": world.fixture("changing.py")}
     with anyio.fail_after(60):
-        async with running(world, servers) as (gateway, server), Client(
-                server, mode="legacy", message_handler=on_message) as client:
-            await client.list_tools()
-            before = json.loads(text(await client.call_tool(
-                "search_tools", {"query": "water the seedling"})))
-            assert before["results"] == []
-            grown = await client.call_tool("call_tool", {"name": "garden__grow"})
-            assert text(grown) == "now 2 tools"
-            await notices.wait()
-            box = await gateway.toolbox()
-            while "garden__water_seedling_1" not in box.catalog:
-                await anyio.wait_all_tasks_blocked()
+        async with running(world, servers) as (gateway, server):
+            async with Client(server, mode="legacy", message_handler=on_message) as client:
+                await client.list_tools()
+                idle = gateway.scopes.state(Scope("someone-idle"))
+                await gateway.call(idle, "search_tools", {"query": "garden"})
+                assert idle.dispatchers is not None
+                before = json.loads(text(await client.call_tool(
+                    "search_tools", {"query": "water the seedling"})))
+                assert before["results"] == []
+                grown = await client.call_tool("call_tool", {"name": "garden__grow"})
+                assert text(grown) == "now 2 tools"
+                await notices.wait()
                 box = await gateway.toolbox()
-            after = json.loads(text(await client.call_tool(
-                "search_tools", {"query": "water the seedling"})))
-            assert [r["name"] for r in after["results"]] == ["garden__water_seedling_1"]
+                while "garden__water_seedling_1" not in box.catalog:
+                    await anyio.wait_all_tasks_blocked()
+                    box = await gateway.toolbox()
+                after = json.loads(text(await client.call_tool(
+                    "search_tools", {"query": "water the seedling"})))
+                assert [r["name"] for r in after["results"]] == ["garden__water_seedling_1"]
+                assert idle.dispatchers is None  # an idle scope does not pin the old toolbox
+                assert gateway.scopes.state(gateway.scopes.stdio_scope).connections == 1
+            # The client is gone: its connection is forgotten, not kept for the next notice.
+            assert gateway.scopes.state(gateway.scopes.stdio_scope).connections == 0
 
 
 async def test_searches_that_end_in_an_activation_teach_the_next_gateway(world: World) -> None:
@@ -190,3 +200,21 @@ async def test_a_damaged_usage_log_is_reported_and_the_gateway_serves_anyway(
             assert found["results"][0]["name"] == "time__get_current_time"
     assert (f"byref gateway: usage log not learned from: {str(usage)!r} line 2 is not JSON"
             in world.log.read_text("utf-8"))
+
+
+async def test_servers_whose_names_join_alike_keep_every_tool(world: World) -> None:
+    # 'bad-one' and 'bad_one' both qualify 'echo' as 'bad-one__echo': a joined key.
+    servers = {"bad-one": world.fixture("misbehaving.py"),
+               "bad_one": world.fixture("misbehaving.py")}
+    second = distinct_name("bad_one", "echo")
+    assert second.startswith("bad-one__echo_") and len(second) == len("bad-one__echo_") + 8
+    with anyio.fail_after(60):
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            box = await gateway.toolbox()
+            assert {"bad-one__echo", second} <= set(box.catalog.names)
+            assert box.catalog.entry(second).server == "bad_one"
+            for name in ("bad-one__echo", second):
+                echoed = await client.call_tool("call_tool", {
+                    "name": name, "arguments": {"text": "hi"}})
+                assert not echoed.is_error, text(echoed)
+            assert gateway.upstreams["bad-one"].starts == gateway.upstreams["bad_one"].starts == 1

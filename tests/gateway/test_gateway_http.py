@@ -156,8 +156,8 @@ async def test_a_session_answers_only_its_own_grant_even_when_joined_names_agree
                     assert ready.status_code == 202, ready.text
                     theirs = auth(second, **{"mcp-session-id": session})
                     used = await http.post(url, json=listing, headers=theirs)
-                    assert (used.status_code, used.json()["error"]["message"]) == (
-                        404, "Session not found")
+                    assert used.status_code == 404, used.text
+                    assert used.json()["error"]["message"] == "Session not found"
                     deleted = await http.delete(url, headers=theirs)
                     assert deleted.status_code == 404, deleted.text
                     mine = await http.post(url, json=listing, headers=auth(first, **{

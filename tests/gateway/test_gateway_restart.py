@@ -42,17 +42,17 @@ async def test_a_message_ref_from_before_a_restart_is_refused(world: World) -> N
                 server) as client:
             assert await read(client, "old.txt") == "before the restart\n"
             old = {"$ref": {"type": "Message", "seq": _last_seq(gateway), "part": 0}}
-            old_origin = gateway.scopes.state(gateway.scopes.stdio_scope).transcript.origin
+            old_record = gateway.scopes.state(gateway.scopes.stdio_scope).transcript
         async with running(world, servers, store=store) as (gateway, server), Client(
                 server) as client:
             placed = json.loads(await read(client, "new.txt"))
             await read(client, "old.txt")  # enough messages to reach any small old seq
-            origin = gateway.scopes.state(gateway.scopes.stdio_scope).transcript.origin
-            assert origin > old["$ref"]["seq"] >= old_origin
             stale = await client.call_tool("call_tool", {
                 "name": "filesystem__write_file",
                 "arguments": {"path": str(target), "content": old}})
-            assert stale.is_error
+            assert stale.is_error, target.read_text()
+            origin = gateway.scopes.state(gateway.scopes.stdio_scope).transcript.origin
+            assert origin > old["$ref"]["seq"] >= old_record.origin
             assert text(stale) == (
                 f"Tool 'filesystem__write_file' could not complete: message {old['$ref']['seq']} "
                 f"is not in this conversation's record, which begins at message {origin} (the "

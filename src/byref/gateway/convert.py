@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 from typing import Any
 
 import mcp_types as types
@@ -39,6 +40,17 @@ def qualified_name(server: str, tool: str) -> str:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"{name[:NAME_MAX - 9]}_{digest}"
+
+
+def distinct_name(server: str, tool: str) -> str:
+    """The name for a tool whose qualified name another server's tool already has.
+
+    `<server>__<tool>` is a joined key: servers 'a-b' and 'a_b' slug alike, and server 'a' with
+    tool 'b__c' joins like server 'a__b' with tool 'c'. The digest is of the pair itself.
+    """
+    pair = json.dumps([server, tool], ensure_ascii=False).encode()
+    base = safe_name(f"{server_slug(server)}__{tool}")[:NAME_MAX - 9]
+    return f"{base}_{hashlib.sha256(pair).hexdigest()[:8]}"
 
 
 def listing(server: str, tools: list[types.Tool]) -> list[Listed]:

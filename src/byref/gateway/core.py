@@ -35,7 +35,7 @@ from byref.discovery.workingset import ACTIVATE
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
 from byref.gateway.config import GatewayConfig
-from byref.gateway.convert import listing, qualified_name
+from byref.gateway.convert import distinct_name, listing, qualified_name
 from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
@@ -177,6 +177,8 @@ class Gateway:
         for server in self.config.servers:
             for listed in listing(server.name, self._listings.get(server.name, [])):
                 name = qualified_name(server.name, listed.name)
+                if name in catalog and _pair(catalog, name) != (server.name, listed.name):
+                    name = distinct_name(server.name, listed.name)  # another pair joined alike
                 if name not in catalog:  # a server listing one name twice: the first wins
                     catalog.add(proxied_tool(name, listed, self._invoke), server=server.name,
                                 original_name=listed.name)
@@ -284,6 +286,11 @@ class Gateway:
                                     scope=state.scope, policy=self.policy, emit=self.emit)
             state.dispatchers = cached = (box.version, dispatcher)
         return cached[1]
+
+
+def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
+    entry = catalog.entry(name)
+    return entry.server, entry.original_name
 
 
 def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
