@@ -111,14 +111,18 @@ def run_context_turns(args: argparse.Namespace) -> int:
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
-    from byref.dispatch.bench import dispatch_bench
+    from byref.dispatch.bench import digest_read_bench, dispatch_bench
 
     report = dispatch_bench()
+    digest = digest_read_bench()
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps({**report, "digest_read": digest}, indent=2))
         return 0
     print(f"{'call':16}{'dispatch µs':>13}{'direct µs':>11}{'overhead µs':>13}{'ratio':>9}")
     for name, row in report.items():
         print(f"{name:16}{row['dispatch_us']:>13}{row['direct_us']:>11}"
               f"{row['overhead_us']:>13}{row['ratio']:>9}")
+    print(f"query_json over {digest['bytes'] / 1e6:.1f} MB stored: {digest['plain_mb_s']} MB/s "
+          f"unverified, {digest['verified_mb_s']} MB/s digest-verified "
+          f"(×{digest['ratio']} of the unverified throughput)")
     return 0
