@@ -250,3 +250,15 @@ def test_only_regular_output_files_are_read_back(tmp_path: Path, sandbox: Sandbo
     assert [f["name"] for f in result["files"]] == ["real.txt"]
     assert result["notes"] == ["'host.txt' is a symlink and was not read back",
                                "'pipe.csv' is not a regular file and was not read back"]
+
+
+@pytest.mark.parametrize("swap", ["link", "remove"])
+def test_an_output_directory_swapped_for_a_link_reads_nothing(tmp_path: Path, sandbox: Sandbox,
+                                                               swap: str) -> None:
+    # The host reads outputs after the run: a link to /etc would be read as the host sees it.
+    code = ("import os, shutil\nout = os.environ['BYREF_OUTPUT_DIR']\nshutil.rmtree(out)\n"
+            + ("os.symlink('/etc', out)\n" if swap == "link" else ""))
+    result = decode(run(code, tmp_path, SubprocessRunner(sandbox=sandbox)).rendered or "")
+    assert result["files"] == []
+    assert result.get("notes") == (["the output directory was replaced, so nothing was read "
+                                    "back"] if swap == "link" else None)

@@ -188,38 +188,16 @@ class SubprocessRunner:
                 log.warning("%s", developer_message(exc.reason))
             raise
         (stage.root / "main.py").write_text(code)
-        env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.manifest),
-                                         "BYREF_OUTPUT_DIR": str(stage.outputs)}
         paths = [stage.base / name for name in ("stdout", "stderr", "launcher")]
         read_status, write_status = os.pipe()
-        # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
-        out, err, launcher_err = (os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                                  for p in paths)
         try:
-            inner = [self.python, "-I", "-S", "-c", _INIT, str(write_status), str(out),
-                     str(err), str(limits.cpu_seconds), str(limits.memory_bytes),
-                     str(limits.file_bytes),
-                     str(limits.max_processes if self.isolation == "required" else -1), "--",
-                     self.python, "-I", "-c", _BOOTSTRAP]
-            isolation = "none"
-            if self.isolation == "required":
-                isolation = self.sandbox.backend(self.python)[0]
-                inner = self.sandbox.command(
-                    self.python, work=stage.root, inputs=stage.inputs,
-                    writable=(stage.root, stage.outputs), private=stage.base / "sandbox",
-                    inner=inner)
-            proc = subprocess.Popen(inner, cwd=stage.root, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=launcher_err, stderr=launcher_err,
-                                    pass_fds=(write_status, out, err), start_new_session=True)
-        finally:
-            for fd in (write_status, out, err, launcher_err):
-                os.close(fd)
-        try:
-            stopped = self._wait(proc, limits, isolation != "none")
-            status = _read_status(read_status)
-        except BaseException:
-            self._stop(proc, isolation != "none")  # interrupted: nothing outlives the call
-            raise
+            proc, isolation = self._launch(stage, limits, write_status, paths)
+            try:
+                stopped = self._wait(proc, limits, isolation != "none")
+                status = _read_status(read_status)
+            except BaseException:
+                self._stop(proc, isolation != "none")  # interrupted: nothing outlives the call
+                raise
         finally:
             os.close(read_status)
         stdout, stderr, launcher = (_tail(p) for p in paths)
@@ -234,6 +212,34 @@ class SubprocessRunner:
                              isolation=isolation)
         outcome.outputs = _collect(stage.outputs, limits, outcome)
         return outcome
+
+    def _launch(self, stage: StagingArea, limits: Limits, write_status: int,
+                paths: list[Path]) -> tuple[subprocess.Popen[bytes], str]:
+        """Start the init (in the sandbox, unless isolation is 'none'); closes `write_status`."""
+        env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.manifest),
+                                         "BYREF_OUTPUT_DIR": str(stage.outputs)}
+        # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
+        out, err, launcher_err = (os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                                  for p in paths)
+        try:
+            argv = [self.python, "-I", "-S", "-c", _INIT, str(write_status), str(out), str(err),
+                    str(limits.cpu_seconds), str(limits.memory_bytes), str(limits.file_bytes),
+                    str(limits.max_processes if self.isolation == "required" else -1), "--",
+                    self.python, "-I", "-c", _BOOTSTRAP]
+            isolation = "none"
+            if self.isolation == "required":
+                isolation = self.sandbox.backend(self.python)[0]
+                argv = self.sandbox.command(
+                    self.python, work=stage.root, inputs=stage.inputs,
+                    writable=(stage.root, stage.outputs), private=stage.base / "sandbox",
+                    inner=argv)
+            proc = subprocess.Popen(argv, cwd=stage.root, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=launcher_err, stderr=launcher_err,
+                                    pass_fds=(write_status, out, err), start_new_session=True)
+        finally:
+            for fd in (write_status, out, err, launcher_err):
+                os.close(fd)
+        return proc, isolation
 
     @staticmethod
     def _wait(proc: subprocess.Popen[bytes], limits: Limits, isolated: bool) -> str | None:
@@ -257,7 +263,7 @@ class SubprocessRunner:
 def _exited_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
     """Wait for the launcher at most `seconds`; a pidfd wakes at once (Popen.wait polls)."""
     try:
-        pidfd = os.pidfd_open(proc.pid)
+        pidfd = os.pidfd_open(proc.pid) if hasattr(os, "pidfd_open") else -1
     except OSError:
         pidfd = -1
     try:
@@ -308,6 +314,14 @@ def _tail(path: Path) -> str:
 def _collect(directory: Path, limits: Limits, outcome: RunOutcome) -> list[Path]:
     found: list[Path] = []
     total = 0
+    try:
+        mode = directory.lstat().st_mode
+    except FileNotFoundError:
+        return found  # the code removed it: nothing to read
+    if not stat.S_ISDIR(mode):
+        # The code may swap its output directory for a link to the host's files: read nothing.
+        outcome.notes.append("the output directory was replaced, so nothing was read back")
+        return found
     for dirpath, _, files in os.walk(directory):
         for name in sorted(files):
             path = Path(dirpath) / name

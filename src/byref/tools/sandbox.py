@@ -2,16 +2,16 @@
 
 The law: the code gets its own user, mount, pid, IPC, UTS and network namespaces, made by a
 maintained tool — bubblewrap (`bwrap`) when installed, else util-linux `unshare` + `mount` +
-`pivot_root` — never by syscalls of ours. Its root is a fresh tmpfs holding read-only binds of
-only /usr (and the /bin, /lib… links into it), the interpreter's prefixes, a few /etc files and
-/dev nodes, a private /tmp, and the work directory (its staged inputs read-only). /proc is
-mounted fresh, so it lists only the sandbox's processes; the network is a loopback that is down;
-no process in it holds a capability, and it cannot make user namespaces of its own. Whether the
-host allows all this is found by trying once (per tool set and interpreter), not by guessing.
+`pivot_root` — never by syscalls of ours. Its root is an empty, read-only tree holding read-only
+binds of only /usr (and the /bin, /lib… links into it), the interpreter's prefixes, three /etc
+entries and five /dev nodes, plus writable /tmp and /dev/shm of the run's own and the work
+directory (its staged inputs read-only). /proc is mounted fresh, so it lists only the sandbox's
+processes; the only network is a loopback of its own (down, under unshare); no process in it
+holds a capability or can make a user namespace. Whether the host allows all this is found by
+trying once (per tool set and interpreter), not by guessing.
 
 As root, RLIMIT_NPROC would never bite (the kernel exempts uid 0), so there the mounts are made
-by root itself and the code runs as `nobody` inside a user namespace of its own.
-"""
+by root itself and the code runs as `nobody` inside a user namespace of its own."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 NOBODY = 65534
 _TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
@@ -58,7 +59,7 @@ def developer_message(reason: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Mount:
-    kind: str
+    kind: Literal["ro", "rw", "link", "proc", "dev"]
     """'ro' or 'rw' (a bind of `source`), 'link' (a symlink to `source`), 'proc' or 'dev'."""
     dest: str
     source: str = ""
