@@ -368,3 +368,28 @@ def test_a_wants_argument_with_a_damaged_record_is_refused_by_name(tmp_path: Pat
         assert part.is_error and seen == [] and len(text_of(part)) < REFUSAL_MAX
     assert "could not be read" in text_of(
         d.dispatch(Call("c", "count", {"rows": meta.ref}), call_seq=0, seq=1, part=0))
+
+
+@pytest.mark.parametrize("rows", [3, 2_000], ids=["inline", "placed"])
+def test_a_python_literal_dump_of_rows_is_kept_as_text_and_queryable(rows: int) -> None:
+    dump = str([{"id": i, "name": f"n{i}", "ok": i % 2 == 0, "none": None}
+                for i in range(rows)])  # what mcp-server-sqlite prints
+
+    @tool
+    def sql() -> str:
+        """Rows as the server prints them."""
+        return dump
+
+    rig = Rig()
+    rig.dispatcher.tools["sql"] = sql
+    seq, part = rig.call("sql", {})
+    source = msg(seq) if rows == 3 else msgspec.json.decode(text_of(part))["value"]
+    if rows == 3:
+        assert text_of(part) == dump
+    rig.call("echo", {"x": source})
+    assert rig.received == [dump]  # the text itself, byte for byte
+    q_seq, q = rig.call("query_json", {"source": source, "path": "",
+                                       "filter": [{"field": "id", "eq": 2}]})
+    assert not q.is_error, text_of(q)
+    rig.call("echo", {"x": msg(q_seq, "value")})
+    assert rig.received[-1] == [{"id": 2, "name": "n2", "ok": True, "none": None}]

@@ -21,12 +21,14 @@ from byref.jsonview import (
     NotJsonError,
     StaleSelectionError,
     decode,
+    literal_value,
     query_stream,
     query_value,
     resolve_pointer,
     stream_pointer,
 )
-from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, RefRefusal
+from byref.jsonview.codec import LITERAL_MAX
+from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, RefRefusal, quote
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
 from byref.transcript import Transcript, walk
@@ -108,9 +110,17 @@ class Resolver:
             yield from self._apply(recipe, src)
             return
         _require_json(src)
+        started = False
         try:
-            yield from query_stream(src.open, recipe.path, recipe.filter, where=src.where)
-        except (StaleSelectionError, NotJsonError) as exc:
+            for item in query_stream(src.open, recipe.path, recipe.filter, where=src.where):
+                started = True
+                yield item
+        except NotJsonError as exc:
+            fallback = None if started else self._literal(src)
+            if fallback is None:
+                raise ResolveError(str(exc)) from exc
+            yield from self._apply(recipe, fallback)
+        except StaleSelectionError as exc:
             raise ResolveError(str(exc)) from exc
         self.emit("resolved", ref_type="JsonQuery", ref=src.meta.ref, scope=str(self.scope))
 
@@ -199,19 +209,28 @@ class Resolver:
         try:
             if isinstance(src, BytesSource):
                 _require_json(src)
-                if isinstance(ref, JsonPointer):
-                    return stream_pointer(src.open, ref.path, where=src.where)
-                return list(query_stream(src.open, ref.path, ref.filter, where=src.where))
+                try:
+                    if isinstance(ref, JsonPointer):
+                        return stream_pointer(src.open, ref.path, where=src.where)
+                    return list(query_stream(src.open, ref.path, ref.filter, where=src.where))
+                except NotJsonError:
+                    fallback = self._literal(src)
+                    if fallback is None:
+                        raise
+                    src = fallback
             if isinstance(src, bytes | str):
                 # Text is kept as text; JSON in it is parsed here, on demand, for the recipe.
                 try:
                     src = decode(src)
                 except Exception as exc:
+                    rows = literal_value(src) if isinstance(src, str) else None
+                    if rows is not None:
+                        return self._apply(ref, rows)
                     if isinstance(ref, JsonPointer) and not ref.path and isinstance(src, str):
                         return src  # the whole of a plain text is that text
                     raise ResolveError(
                         f"The referenced {'text' if isinstance(src, str) else 'bytes'} is not "
-                        f"JSON ({str(exc)[:120]}), so the JSON path {ref.path!r} cannot apply "
+                        f"JSON ({str(exc)[:120]}), so the JSON path {quote(ref.path)} cannot apply "
                         "to it; pass the value itself instead."
                     ) from exc
             if isinstance(ref, JsonPointer):
@@ -219,6 +238,13 @@ class Resolver:
             return query_value(src, ref.path, ref.filter, where="the referenced value")
         except (StaleSelectionError, NotJsonError) as exc:
             raise ResolveError(str(exc)) from exc
+
+    def _literal(self, src: BytesSource) -> Any | None:
+        """Stored text that is a Python-literal dump of rows, as the JSON value it stands for."""
+        if not src.meta.media_type.lower().startswith("text/") or src.meta.bytes > LITERAL_MAX:
+            return None
+        text = self._materialize(src)
+        return literal_value(text) if isinstance(text, str) else None
 
     def _materialize(self, src: BytesSource) -> Any:
         with _store_errors(src.where):

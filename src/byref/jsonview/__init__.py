@@ -7,7 +7,14 @@ materialized whole; a selection that no longer matches raises `StaleSelectionErr
 returns an empty or partial value.
 """
 
-from byref.jsonview.codec import JsonEncodeError, decode, dumps, encode, unrecordable
+from byref.jsonview.codec import (
+    JsonEncodeError,
+    decode,
+    dumps,
+    encode,
+    literal_value,
+    unrecordable,
+)
 from byref.jsonview.preview import DEFAULT_PREVIEW_CHARS, bounded, preview, shape_hint
 from byref.jsonview.select import (
     ChunkReader,
@@ -21,8 +28,22 @@ from byref.jsonview.select import (
 )
 
 __all__ = [
-    "DEFAULT_PREVIEW_CHARS", "ChunkReader", "JsonEncodeError", "NotJsonError",
-    "StaleSelectionError", "bounded", "decode", "dumps", "encode", "matches", "preview",
-    "query_stream", "query_value", "resolve_pointer", "shape_hint", "stream_pointer",
+    "DEFAULT_PREVIEW_CHARS",
+    "ChunkReader",
+    "JsonEncodeError",
+    "NotJsonError",
+    "StaleSelectionError",
+    "bounded",
+    "decode",
+    "dumps",
+    "encode",
+    "literal_value",
+    "matches",
+    "preview",
+    "query_stream",
+    "query_value",
+    "resolve_pointer",
+    "shape_hint",
+    "stream_pointer",
     "unrecordable",
 ]

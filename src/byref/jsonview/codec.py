@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import math
 from typing import Any
 
 import msgspec
@@ -63,6 +65,41 @@ def unrecordable(value: Any, *, where: str = "the value") -> str | None:
         elif isinstance(item, list | tuple):
             stack.extend((v, f"{at}.{i}" if at else str(i)) for i, v in enumerate(item))
     return f"{where} is not JSON-serializable"
+
+
+LITERAL_MAX = 64 << 20
+"""Text longer than this is not tried as a Python literal (the parser holds it all in memory)."""
+
+
+def literal_value(text: str) -> Any | None:
+    """The JSON value a Python-literal dump of rows stands for (mcp-server-sqlite prints
+    `str(rows)`), or None when `text` is not one. Used only when a JSON read asks, on demand:
+    the text itself is always kept as it was."""
+    if len(text) > LITERAL_MAX or text.lstrip()[:1] not in ("[", "{"):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if _json_safe(value) else None
+
+
+def _json_safe(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return False
+        elif not (v is None or isinstance(v, str | int | bool)):
+            return False  # tuples, bytes, sets: not JSON
+    return True
 
 
 def _utf8_ok(text: str) -> bool:

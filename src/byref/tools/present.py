@@ -56,7 +56,14 @@ def _key(value: Any, ctx: ToolContext) -> str | None:
     if isinstance(value, Blob) and value.key is not None:
         return value.key
     if isinstance(value, Message):
-        seq = value.seq if value.seq is not None else (ctx.transcript.last_seq or 0)
+        seq = value.seq if value.seq is not None else ctx.transcript.last_seq
+        if seq is None:
+            raise ToolRefusal("There is nothing to present yet: the conversation is empty.",
+                              "bad-ref")
+        # A stand-in recorded for that field (a placed result, a marker) names its artifact.
+        stand_in = ctx.transcript.part(seq, value.part).derived.get(value.field or "")
+        if isinstance(stand_in, Blob) and stand_in.key is not None:
+            return stand_in.key
         found = ctx.transcript.field(seq, value.part, value.field)
         return _key(found.get("$ref", {}).get("key") if isinstance(found, dict) else found, ctx)
     return None
