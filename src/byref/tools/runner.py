@@ -66,6 +66,8 @@ if pid == 0:
     os.dup2(err, 2)
     for fd in keep:
         os.close(fd)
+    for name in ("PWD", "OLDPWD"):  # set by the shells and bwrap on the way: not the allowlist
+        os.environ.pop(name, None)
     for res, soft, hard in ((resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, mem, mem),
                             (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_CORE, 0, 0),
                             (resource.RLIMIT_NPROC, nproc, nproc)):

@@ -204,8 +204,11 @@ class Sandbox:
 
 
 def _bwrap(bwrap: str, view: list[Mount], work: Path, inner: list[str]) -> list[str]:
+    # --as-pid-1: our init is pid 1, so bwrap exits only once the namespace is empty (its own
+    # init would report the exit code first, while the rest is still being killed).
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-            "--unshare-uts", "--die-with-parent", "--new-session", "--disable-userns"]
+            "--unshare-uts", "--die-with-parent", "--new-session", "--disable-userns",
+            "--as-pid-1"]
     for m in view:
         if m.kind in ("ro", "rw"):
             argv += ["--ro-bind" if m.kind == "ro" else "--bind", m.source, m.dest]
@@ -214,7 +217,7 @@ def _bwrap(bwrap: str, view: list[Mount], work: Path, inner: list[str]) -> list[
         else:
             argv += [f"--{m.kind}", m.dest]
     # bwrap's sandboxed process holds no capabilities already; no setpriv needed.
-    return [*argv, "--remount-ro", "/", "--chdir", str(work), "--unsetenv", "PWD", "--", *inner]
+    return [*argv, "--remount-ro", "/", "--chdir", str(work), "--", *inner]
 
 
 def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: list[str],
@@ -222,7 +225,7 @@ def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: 
     t = {name: _which(name) or name for name in _UNSHARE_TOOLS}
     script = _setup_script(view, newroot, t["mount"], t["pivot_root"], t["umount"],
                            in_userns=not as_root)
-    script += f"\ncd {shlex.quote(str(work))}\nunset PWD OLDPWD\nexec \"$@\""
+    script += f"\ncd {shlex.quote(str(work))}\nexec \"$@\""
     spaces = ["--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
     chain: list[str] = []
     if as_root:
@@ -231,7 +234,7 @@ def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: 
         chain = [t["setpriv"], f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                  "--no-new-privs", "--pdeathsig", "KILL", "--", unshare, "--user",
                  "--map-root-user", "--",
-                 t["sh"], "-c", _NO_USERNS + ' && unset PWD && exec "$@"', "byref-sandbox"]
+                 t["sh"], "-c", _NO_USERNS + ' && exec "$@"', "byref-sandbox"]
     else:
         spaces = ["--user", "--map-root-user", *spaces]
     chain += [t["setpriv"], "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
