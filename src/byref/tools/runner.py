@@ -48,7 +48,7 @@ sys.argv = ["main.py"]
 runpy.run_path("main.py", run_name="__main__")
 """
 
-# The sandbox's init (pid 1 under unshare): applies the limits to the code's process, gives it
+# The sandbox's init (its pid 1): applies the limits to the code's process, gives it
 # the stdout/stderr files (the launcher's own messages stay apart), reaps orphans, and reports
 # the code's exact wait status on a pipe the code never holds (an exit code alone cannot tell a
 # signal from `sys.exit(128 + n)`). Its exit ends the pid namespace, and all within it.
