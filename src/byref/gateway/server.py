@@ -119,9 +119,13 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
 
 
 def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
-    """A listening TCP socket (port 0 picks a free one); connections queue until served."""
+    """A listening TCP socket (port 0 picks a free one); connections queue until served.
+
+    Created as IPPROTO_TCP, not protocol 0: asyncio sets TCP_NODELAY only on accepted sockets
+    whose `proto` says TCP, and without it Nagle meets the client's delayed ACK (~40 ms a request).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
