@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.dispatch.policy import Policy
+from byref.dispatch.text_preview import text_preview
 from byref.jsonview import bounded, dumps, encode, shape_hint
 from byref.refs import Blob, envelope
 from byref.store import ArtifactError, ArtifactStore, PutOptions, Scope
@@ -62,35 +63,26 @@ def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy
         kind=kind or f"tool-result/{tool}",
         media_type="application/json" if structured else "text/plain",
         label=f"{tool} result", digest=True))
-    summary = {
+    summary: dict[str, Any] = {
         "placed": True,
         "kind": meta.kind,
         "bytes": meta.bytes,
         "shape": shape_hint(shown) if structured else f"text, {len(text):,} chars",
-        "preview": bounded(shown, policy.placed_preview_chars) if structured
-        else _text_preview(text, policy.placed_preview_chars),
-        "value": envelope(Blob(key=meta.ref)),
-        "note": (f"{tool} returned {meta.bytes:,} bytes, too many to insert, so the whole result "
-                 "was stored. Pass `value` as-is to any tool argument, or read parts of it with "
-                 "read_json / query_json; do not retype or summarize what you have not read."),
     }
+    if structured:
+        summary["preview"] = bounded(shown, policy.placed_preview_chars)
+    else:
+        preview = text_preview(text, policy.placed_preview_chars)
+        summary["preview"] = preview.text
+        if (how := preview.note()) is not None:
+            summary["previewNote"] = how
+    reads = ("read_json / query_json" if structured
+             else "read_result (a range of characters) or, if it is JSON, read_json / query_json")
+    summary["value"] = envelope(Blob(key=meta.ref))
+    summary["note"] = (f"{tool} returned {meta.bytes:,} bytes, too many to insert, so the whole "
+                       "result was stored. Pass `value` as-is to any tool argument, or read parts "
+                       f"of it with {reads}; do not retype or summarize what you have not read.")
     return Placed(dumps(summary), summary, ref=meta.ref, how="placed")
-
-
-def _text_preview(text: str, budget: int) -> str:
-    """Error lines first (that is where a log's answer usually is), then the head."""
-    lines = text.splitlines()
-    flagged = [any(w in ln.lower() for w in ("error", "fail", "exception")) for ln in lines]
-    errors = [ln for ln, bad in zip(lines, flagged, strict=True) if bad]
-    rest = [ln for ln, bad in zip(lines, flagged, strict=True) if not bad]
-    chosen: list[str] = []
-    used = 0
-    for line in [*errors, *rest]:
-        if used + len(line) + 1 > budget:
-            break
-        chosen.append(line)
-        used += len(line) + 1
-    return "\n".join(chosen)
 
 
 def _net(text: str, shown: Any, policy: Policy, note: str | None) -> Placed:
