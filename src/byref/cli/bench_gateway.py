@@ -1,13 +1,17 @@
-"""`byref bench gateway`: per-call overhead of the gateway and the first-turn tool surface.
+"""`byref bench gateway [--quick] [--calls N] [--session N] [--no-surface] [--json]`: what the
+gateway costs per call, each figure a ratio to a direct call to the same upstream, and the
+first-turn tool surface with and without it.
 
-Registered by the `bench` command group. Needs the reference servers `make test` installs
-(mcp-server-time, mcp-server-git, mcp-server-sqlite in .venv-sqlite, the npm filesystem server);
-those missing are named in the output and left out of both sides of the comparison.
+Registered by the `bench` command group. The per-call figures need only the `mcp` SDK (the
+upstream ships with byref); the first-turn surface needs the reference servers `make test`
+installs (mcp-server-time, mcp-server-git, mcp-server-sqlite in .venv-sqlite, the npm filesystem
+server); those missing are named in the output and left out of both sides of that comparison.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -15,9 +19,16 @@ from typing import Any
 
 def register_bench(bench_sub: Any) -> None:
     parser = bench_sub.add_parser(
-        "gateway", help="per-call overhead of byref gateway over a direct stdio call, and the "
-        "first-turn tool surface with and without it")
-    parser.add_argument("--calls", type=int, default=50, help="timed calls per side")
+        "gateway", help="per-call cost of byref gateway as a ratio to a direct call (stdio, "
+        "HTTP, a long session, large results), and the first-turn tool surface")
+    parser.add_argument("--quick", action="store_true",
+                        help="a few calls of each kind and small results: a smoke run in seconds")
+    parser.add_argument("--calls", type=int, default=None,
+                        help="timed calls per side in the stdio and HTTP figures")
+    parser.add_argument("--session", type=int, default=None,
+                        help="calls in the long session (its first and last fifth are compared)")
+    parser.add_argument("--no-surface", action="store_true",
+                        help="skip the first-turn surface (which starts the reference servers)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=run)
 
@@ -25,30 +36,80 @@ def register_bench(bench_sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         from byref.gateway.bench import gateway_bench
+        from byref.gateway.bench_calls import FULL, QUICK
     except ModuleNotFoundError as exc:
         print(f"byref bench gateway: {exc.name!r} is not installed; run: pip install "
               "'byref[mcp]'", file=sys.stderr)
         return 2
-    if args.calls < 1:
-        print(f"byref bench gateway: --calls must be at least 1, got {args.calls!r}",
-              file=sys.stderr)
-        return 2
-    report = gateway_bench(calls=args.calls)
+    from byref.cli.progress import progress
+
+    plan = QUICK if args.quick else FULL
+    for flag in ("calls", "session"):
+        value = getattr(args, flag)
+        if value is not None and value < 5:
+            print(f"byref bench gateway: --{flag} must be at least 5, got {value!r}",
+                  file=sys.stderr)
+            return 2
+    if args.calls is not None:
+        plan = dataclasses.replace(plan, calls=args.calls)
+    if args.session is not None:
+        plan = dataclasses.replace(plan, session=args.session,
+                                   window=min(plan.window, max(1, args.session // 5)))
+    with progress("bench gateway", plan.steps()) as advance:
+        report = gateway_bench(plan, advance, surface=not args.no_surface)
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
-    over = report.get("overhead")
-    if over:
-        print(f"per call ({over['upstream']}, {over['calls']} calls): direct p50 "
-              f"{over['direct_p50_ms']} ms, p95 {over['direct_p95_ms']} ms; through the gateway "
-              f"p50 {over['gateway_p50_ms']} ms, p95 {over['gateway_p95_ms']} ms; ratio p50 "
-              f"{over['ratio_p50']}×, p95 {over['ratio_p95']}×")
+    else:
+        print("\n".join(format_report(report)))
+    return 0
+
+
+def _pair(r: dict[str, Any]) -> str:
+    p95 = (f"; p95 {r['gateway_p95_ms']} vs {r['direct_p95_ms']} ms (×{r['ratio_p95']})"
+           if "ratio_p95" in r else "")
+    return (f"p50 {r['gateway_p50_ms']} ms vs direct {r['direct_p50_ms']} ms "
+            f"(×{r['ratio_p50']}){p95}")
+
+
+def format_report(report: dict[str, Any]) -> list[str]:
+    """The report as text: each gateway figure beside the direct call it is compared with."""
+    out = [f"upstream: {report['upstream']}; every ratio is gateway ÷ direct, same run, "
+           "interleaved"]
+    s = report["stdio"]
+    out += [f"stdio, {s['calls']} calls:",
+            f"  activated tool by name   {_pair(s['activated'])}",
+            f"  through call_tool        {_pair(s['call_tool'])}"]
+    h = report["http"]
+    out += [f"HTTP, {h['calls']} calls (upstream on {h['upstream_behind_gateway']} behind the "
+            "gateway):",
+            f"  call_tool                {_pair(h['call_tool'])}",
+            f"  tools/list               {_pair(h['tools_list'])}",
+            f"  search_tools vs a call   {_pair(h['search_tools_vs_direct_call'])}"]
+    n = report["session"]
+    rss = n["rss"]
+    out += [f"one session of {n['calls']:,} calls through call_tool (stdio):",
+            f"  first {n['window']:,}  {_pair(n['first'])}",
+            f"  last {n['window']:,}   {_pair(n['last'])}",
+            f"  gateway p50 last ÷ first ×{n['gateway_last_vs_first_p50']}; RSS per call: "
+            f"gateway {rss['gateway_kib_per_call']} KiB ({rss['gateway_start_mib']} → "
+            f"{rss['gateway_end_mib']} MiB), direct upstream {rss['direct_kib_per_call']} KiB"]
+    r = report["results"]
+    out.append("large results through call_tool (stdio), median of "
+               f"{r['plain']['rounds']} rounds:")
+    for label in ("plain", "log", "log_x4"):
+        c = r[label]
+        out.append(f"  {c['chars']:>9,} chars {c['shape']:5}  {_pair(c)}; chars shown "
+                   f"{c['gateway_chars_shown']:,} vs {c['direct_chars_shown']:,}")
+    x4 = r["log_x4_vs_log"]
+    out.append(f"  log ×4 the size costs ×{x4['gateway']} through the gateway, ×{x4['direct']} "
+               "direct")
     turn = report.get("first_turn")
     if turn:
-        print(f"first turn: {turn['direct_tools']} tools declared directly = "
-              f"{turn['direct_tokens']:,} tokens ({turn['direct_chars']:,} chars); through the "
-              f"gateway {turn['gateway_tools']} tools + instructions = {turn['gateway_tokens']:,} "
-              f"tokens ({turn['gateway_chars']:,} chars); ratio {turn['ratio_tokens']}")
+        out.append(f"first turn: {turn['direct_tools']} tools declared directly = "
+                   f"{turn['direct_tokens']:,} tokens ({turn['direct_chars']:,} chars); through "
+                   f"the gateway {turn['gateway_tools']} tools + instructions = "
+                   f"{turn['gateway_tokens']:,} tokens ({turn['gateway_chars']:,} chars); ratio "
+                   f"{turn['ratio_tokens']}")
     for name, why in report.get("missing", {}).items():
-        print(f"missing {name}: {why}")
-    return 0
+        out.append(f"missing {name}: {why}")
+    return out

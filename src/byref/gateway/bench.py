@@ -1,13 +1,14 @@
 """`byref bench gateway`: what the gateway costs per call, and what it saves on the first turn.
 
-Owns two figures, each against a baseline from the same run. (1) Per-call overhead: the same
-upstream tool (mcp-server-time's `get_current_time`) called directly over stdio and through
-`byref gateway` over stdio, sequential calls after a warm-up, p50/p95 latencies and their ratio.
-(2) First-turn tool surface: the tool declarations (name, description, input schema — what a
-client hands the model) of the four reference servers connected directly, versus the gateway's
-declarations plus its instructions, in characters and tokens. The law: the figures are measured,
-never assumed; a reference server that is not installed is named in `missing` and left out of
-both sides of the comparison, never silently counted.
+Owns the report and its two halves, each against a baseline from the same run. (1) Per-call
+cost (`bench_calls`): a small MCP server shipped for the bench (`bench_upstream`) called directly
+and through `byref gateway`, interleaved, over stdio and HTTP, over one long session, and for
+large plain and log-like results; every figure a ratio to the direct call. (2) First-turn tool
+surface: the tool declarations (name, description, input schema — what a client hands the model)
+of the four reference servers connected directly, versus the gateway's declarations plus its
+instructions, in characters and tokens. The law: the figures are measured, never assumed; a
+reference server that is not installed is named in `missing` and left out of both sides of the
+comparison, never silently counted.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from byref.gateway.bench_calls import FULL, Plan, Tick, call_figures
+from byref.gateway.bench_rig import write_config
 from byref.harness.tokens import count_tokens
 
 _ROOT_MARKERS = ("pyproject.toml", "package.json")
@@ -113,45 +115,28 @@ def _declarations(tools: list[Any]) -> list[dict[str, Any]]:
             for t in tools]
 
 
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-async def _latencies(params: StdioServerParameters, tool: str, args: dict[str, Any],
-                     calls: int, warmup: int) -> list[float]:
-    out: list[float] = []
-    with anyio.fail_after(120 + calls * 5), open(os.devnull, "w") as quiet:
+async def _listed(params: StdioServerParameters) -> tuple[list[Any], str | None]:
+    with anyio.fail_after(120), open(os.devnull, "w") as quiet:
         async with Client(stdio_client(params, errlog=quiet)) as client:
-            for i in range(warmup + calls):
-                start = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                elapsed = time.perf_counter() - start
-                if result.is_error:
-                    raise RuntimeError(f"{tool!r} failed during the benchmark: "
-                                       f"{result.content!r}")
-                if i >= warmup:
-                    out.append(elapsed)
-    return out
+            return (await client.list_tools()).tools, client.instructions
 
 
 async def _surface(servers: dict[str, dict[str, Any]], config: Path) -> dict[str, Any]:
-    direct: dict[str, int] = {}
-    direct_text = []
-    for name, entry in servers.items():
-        params = StdioServerParameters(command=entry["command"], args=entry["args"])
-        with anyio.fail_after(120), open(os.devnull, "w") as quiet:
-            async with Client(stdio_client(params, errlog=quiet)) as client:
-                listed = await client.list_tools()
-        text = json.dumps(_declarations(listed.tools))
-        direct[name] = len(listed.tools)
-        direct_text.append(text)
-    gateway = _gateway_params(config)
-    with anyio.fail_after(120), open(os.devnull, "w") as quiet:
-        async with Client(stdio_client(gateway, errlog=quiet)) as client:
-            listed = await client.list_tools()
-            instructions = client.instructions
-    gateway_text = json.dumps(_declarations(listed.tools)) + (instructions or "")
+    # Nothing here is timed, so every server (and the gateway over all of them) lists at once.
+    params = {name: StdioServerParameters(command=e["command"], args=e["args"])
+              for name, e in servers.items()}
+    got: dict[str | None, tuple[list[Any], str | None]] = {}
+
+    async def one(name: str | None, p: StdioServerParameters) -> None:
+        got[name] = await _listed(p)
+
+    async with anyio.create_task_group() as group:
+        for name, p in [*params.items(), (None, _gateway_params(config))]:
+            group.start_soon(one, name, p)
+    direct = {name: len(got[name][0]) for name in servers}
+    direct_text = [json.dumps(_declarations(got[name][0])) for name in servers]
+    tools, instructions = got[None]
+    gateway_text = json.dumps(_declarations(tools)) + (instructions or "")
     joined = "".join(direct_text)
     direct_tokens, gateway_tokens = count_tokens(joined), count_tokens(gateway_text)
     return {
@@ -159,7 +144,7 @@ async def _surface(servers: dict[str, dict[str, Any]], config: Path) -> dict[str
         "direct_tools": sum(direct.values()),
         "direct_chars": len(joined),
         "direct_tokens": direct_tokens,
-        "gateway_tools": len(listed.tools),
+        "gateway_tools": len(tools),
         "gateway_chars": len(gateway_text),
         "gateway_tokens": gateway_tokens,
         "ratio_tokens": round(gateway_tokens / max(direct_tokens, 1), 3),
@@ -172,37 +157,29 @@ def _gateway_params(config: Path) -> StdioServerParameters:
         env={k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH")})
 
 
-async def gateway_bench_async(calls: int = 50, warmup: int = 5) -> dict[str, Any]:
+async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *,
+                              surface: bool = True) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="byref-bench-gateway-") as tmp:
         root = Path(tmp)
-        files = root / "files"
-        files.mkdir()
-        servers, missing = reference_servers(make_repo(root / "repo"), files, root / "bench.db")
-        config = root / "gateway.json"
-        config.write_text(json.dumps({"mcpServers": servers}))
-        report: dict[str, Any] = {"missing": missing}
-        if "time" in servers:
-            t = servers["time"]
-            args = {"timezone": "UTC"}
-            direct = await _latencies(StdioServerParameters(command=t["command"], args=t["args"]),
-                                      "get_current_time", args, calls, warmup)
-            via = await _latencies(_gateway_params(config), "time__get_current_time", args,
-                                   calls, warmup)
-            report["overhead"] = {
-                "upstream": "mcp-server-time get_current_time", "calls": calls,
-                "direct_p50_ms": round(statistics.median(direct) * 1e3, 3),
-                "direct_p95_ms": round(_pct(direct, 0.95) * 1e3, 3),
-                "gateway_p50_ms": round(statistics.median(via) * 1e3, 3),
-                "gateway_p95_ms": round(_pct(via, 0.95) * 1e3, 3),
-                "ratio_p50": round(statistics.median(via) / statistics.median(direct), 2),
-                "ratio_p95": round(_pct(via, 0.95) / _pct(direct, 0.95), 2),
-                "overhead_p50_ms": round((statistics.median(via) - statistics.median(direct))
-                                         * 1e3, 3),
-            }
-        if servers:
-            report["first_turn"] = await _surface(servers, config)
+        config = write_config(root / "bench-gateway.json")
+        report: dict[str, Any] = {
+            "plan": asdict(plan),
+            "upstream": "byref.gateway.bench_upstream (mcp MCPServer), official mcp client",
+            **await call_figures(plan, config, tick),
+        }
+        if surface:
+            files = root / "files"
+            files.mkdir()
+            servers, missing = reference_servers(make_repo(root / "repo"), files,
+                                                 root / "bench.db")
+            surface_config = root / "gateway.json"
+            surface_config.write_text(json.dumps({"mcpServers": servers}))
+            report["missing"] = missing
+            if servers:
+                report["first_turn"] = await _surface(servers, surface_config)
         return report
 
 
-def gateway_bench(calls: int = 50, warmup: int = 5) -> dict[str, Any]:
-    return anyio.run(gateway_bench_async, calls, warmup)
+def gateway_bench(plan: Plan = FULL, tick: Tick = lambda _n: None, *,
+                  surface: bool = True) -> dict[str, Any]:
+    return anyio.run(lambda: gateway_bench_async(plan, tick, surface=surface))

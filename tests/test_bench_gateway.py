@@ -1,0 +1,75 @@
+"""`byref bench gateway --quick` runs end to end and reports every figure beside the direct call
+it is compared with (the report's shape, never its numbers: performance is the bench's to show)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from byref.cli.bench_gateway import format_report
+
+pytest.importorskip("mcp")
+
+ROW = {"direct_p50_ms", "gateway_p50_ms", "ratio_p50"}
+ROW_P95 = ROW | {"direct_p95_ms", "gateway_p95_ms", "ratio_p95"}
+
+
+def _row(got: dict[str, Any], keys: set[str]) -> None:
+    assert keys <= set(got), got
+    for key in keys:
+        assert isinstance(got[key], float | int) and got[key] > 0, (key, got)
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "byref.cli", "bench", "gateway", "--quick", "--no-surface",
+         "--json"], capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+        check=False)
+    assert done.returncode == 0, done.stderr[-3_000:]
+    got: dict[str, Any] = json.loads(done.stdout)
+    return got
+
+
+def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
+    assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results"}
+    assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
+    for path in ("activated", "call_tool"):
+        _row(report["stdio"][path], ROW_P95)
+    for figure in ("call_tool", "tools_list", "search_tools_vs_direct_call"):
+        _row(report["http"][figure], ROW_P95)
+    session = report["session"]
+    assert session["calls"] == report["plan"]["session"]
+    assert session["window"] == report["plan"]["window"]
+    _row(session["first"], ROW_P95)
+    _row(session["last"], ROW_P95)
+    rss = session["rss"]
+    assert set(rss) == {f"{side}_{what}" for side in ("gateway", "direct")
+                        for what in ("start_mib", "end_mib", "kib_per_call")}
+    if sys.platform == "linux":  # read from /proc: each side's own process was found
+        assert all(isinstance(v, float | int) for v in rss.values()), rss
+
+
+def test_large_results_are_placed_and_scale_is_shown(report: dict[str, Any]) -> None:
+    results, big = report["results"], report["plan"]["big"]
+    for label, chars, shape in (("plain", big, "plain"), ("log", big, "log"),
+                                ("log_x4", 4 * big, "log")):
+        got = results[label]
+        assert (got["chars"], got["shape"]) == (chars, shape)
+        _row(got, ROW)
+        assert got["direct_chars_shown"] == chars
+        assert got["gateway_chars_shown"] < chars  # placed: a substitute, not the text
+    assert set(results["log_x4_vs_log"]) == {"chars", "direct", "gateway"}
+
+
+def test_the_text_report_names_every_section(report: dict[str, Any]) -> None:
+    text = "\n".join(format_report(report))
+    for needle in ("stdio,", "activated tool by name", "through call_tool", "HTTP,", "tools/list",
+                   "search_tools vs a call", "one session of", "RSS per call",
+                   "large results", "log ×4"):
+        assert needle in text, needle
+    assert "first turn" not in text  # --no-surface
