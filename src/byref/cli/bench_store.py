@@ -59,17 +59,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_bench(report: dict[str, Any]) -> str:
-    lines = ["adapter   size    put MB/s (×base)   get MB/s (×base)    put ops/s"]
+    lines = [f"{'adapter':9} {'size':6} {'put µs':>9} {'get µs':>9}  {'put MB/s (×base)':>19} "
+             f"{'get MB/s (×base)':>19} {'put ops/s':>10}"]
     for label, base in report["baseline"].items():
-        lines.append(f"{'baseline':9} {label:6} {base['put_mb_s']:>9}          "
-                     f"{base['get_mb_s']:>9}")
+        lines.append(f"{'baseline':9} {label:6} {'':>9} {'':>9}  {base['put_mb_s']:>10}"
+                     f"{'':9} {base['get_mb_s']:>10}")
     for name, entry in report["adapters"].items():
         if "error" in entry:
             lines.append(f"{name:9} error: {entry['error']}")
             continue
+        versus = entry.get("latency_vs", {})
         for label, f in entry["throughput"].items():
-            lines.append(f"{name:9} {label:6} {f['put_mb_s']:>9} ({f['put_vs_baseline']:>6}) "
-                         f"{f['get_mb_s']:>9} ({f['get_vs_baseline']:>6}) {f['put_ops_s']:>10}")
+            head = f"{name:9} {label:6} {f['put_us']:>9} {f['get_us']:>9}  "
+            if f.get("by_reference"):
+                ratio = versus.get("sizes", {}).get(label)
+                than = (f"; µs ×{ratio['put']} put, ×{ratio['get']} get of {versus['adapter']}'s"
+                        if ratio else "")
+                lines.append(f"{head}hands over a reference, no bytes move{than}")
+                continue
+            lines.append(f"{head}{f['put_mb_s']:>10} ({f['put_vs_baseline']:>6}) "
+                         f"{f['get_mb_s']:>10} ({f['get_vs_baseline']:>6}) {f['put_ops_s']:>10}")
         s = entry["streamed"]
         lines.append(f"{name:9} stream {report['stream_bytes'] >> 20} MB: " + (
             s["skipped"] if "skipped" in s else

@@ -2,7 +2,9 @@
 streamed put and get, each against a baseline measured in the same run.
 
 Owns the figures `byref bench store` prints. The law: every throughput is reported beside its
-ratio to the baseline (plain file write / read of the same bytes on the same disk, same run), and
+ratio to the baseline (plain file write / read of the same bytes on the same disk, same run); a
+store that holds payloads in process memory moves no bytes, so it reports µs per operation, as a
+ratio to the file store's in the same run, never MB/s; and
 the streamed figure is the growth of a fresh child process's peak RSS while 1 GB passes through,
 which must stay flat (a few chunks, never the payload). `get_stream` of a digested artifact is
 timed beside the same read of an undigested one, same store, same run, as a ratio: what verifying
@@ -52,6 +54,26 @@ def baseline(workdir: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def in_memory(url: str) -> bool:
+    """The store holds payloads in this process's memory (no I/O to compare with a disk)."""
+    return url.startswith("memory:")
+
+
+def latency_vs(entry: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    """Per size, this adapter's µs per put and get as a ratio to `reference`'s, same run."""
+    out = {}
+    for label, row in entry.items():
+        ref = reference.get(label)
+        if ref:
+            out[label] = {"put": _sig(row["put_us"] / max(ref["put_us"], 1e-9)),
+                          "get": _sig(row["get_us"] / max(ref["get_us"], 1e-9))}
+    return out
+
+
+def _sig(x: float) -> float:
+    return float(f"{x:.3g}")  # three significant digits: these ratios span 1e-4 to 1
+
+
 def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
     store, scope = open_store(url), Scope("bench", "throughput", mint_ref())
     out: dict[str, Any] = {}
@@ -63,13 +85,20 @@ def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
             get = _timed(lambda: store.get(scope, next(it)), rounds)  # noqa: B023
             for ref in refs:
                 store.delete(scope, ref)
-            put_mb_s, get_mb_s = _mb_s(size, rounds, put), _mb_s(size, rounds, get)
-            out[label] = {
-                "put_mb_s": put_mb_s, "get_mb_s": get_mb_s,
-                "put_ops_s": round(rounds / put, 1), "get_ops_s": round(rounds / get, 1),
-                "put_vs_baseline": round(put_mb_s / max(base[label]["put_mb_s"], 1e-9), 3),
-                "get_vs_baseline": round(get_mb_s / max(base[label]["get_mb_s"], 1e-9), 3),
-            }
+            row: dict[str, Any] = {
+                "put_us": round(put / rounds * 1e6, 1), "get_us": round(get / rounds * 1e6, 1),
+                "put_ops_s": round(rounds / put, 1), "get_ops_s": round(rounds / get, 1)}
+            if in_memory(url):
+                # put and get hand over a reference to the same bytes: bytes per second would
+                # count a pointer as the payload, so only the per-operation cost is reported.
+                row["by_reference"] = True
+            else:
+                put_mb_s, get_mb_s = _mb_s(size, rounds, put), _mb_s(size, rounds, get)
+                row |= {
+                    "put_mb_s": put_mb_s, "get_mb_s": get_mb_s,
+                    "put_vs_baseline": round(put_mb_s / max(base[label]["put_mb_s"], 1e-9), 3),
+                    "get_vs_baseline": round(get_mb_s / max(base[label]["get_mb_s"], 1e-9), 3)}
+            out[label] = row
     finally:
         store.close()
     return out
@@ -149,7 +178,7 @@ def streamed_peak_rss(url: str, nbytes: int) -> dict[str, Any]:
     probe = open_store(url)
     streams = can_put_stream(probe) and can_get_stream(probe)
     probe.close()
-    if not streams or url.startswith("memory:"):
+    if not streams or in_memory(url):
         return {"skipped": "this store holds payloads in process memory by design"}
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
@@ -170,7 +199,8 @@ def bench_store(
     stream_bytes: int = 1 << 30,
     workdir: str | Path | None = None, log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Figures per adapter: throughput (MB/s, ops/s, ratio to baseline) and streamed peak RSS.
+    """Figures per adapter: throughput (µs and ops/s per operation; MB/s and its ratio to the
+    baseline where bytes move) and streamed peak RSS.
     Without `urls`, memory, file and SQLite in a temporary directory, plus `extra`."""
     with tempfile.TemporaryDirectory(dir=workdir, prefix="byref-bench-") as tmp:
         root = Path(tmp)
@@ -192,4 +222,17 @@ def bench_store(
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             report["adapters"][name] = entry
+        memory_vs_file(report["adapters"], urls)
         return report
+
+
+def memory_vs_file(adapters: dict[str, Any], urls: dict[str, str]) -> None:
+    """An in-memory store's latency as a ratio to the file store's (the embedded default, the
+    store one would use instead), when both ran."""
+    files = [n for n, u in urls.items() if u.startswith("file:") and "throughput" in adapters[n]]
+    for name, url in urls.items():
+        if in_memory(url) and files and "throughput" in adapters[name]:
+            adapters[name]["latency_vs"] = {
+                "adapter": files[0],
+                "sizes": latency_vs(adapters[name]["throughput"],
+                                    adapters[files[0]]["throughput"])}
