@@ -1,6 +1,6 @@
 """References: the `$ref` envelope and the four-member union.
 
-Owns the vocabulary the model routes instead of bytes. Pure: no I/O, imports nothing of byref.
+Owns the vocabulary the model routes instead of bytes. Pure: no I/O, imports only byref.errors.
 
 The law: the model may author `Message` and `Blob` refs and nothing else. `JsonPointer` and
 `JsonQuery` are recipes only server code constructs (with the constructors below); the model-input
@@ -14,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
+
+from byref.errors import Refused
 
 ENVELOPE_KEY: Final = "$ref"
 DEFAULT_VALIDATION_CAP: Final = 8
@@ -45,7 +47,7 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     return f"{text[:limit]}… ({len(text):,} characters as written)"
 
 
-class RefRefusal(ValueError):
+class RefRefusal(Refused, ValueError):
     """A ref the model wrote cannot be accepted. The message is shown to the model as-is."""
 
 

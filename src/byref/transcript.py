@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from byref.errors import OperatorError
 from byref.refs import Ref, RefRefusal, parse_server_ref, quote
 
 Role = Literal["user", "assistant", "tool"]
@@ -29,7 +30,7 @@ class TranscriptLookupError(RefRefusal):
     """A Message ref points at something the transcript does not hold (model-facing text)."""
 
 
-class TranscriptCorruptError(ValueError):
+class TranscriptCorruptError(OperatorError, ValueError):
     """A persisted transcript was changed outside byref (developer-facing; nothing is loaded)."""
 
 

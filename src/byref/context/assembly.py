@@ -23,6 +23,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from byref.context.groups import Address, Group, apply, groups, replaceable, with_note
 from byref.context.handles import live_handles_note
+from byref.errors import DeveloperError
 from byref.events import Emitter, EventName
 from byref.store import ArtifactStore, Scope
 from byref.transcript import Message
@@ -33,7 +34,7 @@ R = TypeVar("R")
 COVERED: Final[EventName] = "covered"
 
 
-class ContextBudgetError(RuntimeError):
+class ContextBudgetError(DeveloperError, RuntimeError):
     """The request cannot fit its budget without shortening what must stay whole."""
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from byref.discovery.ontology import capability_matches
 from byref.discovery.text import ANALYZER, Analyzer, split_words
+from byref.errors import Refused
 
 if TYPE_CHECKING:
     from byref.discovery.catalog import Catalog, Entry
@@ -56,7 +57,7 @@ def read_synonyms(path: Path = SYNONYMS_FILE) -> list[str]:
     return [line for line in lines if line]
 
 
-class FilterError(ValueError):
+class FilterError(Refused, ValueError):
     """A filter value matches no tool in the catalog; the text teaches what exists."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from byref.discovery.catalog import Catalog
 from byref.discovery.ontology import Ontology
+from byref.errors import OperatorError
 from byref.tools import Tool
 
 
@@ -39,7 +40,7 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class ListingError(ValueError):
+class ListingError(OperatorError, ValueError):
     """A tools/list file does not have the expected shape (the text says where)."""
 
 

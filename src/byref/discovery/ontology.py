@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from byref.errors import DeveloperError
+
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 
 
-class OntologyError(ValueError):
+class OntologyError(DeveloperError, ValueError):
     """An ontology or a tag does not have the shape byref needs (the text says which)."""
 
 

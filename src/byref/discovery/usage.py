@@ -23,6 +23,7 @@ from typing import Any
 
 from byref.discovery.text import ANALYZER, Analyzer
 from byref.discovery.workingset import ACTIVATE, SEARCH
+from byref.errors import OperatorError
 from byref.transcript import Transcript
 
 MIN_SUPPORT = 3
@@ -33,7 +34,7 @@ mention each; 0.871 / 0.893 / 0.904 with support 3 and mentions ∝ log₂ suppo
 support 3 keeps the index small and a word needs three separate searches to count."""
 
 
-class UsageError(ValueError):
+class UsageError(OperatorError, ValueError):
     """A usage file line is not a {"query", "tool"} object (the text says which line)."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from byref.discovery import DEFAULT_BUDGET
 from byref.dispatch import AUTO_INSERT_BYTES
+from byref.errors import OperatorError
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds one upstream call may take before the model is told it timed out."""
@@ -30,7 +31,7 @@ _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "s
                          "usage"})
 
 
-class ConfigError(ValueError):
+class ConfigError(OperatorError, ValueError):
     """The config file cannot be used; the text names where and what would fit."""
 
 

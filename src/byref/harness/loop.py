@@ -19,6 +19,7 @@ from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Discovery
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
+from byref.errors import DeveloperError
 from byref.events import Emitter
 from byref.harness.messages import Block, ChatMessage, Model, Request
 from byref.jsonview import dumps
@@ -40,7 +41,7 @@ REFS_PROTOCOL = (
 PLAIN_SYSTEM = "You are a helpful agent. Use the tools to do what the user asks."
 
 
-class StepLimitError(RuntimeError):
+class StepLimitError(DeveloperError, RuntimeError):
     """The model kept calling tools past `max_steps`."""
 
 

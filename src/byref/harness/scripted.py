@@ -10,13 +10,14 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from byref.errors import DeveloperError
 from byref.harness.messages import Block, Request, Response
 from byref.jsonview import decode
 
 Step = Response | Callable[[Request], Response]
 
 
-class ScriptExhaustedError(RuntimeError):
+class ScriptExhaustedError(DeveloperError, RuntimeError):
     """The harness asked for another turn after the script's last step."""
 
 

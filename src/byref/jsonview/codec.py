@@ -8,11 +8,13 @@ from typing import Any
 
 import msgspec
 
+from byref.errors import DeveloperError
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
 
-class JsonEncodeError(TypeError):
+class JsonEncodeError(DeveloperError, TypeError):
     """A value cannot be represented as JSON; the message names the offending type."""
 
 

@@ -12,6 +12,7 @@ from typing import IO, Any
 import ijson
 import jsonpointer
 
+from byref.errors import Refused
 from byref.refs import Clause
 
 try:
@@ -26,11 +27,11 @@ BACKEND = _ijson.backend_name
 OpenSource = Callable[[], IO[bytes]]
 
 
-class StaleSelectionError(LookupError):
+class StaleSelectionError(Refused, LookupError):
     """A derived path no longer selects what it did; never answered with an empty value."""
 
 
-class NotJsonError(ValueError):
+class NotJsonError(Refused, ValueError):
     """Bytes under a JSON recipe are not JSON."""
 
 

@@ -20,6 +20,8 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import msgspec
 
+from byref.errors import OperatorError
+
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 REF_PREFIX = "art_"
 REF_LENGTH = len(REF_PREFIX) + 22
@@ -155,7 +157,7 @@ class PutOptions:
             raise ValueError(f"PutOptions.ttl must be positive seconds, got {self.ttl!r}")
 
 
-class ArtifactError(Exception):
+class ArtifactError(OperatorError):
     """Base of the store's developer-facing errors."""
 
 

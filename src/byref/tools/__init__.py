@@ -6,6 +6,7 @@ Python; references, resolution and storage are dispatch's business, not the tool
 marked lazy is the one opt-in to see a `Ref`).
 """
 
+from byref.tools.builtins import builtin_tools
 from byref.tools.context import ScopedArtifacts, ToolContext
 from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
 from byref.tools.payload import Payload
@@ -14,8 +15,19 @@ from byref.tools.schema import SchemaCache, rewrite_schema
 from byref.tools.tool import Tool, ToolInputError, ToolRefusal, artifact_ref_schema, tool
 
 __all__ = [
-    "BUILTIN_JSON_TOOLS", "Payload", "SchemaCache", "ScopedArtifacts", "Tool", "ToolContext",
-    "ToolInputError", "ToolRefusal", "artifact_ref_schema", "make_read_result", "query_json",
+    "BUILTIN_JSON_TOOLS",
+    "Payload",
+    "SchemaCache",
+    "ScopedArtifacts",
+    "Tool",
+    "ToolContext",
+    "ToolInputError",
+    "ToolRefusal",
+    "artifact_ref_schema",
+    "builtin_tools",
+    "make_read_result",
+    "query_json",
     "read_json",
-    "rewrite_schema", "tool",
+    "rewrite_schema",
+    "tool",
 ]

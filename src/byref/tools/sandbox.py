@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from byref.errors import OperatorError
+
 NOBODY = 65534
 _TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 _LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -43,7 +45,7 @@ _PROBE_OK = "byref-sandbox-ok"
 _UNSHARE_TOOLS = ("sh", "mount", "umount", "pivot_root", "setpriv")
 
 
-class IsolationUnavailable(RuntimeError):
+class IsolationUnavailable(OperatorError, RuntimeError):
     """This host cannot give run_python its sandbox; the message says what is missing."""
 
     def __init__(self, reason: str) -> None:

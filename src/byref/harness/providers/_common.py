@@ -15,10 +15,11 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from byref.errors import DeveloperError, OperatorError
 from byref.harness.messages import Request
 
 
-class ProviderSetupError(RuntimeError):
+class ProviderSetupError(DeveloperError, RuntimeError):
     """A model cannot be built here: its SDK is not installed, or no key is configured."""
 
 
@@ -32,7 +33,7 @@ class MissingKeyError(ProviderSetupError):
         self.variable = variable
 
 
-class ProviderError(RuntimeError):
+class ProviderError(OperatorError, RuntimeError):
     """A provider call failed. `retryable` says whether the same request may succeed later."""
 
     def __init__(self, message: str, *, provider: str, model: str, status: int | None = None,

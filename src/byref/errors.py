@@ -1,0 +1,54 @@
+"""byref's errors, one root and three audiences. Pure: imports nothing of byref.
+
+The law: every error byref raises on purpose is a `ByrefError`, and its class says who must act.
+
+    ByrefError
+    ├── Refused          the model: the tool did not run (or its result was refused); `text` is
+    │   │                shown to the model as-is, `reason` is a short typed code for the trace
+    │   ├── refs.RefRefusal ─ resolve.ResolveError, transcript.TranscriptLookupError,
+    │   │                     tools.ToolInputError
+    │   ├── tools.ToolRefusal, dispatch.Refusal
+    │   └── jsonview.StaleSelectionError, jsonview.NotJsonError, discovery.FilterError
+    ├── DeveloperError   the code calling byref: a wrong argument or setup; the message says what
+    │   │                to do next
+    │   ├── InvalidValue (also a ValueError), jsonview.JsonEncodeError (also a TypeError)
+    │   ├── harness: ProviderSetupError (MissingSDKError, MissingKeyError), StepLimitError,
+    │   │            ScriptExhaustedError; context.ContextBudgetError; discovery.OntologyError
+    └── OperatorError    the deployment: a store, a config file, an upstream server, the host
+        ├── store.ArtifactError (integrity, size, unavailable, URL, not found, versions)
+        ├── gateway: ConfigError, UpstreamError, AccessRefused
+        ├── harness.ProviderError, transcript.TranscriptCorruptError
+        └── discovery: ListingError, UsageError; tools.IsolationUnavailable
+
+Existing classes keep their stdlib bases (`ValueError`, `RuntimeError`, …) beside these, so code
+that caught those still does. The CLI turns any `ByrefError` into one line and exit status 2, in
+one place (`byref.cli.main`).
+"""
+
+from __future__ import annotations
+
+
+class ByrefError(Exception):
+    """The root of every error byref raises on purpose."""
+
+
+class Refused(ByrefError):
+    """Model-facing: the tool did not run, and `text` tells the model what went wrong and what
+    would fit. `reason` is a short code recorded on the `refused` event."""
+
+    reason: str = "refused"
+
+
+class DeveloperError(ByrefError):
+    """The calling code used byref wrongly; the message says what to do instead."""
+
+
+class InvalidValue(DeveloperError, ValueError):
+    """An argument byref cannot use (a bad name, budget, scope, option); it says what fits."""
+
+
+class OperatorError(ByrefError):
+    """The deployment failed byref: a store, a config file, an upstream server, the host."""
+
+
+__all__ = ["ByrefError", "DeveloperError", "InvalidValue", "OperatorError", "Refused"]

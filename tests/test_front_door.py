@@ -1,0 +1,62 @@
+"""`import byref` is the front door: the names a user needs, pinned, loaded on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import byref
+
+FRONT_DOOR = [
+    "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
+    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel", "Tool",
+    "ToolRefusal", "__version__", "builtin_tools", "call", "load_config", "model_from_id",
+    "open_store", "say", "tool",
+]
+
+
+def test_the_front_door_exports_exactly_the_pinned_names() -> None:
+    assert byref.__all__ == FRONT_DOOR
+    for name in FRONT_DOOR:
+        assert getattr(byref, name) is not None, name
+
+
+def test_importing_byref_loads_neither_the_gateway_nor_the_sdks() -> None:
+    code = ("import sys, byref; byref.tool; byref.Harness; "
+            "print(sorted(m for m in ('mcp', 'anthropic', 'openai', 'byref.gateway') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        byref.Nope  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "module 'byref' has no attribute 'Nope'" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("byref.Nope resolved")
+
+
+def test_every_error_byref_raises_on_purpose_has_one_root() -> None:
+    from byref.errors import DeveloperError, OperatorError, Refused
+    from byref.gateway import ConfigError
+    from byref.harness.providers import MissingKeyError, ProviderError
+    from byref.jsonview import JsonEncodeError, NotJsonError, StaleSelectionError
+    from byref.refs import RefRefusal
+    from byref.resolve import ResolveError
+    from byref.store import ArtifactError
+    from byref.store.port import ArtifactIntegrityError, StoreUnavailableError
+    from byref.transcript import TranscriptCorruptError, TranscriptLookupError
+
+    for refused in (RefRefusal, ResolveError, TranscriptLookupError, NotJsonError,
+                    StaleSelectionError):
+        assert issubclass(refused, Refused)
+    for developer in (MissingKeyError, JsonEncodeError):
+        assert issubclass(developer, DeveloperError)
+    for operator in (ArtifactError, ArtifactIntegrityError, StoreUnavailableError, ConfigError,
+                     ProviderError, TranscriptCorruptError):
+        assert issubclass(operator, OperatorError)
+    # the stdlib bases callers already catch are kept
+    assert issubclass(RefRefusal, ValueError) and issubclass(ConfigError, ValueError)
