@@ -186,8 +186,9 @@ async def results_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
                 sides = {"direct": _call(direct, "text", args),
                          "gateway": _via(gateway, TEXT, args)}
                 # One warm-up round: each upstream process builds the text once, then serves it.
-                t = await interleaved(sides, plan.rounds, 1, tick)
-                shown = {side: len(_text(await fn())) for side, fn in sides.items()}
+                answers: dict[str, Any] = {}
+                t = await interleaved(sides, plan.rounds, 1, tick, answers)
+                shown = {side: len(_text(answer)) for side, answer in answers.items()}
                 out[label] = {"chars": size, "shape": shape, "rounds": plan.rounds,
                               **row(t["direct"], t["gateway"], p95=False),
                               "direct_chars_shown": shown["direct"],

@@ -164,17 +164,21 @@ def checked(what: str) -> Callable[[Any], Any]:
 
 async def interleaved(sides: dict[str, Callable[[], Awaitable[Any]]],
                       rounds: int, warmup: int = 0,
-                      tick: Callable[[float], None] = lambda _n: None) -> dict[str, list[float]]:
+                      tick: Callable[[float], None] = lambda _n: None,
+                      last: dict[str, Any] | None = None) -> dict[str, list[float]]:
     """Seconds per call of each side, `rounds` times after `warmup` untimed rounds; each round
-    runs every side once, the order rotating; `tick(1)` after each round."""
+    runs every side once, the order rotating; `tick(1)` after each round. Each side's last
+    answer is left in `last`."""
     names = list(sides)
     out: dict[str, list[float]] = {n: [] for n in names}
     for i in range(warmup + rounds):
         shift = i % len(names)
         for name in names[shift:] + names[:shift]:
             start = time.perf_counter()
-            await sides[name]()
+            answer = await sides[name]()
             elapsed = time.perf_counter() - start
+            if last is not None:
+                last[name] = answer
             if i >= warmup:
                 out[name].append(elapsed)
         tick(1)
