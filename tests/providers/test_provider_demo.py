@@ -159,4 +159,4 @@ def test_demo_with_an_unknown_provider_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith(
         "byref demo: Unknown model provider 'mistral' in 'mistral:large'; known providers: "
-        "'anthropic', 'openai'.")
+        "'anthropic', 'openai', 'openai-chat'.")

@@ -1,6 +1,8 @@
 """Real model providers behind byref's `Model` port, named by `provider:model` ids.
 
-Owns the choice of adapter for an id such as `anthropic:claude-sonnet-4-5` or `openai:gpt-5`.
+Owns the choice of adapter for an id such as `anthropic:claude-sonnet-4-5`, `openai:gpt-5` (the
+Responses API) or `openai-chat:llama3.1` (Chat Completions, what OpenAI-compatible servers speak;
+pass `base_url=...`).
 The law: provider SDKs are imported only when a model of theirs is built (extras
 `byref[anthropic]`, `byref[openai]`), keys come from the usual environment variables, and every
 failure names what to install, which variable to set, or what the API answered.
@@ -26,8 +28,9 @@ from byref.harness.providers.deferral import (
 if TYPE_CHECKING:
     from byref.harness.providers.anthropic import AnthropicModel
     from byref.harness.providers.openai import OpenAIModel
+    from byref.harness.providers.openai_chat import OpenAIChatModel
 
-PROVIDERS = ("anthropic", "openai")
+PROVIDERS = ("anthropic", "openai", "openai-chat")
 
 
 def parse_model_id(model_id: str) -> tuple[str, str]:
@@ -46,13 +49,19 @@ def parse_model_id(model_id: str) -> tuple[str, str]:
     return provider, model.strip()
 
 
-def model_from_id(model_id: str, **options: Any) -> AnthropicModel | OpenAIModel:
-    """The adapter for `model_id`; `options` go to its constructor (client, stream, deferral…)."""
+def model_from_id(model_id: str,
+                  **options: Any) -> AnthropicModel | OpenAIModel | OpenAIChatModel:
+    """The adapter for `model_id`; `options` go to its constructor (client, stream, deferral,
+    base_url…)."""
     provider, model = parse_model_id(model_id)
     if provider == "anthropic":
         from byref.harness.providers.anthropic import AnthropicModel
 
         return AnthropicModel(model, **options)
+    if provider == "openai-chat":
+        from byref.harness.providers.openai_chat import OpenAIChatModel
+
+        return OpenAIChatModel(model, **options)
     from byref.harness.providers.openai import OpenAIModel
 
     return OpenAIModel(model, **options)
