@@ -9,6 +9,7 @@ the tool keeps. Both emit metadata-only events (`searched`, `activated`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from byref.discovery.index import FilterError, Filters
@@ -20,17 +21,24 @@ from byref.tools import Tool, ToolInputError, tool
 MAX_LIMIT = 25
 
 SEARCH_DESCRIPTION = (
-    "Search the tool catalog. Your declared tools are only a working set; many more exist. "
-    "Give a free-text query (words of what you want to do) and/or filters: capabilities "
-    "(prefixes such as 'file' or 'work-item:create'), domains, entities, relationships; the "
-    "filters intersect. Results are a menu of names with excerpts: nothing is declared until "
-    "you call activate_tool with the names you want."
+    "Search the tool catalog (more tools exist than are declared to you) by `query` words and/or "
+    "filters, which intersect: `capabilities` (prefixes, e.g. 'file'), `domains`, `entities`, "
+    "`relationships`. Returns a menu of names and declares nothing: load tools with "
+    "activate_tool."
 )
 ACTIVATE_DESCRIPTION = (
-    "Load catalog tools by exact name (from a search_tools result) so you can call them from "
-    "your next step on. Tools you keep calling stay loaded; the least recently used one is "
-    "unloaded when the working set is full."
+    "Load catalog tools by exact name (from search_tools) to call from your next step on; the "
+    "least recently used is unloaded when the working set is full."
 )
+_WORDS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"query": {"type": "string"}, "capabilities": _WORDS, "domains": _WORDS,
+                   "entities": _WORDS, "relationships": _WORDS, "limit": {"type": "integer"}},
+    "additionalProperties": False,
+}
+"""Written out: the generated one offers `null` for each filter and repeats the defaults, which
+cost every turn (search_tools is always declared) and tell the model nothing."""
 
 
 def discovery_tools(
@@ -74,6 +82,8 @@ def discovery_tools(
             out["next"] = ("No tool matched. Try other words, fewer words, or a broader filter "
                            "before concluding the capability is missing.")
         return out
+
+    search_tools = replace(search_tools, input_schema=SEARCH_SCHEMA)
 
     @tool(name=ACTIVATE, description=ACTIVATE_DESCRIPTION)
     def activate_tool(names: list[str]) -> dict[str, Any]:

@@ -76,7 +76,7 @@ def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy
         summary["preview"] = preview.text
         if (how := preview.note()) is not None:
             summary["previewNote"] = how
-    reads = ("read_json / query_json" if structured
+    reads = ("read_result (records, fields, a range) or read_json / query_json" if structured
              else "read_result (a range of characters) or, if it is JSON, read_json / query_json")
     summary["value"] = envelope(Blob(key=meta.ref))
     summary["note"] = (f"{tool} returned {meta.bytes:,} bytes, too many to insert, so the whole "

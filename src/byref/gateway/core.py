@@ -54,18 +54,16 @@ PLACED_PREVIEW_CHARS = 1_000
 CALL_TOOL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "name": {"type": "string",
-                 "description": "The exact catalog name of the tool (from search_tools)."},
-        "arguments": {"type": "object",
-                      "description": "The tool's arguments; any of them may be a $ref."},
+        "name": {"type": "string"},
+        "arguments": {"type": "object"},
     },
     "required": ["name"],
     "additionalProperties": False,
 }
+# The parameters are explained once, here: property descriptions repeating it cost every turn.
 CALL_TOOL_DESCRIPTION = (
-    "Run any catalog tool by its exact name without activating it first: pass `name` (from a "
-    "search_tools result) and `arguments` (the tool's own arguments, any of which may be a "
-    "$ref). Use it when a tool you activated does not appear among your tools.")
+    "Run a catalog tool without loading it: `name` exactly as search_tools gave it, `arguments` "
+    "its own (any may be a $ref). Use it too when a loaded tool is missing from your tools.")
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ Message ref to the result's own `value` field, evaluated again whenever a tool r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, NotRequired, TypedDict
 
 from byref.jsonview import bounded, shape_hint
-from byref.refs import Clause, JsonPointer, JsonQuery, Ref
+from byref.refs import MODEL_REF_SCHEMA, Clause, JsonPointer, JsonQuery, Ref
 from byref.tools.context import ToolContext
 from byref.tools.tool import Tool, ToolInputError, tool
 
@@ -50,11 +51,18 @@ def _check_path(path: str) -> None:
         )
 
 
-@tool(capabilities=("data.json.read",), glossary=("preview", "pointer", "inspect"))
-def read_json(source: Ref, ctx: ToolContext, path: str = "") -> dict[str, Any]:
-    """Preview the JSON value at `path` (a JSON Pointer, '' for the whole document) inside the
-    referenced data. Returns its shape, a bounded preview and `value`, a reference to the exact
-    value that any tool argument accepts."""
+# The declared schemas are written out: the generated ones repeat the descriptions (a titled
+# `$defs` entry for the clause) and offer `null` for every optional argument, which cost a
+# model-facing character on every turn and told the model nothing it needs.
+_PATH: dict[str, Any] = {"type": "string", "default": ""}
+_CLAUSE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"field": {"type": "string"}, "eq": {}, "contains": {"type": "string"}},
+    "required": ["field"],
+}
+
+
+def _read_json(source: Ref, ctx: ToolContext, path: str = "") -> dict[str, Any]:
     _check_path(path)
     recipe = JsonPointer(source, path)
     node = ctx.resolver.value(recipe)
@@ -65,13 +73,19 @@ def read_json(source: Ref, ctx: ToolContext, path: str = "") -> dict[str, Any]:
     }
 
 
-@tool(capabilities=("data.json.query",), glossary=("filter", "where", "select", "rows"))
-def query_json(
+read_json = replace(
+    tool(name="read_json", capabilities=("data.json.read",),
+         glossary=("preview", "pointer", "inspect"),
+         description=("Preview the JSON value at `path` (a JSON Pointer; '' is the whole "
+                      "document) in `source`: its shape, a bounded preview and `value`, a ref "
+                      "to exactly that value for any tool argument."))(_read_json),
+    input_schema={"type": "object", "properties": {"source": MODEL_REF_SCHEMA, "path": _PATH},
+                  "required": ["source"], "additionalProperties": False})
+
+
+def _query_json(
     source: Ref, ctx: ToolContext, path: str = "", filter: list[FilterClause] | None = None
 ) -> dict[str, Any]:
-    """Filter the JSON array at `path` (a JSON Pointer such as '/items') inside the referenced
-    data, keeping items that match every clause. Returns the match count, their shape, a bounded
-    preview and `value`, a reference to the exact matching items that any tool argument accepts."""
     _check_path(path)
     recipe = JsonQuery(source, path, _clauses(filter or []))
     # Count and sample while streaming: the matches are not held here, only their first few.
@@ -94,6 +108,20 @@ def query_json(
         "previewNote": f"{shown_count} of {count:,} items shown, long strings elided",
         "value": recipe,
     }
+
+
+query_json = replace(
+    tool(name="query_json", capabilities=("data.json.query",),
+         glossary=("filter", "where", "select", "rows"),
+         description=("Filter the JSON array at `path` (a JSON Pointer such as '/items') in "
+                      "`source`, keeping items that match every `filter` clause, "
+                      '{"field": "a.b", "eq": value} or {"field": "a.b", "contains": "text"}: '
+                      "their count, shape, a bounded preview and `value`, a ref to exactly "
+                      "those items for any tool argument."))(_query_json),
+    input_schema={"type": "object", "properties": {
+        "source": MODEL_REF_SCHEMA, "path": _PATH,
+        "filter": {"type": "array", "items": _CLAUSE}},
+        "required": ["source"], "additionalProperties": False})
 
 
 BUILTIN_JSON_TOOLS: tuple[Tool, ...] = (read_json, query_json)

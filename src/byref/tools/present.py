@@ -17,13 +17,18 @@ from byref.tools.tool import Tool, ToolRefusal
 
 PRESENT_TOOL_NAME = "present"
 
+DESCRIPTION = (
+    "Show a stored artifact on the user's screen without reading it yourself: its `ref` (art_… "
+    "or a $ref), `as` ('table', 'image', 'bar-chart'…), an optional `label`.")
+# The parameters are explained once, in the description: property descriptions repeating it
+# would cost every turn.
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "ref": {"anyOf": [{"type": "string", "pattern": "^art_[0-9A-Za-z]{22}$",
-                           "description": "The art_… ref to show."}, MODEL_REF_SCHEMA]},
-        "as": {"type": "string", "description": "How to show it: 'table', 'image', 'bar-chart'…"},
-        "label": {"type": "string", "description": "A caption for the screen."},
+        "ref": {"anyOf": [{"type": "string", "pattern": "^art_[0-9A-Za-z]{22}$"},
+                          MODEL_REF_SCHEMA]},
+        "as": {"type": "string"},
+        "label": {"type": "string"},
     },
     "required": ["ref", "as"],
     "additionalProperties": False,
@@ -72,8 +77,7 @@ def _key(value: Any, ctx: ToolContext) -> str | None:
 def make_present_tool() -> Tool:
     return Tool(
         name=PRESENT_TOOL_NAME,
-        description=("Show a stored artifact (a chart, a table, a file) to the user on their "
-                     "screen without reading it yourself. Pass its art_… ref and how to show it."),
+        description=DESCRIPTION,
         fn=_present, input_schema=_SCHEMA, lazy=frozenset({"ref"}), wants_ctx=True,
         capabilities=("artifacts.present",),
     )

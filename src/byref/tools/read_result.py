@@ -10,6 +10,7 @@ at their positions; binary payloads are refused with a pointer to the right tool
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
 from byref.jsonview import decode, encode
@@ -24,7 +25,16 @@ from byref.reads import (
     read,
     records_of,
 )
-from byref.refs import Blob, Message, Ref, RefRefusal, envelope, is_envelope, parse_model_envelope
+from byref.refs import (
+    MODEL_REF_SCHEMA,
+    Blob,
+    Message,
+    Ref,
+    RefRefusal,
+    envelope,
+    is_envelope,
+    parse_model_envelope,
+)
 from byref.resolve import BytesSource
 from byref.store.port import ArtifactIntegrityError
 from byref.tools.context import ToolContext
@@ -34,6 +44,19 @@ READ_RESULT_NAME: Final = "read_result"
 EXPLICIT_READ_TOOLS: Final = frozenset({READ_RESULT_NAME})
 """Tools whose answers are explicit reads: bounded by the explicit-read limit, not placement's."""
 _FOLLOW: Final = 3
+DESCRIPTION: Final = (
+    "Read an earlier result by its ref (an art_… Blob, or a Message ref to a tool result): its "
+    "records or text, optionally only `fields`, from `offset`, at most `limit` (records, or "
+    "characters of text) and `max_bytes`. If coverage.hasMore is true or "
+    "coverage.inputComplete false, you have not read it all.")
+_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"ref": MODEL_REF_SCHEMA,
+                   "fields": {"type": "array", "items": {"type": "string"}},
+                   "offset": {"type": "integer"}, "limit": {"type": "integer"},
+                   "max_bytes": {"type": "integer"}},
+    "required": ["ref"], "additionalProperties": False,
+}
 
 
 def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = None) -> Tool:
@@ -44,12 +67,6 @@ def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = N
         ref: Ref, ctx: ToolContext, fields: list[str] | None = None, offset: int = 0,
         limit: int | None = None, max_bytes: int | None = None,
     ) -> dict[str, Any]:
-        """Read records (or text) of an earlier result by its ref: a Blob art_… key of a kept
-        or placed result, or a Message ref to an earlier tool result. Select `fields`, a range
-        (`offset`, `limit`) and a byte bound (`max_bytes`). The answer states exactly what was
-        delivered (`coverage`: requested, loaded, total, range, hasMore, byteComplete,
-        filteredCount, inputComplete, reason, missing or duplicated ids): if inputComplete is
-        false or hasMore is true, you have not read the whole result."""
         if offset < 0 or (limit is not None and limit < 0) or (
                 max_bytes is not None and max_bytes <= 0):
             raise ToolRefusal(
@@ -64,9 +81,12 @@ def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = N
         return answer
 
     made = tool(name=READ_RESULT_NAME, lazy=("ref",), capabilities=("data.read",),
-                glossary=("page", "rows", "coverage", "reread", "version"))(read_result)
-    made.explicit_read = True  # it bounds itself; placement must not preview its answer
-    return made
+                glossary=("page", "rows", "coverage", "reread", "version"),
+                description=DESCRIPTION)(read_result)
+    # Written out: the generated schema offers `null` for each optional argument, which costs
+    # every turn and tells the model nothing.
+    return replace(made, input_schema=_SCHEMA,
+                   explicit_read=True)  # it bounds itself; placement must not preview it
 
 
 def load(ref: Ref, ctx: ToolContext) -> Source:
