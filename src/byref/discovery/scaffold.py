@@ -23,12 +23,12 @@ MAX_LIMIT = 25
 SEARCH_DESCRIPTION = (
     "Search the tool catalog (more tools exist than are declared to you) by `query` words and/or "
     "filters, which intersect: `capabilities` (prefixes, e.g. 'file'), `domains`, `entities`, "
-    "`relationships`. Returns a menu of names and declares nothing: load tools with "
-    "activate_tool."
+    "`relationships`. Returns a menu of at most `limit` names and declares nothing: load tools "
+    "with activate_tool."
 )
 ACTIVATE_DESCRIPTION = (
-    "Load catalog tools by exact name (from search_tools) to call from your next step on; the "
-    "least recently used is unloaded when the working set is full."
+    "Load catalog tools by their exact `names` (from search_tools) to call from your next step "
+    "on; the least recently used is unloaded when the working set is full."
 )
 _WORDS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 SEARCH_SCHEMA: dict[str, Any] = {

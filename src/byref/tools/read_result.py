@@ -45,10 +45,10 @@ EXPLICIT_READ_TOOLS: Final = frozenset({READ_RESULT_NAME})
 """Tools whose answers are explicit reads: bounded by the explicit-read limit, not placement's."""
 _FOLLOW: Final = 3
 DESCRIPTION: Final = (
-    "Read an earlier result by its ref (an art_… Blob, or a Message ref to a tool result): its "
+    "Read an earlier result by its `ref` (an art_… Blob, or a Message ref to a tool result): its "
     "records or text, optionally only `fields`, from `offset`, at most `limit` (records, or "
-    "characters of text) and `max_bytes`. If coverage.hasMore is true or "
-    "coverage.inputComplete false, you have not read it all.")
+    "characters of text) and `max_bytes`. The answer's `note` and `coverage` say what was "
+    "delivered.")
 _SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {"ref": MODEL_REF_SCHEMA,
