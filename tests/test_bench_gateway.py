@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +74,25 @@ def test_the_text_report_names_every_section(report: dict[str, Any]) -> None:
                    "large results", "log ×4"):
         assert needle in text, needle
     assert "first turn" not in text  # --no-surface
+
+
+def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
+        tmp_path: Path) -> None:
+    import anyio
+
+    from byref.gateway.bench import first_turn, make_repo, reference_servers
+
+    files = tmp_path / "files"
+    files.mkdir()
+    servers, missing = reference_servers(make_repo(tmp_path / "repo"), files, tmp_path / "x.db")
+    if "time" in missing:
+        pytest.skip(f"reference server 'time' unavailable: {missing['time']}")
+    servers = {"time": servers["time"]}  # one is enough for the shape, and quick to start
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    turn = anyio.run(first_turn, servers, config)
+    assert set(turn) == {"servers", "direct_tools", "direct_chars", "direct_tokens",
+                         "gateway_tools", "gateway_chars", "gateway_tokens", "ratio_tokens"}
+    assert turn["direct_tools"] == sum(turn["servers"].values()) > 0
+    assert turn["gateway_tools"] > 0 and turn["gateway_tokens"] > 0
+    assert turn["ratio_tokens"] == round(turn["gateway_tokens"] / turn["direct_tokens"], 3)

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     plan = QUICK if args.quick else FULL
     for flag in ("calls", "session"):
         value = getattr(args, flag)
-        if value is not None and value < 5:
-            print(f"byref bench gateway: --{flag} must be at least 5, got {value!r}",
+        if value is not None and value < 1:
+            print(f"byref bench gateway: --{flag} must be at least 1, got {value!r}",
                   file=sys.stderr)
             return 2
     if args.calls is not None:

@@ -18,8 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from byref.dispatch.pipeline import Call, Dispatcher
-from byref.dispatch.policy import Policy
+from byref.dispatch import Call, Dispatcher, Policy
 from byref.jsonview import encode
 from byref.refs import Blob, envelope
 from byref.store import MemoryStore, PutOptions, Scope

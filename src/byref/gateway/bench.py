@@ -121,7 +121,8 @@ async def _listed(params: StdioServerParameters) -> tuple[list[Any], str | None]
             return (await client.list_tools()).tools, client.instructions
 
 
-async def _surface(servers: dict[str, dict[str, Any]], config: Path) -> dict[str, Any]:
+async def first_turn(servers: dict[str, dict[str, Any]], config: Path) -> dict[str, Any]:
+    """The declarations of `servers` connected directly vs a gateway over them (`config`)."""
     # Nothing here is timed, so every server (and the gateway over all of them) lists at once.
     params = {name: StdioServerParameters(command=e["command"], args=e["args"])
               for name, e in servers.items()}
@@ -176,7 +177,7 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
             surface_config.write_text(json.dumps({"mcpServers": servers}))
             report["missing"] = missing
             if servers:
-                report["first_turn"] = await _surface(servers, surface_config)
+                report["first_turn"] = await first_turn(servers, surface_config)
         return report
 
 

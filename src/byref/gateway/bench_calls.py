@@ -1,14 +1,15 @@
 """The per-call figures of `byref bench gateway`: the bench upstream called directly and through
 `byref gateway`, every figure a ratio to the direct call in the same run.
 
-Owns four sections, each with its own fresh processes: `stdio` (an activated tool called by name,
-and the same tool through `call_tool`), `http` (a call, `tools/list` and `search_tools` over
-streamable HTTP; the gateway's upstream stays on stdio, as a client's servers usually are),
-`session` (one long session: p50 of its first and last calls, and RSS growth per call of the
-gateway process beside the directly-served upstream's), and `results` (a large plain text, a
-large log with an error every other line, and one four times its size to show how the cost
-scales). The law: sides are timed interleaved, never one after the other, and a figure is
-compared only with the direct call that does the same thing.
+Owns four sections, each with its own fresh processes (all started together, then timed one
+section at a time while the others idle, so no figure is taken while processes start): `stdio`
+(an activated tool called by name, and the same tool through `call_tool`), `http` (a call,
+`tools/list` and `search_tools` over streamable HTTP; the gateway's upstream stays on stdio, as
+a client's servers usually are), `session` (one long session: p50 of its first and last calls,
+and RSS growth per call of the gateway process beside the directly-served upstream's), and
+`results` (a large plain text, a large log with an error every other line, and one four times
+its size to show how the cost scales). The law: sides are timed interleaved, never one after
+the other, and a figure is compared only with the direct call that does the same thing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client
 
 from byref.gateway.bench_rig import (
@@ -89,8 +91,6 @@ def _listing(client: Client) -> Callable[[], Awaitable[Any]]:
 
 async def call_figures(plan: Plan, config: Path, tick: Tick) -> dict[str, Any]:
     """All four sections: started together, timed one at a time, closed together."""
-    import anyio
-
     runs = {"stdio": stdio_figures, "http": http_figures, "session": session_figures,
             "results": results_figures}
     stage, out = Stage(len(runs)), {}
