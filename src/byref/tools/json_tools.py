@@ -74,7 +74,7 @@ def _read_json(source: Ref, ctx: ToolContext, path: str = "") -> dict[str, Any]:
 
 
 read_json = replace(
-    tool(name="read_json", capabilities=("data.json.read",),
+    tool(name="read_json", capabilities=("data:json.read",),
          glossary=("preview", "pointer", "inspect"),
          description=("Preview the JSON value at `path` (a JSON Pointer; '' is the whole "
                       "document) in `source`: its shape, a bounded preview and `value`, a ref "
@@ -111,7 +111,7 @@ def _query_json(
 
 
 query_json = replace(
-    tool(name="query_json", capabilities=("data.json.query",),
+    tool(name="query_json", capabilities=("data:json.query",),
          glossary=("filter", "where", "select", "rows"),
          description=("Filter the JSON array at `path` (a JSON Pointer such as '/items') in "
                       "`source`, keeping items that match every `filter` clause, "

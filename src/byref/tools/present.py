@@ -79,7 +79,7 @@ def make_present_tool() -> Tool:
         name=PRESENT_TOOL_NAME,
         description=DESCRIPTION,
         fn=_present, input_schema=_SCHEMA, lazy=frozenset({"ref"}), wants_ctx=True,
-        capabilities=("artifacts.present",),
+        capabilities=("artifacts:present",),
     )
 
 

@@ -80,7 +80,7 @@ def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = N
             room.consume(len(encode(answer)))
         return answer
 
-    made = tool(name=READ_RESULT_NAME, lazy=("ref",), capabilities=("data.read",),
+    made = tool(name=READ_RESULT_NAME, lazy=("ref",), capabilities=("data:read",),
                 glossary=("page", "rows", "coverage", "reread", "version"),
                 description=DESCRIPTION)(read_result)
     # Written out: the generated schema offers `null` for each optional argument, which costs
