@@ -132,17 +132,3 @@ def test_config_errors_name_where_and_what_fits(raw: dict[str, Any], message: st
     with pytest.raises(ConfigError) as caught:
         parse_config(raw, source="c")
     assert str(caught.value).startswith(message)
-
-
-def test_bench_gateway_prints_the_overhead_and_the_first_turn_surface(world: World) -> None:
-    world.need("time")
-    out = subprocess.run([sys.executable, "-m", "byref.cli", "bench", "gateway", "--json",
-                          "--calls", "3"], capture_output=True, text=True, timeout=180,
-                         stdin=subprocess.DEVNULL)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    over = report["overhead"]
-    assert over["ratio_p50"] > 0 and over["gateway_p95_ms"] >= over["gateway_p50_ms"]
-    turn = report["first_turn"]
-    assert turn["gateway_tools"] == 7
-    assert turn["direct_tools"] == sum(turn["servers"].values())
