@@ -4,25 +4,37 @@ place → record → events.
 The law: a call either runs with every argument delivered exactly, or does not run and the model
 is told what went wrong in words it can act on (a refusal, `is_error` set, a `refused` event with
 its reason). Nothing is recorded half: artifacts minted by a call whose result cannot be recorded
-are deleted again.
+are deleted again (recording.py). Nothing raises out of `dispatch` or `adispatch`.
+
+Two paths, one pipeline: `dispatch` (synchronous) and `adispatch` (on an event loop) call the
+same three stages — `_prepare` (every check and resolution before the tool runs), the tool
+itself (`_failures` turns its failure into a refusal), and `Recorder` — and differ only in
+where each stage runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import jsonschema
 
+from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
+from byref.dispatch.calls import Call as Call
+from byref.dispatch.calls import Refusal as Refusal
+from byref.dispatch.calls import clip, escaped
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
-from byref.dispatch.results import render, shape_result
+from byref.dispatch.recording import Recorder
 from byref.dispatch.wants import WantsRefusal, redeem
 from byref.events import Emitter
-from byref.jsonview import JsonEncodeError, unrecordable
+from byref.jsonview import unrecordable
 from byref.refs import (
     ENVELOPE_RULE,
     Blob,
@@ -42,34 +54,14 @@ from byref.tools.context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part, Transcript
 
-REFUSAL_MAX = 1_800
-"""A refusal the model reads is at most this many characters, whatever it quotes."""
-
 
 @dataclass(frozen=True, slots=True)
-class Call:
-    id: str
-    name: str
-    input: Any
+class _Ready:
+    """A call that passed every stage before execution: the tool, its arguments, its context."""
 
-    def recordable(self) -> Call:
-        """This call as the transcript can hold it: text that is not valid Unicode is escaped,
-        an integer too long to write becomes a note. Only a call that is refused needs it."""
-        if unrecordable([self.id, self.name, self.input]) is None:
-            return self
-        return Call(_escaped(self.id), _escaped(self.name), _escaped(self.input))
-
-
-class Refusal(Exception):
-    """The tool did not run (or its result was refused); `text` is what the model is told."""
-
-    def __init__(self, text: str, reason: str, *, ref: str | None = None,
-                 detail: str | None = None) -> None:
-        super().__init__(text)
-        self.text = text
-        self.reason = reason
-        self.ref = ref
-        self.detail = detail
+    tool: Tool
+    args: dict[str, Any]
+    ctx: ToolContext
 
 
 class Dispatcher:
@@ -102,6 +94,7 @@ class Dispatcher:
         self.caps = caps or Caps()
         self.emit = emit or Emitter()
         self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
+        self.recorder = Recorder(self.policy, store, scope, self.emit)
 
     def declarations(self) -> list[dict[str, Any]]:
         """Tool declarations, name-sorted, byte-stable across turns."""
@@ -140,48 +133,94 @@ class Dispatcher:
         """Run `call` (recorded at `call_seq`); its result will be message `seq`, part `part`.
 
         Never raises for anything the model wrote or a tool returned: that is a refusal for the
-        model and a `refused` event for the operator.
+        model and a `refused` event for the operator. An async tool is run to completion here
+        when no event loop is running (inside one, use `adispatch`).
         """
         try:
-            return self._dispatch(call, call_seq=call_seq, seq=seq, part=part)
+            try:
+                ready = self._prepare(call, call_seq)
+                value = self._execute(ready)
+            except Refusal as refusal:
+                return self._refused(call, refusal)
+            return self.recorder.record(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # a defect below dispatch must not end the caller's loop
-            self.emit("refused", op="dispatch", tool=_escaped(call.name)[:200],
-                      call_id=_escaped(call.id)[:200], reason="internal-error",
-                      detail=f"{type(exc).__name__}: {_escaped(str(exc))[:500]}")
-            return self._refused(call, Refusal(
-                f"Tool {quote(call.name)} did not run: byref could not process this call "
-                f"({type(exc).__name__}). Nothing was kept; try again or another way.",
-                "internal-error"), emit=False)
+            return self._internal_error(call, exc)
 
-    def _dispatch(self, call: Call, *, call_seq: int, seq: int, part: int) -> Part:
+    async def adispatch(self, call: Call, *, call_seq: int, seq: int, part: int) -> Part:
+        """`dispatch` for a caller on an event loop: the same stages, refusals and events.
+
+        An async tool is awaited on the loop, and only the stages that may block go to a worker
+        thread: resolving refs or redeeming `wants` (the store may be files or a database) and
+        recording a result that carries payloads or is placed. A plain call — no refs, a small
+        result — makes no thread hop. A sync tool runs with its whole pipeline in one worker
+        thread. Never raises, as `dispatch` (cancellation still propagates).
+        """
         try:
-            problem = (unrecordable(call.name, where="the tool name")
-                       or unrecordable(call.id, where="the call id")
-                       or unrecordable(call.input, where="the input"))
-            if problem is not None:
-                raise Refusal(
-                    f"Tool {quote(call.recordable().name)} did not run: {problem}. Write the "
-                    "value as valid UTF-8 text (or a number of at most a few thousand digits).",
-                    "invalid-input", detail=problem)
-            tool = self._tool(call.name)
-            raw = self._input(tool, call.input, call_seq)
-            self._parse_refs(tool, raw)
-            self._validate(tool, raw)
-            wanted = self._wants(tool, raw, call_seq)
-            args = self._arguments(tool, raw, call_seq)
-            ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
-                              tool.name, call.id, wanted)
-            value = self._execute(tool, args, ctx)
-        except Refusal as refusal:
-            return self._refused(call, refusal)
-        return self._record(tool, call, value, seq=seq, part=part)
+            found = self.tools.get(call.name) if isinstance(call.name, str) else None
+            if found is None or not found.is_async:
+                return await anyio.to_thread.run_sync(functools.partial(
+                    self.dispatch, call, call_seq=call_seq, seq=seq, part=part))
+            try:
+                if self._resolves(found, call.input):
+                    ready = await anyio.to_thread.run_sync(self._prepare, call, call_seq)
+                else:
+                    ready = self._prepare(call, call_seq)
+                with self._failures(ready.tool):
+                    value = await ready.tool.ainvoke(ready.args, ready.ctx)
+            except Refusal as refusal:
+                return self._refused(call, refusal)
+            return await self.recorder.arecord(ready.tool, call, value, seq=seq, part=part)
+        except Exception as exc:  # as in dispatch: a defect is a refusal, not a crash
+            return self._internal_error(call, exc)
+
+    def _internal_error(self, call: Call, exc: Exception) -> Part:
+        self.emit("refused", op="dispatch", tool=escaped(call.name)[:200],
+                  call_id=escaped(call.id)[:200], reason="internal-error",
+                  detail=f"{type(exc).__name__}: {escaped(str(exc))[:500]}")
+        return self._refused(call, Refusal(
+            f"Tool {quote(call.name)} did not run: byref could not process this call "
+            f"({type(exc).__name__}). Nothing was kept; try again or another way.",
+            "internal-error"), emit=False)
+
+    # -- before the tool runs ------------------------------------------------------------------
+    def _prepare(self, call: Call, call_seq: int) -> _Ready:
+        """Every stage before execution; raises `Refusal` when the tool must not run."""
+        problem = (unrecordable(call.name, where="the tool name")
+                   or unrecordable(call.id, where="the call id")
+                   or unrecordable(call.input, where="the input"))
+        if problem is not None:
+            raise Refusal(
+                f"Tool {quote(call.recordable().name)} did not run: {problem}. Write the "
+                "value as valid UTF-8 text (or a number of at most a few thousand digits).",
+                "invalid-input", detail=problem)
+        tool = self._tool(call.name)
+        raw = self._input(tool, call.input, call_seq)
+        self._parse_refs(tool, raw)
+        self._validate(tool, raw)
+        wanted = self._wants(tool, raw, call_seq)
+        args = self._arguments(tool, raw, call_seq)
+        ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
+                          tool.name, call.id, wanted)
+        return _Ready(tool, args, ctx)
+
+    def _resolves(self, tool: Tool, raw: Any) -> bool:
+        """Whether `_prepare` reads the store or transcript for this input (mirrors `_input`,
+        `_wants` and `_arguments`: a lazy argument's ref is handed over unread)."""
+        if tool.wants:
+            return True
+        if not self.policy.refs:
+            return False
+        if is_envelope(raw):
+            return True
+        return isinstance(raw, dict) and any(
+            name not in tool.lazy and is_envelope(value) for name, value in raw.items())
 
     def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True) -> Part:
         call = call.recordable()
         if emit:
             self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
-                      reason=refusal.reason, ref=refusal.ref, detail=_clip(refusal.detail))
-        text = self.error_text(call, _clip(_escaped(refusal.text), REFUSAL_MAX) or "")
+                      reason=refusal.reason, ref=refusal.ref, detail=clip(refusal.detail))
+        text = self.error_text(call, clip(escaped(refusal.text), REFUSAL_MAX) or "")
         return Part(type="tool_result", value=text, rendered=text,
                     tool=call.name, call_id=call.id, is_error=True)
 
@@ -237,8 +276,8 @@ class Dispatcher:
         error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
         if error is None:
             return
-        at = _clip("/".join(str(p) for p in error.absolute_path), 200) or "the input"
-        message = _clip(error.message, 400)
+        at = clip("/".join(str(p) for p in error.absolute_path), 200) or "the input"
+        message = clip(error.message, 400)
         text = (f"Tool {tool.name!r} was not executed: its input does not fit its schema at "
                 f"{at!r}: {message}.")
         if self.policy.validation == "enforce":
@@ -279,91 +318,31 @@ class Dispatcher:
                 f"{exc}", "bad-ref",
             ) from exc
 
-    def _execute(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+    # -- the tool ------------------------------------------------------------------------------
+    def _execute(self, ready: _Ready) -> Any:
+        with self._failures(ready.tool):
+            return ready.tool.invoke(ready.args, ready.ctx)
+
+    @contextlib.contextmanager
+    def _failures(self, tool: Tool) -> Iterator[None]:
+        """A tool's own failure is reported to the model, not raised (both paths)."""
         try:
-            return tool.invoke(args, ctx)
+            yield
         except ToolRefusal as exc:
             raise Refusal(exc.text, exc.reason) from exc
         except RefRefusal as exc:
             raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
-        except Exception as exc:  # a tool's own failure is reported to the model, not raised
+        except Exception as exc:
             raise Refusal(
-                f"Tool {tool.name!r} failed: {type(exc).__name__}: {_clip(str(exc), 600)}",
+                f"Tool {tool.name!r} failed: {type(exc).__name__}: {clip(str(exc), 600)}",
                 "tool-error",
             ) from exc
 
-    def _record(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
-        shaped = None
-        try:
-            shaped = shape_result(value, tool=tool.name, seq=seq, part=part, policy=self.policy,
-                                  store=self.store, scope=self.scope)
-            text = render(shaped.shown)
-            placed = settle(text, shaped.shown, tool=tool.name, ceiling=tool.ceiling,
-                            result_kind=tool.result_kind, is_error=False, policy=self.policy,
-                            store=self.store, scope=self.scope, explicit_read=tool.explicit_read)
-            if placed.how == "placed":
-                assert placed.ref is not None
-                shaped.minted.append(placed.ref)
-                self.emit("placed", tool=tool.name, ref=placed.ref, bytes=len(text.encode()))
-            elif placed.how == "truncated":
-                self.emit("refused", op="net", tool=tool.name, reason="truncated",
-                          bytes=len(text.encode()))
-            recorded = shaped.recorded if placed.how == "inline" else placed.recorded
-            derived = shaped.derived
-            if placed.how == "placed":
-                # The substitute stands for the stored result: a ref to the part, or to its
-                # `value`, delivers the result itself.
-                stored = Blob(key=placed.ref)
-                derived = {**derived, "": stored, "value": stored}
-            candidate = Part(type="tool_result", value=recorded, rendered=placed.text,
-                             tool=tool.name, call_id=call.id, is_error=placed.how == "ceiling",
-                             derived=derived)
-            # Encode as the transcript will, so a failure happens before anything lands.
-            render(candidate.to_json())
-            if placed.how == "ceiling":
-                self.emit("refused", op="ceiling", tool=tool.name, call_id=call.id,
-                          reason="over-ceiling")
-            return candidate
-        except (JsonEncodeError, TypeError) as exc:
-            if self.store is not None and shaped is not None:
-                for ref in shaped.minted:
-                    self.store.delete(self.scope, ref)
-            text = (
-                f"Tool {tool.name!r} returned a value that cannot be recorded "
-                f"({_clip(_escaped(str(exc)), 400)}); nothing was kept. This is a defect in the "
-                "tool, not in your call."
-            )
-            self.emit("refused", op="record", tool=tool.name, call_id=call.id,
-                      reason="unserializable-result")
-            return Part(type="tool_result", value=text, rendered=text, tool=tool.name,
-                        call_id=call.id, is_error=True)
-
+    # -- after it ------------------------------------------------------------------------------
     def error_text(self, call: Call, text: str) -> str:
         """Errors are never placed; the net still bounds them."""
         return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
                       policy=self.policy, store=self.store, scope=self.scope).text
-
-
-def _clip(text: str | None, limit: int = 500) -> str | None:
-    """At most `limit` characters of a message, saying how long it really was."""
-    if text is None or len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text):,} characters in all]"
-
-
-def _escaped(value: Any) -> Any:
-    """`value` with every string made valid Unicode (lone surrogates backslash-escaped) and every
-    integer too long to record replaced by a note; everything else as it was."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
-        return f"<{quote(value)}>"
-    if isinstance(value, dict):
-        return {_escaped(k) if isinstance(k, str) else str(k): _escaped(v)
-                for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_escaped(v) for v in value]
-    return value
 
 
 def _pin(ref: Ref, current: int) -> Ref:

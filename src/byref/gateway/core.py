@@ -3,7 +3,8 @@
 Owns the toolbox (the catalog of proxied upstream tools, indexed by the discovery engine, plus the
 scaffolding every client sees: search_tools, activate_tool, call_tool, read_json, query_json,
 read_result, present) and the per-call sequence: record the call in the scope's transcript, run
-it through `Dispatcher` in a worker thread, record the result, announce a changed tool list.
+it through `Dispatcher.adispatch` (a proxied call is awaited on the loop, no thread hop unless
+refs must be read or a result placed), record the result, announce a changed tool list.
 
 The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
 the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream
@@ -23,15 +24,14 @@ from typing import Any, TextIO
 
 import anyio
 import anyio.abc
-import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.connection import Connection
 
-from byref.discovery import Catalog, Discovery, working_set
+from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import assemble, capability_line
 from byref.discovery.usage import UsageError, UsageLog, learn_glossary, usage_from_transcript
-from byref.discovery.workingset import ACTIVATE
+from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
 from byref.gateway.config import GatewayConfig
@@ -228,13 +228,14 @@ class Gateway:
             self._group.start_soon(self._reannounce)
 
     async def _reannounce(self) -> None:
-        await self.toolbox()
+        box = await self.toolbox()
         for state in self.scopes.all():
+            state.declared = tuple(self.working_set(state, box))
             await state.announce()
 
-    def _invoke(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Runs in dispatch's worker thread: the upstream call happens on the event loop."""
-        return anyio.from_thread.run(self.upstreams[server].call, tool, arguments)
+    async def _invoke(self, server: str, tool: str,
+                      arguments: dict[str, Any]) -> types.CallToolResult:
+        return await self.upstreams[server].call(tool, arguments)
 
     # -- serving -------------------------------------------------------------------------------
     async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
@@ -254,21 +255,23 @@ class Gateway:
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
         target = _unwrap(call, box)
         dispatcher = self._dispatcher(state, box)
-        before = self.working_set(state, box)
         part: Part | None = None
         async with state.lock:
             call_seq = state.transcript.append("assistant", [dispatcher.call_part(call)]).seq
             if target.name not in box.catalog:
-                part = await anyio.to_thread.run_sync(_dispatch, dispatcher, target, call_seq)
+                part = await _dispatch(dispatcher, target, call_seq)
                 state.transcript.append("tool", [part])
         if part is None:
-            part = await anyio.to_thread.run_sync(_dispatch, dispatcher, target, call_seq)
+            part = await _dispatch(dispatcher, target, call_seq)
             # Its rendering names no seq (no recipes; derived Blob refs are seq-free), so it may
             # land after other calls' messages.
             assert not any(is_recipe(r) for r in part.derived.values()), part.derived
             async with state.lock:
                 state.transcript.append("tool", [part])
-        if self.working_set(state, box) != before:
+        # One projection per call, compared with what this scope's clients were last told.
+        now = tuple(self.working_set(state, box))
+        if now != state.declared:
+            state.declared = now
             await state.announce(connection)
         if self.usage is not None and target.name == ACTIVATE and not part.is_error:
             async with state.lock:
@@ -291,8 +294,8 @@ def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
     return entry.server, entry.original_name
 
 
-def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
-    return dispatcher.dispatch(call, call_seq=call_seq, seq=call_seq + 1, part=0)
+async def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
+    return await dispatcher.adispatch(call, call_seq=call_seq, seq=call_seq + 1, part=0)
 
 
 def _unwrap(call: Call, box: Toolbox) -> Call:

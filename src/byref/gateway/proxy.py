@@ -8,16 +8,19 @@ upstream parameter declares. The law: a ref reaches the upstream exact — for a
 value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
 arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
 refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
-words, naming the server.
+words, naming the server. The upstream is awaited on the gateway's loop; only delivering a ref
+(which may read the store) goes to a worker thread.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import jsonschema
 import mcp_types as types
 
@@ -28,14 +31,16 @@ from byref.jsonview import dumps
 from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, is_envelope, parse_model_envelope
 from byref.resolve import BytesSource
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
+from byref.tools.tool import run_awaitable
 
 _FOLLOW = 3
-Invoke = Callable[[str, str, dict[str, Any]], types.CallToolResult]
-"""(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`."""
+Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
+"""(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`.
+Awaited on the gateway's event loop, where the upstream connections live."""
 
 
-def _unreachable(**_: Any) -> Any:  # pragma: no cover - ProxiedTool.invoke is used instead
-    raise RuntimeError("a proxied tool runs through ProxiedTool.invoke")
+def _unreachable(**_: Any) -> Any:  # pragma: no cover - ProxiedTool.ainvoke is used instead
+    raise RuntimeError("a proxied tool runs through ProxiedTool.ainvoke")
 
 
 @dataclass(eq=False)
@@ -47,14 +52,24 @@ class ProxiedTool(Tool):
     _upstream_validator: jsonschema.Draft202012Validator | None = field(
         default=None, init=False, repr=False)
 
+    @property
+    def is_async(self) -> bool:
+        return True
+
     def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        # From synchronous dispatch: the upstream call still happens on the gateway's loop.
+        return run_awaitable(self.name, self.ainvoke(args, ctx))
+
+    async def ainvoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         assert self.call_upstream is not None
-        props = self.upstream_schema.get("properties") or {}
-        delivered = {k: deliver(v, props.get(k), ctx) if _is_ref(v) else v
-                     for k, v in args.items()}
+        if any(_is_ref(v) for v in args.values()):
+            # Delivering a ref reads the transcript or the store (files, a database): a thread.
+            delivered = await anyio.to_thread.run_sync(self._delivered, args, ctx)
+        else:
+            delivered = args
         self._check(delivered)
         try:
-            result = self.call_upstream(self.server, self.upstream_name, delivered)
+            result = await self.call_upstream(self.server, self.upstream_name, delivered)
         except UpstreamError as exc:
             raise ToolRefusal(str(exc), "upstream-error") from exc
         if result.is_error:
@@ -62,6 +77,10 @@ class ProxiedTool(Tool):
                 f"Server {self.server!r} tool {self.upstream_name!r} reported an error: "
                 f"{error_text(result)}", "upstream-error")
         return result_value(result, server=self.server, tool=self.upstream_name)
+
+    def _delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        props = self.upstream_schema.get("properties") or {}
+        return {k: deliver(v, props.get(k), ctx) if _is_ref(v) else v for k, v in args.items()}
 
     def _check(self, args: dict[str, Any]) -> None:
         if self._upstream_validator is None:

@@ -55,6 +55,8 @@ class ScopeState:
     listen: ListenHandler = field(init=False)
     dispatchers: tuple[int, Dispatcher] | None = None
     """(toolbox version, dispatcher) for that version; dropped when the toolbox is rebuilt."""
+    declared: tuple[str, ...] = ()
+    """The working set this scope's clients were last told about (a change is announced)."""
     usage_logged: int = 0
     """How many of the transcript's (query, tool) pairs are already in the usage log."""
     _connections: OrderedDict[int, Connection] = field(default_factory=OrderedDict)

@@ -3,15 +3,20 @@
 The law: a tool's input schema comes from its type hints (or is given verbatim for a foreign tool,
 e.g. one behind MCP); arguments reach it resolved and converted to its declared types, except
 parameters marked lazy, which receive the `Ref` itself so the tool can stream on its own terms.
+A tool may be `async def`: `Dispatcher.adispatch` awaits it on the running loop, and the
+synchronous path runs it to completion or refuses, never handing a coroutine on as a result.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 
+import anyio
+import anyio.from_thread
 import jsonschema
 import msgspec
 
@@ -20,6 +25,8 @@ from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signa
 
 if TYPE_CHECKING:
     from byref.tools.context import ToolContext
+
+T = TypeVar("T")
 
 
 class ToolInputError(RefRefusal):
@@ -165,10 +172,59 @@ class Tool:
             )
         return args
 
+    @property
+    def is_async(self) -> bool:
+        """Its function is `async def`: dispatch awaits it (`Dispatcher.adispatch`)."""
+        fn = self.fn
+        # An instance whose __call__ is async counts too (its class attribute says so).
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
     def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool to completion from synchronous code (see `run_awaitable`)."""
+        value = self._call(args, ctx)
+        return run_awaitable(self.name, value) if inspect.isawaitable(value) else value
+
+    async def ainvoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool on the running event loop, awaiting what an async function returns."""
+        value = self._call(args, ctx)
+        return await value if inspect.isawaitable(value) else value
+
+    def _call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         if self.wants_ctx:
             return self.fn(**args, ctx=ctx)
         return self.fn(**args)
+
+
+def run_awaitable(tool: str, awaitable: Awaitable[T]) -> T:
+    """Finish an async tool's awaitable from synchronous code, never handing back a coroutine.
+
+    In an anyio worker thread it runs on that thread's event loop (where the tool's clients and
+    connections live); with no loop at all, on a fresh one. Inside a running loop it cannot be
+    waited for without blocking that loop, so it is refused in words naming the fix.
+    """
+
+    async def finish() -> T:
+        started.append(True)
+        return await awaitable
+
+    started: list[bool] = []
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()  # never started: no "was never awaited" warning
+        raise ToolRefusal(
+            f"Tool {tool!r} is async and was dispatched synchronously inside a running event "
+            "loop, so it did not run; the application should use `await "
+            "Dispatcher.adispatch(...)`.", "tool-error")
+    try:
+        return anyio.from_thread.run(finish)
+    except anyio.NoEventLoopError:
+        if started:
+            raise  # the tool's own
+    return asyncio.run(finish())
 
 
 @overload

@@ -1,0 +1,64 @@
+"""A model's tool call as dispatch sees it, and the refusal that answers one the tool must not run.
+
+The law: whatever a refusal quotes, the model reads at most `REFUSAL_MAX` characters of it; text
+that is not valid Unicode and integers too long to write are escaped before they are recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from byref.jsonview import unrecordable
+from byref.refs import quote
+
+REFUSAL_MAX = 1_800
+"""A refusal the model reads is at most this many characters, whatever it quotes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    name: str
+    input: Any
+
+    def recordable(self) -> Call:
+        """This call as the transcript can hold it: text that is not valid Unicode is escaped,
+        an integer too long to write becomes a note. Only a call that is refused needs it."""
+        if unrecordable([self.id, self.name, self.input]) is None:
+            return self
+        return Call(escaped(self.id), escaped(self.name), escaped(self.input))
+
+
+class Refusal(Exception):
+    """The tool did not run (or its result was refused); `text` is what the model is told."""
+
+    def __init__(self, text: str, reason: str, *, ref: str | None = None,
+                 detail: str | None = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.reason = reason
+        self.ref = ref
+        self.detail = detail
+
+
+def clip(text: str | None, limit: int = 500) -> str | None:
+    """At most `limit` characters of a message, saying how long it really was."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text):,} characters in all]"
+
+
+def escaped(value: Any) -> Any:
+    """`value` with every string made valid Unicode (lone surrogates backslash-escaped) and every
+    integer too long to record replaced by a note; everything else as it was."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
+        return f"<{quote(value)}>"
+    if isinstance(value, dict):
+        return {escaped(k) if isinstance(k, str) else str(k): escaped(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escaped(v) for v in value]
+    return value

@@ -1,0 +1,131 @@
+"""Recording a tool's value: what the transcript keeps, what the model is shown, what is stored.
+
+Owns the stage after execution: payloads streamed into the store and shown as markers, recipes
+recorded as derived fields, placement (placement.py) of a rendering too large to insert, the
+events for each, and the check that the part can be written before anything lands. The law:
+nothing is recorded half — artifacts minted for a result that cannot be recorded are deleted
+again. On an event loop (`arecord`) only the store's work goes to a worker thread.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from byref.dispatch.calls import Call, clip, escaped
+from byref.dispatch.placement import settle
+from byref.dispatch.policy import Policy
+from byref.dispatch.results import Shaped, render, shape_result
+from byref.events import Emitter
+from byref.jsonview import JsonEncodeError
+from byref.refs import Blob
+from byref.store import ArtifactStore, Scope
+from byref.tools.payload import Payload
+from byref.tools.tool import Tool
+from byref.transcript import Part
+
+
+@dataclass(frozen=True)
+class Recorder:
+    policy: Policy
+    store: ArtifactStore | None
+    scope: Scope
+    emit: Emitter
+
+    def record(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
+        """The result part for `value`, which will be message `seq`, part `part`."""
+        shaped = None
+        try:
+            shaped = shape_result(value, tool=tool.name, seq=seq, part=part, policy=self.policy,
+                                  store=self.store, scope=self.scope)
+            text = render(shaped.shown)
+        except (JsonEncodeError, TypeError) as exc:
+            return self.unrecordable(tool, call, shaped, exc)
+        return self.finish(tool, call, shaped, text)
+
+    async def arecord(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
+        """`record` on the event loop; the store's work (payloads, placement) in a thread."""
+        if _has_payload(value):
+            return await anyio.to_thread.run_sync(functools.partial(
+                self.record, tool, call, value, seq=seq, part=part))
+        shaped = None
+        try:
+            shaped = shape_result(value, tool=tool.name, seq=seq, part=part, policy=self.policy,
+                                  store=self.store, scope=self.scope)  # no payload: no store
+            text = render(shaped.shown)
+        except (JsonEncodeError, TypeError) as exc:
+            return self.unrecordable(tool, call, shaped, exc)
+        if self._may_place(tool, text):
+            return await anyio.to_thread.run_sync(self.finish, tool, call, shaped, text)
+        return self.finish(tool, call, shaped, text)
+
+    def _may_place(self, tool: Tool, text: str) -> bool:
+        # `settle`'s trigger (placement.py): saying yes too often costs a hop, too rarely would
+        # put a store write on the event loop.
+        threshold = (self.policy.explicit_read_bytes if tool.explicit_read
+                     else self.policy.auto_insert_bytes)
+        return (self.policy.placement and self.store is not None
+                and len(text.encode()) > threshold)
+
+    def finish(self, tool: Tool, call: Call, shaped: Shaped, text: str) -> Part:
+        """Placement, events and the write check for a shaped value rendered as `text`."""
+        try:
+            placed = settle(text, shaped.shown, tool=tool.name, ceiling=tool.ceiling,
+                            result_kind=tool.result_kind, is_error=False, policy=self.policy,
+                            store=self.store, scope=self.scope, explicit_read=tool.explicit_read)
+            if placed.how == "placed":
+                assert placed.ref is not None
+                shaped.minted.append(placed.ref)
+                self.emit("placed", tool=tool.name, ref=placed.ref, bytes=len(text.encode()))
+            elif placed.how == "truncated":
+                self.emit("refused", op="net", tool=tool.name, reason="truncated",
+                          bytes=len(text.encode()))
+            recorded = shaped.recorded if placed.how == "inline" else placed.recorded
+            derived = shaped.derived
+            if placed.how == "placed":
+                # The substitute stands for the stored result: a ref to the part, or to its
+                # `value`, delivers the result itself.
+                stored = Blob(key=placed.ref)
+                derived = {**derived, "": stored, "value": stored}
+            candidate = Part(type="tool_result", value=recorded, rendered=placed.text,
+                             tool=tool.name, call_id=call.id, is_error=placed.how == "ceiling",
+                             derived=derived)
+            # Encode as the transcript will, so a failure happens before anything lands.
+            render(candidate.to_json())
+            if placed.how == "ceiling":
+                self.emit("refused", op="ceiling", tool=tool.name, call_id=call.id,
+                          reason="over-ceiling")
+            return candidate
+        except (JsonEncodeError, TypeError) as exc:
+            return self.unrecordable(tool, call, shaped, exc)
+
+    def unrecordable(self, tool: Tool, call: Call, shaped: Shaped | None,
+                     exc: Exception) -> Part:
+        """The refusal for a value that cannot be recorded; what it minted is deleted."""
+        if self.store is not None and shaped is not None:
+            for ref in shaped.minted:
+                self.store.delete(self.scope, ref)
+        text = (
+            f"Tool {tool.name!r} returned a value that cannot be recorded "
+            f"({clip(escaped(str(exc)), 400)}); nothing was kept. This is a defect in the "
+            "tool, not in your call."
+        )
+        self.emit("refused", op="record", tool=tool.name, call_id=call.id,
+                  reason="unserializable-result")
+        return Part(type="tool_result", value=text, rendered=text, tool=tool.name,
+                    call_id=call.id, is_error=True)
+
+
+def _has_payload(value: Any) -> bool:
+    """Whether recording `value` streams bytes into the store (a `Payload` anywhere in it)."""
+    if isinstance(value, Payload):
+        return True
+    if isinstance(value, dict):
+        return any(_has_payload(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_payload(v) for v in value)
+    return False
