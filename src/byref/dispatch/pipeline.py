@@ -21,8 +21,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import jsonschema
 
 from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
@@ -155,14 +153,17 @@ class Dispatcher:
         result — makes no thread hop. A sync tool runs with its whole pipeline in one worker
         thread. Never raises, as `dispatch` (cancellation still propagates).
         """
+        # anyio comes with the `mcp` extra, not the core: imported by the async path alone.
+        from anyio import to_thread
+
         try:
             found = self.tools.get(call.name) if isinstance(call.name, str) else None
             if found is None or not found.is_async:
-                return await anyio.to_thread.run_sync(functools.partial(
+                return await to_thread.run_sync(functools.partial(
                     self.dispatch, call, call_seq=call_seq, seq=seq, part=part))
             try:
                 if self._resolves(found, call.input):
-                    ready = await anyio.to_thread.run_sync(self._prepare, call, call_seq)
+                    ready = await to_thread.run_sync(self._prepare, call, call_seq)
                 else:
                     ready = self._prepare(call, call_seq)
                 with self._failures(ready.tool):

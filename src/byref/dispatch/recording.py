@@ -13,9 +13,6 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import anyio.to_thread
-
 from byref.dispatch.calls import Call, clip, escaped
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
@@ -49,8 +46,10 @@ class Recorder:
 
     async def arecord(self, tool: Tool, call: Call, value: Any, *, seq: int, part: int) -> Part:
         """`record` on the event loop; the store's work (payloads, placement) in a thread."""
+        from anyio import to_thread  # the async path's own dependency (see adispatch)
+
         if _has_payload(value):
-            return await anyio.to_thread.run_sync(functools.partial(
+            return await to_thread.run_sync(functools.partial(
                 self.record, tool, call, value, seq=seq, part=part))
         shaped = None
         try:
@@ -60,7 +59,7 @@ class Recorder:
         except (JsonEncodeError, TypeError) as exc:
             return self.unrecordable(tool, call, shaped, exc)
         if self._may_place(tool, text):
-            return await anyio.to_thread.run_sync(self.finish, tool, call, shaped, text)
+            return await to_thread.run_sync(self.finish, tool, call, shaped, text)
         return self.finish(tool, call, shaped, text)
 
     def _may_place(self, tool: Tool, text: str) -> bool:

@@ -15,8 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 
-import anyio
-import anyio.from_thread
 import jsonschema
 import msgspec
 
@@ -220,8 +218,12 @@ def run_awaitable(tool: str, awaitable: Awaitable[T]) -> T:
             "loop, so it did not run; the application should use `await "
             "Dispatcher.adispatch(...)`.", "tool-error")
     try:
-        return anyio.from_thread.run(finish)
-    except anyio.NoEventLoopError:
+        from anyio import NoEventLoopError, from_thread
+    except ImportError:  # no anyio (it comes with the `mcp` extra): no anyio worker threads
+        return asyncio.run(finish())
+    try:
+        return from_thread.run(finish)
+    except NoEventLoopError:
         if started:
             raise  # the tool's own
     return asyncio.run(finish())
