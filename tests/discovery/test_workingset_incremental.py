@@ -19,10 +19,11 @@ from byref.discovery.workingset import (
     replayed_working_set,
     working_set,
 )
+from byref.refs import Blob
 from byref.transcript import Part, Transcript
 
 NAMES = ("a", "b", "c", "d", "e", "f", "ghost", "read_json")
-CATALOG = frozenset({"a", "b", "c", "d", "e", "f", "read_json"})
+CATALOG = frozenset({"a", "b", "c", "d", "e", "f", "read_json", "query_json"})
 ALWAYS = frozenset({"read_json"})
 
 
@@ -31,8 +32,10 @@ def call(name: str, call_id: str | None, args: Any) -> Part:
                 call_id=call_id)
 
 
-def result(call_id: str | None, *, error: bool) -> Part:
-    return Part(type="tool_result", value="x", rendered="x", call_id=call_id, is_error=error)
+def result(call_id: str | None, *, error: bool, stored: bool = False) -> Part:
+    derived = {"value": Blob(key="art_" + "s" * 22)} if stored else {}
+    return Part(type="tool_result", value="x", rendered="x", call_id=call_id, is_error=error,
+                derived=derived)
 
 
 def check(transcript: Transcript, budget: int) -> None:
@@ -89,7 +92,8 @@ _part = st.one_of(
                         st.none()), _ids),
     st.builds(lambda name, cid: call(name, cid, {}), st.sampled_from(NAMES), _ids),
     st.builds(lambda cid: call(SEARCH, cid, {}), _ids),
-    st.builds(lambda cid, err: result(cid, error=err), _ids, st.booleans()),
+    st.builds(lambda cid, err, stored: result(cid, error=err, stored=stored), _ids,
+              st.booleans(), st.booleans()),
     st.just(Part(type="text", value="hi")),
     st.just(Part(type="tool_call", value="not a dict", tool=None, call_id="c0")),
 )
@@ -155,3 +159,14 @@ def test_negative_budget_is_refused_by_both() -> None:
     for fn in (working_set, replayed_working_set):
         with pytest.raises(ValueError, match="budget must be ≥ 0"):
             fn(Transcript(), CATALOG, budget=-1)
+
+
+def test_a_stored_result_declares_the_json_readers_and_settles_its_call() -> None:
+    t = Transcript()
+    t.append("assistant", [call("a", "c1", {})])
+    t.append("tool", [result("c1", error=False, stored=True)])
+    assert working_set(t, CATALOG, budget=3) == ["read_json", "query_json", "a"]
+    t.append("assistant", [call(ACTIVATE, "c2", {"names": ["b"]})])
+    t.append("tool", [result("c2", error=True, stored=True)])  # an error is never a stand-in
+    assert working_set(t, CATALOG, budget=3) == replayed_working_set(t, CATALOG, budget=3)
+    assert "b" not in working_set(t, CATALOG, budget=3)

@@ -17,8 +17,7 @@ from byref.store import Scope
 
 pytestmark = pytest.mark.anyio
 
-SCAFFOLDING = ["activate_tool", "call_tool", "present", "query_json", "read_json", "read_result",
-               "search_tools"]
+SCAFFOLDING = ["activate_tool", "call_tool", "present", "read_result", "search_tools"]
 
 
 async def test_first_turn_is_the_scaffolding_and_search_finds_git_log(world: World) -> None:
@@ -28,7 +27,8 @@ async def test_first_turn_is_the_scaffolding_and_search_finds_git_log(world: Wor
             listed = await client.list_tools()
             assert sorted(t.name for t in listed.tools) == SCAFFOLDING
             search = next(t for t in listed.tools if t.name == "search_tools")
-            assert "<tool_capabilities>git, time</tool_capabilities>" in (search.description or "")
+            roots = "<tool_capabilities>data, git, time</tool_capabilities>"
+            assert roots in (search.description or "")
             assert "search_tools" in (client.instructions or "")
             found = json.loads(text(await client.call_tool(
                 "search_tools", {"query": "show recent commits"})))

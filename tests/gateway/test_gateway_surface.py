@@ -38,9 +38,6 @@ async def _first_turn(world: World) -> tuple[list[dict[str, Any]], str]:
     return declared, instructions
 
 
-@pytest.mark.xfail(strict=True, reason="read_json / query_json are still declared on turn one: "
-                   "moving them behind search (gateway/core.py _build) brings the surface to "
-                   "about 1,470 tokens; remove this mark when that lands")
 async def test_the_first_turn_is_under_the_target(world: World) -> None:
     declared, instructions = await _first_turn(world)
     tokens = count_tokens(json.dumps(declared) + instructions)

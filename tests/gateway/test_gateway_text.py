@@ -31,14 +31,6 @@ PRETTY = (
 )
 
 
-def _pending_resolver(result: types.CallToolResult) -> None:
-    """read_json / query_json over text need the resolver to parse a string or text/* on demand
-    (the lead's change); until it lands this assertion is expected to fail."""
-    shown = text(result)
-    if result.is_error and ("not JSON" in shown or "cannot" in shown):
-        pytest.xfail(f"pending: the resolver does not yet parse text as JSON on demand: {shown}")
-
-
 def _record(number: int) -> str:
     return (f'  {{\n    "id": {number},\n    "price": 1.50,\n    "count": 1e2,\n'
             f'    "label": "Caf\\u00e9 n\\u00ba{number} \\"x\\"",\n    "label": "dup",\n'
@@ -86,7 +78,7 @@ async def test_json_shaped_text_reaches_the_client_byte_for_byte_and_edits_match
             parsed = await client.call_tool("read_json", {
                 "source": {"$ref": {"type": "Message", "seq": seq, "part": 0}},
                 "path": "/nested/ratios"})
-            _pending_resolver(parsed)
+            assert not parsed.is_error, text(parsed)
             assert not parsed.is_error, text(parsed)
             assert json.loads(text(parsed))["shape"].startswith("JSON array, 4 items")
 
@@ -101,9 +93,14 @@ async def test_a_140kb_json_file_copied_by_ref_is_byte_identical(world: World) -
               "blob": world.files / "copy-blob.json"}
     with anyio.fail_after(60):
         async with running(world, servers) as (gateway, server), Client(server) as client:
+            declared = {t.name for t in (await client.list_tools()).tools}
+            assert not declared & {"read_json", "query_json"}  # behind search on turn one
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_text_file", "arguments": {"path": str(source)}})
             assert not read.is_error, text(read)
+            # The stored result's note names the JSON readers: from now on they are declared.
+            declared = {t.name for t in (await client.list_tools()).tools}
+            assert {"read_json", "query_json"} <= declared
             placed: dict[str, Any] = json.loads(text(read))
             assert placed["bytes"] == len(original.encode())
             assert placed["shape"] == f"text, {len(original):,} chars"
@@ -122,5 +119,5 @@ async def test_a_140kb_json_file_copied_by_ref_is_byte_identical(world: World) -
                 "source": placed["value"], "filter": [{"field": "id", "eq": 7}]})
             for copy in copies.values():
                 assert copy.read_bytes() == original.encode()
-            _pending_resolver(queried)
+            assert not queried.is_error, text(queried)
             assert json.loads(text(queried))["count"] == 1

@@ -2,7 +2,8 @@
 
 The law (seed 001): no session state. Walking the transcript newest to oldest, an
 `activate_tool` call adds its names (later names in one call count as more recent), a direct
-call to any other tool but `search_tools` keeps it warm, and the most recently touched catalog
+call to any other tool but `search_tools` keeps it warm, a result that was stored keeps the JSON
+readers (`read_json`, `query_json`) warm, and the most recently touched catalog
 tools up to the budget are the set; the least recently touched fall off. `always` names (the
 scaffolding) are declared anyway and take no slot. An activation the dispatcher refused (an
 error result with its call id, wherever that result lies) adds nothing. Replaying a transcript
@@ -22,6 +23,7 @@ import weakref
 from collections.abc import Container, Iterable, Iterator
 from typing import Any, ClassVar
 
+from byref.refs import Blob
 from byref.transcript import Part, Transcript
 
 DEFAULT_BUDGET = 8
@@ -161,7 +163,8 @@ class Projection:
                     pos = self._append(name)
                     self._waiting.setdefault(call_id, []).append(pos)
                     self._waiting_names.setdefault(name, set()).add(pos)
-            return True
+            if part.type != "tool_result":
+                return True  # a stored result's touch still settles its call, below
         if part.type != "tool_result" or part.call_id is None:
             return True
         call_id = part.call_id
@@ -235,9 +238,19 @@ def _pick(names: Iterable[str], catalog: Container[str], budget: int,
     return out
 
 
+STORED_READERS = ("query_json", "read_json")
+"""Tools a stored result's note sends the model to: a result that was stored touches them."""
+
+
 def _touch(part: Part) -> tuple[list[str], str | None] | None:
     """What a part touches: its names (oldest first) and, for an activation, the call id they
-    stand or fall with (None: they stand whatever the result)."""
+    stand or fall with (None: they stand whatever the result). A result that was stored (a
+    placed substitute or a marker: a stand-in for a Blob) touches the JSON readers, so a
+    catalog that keeps them behind search declares them as soon as the model may need them."""
+    if part.type == "tool_result":
+        if not part.is_error and any(isinstance(r, Blob) for r in part.derived.values()):
+            return list(STORED_READERS), None
+        return None
     if part.type != "tool_call":
         return None
     value: Any = part.value if isinstance(part.value, dict) else {}

@@ -180,6 +180,10 @@ class Gateway:
                 if name not in catalog:  # a server listing one name twice: the first wins
                     catalog.add(proxied_tool(name, listed, self._invoke), server=server.name,
                                 original_name=listed.name)
+        # The JSON readers sit behind search: a stored result touches them (working set), so they
+        # are declared from the turn a result needs them, and cost nothing before it.
+        for reader in BUILTIN_JSON_TOOLS:
+            catalog.add(reader)
         if self.usage is not None:
             self._learn(catalog, self.usage)
         discovery = Discovery(catalog, budget=self.config.working_set, emit=self.emit)
@@ -191,7 +195,7 @@ class Gateway:
             replace(search, description=search.description + note), activate,
             Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION, fn=self._call_tool_refusal,
                  input_schema=CALL_TOOL_SCHEMA, capabilities=("gateway.call",)),
-            *BUILTIN_JSON_TOOLS, make_read_result(self._read_limits), make_present_tool(),
+            make_read_result(self._read_limits), make_present_tool(),
         )
         return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
                        dict(self._errors))
@@ -258,7 +262,7 @@ class Gateway:
         part: Part | None = None
         async with state.lock:
             call_seq = state.transcript.append("assistant", [dispatcher.call_part(call)]).seq
-            if target.name not in box.catalog:
+            if _local(box, target.name):
                 part = await _dispatch(dispatcher, target, call_seq)
                 state.transcript.append("tool", [part])
         if part is None:
@@ -287,6 +291,12 @@ class Gateway:
                                     scope=state.scope, policy=self.policy, emit=self.emit)
             state.dispatchers = cached = (box.version, dispatcher)
         return cached[1]
+
+
+def _local(box: Toolbox, name: str) -> bool:
+    """Run by byref itself (scaffolding, the JSON readers), not proxied to an upstream: its
+    result may carry recipes naming its seq, so it is recorded under the scope's lock."""
+    return name not in box.catalog or box.catalog.entry(name).server is None
 
 
 def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
