@@ -393,3 +393,27 @@ def test_a_python_literal_dump_of_rows_is_kept_as_text_and_queryable(rows: int) 
     assert not q.is_error, text_of(q)
     rig.call("echo", {"x": msg(q_seq, "value")})
     assert rig.received[-1] == [{"id": 2, "name": "n2", "ok": True, "none": None}]
+
+
+def test_null_for_an_optional_argument_means_not_given() -> None:
+    seen: list[Any] = []
+
+    @tool
+    def page(query: str, limit: int = 10, cursor: str | None = None) -> str:
+        """Page through results."""
+        seen.append((query, limit, cursor))
+        return "ok"
+
+    d = Dispatcher([page], transcript=Transcript(), store=None, scope=Scope("trust"))
+    part = d.dispatch(Call("c", "page", {"query": "q", "limit": None, "cursor": None}),
+                      call_seq=0, seq=1, part=0)
+    assert not part.is_error, text_of(part)
+    assert seen == [("q", 10, None)]
+    refused = d.dispatch(Call("c", "page", {"query": None}), call_seq=0, seq=1, part=0)
+    assert refused.is_error and "'query'" in text_of(refused)  # a required one stays required
+
+
+def test_arguments_that_are_not_json_are_refused_saying_so() -> None:
+    rig = Rig()
+    _, part = rig.call("echo", '{"x": 1')  # what an adapter hands over when JSON did not parse
+    assert part.is_error and "arrived as text that is not one" in text_of(part)

@@ -223,7 +223,9 @@ def test_arguments_that_are_not_json_reach_dispatch_as_text_and_are_refused() ->
     # Sent back exactly as the model wrote it, and refused with words the model can act on.
     assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{rows: oops"
     assert sent[2] == {"role": "tool", "tool_call_id": "c1", "content": (
-        "Input to tool 'count' must be a JSON object of its parameters, got 'str'.")}
+        "Input to tool 'count' must be a JSON object of its parameters; the arguments arrived "
+        "as text that is not one ('{rows: oops'). Write them as a JSON object, e.g. "
+        '{"name": value}.')}
 
 
 @pytest.mark.parametrize(("message", "finish", "stop"), [

@@ -242,12 +242,17 @@ class Dispatcher:
                           f"but not quite. {almost} {ENVELOPE_RULE}", "bad-ref")
         if self.policy.refs and is_envelope(raw):
             raw = self._resolve(tool, "the input", raw, call_seq, lazy=False)
+        if isinstance(raw, str):  # an adapter hands over arguments that did not parse as JSON
+            raise Refusal(
+                f"Input to tool {tool.name!r} must be a JSON object of its parameters; the "
+                f"arguments arrived as text that is not one ({quote(raw, 80)}). Write them as "
+                'a JSON object, e.g. {"name": value}.', "invalid-input")
         if not isinstance(raw, dict):
             raise Refusal(
                 f"Input to tool {tool.name!r} must be a JSON object of its parameters, got "
                 f"{type(raw).__name__!r}.", "invalid-input",
             )
-        return dict(raw)
+        return _without_absent_nulls(tool, raw)
 
     def _parse_refs(self, tool: Tool, raw: dict[str, Any]) -> None:
         """Refs are parsed first, so a forged or malformed one gets the parser's precise words."""
@@ -344,6 +349,27 @@ class Dispatcher:
         """Errors are never placed; the net still bounds them."""
         return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
                       policy=self.policy, store=self.store, scope=self.scope).text
+
+
+def _without_absent_nulls(tool: Tool, raw: dict[str, Any]) -> dict[str, Any]:
+    """`null` for an optional parameter whose schema has no null means "not given": many models
+    (OpenAI's strict mode among them) write null rather than leave an argument out."""
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.required)
+    return {name: value for name, value in raw.items()
+            if not (value is None and name in props and name not in required
+                    and not _takes_null(props[name]))}
+
+
+def _takes_null(prop: Any) -> bool:
+    if not isinstance(prop, dict) or not prop or ("default" in prop and prop["default"] is None):
+        return True  # an unconstrained schema (or a null default) accepts null as a value
+    kind = prop.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if prop.get("const", 0) is None or None in (prop.get("enum") or ()):
+        return True
+    return any(_takes_null(alt) for key in ("anyOf", "oneOf") for alt in prop.get(key) or ())
 
 
 def _pin(ref: Ref, current: int) -> Ref:
