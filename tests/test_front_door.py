@@ -40,6 +40,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_every_error_byref_raises_on_purpose_has_one_root() -> None:
+    from byref.dispatch.calls import Refusal
     from byref.errors import DeveloperError, OperatorError, Refused
     from byref.gateway import ConfigError
     from byref.harness.providers import MissingKeyError, ProviderError
@@ -48,10 +49,11 @@ def test_every_error_byref_raises_on_purpose_has_one_root() -> None:
     from byref.resolve import ResolveError
     from byref.store import ArtifactError
     from byref.store.port import ArtifactIntegrityError, StoreUnavailableError
+    from byref.tools import ToolRefusal
     from byref.transcript import TranscriptCorruptError, TranscriptLookupError
 
     for refused in (RefRefusal, ResolveError, TranscriptLookupError, NotJsonError,
-                    StaleSelectionError):
+                    StaleSelectionError, ToolRefusal, Refusal):
         assert issubclass(refused, Refused)
     for developer in (MissingKeyError, JsonEncodeError):
         assert issubclass(developer, DeveloperError)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from byref.errors import Refused
 from byref.jsonview import unrecordable
 from byref.refs import quote
 
@@ -30,7 +31,7 @@ class Call:
         return Call(escaped(self.id), escaped(self.name), escaped(self.input))
 
 
-class Refusal(Exception):
+class Refusal(Refused):
     """The tool did not run (or its result was refused); `text` is what the model is told."""
 
     def __init__(self, text: str, reason: str, *, ref: str | None = None,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 import jsonschema
 import msgspec
 
+from byref.errors import Refused
 from byref.refs import RefRefusal, envelope, is_ref
 from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
@@ -31,7 +32,7 @@ class ToolInputError(RefRefusal):
     """Arguments do not fit the tool's schema; the text is shown to the model."""
 
 
-class ToolRefusal(Exception):
+class ToolRefusal(Refused):
     """Raised by a tool body to decline: the text goes to the model as-is, marked as an error."""
 
     def __init__(self, text: str, reason: str = "tool-refused") -> None:
