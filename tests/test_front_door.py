@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import byref
 
@@ -62,3 +63,33 @@ def test_every_error_byref_raises_on_purpose_has_one_root() -> None:
         assert issubclass(operator, OperatorError)
     # the stdlib bases callers already catch are kept
     assert issubclass(RefRefusal, ValueError) and issubclass(ConfigError, ValueError)
+
+
+def test_the_harness_takes_a_model_id(monkeypatch: Any) -> None:
+    from byref.harness.providers import MissingKeyError
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    try:
+        byref.Harness("anthropic:claude-sonnet-4-6", [])
+    except MissingKeyError as exc:  # the id was parsed and the adapter asked for its key
+        assert isinstance(exc, byref.DeveloperError) and "ANTHROPIC_API_KEY" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("no key was asked for")
+
+
+def test_an_async_tool_runs_through_the_sync_harness_and_the_readers_come_declared() -> None:
+    import asyncio
+
+    @byref.tool
+    async def fetch(n: int) -> list[int]:
+        """Fetch n numbers."""
+        await asyncio.sleep(0)
+        return list(range(n))
+
+    model = byref.ScriptedModel([byref.call("fetch", {"n": 3}), byref.say("ok")])
+    run = byref.Harness(model, [fetch]).run("go")
+    assert run.text == "ok"
+    results = [p for m in run.transcript for p in m.parts if p.type == "tool_result"]
+    assert results[0].value == [0, 1, 2] and not results[0].is_error
+    declared = {t["name"] for t in run.requests[0].tools}
+    assert {"read_json", "query_json", "read_result", "present"} <= declared

@@ -41,7 +41,8 @@ def test_search_activate_call_through_the_harness() -> None:
     h = Harness(model, [note], discovery=discovery)
     run = h.run("Archive invoice INV-7.")
     names = [[d["name"] for d in r.tools] for r in run.requests]
-    assert names[0] == ["activate_tool", "note", "present", "search_tools"]
+    assert names[0] == ["activate_tool", "note", "present", "query_json", "read_json",
+                        "read_result", "search_tools"]
     assert names[1] == names[0]  # a search declares nothing
     assert "archive_invoice" in names[2]
     assert run.requests[0].tools is run.requests[1].tools  # unchanged set: identical object

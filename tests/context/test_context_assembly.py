@@ -107,7 +107,9 @@ def test_without_a_budget_the_harness_is_unchanged() -> None:
     h = Harness(ScriptedModel([call("big", {"n": 1}), say("ok")]), [big])
     run = h.run("go")
     assert h.assembler is None and h.assembled == []
-    assert [t["name"] for t in run.requests[0].tools] == ["big", "present"]
+    # The readers a stored result's note names are declared whenever a store is attached.
+    assert [t["name"] for t in run.requests[0].tools] == [
+        "big", "present", "query_json", "read_json", "read_result"]
     assert run.requests[-1] == Request(h.system, run.requests[-1].tools,
                                        tuple(render(h.transcript))[:-1])
 

@@ -26,7 +26,7 @@ from byref.jsonview import dumps
 from byref.reads import ReadLimits
 from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
-from byref.tools import Tool
+from byref.tools import Tool, builtin_tools
 from byref.tools.present import PRESENT_TOOL_NAME, make_present_tool
 from byref.tools.read_result import READ_RESULT_NAME, make_read_result
 from byref.transcript import Message, Part, Transcript
@@ -57,8 +57,8 @@ class RunResult:
 class Harness:
     def __init__(
         self,
-        model: Model,
-        tools: Sequence[Tool],
+        model: Model | str,
+        tools: Sequence[Tool] = (),
         *,
         system: str | None = None,
         transcript: Transcript | None = None,
@@ -72,6 +72,10 @@ class Harness:
         read_limits: ReadLimits | None = None,
         discovery: Discovery | None = None,
     ) -> None:
+        if isinstance(model, str):  # a model id such as "anthropic:claude-sonnet-4-6"
+            from byref.harness.providers import model_from_id
+
+            model = model_from_id(model)
         self.model = model
         self.policy = policy or Policy()
         if read_limits is not None:
@@ -95,6 +99,11 @@ class Harness:
                 )
             tools.append(make_present_tool())
         self.assembler = self._budgeted_assembly(budget, tools, emit)
+        if self.store is not None and self.policy.refs:
+            # A stored result's note names these readers: whoever can store, declares them.
+            have = {t.name for t in tools}
+            tools.extend(t for t in builtin_tools(self.read_limits, present=False)
+                         if t.name not in have)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""
         self.discovery = discovery
