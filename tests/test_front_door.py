@@ -10,7 +10,8 @@ import byref
 
 FRONT_DOOR = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
-    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel", "Tool",
+    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel",
+    "Session", "Tool",
     "ToolRefusal", "__version__", "builtin_tools", "call", "load_config", "model_from_id",
     "open_store", "say", "tool",
 ]

@@ -16,7 +16,8 @@ _EXPORTS: dict[str, str] = {
     # tools and the loop
     "tool": "byref.tools", "Tool": "byref.tools", "ToolRefusal": "byref.tools",
     "Payload": "byref.tools", "builtin_tools": "byref.tools",
-    "Harness": "byref.harness", "ScriptedModel": "byref.harness", "call": "byref.harness",
+    "Harness": "byref.harness", "Session": "byref.harness", "ScriptedModel": "byref.harness",
+    "call": "byref.harness",
     "say": "byref.harness", "model_from_id": "byref.harness.providers",
     "Policy": "byref.dispatch",
     # references and storage
@@ -34,7 +35,8 @@ _EXTRAS = {"byref.gateway": "mcp"}
 
 __all__ = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
-    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel", "Tool",
+    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel",
+    "Session", "Tool",
     "ToolRefusal", "__version__", "builtin_tools", "call", "load_config", "model_from_id",
     "open_store", "say", "tool",
 ]
@@ -68,7 +70,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from byref.dispatch import Policy
     from byref.errors import ByrefError, DeveloperError, OperatorError, Refused
     from byref.gateway import Gateway, load_config
-    from byref.harness import Harness, ScriptedModel, call, say
+    from byref.harness import Harness, ScriptedModel, Session, call, say
     from byref.harness.providers import model_from_id
     from byref.refs import Blob, Message
     from byref.store import Scope, open_store

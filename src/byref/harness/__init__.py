@@ -16,11 +16,33 @@ from byref.harness.scripted import (
     ref_from_last_result,
     say,
 )
+from byref.harness.session import SYSTEM_NOTE, Session
 from byref.harness.tokens import TokenCounter, count_tokens, default_counter, using_counter
 
 __all__ = [
-    "REFS_PROTOCOL", "Block", "ChatMessage", "Harness", "Ledger", "Model", "Request",
-    "Response", "RunResult", "ScriptExhaustedError", "ScriptedModel", "StepLimitError",
-    "TokenCounter", "Usage", "call", "count_tokens", "default_counter", "last_result",
-    "model_from_id", "ref_from_last_result", "render", "say", "using_counter",
+    "REFS_PROTOCOL",
+    "SYSTEM_NOTE",
+    "Block",
+    "ChatMessage",
+    "Harness",
+    "Ledger",
+    "Model",
+    "Request",
+    "Response",
+    "RunResult",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "Session",
+    "StepLimitError",
+    "TokenCounter",
+    "Usage",
+    "call",
+    "count_tokens",
+    "default_counter",
+    "last_result",
+    "model_from_id",
+    "ref_from_last_result",
+    "render",
+    "say",
+    "using_counter",
 ]

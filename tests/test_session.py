@@ -1,0 +1,98 @@
+"""`Session`: byref inside a loop you write — declarations in the provider's shape, that
+provider's tool calls in, its tool results out, refs resolved between them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+import byref
+
+ROWS = [{"id": i, "pad": "x" * 60} for i in range(600)]
+
+
+def _tools(seen: list[Any]) -> list[byref.Tool]:
+    @byref.tool
+    def export() -> list[dict[str, Any]]:
+        """Every row (large: stored, shown as a preview and a ref)."""
+        return ROWS
+
+    @byref.tool
+    def count(rows: list[dict[str, Any]]) -> int:
+        """Count rows."""
+        seen.append(rows)
+        return len(rows)
+
+    return [export, count]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai-chat", "mcp"])
+def test_declarations_come_in_the_providers_shape_and_stay_byte_stable(provider: Any) -> None:
+    session = byref.Session(_tools([]))
+    first, second = session.declarations(provider), session.declarations(provider)
+    assert msgspec.json.encode(first) == msgspec.json.encode(second)
+    names = [d.get("name") or d.get("function", {}).get("name") for d in first]
+    assert names == sorted(names) and {"export", "count", "read_json", "read_result"} <= set(names)
+
+
+def test_an_anthropic_loop_passes_a_ref_between_tools_exactly() -> None:
+    seen: list[Any] = []
+    session = byref.Session(_tools(seen))
+    [exported] = session.handle_sync([{"type": "tool_use", "id": "t1", "name": "export",
+                                       "input": {}}])
+    assert exported["tool_use_id"] == "t1" and len(exported["content"]) < 4_000
+    value = json.loads(exported["content"])["value"]  # the ref the model would copy
+    [counted] = session.handle_sync([{"type": "tool_use", "id": "t2", "name": "count",
+                                      "input": {"rows": value}}])
+    assert counted == {"type": "tool_result", "tool_use_id": "t2", "content": "600"}
+    assert seen == [ROWS]
+
+
+def test_sdk_objects_are_accepted_as_returned() -> None:
+    from anthropic.types import ToolUseBlock
+
+    session = byref.Session(_tools([]))
+    block = ToolUseBlock(id="t1", name="count", input={"rows": [{"a": 1}]}, type="tool_use")
+    assert session.handle_sync([block])[0]["content"] == "1"
+
+
+def test_openai_chat_calls_with_text_arguments_and_a_malformed_one() -> None:
+    session = byref.Session(_tools([]))
+    out = session.handle_sync([
+        {"id": "c1", "type": "function", "function": {"name": "count",
+                                                      "arguments": '{"rows": [{}, {}]}'}},
+        {"id": "c2", "type": "function", "function": {"name": "count", "arguments": "{rows"}},
+    ], "openai-chat")
+    assert out[0] == {"role": "tool", "tool_call_id": "c1", "content": "2"}
+    assert out[1]["tool_call_id"] == "c2" and "not one" in out[1]["content"]
+
+
+def test_twenty_async_calls_in_one_turn_overlap_and_return_in_call_order() -> None:
+    started: list[int] = []
+    everyone = asyncio.Event()
+
+    @byref.tool
+    async def slow(i: int) -> int:
+        """Wait until every call of the turn has started, then answer."""
+        started.append(i)
+        if len(started) == 20:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), timeout=10)  # sequential runs would time out
+        return i * i
+
+    session = byref.Session([slow])
+    calls = [{"type": "function_call", "call_id": f"c{i}", "name": "slow",
+              "arguments": json.dumps({"i": i})} for i in range(20)]
+    out = asyncio.run(session.handle(calls, "openai"))
+    assert [r["call_id"] for r in out] == [f"c{i}" for i in range(20)]
+    assert [r["output"] for r in out] == [str(i * i) for i in range(20)]
+    assert len(started) == 20
+
+
+def test_an_unknown_provider_shape_is_a_developer_error() -> None:
+    with pytest.raises(byref.DeveloperError, match="Unknown provider shape 'gemini'"):
+        byref.Session().declarations("gemini")  # type: ignore[arg-type]
