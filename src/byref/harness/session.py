@@ -57,6 +57,11 @@ class Session:
                                      scope=self.scope, policy=self.policy, emit=emit)
 
     # -- what the model is declared ------------------------------------------------------------
+    @property
+    def system(self) -> str:
+        """A sentence to add to your system prompt: what a reference is and how to pass one."""
+        return SYSTEM_NOTE
+
     def declarations(self, provider: Provider = "anthropic") -> list[dict[str, Any]]:
         """The tools in `provider`'s request shape, name-sorted and byte-stable."""
         return [_declare(d, _provider(provider)) for d in self.dispatcher.declarations()]
