@@ -5,6 +5,10 @@ tool really returned, not the text the model was shown) plus the server recipes 
 so "anything a tool ever returned is a coordinate, not a copy". Lookups that miss say what does
 exist. Persisted as JSON lines, one message per line; a torn last line (a crash mid-write) is
 discarded on load, so a restart sees every whole message and nothing half-written.
+
+What a message costs to keep: its encoded line is the record (in a list in memory, a nameless
+spill file, or the persisted file; `byref.transcript_lines`), plus a bounded cache of decoded
+messages, so a long record held by a spill file costs its 8-byte-a-line index, not its objects.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +26,13 @@ import msgspec
 
 from byref.errors import OperatorError
 from byref.refs import Ref, RefRefusal, parse_server_ref, quote
+from byref.transcript_lines import FileLines, Lines, MemoryLines
+from byref.transcript_lines import TranscriptClosedError as TranscriptClosedError
 
 Role = Literal["user", "assistant", "tool"]
 PartType = Literal["text", "tool_call", "tool_result"]
+DEFAULT_CACHE = 128
+"""Decoded messages a transcript keeps by default (the most recently appended or read)."""
 
 
 class TranscriptLookupError(RefRefusal):
@@ -79,7 +88,16 @@ class Message:
 
 
 class Transcript:
-    """Append-only messages. In memory by default; `Transcript(path)` persists as JSON lines.
+    """Append-only messages, kept as their JSON lines; decoded on demand, recent ones cached.
+
+    Where the lines live: `Transcript()` keeps them in a list in memory (a few hundred bytes a
+    message, no file — right for a library run); `Transcript(spill=True)`, or `spill=DIR`, in a
+    nameless temporary file (the gateway's default: a long session costs 8 bytes a message of
+    memory, the index); `Transcript(path)` in the file at `path`, durable (fsynced per append).
+    The record is the encoded line: `append` returns, and every lookup answers, that line
+    decoded, so a caller changing its own objects later changes nothing recorded, and all three
+    answer alike. The last `cache` messages used are kept decoded, so the messages just
+    appended and the ones just read cost a dictionary lookup.
 
     `origin` is the seq of the first message. A record that outlives its process (the gateway's,
     kept in memory) starts from a clock-derived origin (`fresh_origin()`), so a ref minted before
@@ -87,59 +105,85 @@ class Transcript:
     record's value. A persisted transcript is reopened with the origin it was created with.
     """
 
-    def __init__(self, path: str | Path | None = None, *, origin: int = 0) -> None:
+    def __init__(self, path: str | Path | None = None, *, origin: int = 0,
+                 spill: bool | str | Path = False, cache: int = DEFAULT_CACHE) -> None:
         if isinstance(origin, bool) or not isinstance(origin, int) or origin < 0:
             raise ValueError(f"Transcript origin must be a non-negative integer, got {origin!r}")
+        if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
+            raise ValueError(f"Transcript cache must be a non-negative integer, got {cache!r}")
+        if path is not None and spill is not False:
+            raise ValueError(f"A persisted transcript ({str(path)!r}) is its own file; spill "
+                             f"applies only to one kept without a path, got spill={spill!r}")
         self.path = Path(path) if path is not None else None
         self.origin = origin
-        self._messages: list[Message] = []
+        self._cache_size = cache
+        self._cache: OrderedDict[int, Message] = OrderedDict()
         self._lock = threading.Lock()
         self._encoder = msgspec.json.Encoder()
+        self._lines: Lines
         if self.path is not None:
-            self._load(self.path)
+            self._lines = self._load(self.path)
+        elif spill is not False:
+            self._lines = FileLines.anonymous(None if spill is True else spill)
+        else:
+            self._lines = MemoryLines()
 
     # -- writing -------------------------------------------------------------------------------
     def append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
         if not parts:
             raise ValueError("a message needs at least one part")
         with self._lock:
-            message = Message(self.origin + len(self._messages), role, tuple(parts))
-            # Encode before touching the file or the list, so a value msgspec cannot encode
-            # raises here and leaves both exactly as they were.
-            line = self._encoder.encode(message.to_json()) + b"\n"
-            if self.path is not None:
-                with self.path.open("ab") as fh:
-                    fh.write(line)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            self._messages.append(message)
+            seq = self.origin + len(self._lines)
+            # Encode (and read back) before touching the lines, so a value that cannot be
+            # recorded raises here and leaves the transcript exactly as it was.
+            line = self._encoder.encode(Message(seq, role, tuple(parts)).to_json()) + b"\n"
+            message = _decode(line)
+            self._lines.append(line)
+            self._remember(message)
             return message
+
+    def close(self) -> None:
+        """Release the lines (a spill file is deleted); later lookups and appends raise."""
+        with self._lock:
+            self._cache.clear()
+            self._lines.close()
+
+    def __enter__(self) -> Transcript:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- reading -------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self._lines)
 
     def __iter__(self) -> Iterator[Message]:
-        return iter(list(self._messages))
+        # The messages there are now, read lazily; a walk through all of them does not push the
+        # recent ones out of the cache.
+        count = len(self._lines)
+        return (self._at(index, keep=False) for index in range(count))
 
     @property
     def last_seq(self) -> int | None:
-        return self.origin + len(self._messages) - 1 if self._messages else None
+        count = len(self._lines)
+        return self.origin + count - 1 if count else None
 
     def message(self, seq: int) -> Message:
         index = seq - self.origin
-        if 0 <= index < len(self._messages):
-            return self._messages[index]
+        count = len(self._lines)
+        if 0 <= index < count:
+            return self._at(index, keep=True)
         if seq < self.origin:
             raise TranscriptLookupError(
                 f"message {seq} is not in this conversation's record, which begins at message "
                 f"{self.origin} (the reference is from an earlier session or before a restart). "
                 "Call the tool that produced it again to get a fresh reference."
             )
-        if not self._messages:
+        if not count:
             raise TranscriptLookupError(f"message {seq} does not exist: the transcript is empty.")
         raise TranscriptLookupError(
-            f"message {seq} does not exist; messages are {self.origin}–{self.last_seq}."
+            f"message {seq} does not exist; messages are {self.origin}–{self.origin + count - 1}."
         )
 
     def part(self, seq: int, part: int) -> Part:
@@ -154,37 +198,67 @@ class Transcript:
         """The recorded value at `path` (dot-path; numeric segments index arrays)."""
         return walk(self.part(seq, part).value, path, where=f"message {seq} part {part}")
 
+    def _at(self, index: int, *, keep: bool) -> Message:
+        seq = self.origin + index
+        with self._lock:
+            hit = self._cache.get(seq)
+            if hit is not None:
+                self._cache.move_to_end(seq)
+                return hit
+            line = self._lines.line(index)
+        message = _decode(line)  # outside the lock: appends need not wait for a decode
+        if not keep:
+            return message
+        with self._lock:
+            return self._remember(message)
+
+    def _remember(self, message: Message) -> Message:
+        if not self._cache_size:
+            return message
+        kept = self._cache.setdefault(message.seq, message)
+        self._cache.move_to_end(message.seq)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return kept
+
     # -- persistence ---------------------------------------------------------------------------
-    def _load(self, path: Path) -> None:
+    def _load(self, path: Path) -> FileLines:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            return
-        data = path.read_bytes()
+            return FileLines.persisted(path)
+        lines = FileLines.persisted(path)
         good = 0
-        for number, line in enumerate(data.splitlines(keepends=True), 1):
-            if not line.endswith(b"\n"):
-                break  # torn write: the message was never acknowledged
-            try:
-                raw = msgspec.json.decode(line)
-                parts = tuple(Part.from_json(p) for p in raw["parts"])
-                message = Message(raw["seq"], raw["role"], parts)
-            except (msgspec.DecodeError, KeyError, TypeError, RefRefusal) as exc:
-                raise TranscriptCorruptError(
-                    f"Transcript {str(path)!r} line {number} is not a recorded message ({exc}); "
-                    "it was changed outside byref. Restore it from a copy, or move it aside to "
-                    "start a new transcript."
-                ) from exc
-            if message.seq != self.origin + len(self._messages):
-                raise TranscriptCorruptError(
-                    f"Transcript {str(path)!r} line {number} holds message {message.seq}, "
-                    f"expected {self.origin + len(self._messages)}; lines were removed or "
-                    "reordered."
-                )
-            self._messages.append(message)
-            good += len(line)
-        if good != len(data):
-            with path.open("r+b") as fh:
-                fh.truncate(good)
+        with path.open("rb") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.endswith(b"\n"):
+                    break  # torn write: the message was never acknowledged
+                try:
+                    message = _decode(line)
+                except (msgspec.DecodeError, KeyError, TypeError, RefRefusal) as exc:
+                    raise TranscriptCorruptError(
+                        f"Transcript {str(path)!r} line {number} is not a recorded message "
+                        f"({exc}); it was changed outside byref. Restore it from a copy, or "
+                        "move it aside to start a new transcript."
+                    ) from exc
+                if message.seq != self.origin + len(lines):
+                    raise TranscriptCorruptError(
+                        f"Transcript {str(path)!r} line {number} holds message {message.seq}, "
+                        f"expected {self.origin + len(lines)}; lines were removed or "
+                        "reordered."
+                    )
+                lines.adopt(len(line))
+                self._remember(message)  # the newest `cache` messages stay decoded
+                good += len(line)
+            size = fh.seek(0, os.SEEK_END)
+        if good != size:
+            lines.truncate(good)
+        return lines
+
+
+def _decode(line: bytes) -> Message:
+    raw = msgspec.json.decode(line)
+    parts = tuple(Part.from_json(p) for p in raw["parts"])
+    return Message(raw["seq"], raw["role"], parts)
 
 
 _ORIGIN_EPOCH_MS = 1_767_225_600_000

@@ -8,8 +8,10 @@ maps to a tenant and principal, a request without a valid one is refused by the 
 any handler (or upstream) sees it, and refs never resolve across scopes — each scope has its own
 transcript, and the store answers another scope's key as absent. A transcript starts at a
 clock-derived seq, so a Message ref minted before a restart is refused, never answered with a
-newer result. Identities are compared as structured values (never a joined string, where
-`a/b` + `c` would equal `a` + `b/c`), and a connection is forgotten when it closes.
+newer result; it spills to a nameless file (beside a file store, else in the temp directory),
+so memory holds its index and a few recent messages, not every result. Identities are compared
+as structured values (never a joined string, where `a/b` + `c` would equal `a` + `b/c`), and a
+connection is forgotten when it closes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import hmac
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -41,9 +45,23 @@ class AccessRefused(Exception):
     """A request reached a handler without a grant (the HTTP layer should have refused it)."""
 
 
-def _transcript() -> Transcript:
-    # In memory, so a restart loses it: a fresh origin makes every older Message ref a refusal.
-    return Transcript(origin=fresh_origin())
+def _transcript(spill: Path | None = None) -> Transcript:
+    # Not durable, so a restart loses it: a fresh origin makes every older Message ref a
+    # refusal. Spilled to a nameless file, so a long session costs its index, not its results.
+    return Transcript(origin=fresh_origin(), spill=True if spill is None else spill)
+
+
+def spill_directory(store: str | None) -> Path | None:
+    """Where transcripts spill: beside a file store (on its disk), else the system's temp dir."""
+    if store is None:
+        return None
+    parts = urlsplit(store)
+    if parts.scheme != "file":
+        return None
+    # As `open_store` reads it: file://.byref is relative (netloc holds the first segment).
+    root = Path(parts.netloc + parts.path or ".byref")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 @dataclass
@@ -104,6 +122,8 @@ class Scopes:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self._states: dict[Scope, ScopeState] = {}
+        self._spill: Path | Literal[False] | None = False
+        """The spill directory, found at the first scope (False until then)."""
 
     @property
     def stdio_scope(self) -> Scope:
@@ -112,8 +132,16 @@ class Scopes:
     def state(self, scope: Scope) -> ScopeState:
         found = self._states.get(scope)
         if found is None:
-            found = self._states[scope] = ScopeState(scope)
+            if self._spill is False:
+                self._spill = spill_directory(self.config.store)
+            found = self._states[scope] = ScopeState(scope, _transcript(self._spill))
         return found
+
+    def close(self) -> None:
+        """Release every scope's transcript (its spill file); the scopes are forgotten."""
+        for state in self._states.values():
+            state.transcript.close()
+        self._states.clear()
 
     def all(self) -> list[ScopeState]:
         return list(self._states.values())
