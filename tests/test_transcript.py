@@ -24,8 +24,16 @@ def _fill(t: Transcript) -> None:
     ])
 
 
-def test_addressing_by_seq_part_field() -> None:
-    t = Transcript()
+@pytest.fixture(params=["memory", "spill", "file"])
+def kept(request: pytest.FixtureRequest, tmp_path: Path) -> Transcript:
+    """A transcript in each storage, with a one-message cache so lookups read its lines."""
+    if request.param == "file":
+        return Transcript(tmp_path / "t.jsonl", cache=1)
+    return Transcript(spill=tmp_path if request.param == "spill" else False, cache=1)
+
+
+def test_addressing_by_seq_part_field(kept: Transcript) -> None:
+    t = kept
     _fill(t)
     assert t.field(1, 0, "result.items.1") == 2
     assert t.field(1, 0, None) == {"result": {"items": [1, 2, 3]},
@@ -46,8 +54,9 @@ def test_addressing_by_seq_part_field() -> None:
         (0, 0, "x", "cannot take field 'x' of a str."),
     ],
 )
-def test_misses_say_what_exists(seq: int, part: int, field: str | None, message: str) -> None:
-    t = Transcript()
+def test_misses_say_what_exists(kept: Transcript, seq: int, part: int, field: str | None,
+                                message: str) -> None:
+    t = kept
     _fill(t)
     with pytest.raises(TranscriptLookupError) as err:
         t.field(seq, part, field)

@@ -154,6 +154,13 @@ class Transcript:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def storage(self) -> Literal["memory", "spill", "file"]:
+        """Where the lines live: a list in memory, a nameless spill file, or the file at `path`."""
+        if self.path is not None:
+            return "file"
+        return "memory" if isinstance(self._lines, MemoryLines) else "spill"
+
     # -- reading -------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._lines)

@@ -1,0 +1,39 @@
+"""Gateway transcripts spill: each scope's record lives in a nameless file beside a file store
+(or in the temp directory), so a long session holds an index, not every call and result; closing
+the scopes releases them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from byref.gateway.config import parse_config
+from byref.gateway.scopes import Scopes, spill_directory
+from byref.store import Scope
+from byref.transcript import Part, TranscriptClosedError
+
+
+def test_spill_goes_beside_a_file_store_else_to_the_temp_directory(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    assert spill_directory(f"file://{root}") == root and root.is_dir()
+    assert spill_directory("memory://") is None
+    assert spill_directory("sqlite:///x.db") is None
+    assert spill_directory(None) is None
+
+
+def test_every_scope_transcript_spills_and_closing_releases_it(tmp_path: Path) -> None:
+    config = parse_config({"mcpServers": {"x": {"command": "true"}}, "byref": {"store": f"file://{tmp_path}"}},
+                          source="test")
+    scopes = Scopes(config)
+    a = scopes.state(scopes.stdio_scope).transcript
+    b = scopes.state(Scope("t", "p", "gateway")).transcript
+    assert a is not b and a.storage == b.storage == "spill"
+    assert a.origin > 0  # clock-derived: an older process's refs are refused
+    a.append("user", [Part(type="text", value="hi")])
+    assert a.field(a.origin, 0, None) == "hi"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nameless files
+    scopes.close()
+    assert scopes.all() == []
+    with pytest.raises(TranscriptClosedError):
+        a.message(a.origin)
