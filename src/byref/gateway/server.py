@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import mcp_types as types
@@ -21,13 +22,14 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
+from byref.discovery.assembly import PLAIN
 from byref.gateway.convert import call_result, mcp_tool
-from byref.gateway.core import Gateway
+from byref.gateway.core import Gateway, Toolbox
 from byref.gateway.scopes import AccessRefused, ScopeState, TokenMap
+from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
 
 INSTRUCTIONS = (
@@ -51,8 +53,47 @@ class GatewayServer(Server[Any]):
             experimental_capabilities, extensions)
 
 
+class DeclaredSchemas:
+    """Tool name → the input schema the gateway declares for it, from the latest toolbox.
+
+    The SDK checks a 2026-07-28 HTTP `tools/call`'s `Mcp-Param-*` headers against the called
+    tool's input schema; without this lookup it finds that schema by running the whole
+    `tools/list` handler (and serializing its answer) before every call. The lookup answers as
+    `MCPServer`'s own does: by name, not scoped to the caller, None for a name it does not know
+    (nothing to validate). The toolbox is the one the last request saw, so the first request a
+    gateway serves is checked against none; a schema is the very object the listing declares.
+    """
+
+    def __init__(self) -> None:
+        self._box: Toolbox | None = None
+        self._scaffolding: dict[str, dict[str, Any]] = {}
+
+    def seen(self, box: Toolbox) -> Toolbox:
+        if box is not self._box:
+            self._box = box
+            self._scaffolding = {t.name: _declared(t) for t in box.scaffolding}
+        return box
+
+    def __call__(self, name: str) -> Mapping[str, Any] | None:
+        box = self._box
+        if box is None:
+            return None
+        found = self._scaffolding.get(name)
+        if found is None and name in box.catalog:
+            found = _declared(box.catalog.tool(name))
+        return found
+
+
+def _declared(tool: Any) -> dict[str, Any]:
+    # As `byref.discovery.assembly.assemble` declares it (the declaration object is cached).
+    declaration = tool.plain_declaration() if tool.name in PLAIN else tool.declaration()
+    schema: dict[str, Any] = declaration["input_schema"]
+    return schema
+
+
 def build_server(gateway: Gateway) -> GatewayServer:
     """The MCP server for a running gateway."""
+    schemas = DeclaredSchemas()
 
     def scope_of(ctx: ServerRequestContext[Any, Any]) -> ScopeState:
         try:
@@ -66,12 +107,14 @@ def build_server(gateway: Gateway) -> GatewayServer:
         connection = _connection(ctx)
         if connection is not None:
             state.remember(connection)
+        schemas.seen(await gateway.toolbox())
         declarations = await gateway.declarations(state)
         return types.ListToolsResult(tools=[mcp_tool(d) for d in declarations])
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         state = scope_of(ctx)
+        schemas.seen(await gateway.toolbox())
         part = await gateway.call(state, params.name, params.arguments or {},
                                   connection=_connection(ctx))
         return call_result(part)
@@ -85,7 +128,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
 
     return GatewayServer("byref-gateway", version=__version__, instructions=INSTRUCTIONS,
                          on_list_tools=list_tools, on_call_tool=call_tool,
-                         on_subscriptions_listen=listen)
+                         on_subscriptions_listen=listen, get_tool_input_schema=schemas)
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
@@ -95,15 +138,22 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
 
 
 async def serve_stdio(gateway: Gateway) -> None:
-    """Serve one client on this process's stdin/stdout until it disconnects."""
+    """Serve one client on this process's stdin/stdout until it disconnects (reads and writes on
+    the event loop: `stdio_transport`)."""
     server = build_server(gateway)
-    async with stdio_server() as (read, write):
+    async with stdio_streams() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
              path: str = "/mcp") -> Starlette:
-    """The streamable HTTP app: bearer tokens from the config, refused before any handler."""
+    """The streamable HTTP app: bearer tokens from the config, refused before any handler.
+
+    A request is answered with one JSON body (`json_response`), not an SSE stream: the handlers
+    send nothing on a request's own channel before its answer (a tool-list change reaches a
+    handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
+    which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
+    """
     if not gateway.config.tokens:
         raise ValueError(
             f"Config {gateway.config.source!r} has no byref.tokens: over HTTP every request needs "
@@ -111,7 +161,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
             "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")
     server = build_server(gateway)
     return server.streamable_http_app(
-        streamable_http_path=path, host=host,
+        streamable_http_path=path, host=host, json_response=True,
         auth=AuthSettings(issuer_url=f"http://{_url_host(host)}:{port}",  # type: ignore[arg-type]
                           resource_server_url=None),
         token_verifier=TokenMap(gateway.config.tokens),
