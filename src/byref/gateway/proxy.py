@@ -78,6 +78,16 @@ class ProxiedTool(Tool):
                 f"{error_text(result)}", "upstream-error")
         return result_value(result, server=self.server, tool=self.upstream_name)
 
+    def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
+        # `Tool.convert` would validate the arguments against `input_schema` (the rewritten
+        # schema, refs as envelopes) once more after dispatch. `_check` validates them after
+        # delivery against the upstream's own schema, and whatever that validation would
+        # rightly refuse, `_check` refuses too: a value that is not a ref meets the same
+        # subschema there (the `$ref` alternative matches only an envelope, and dispatch has
+        # turned each envelope of a parameter into a `Ref`), and a ref is checked as the value it
+        # delivers. So it is skipped; convert's missing and unknown parameter checks still run.
+        return args
+
     def _delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         props = self.upstream_schema.get("properties") or {}
         return {k: deliver(v, props.get(k), ctx) if _is_ref(v) else v for k, v in args.items()}

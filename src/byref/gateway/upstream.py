@@ -50,11 +50,18 @@ class _Live:
     broken: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     reason: str | None = None
+    calls: set[anyio.CancelScope] = field(default_factory=set)
+    """The scopes of the calls in flight: a connection that breaks cancels each of them."""
 
     def fail(self, reason: str) -> None:
         if not self.broken.is_set():
             self.reason = reason
-            self.broken.set()
+        self.end()
+
+    def end(self) -> None:
+        self.broken.set()
+        for scope in list(self.calls):
+            scope.cancel()
 
 
 class Upstream:
@@ -107,25 +114,26 @@ class Upstream:
     # -- the connection ------------------------------------------------------------------------
     async def _bounded(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
         timeout = self.config.timeout
-        live = await self._connected()
+        live = self._live
+        if live is None or live.broken.is_set():
+            live = await self._connected()
         assert live.client is not None
         client = live.client
         outcome: list[T] = []
         failure: list[BaseException] = []
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                await live.broken.wait()
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch)
-            with anyio.move_on_after(timeout):
-                try:
-                    outcome.append(await op(client))
-                except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError,
-                        OSError) as exc:
-                    failure.append(exc)
-            group.cancel_scope.cancel()
+        # One cancel scope a call: its deadline is the timeout, and a connection that breaks
+        # meanwhile cancels it (`_Live.end`), so no watcher task is started per call.
+        with anyio.move_on_after(timeout) as scope:
+            live.calls.add(scope)
+            try:
+                if live.broken.is_set():
+                    scope.cancel()
+                outcome.append(await op(client))
+            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                    OSError) as exc:
+                failure.append(exc)
+            finally:
+                live.calls.discard(scope)
         if outcome:
             return outcome[0]
         if failure:
@@ -217,7 +225,7 @@ class Upstream:
             live.fail(_describe(exc))
             log.info("upstream %r closed: %s", self.name, _describe(exc))
         finally:
-            live.broken.set()
+            live.end()
             live.done.set()
 
     def _listens(self, client: Client) -> bool:
