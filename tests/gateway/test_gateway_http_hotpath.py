@@ -18,7 +18,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+import byref.gateway.server as server_module
 from byref.gateway import Gateway, listen_socket, serve_http
+from byref.gateway.server import DeclaredSchemas
 
 pytestmark = pytest.mark.anyio
 TOKEN = "hot-path-token-0123456789abcdef"
@@ -71,15 +73,19 @@ async def test_a_call_over_http_runs_no_listing(world: World,
             assert "call_tool" in listed
 
 
-async def test_the_lookup_answers_what_the_listing_declares(world: World) -> None:
-    from byref.gateway import build_server
+async def test_the_lookup_answers_what_the_listing_declares(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[DeclaredSchemas] = []
 
-    servers = {"flaky": world.fixture("misbehaving.py")}
+    class Recorded(DeclaredSchemas):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(server_module, "DeclaredSchemas", Recorded)
     with anyio.fail_after(60):
-        async with running(world, servers) as (gateway, _), Client(
-                server := build_server(gateway)) as c:
-            lookup = server.get_tool_input_schema
-            assert lookup is not None
+        async with serving(world) as (gateway, url), client(url) as c:
+            lookup = made[-1]  # the HTTP server's (the rig builds one of its own first)
             assert not (await c.call_tool(ECHO, {"text": "x"})).is_error  # declared from now on
             listed = (await c.list_tools()).tools
             assert ECHO in {t.name for t in listed}

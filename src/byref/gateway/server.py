@@ -60,8 +60,9 @@ class DeclaredSchemas:
     tool's input schema; without this lookup it finds that schema by running the whole
     `tools/list` handler (and serializing its answer) before every call. The lookup answers as
     `MCPServer`'s own does: by name, not scoped to the caller, None for a name it does not know
-    (nothing to validate). The toolbox is the one the last request saw, so the first request a
-    gateway serves is checked against none; a schema is the very object the listing declares.
+    (nothing to validate). The toolbox is the one the last HTTP request saw (stdio needs none),
+    so the first request a gateway serves is checked against none; a schema is the very object
+    the listing declares.
     """
 
     def __init__(self) -> None:
@@ -107,14 +108,16 @@ def build_server(gateway: Gateway) -> GatewayServer:
         connection = _connection(ctx)
         if connection is not None:
             state.remember(connection)
-        schemas.seen(await gateway.toolbox())
+        if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
+            schemas.seen(await gateway.toolbox())
         declarations = await gateway.declarations(state)
         return types.ListToolsResult(tools=[mcp_tool(d) for d in declarations])
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         state = scope_of(ctx)
-        schemas.seen(await gateway.toolbox())
+        if ctx.request is not None:
+            schemas.seen(await gateway.toolbox())
         part = await gateway.call(state, params.name, params.arguments or {},
                                   connection=_connection(ctx))
         return call_result(part)
