@@ -39,6 +39,9 @@ from byref.transcript import Transcript, fresh_origin
 CONVERSATION = "gateway"
 STDIO_PRINCIPAL = "stdio"
 _CONNECTIONS_KEPT = 64
+TRANSCRIPT_CACHE = 32
+"""Decoded messages a scope keeps: the working set reads only the newest, refs mostly recent
+ones; measured, a larger cache only raises the RSS a session starts with (cache=0 is no lower)."""
 
 
 class AccessRefused(Exception):
@@ -48,7 +51,8 @@ class AccessRefused(Exception):
 def _transcript(spill: Path | None = None) -> Transcript:
     # Not durable, so a restart loses it: a fresh origin makes every older Message ref a
     # refusal. Spilled to a nameless file, so a long session costs its index, not its results.
-    return Transcript(origin=fresh_origin(), spill=True if spill is None else spill)
+    return Transcript(origin=fresh_origin(), spill=True if spill is None else spill,
+                      cache=TRANSCRIPT_CACHE)
 
 
 def spill_directory(store: str | None) -> Path | None:
