@@ -174,6 +174,8 @@ class Gateway:
         catalog = Catalog()
         for server in self.config.servers:
             for listed in listing(server.name, self._listings.get(server.name, [])):
+                if not server.keeps(listed.name):  # the entry's "tools" allow/deny globs
+                    continue
                 name = qualified_name(server.name, listed.name)
                 if name in catalog and _pair(catalog, name) != (server.name, listed.name):
                     name = distinct_name(server.name, listed.name)  # another pair joined alike

@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -242,6 +243,9 @@ class Upstream:
 
     def _target(self) -> Any:
         c = self.config
+        if c.transport == "sse":
+            assert c.url is not None
+            return sse_client(c.url, headers=c.headers or None, timeout=c.timeout)
         if c.url is not None:
             return streamable_http_client(c.url, http_client=create_mcp_http_client(
                 headers=c.headers or None))
