@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers_discovery import Script, make_tool
@@ -14,6 +15,7 @@ from byref.discovery import Catalog, Discovery, Searcher
 from byref.discovery.usage import (
     Usage,
     UsageError,
+    UsageFold,
     UsageLog,
     learn_glossary,
     read_usage,
@@ -21,6 +23,7 @@ from byref.discovery.usage import (
 )
 from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.tools import tool
+from byref.transcript import Part, Transcript
 
 
 def label_catalog() -> Catalog:
@@ -92,7 +95,7 @@ def test_usage_from_a_real_harness_session() -> None:
         say("Done."),
     ])
     h = Harness(model, [note], discovery=discovery)
-    h.run("Tag the bug.")
+    h.run_sync("Tag the bug.")
     assert sorted(usage_from_transcript(h.transcript), key=lambda u: u.tool) == [
         Usage("label", "add_label_to_work_item"), Usage("label", "define_label")]
 
@@ -153,7 +156,7 @@ def test_discovery_learns_from_past_sessions() -> None:
             say("Done."),
         ])
         h = Harness(model, [note], discovery=discovery)
-        h.run("Tag the bug.")
+        h.run_sync("Tag the bug.")
         transcripts.append(h.transcript)
     search_tools = discovery.tools[0]
     assert search_tools.fn(query="colored")["results"] == []
@@ -177,3 +180,43 @@ def test_the_usage_log_appends_and_survives_a_torn_last_line(tmp_path: Path) -> 
         read_usage(log.path)  # a file given by hand is read strictly
     log.path.write_text('{"query": "a", "tool": "b"}', "utf-8")  # hand-written, no newline
     assert log.read() == [Usage("a", "b")]
+
+
+_CALLS = st.lists(st.tuples(
+    st.sampled_from(["search_tools", "activate_tool", "note"]),
+    st.sampled_from(["colored tag", "label", "  "]),
+    st.lists(st.sampled_from(["define_label", "list_members", "add_label_to_work_item"]),
+             max_size=2),
+    st.booleans(),  # refused
+    st.integers(0, 3),  # how many later calls its result waits for
+), max_size=25)
+
+
+@given(_CALLS)
+def test_the_incremental_fold_is_the_whole_transcript_read_at_every_step(calls: Any) -> None:
+    """`UsageFold.catch_up` after each message equals `usage_from_transcript` of the transcript
+    so far, with results arriving late and out of order (as proxied results do)."""
+    transcript = Transcript()
+    transcript.append("user", [Part(type="text", value="go")])
+    fold = UsageFold()
+    news: list[Usage] = []
+    waiting: list[tuple[int, Part]] = []
+    for n, (name, query, names, refused, delay) in enumerate(calls):
+        args = {"query": query} if name == "search_tools" else {"names": names}
+        call_id = f"c{n}"
+        transcript.append("assistant", [Part(type="tool_call", tool=name, call_id=call_id,
+                                             value={"name": name, "id": call_id, "input": args})])
+        value = {"results": [{"name": t} for t in names]} if name == "search_tools" else "ok"
+        waiting.append((delay, Part(type="tool_result", value=value, rendered="…", tool=name,
+                                    call_id=call_id, is_error=refused)))
+        due = [p for d, p in waiting if d == 0]
+        waiting = [(d - 1, p) for d, p in waiting if d > 0]
+        for part in due:
+            transcript.append("tool", [part])
+        news += fold.catch_up(transcript)
+        assert news == fold.found == usage_from_transcript(transcript)
+    for _, part in waiting:
+        transcript.append("tool", [part])
+    news += fold.catch_up(transcript)
+    assert news == usage_from_transcript(transcript)
+    assert fold.catch_up(transcript) == []  # nothing new: nothing read again

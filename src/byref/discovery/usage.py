@@ -61,33 +61,59 @@ def usage_from_transcript(transcript: Transcript) -> list[Usage]:
     calls (errors) count for nothing, and a tool activated without such a search teaches
     nothing about search words.
     """
-    pending: dict[str, tuple[str, Any]] = {}
-    """call id → (tool, input) of calls whose result has not been seen yet."""
-    listed: dict[str, str] = {}
-    """tool name → the latest successful query whose page listed it."""
-    out: list[Usage] = []
+    fold = UsageFold()
     for message in transcript:
-        for part in message.parts:
+        fold.feed(message.parts)
+    return fold.found
+
+
+class UsageFold:
+    """`usage_from_transcript` folded one message at a time: `catch_up(transcript)` reads only
+    the messages it has not seen, so a long conversation costs each activation its news only.
+    Holds the calls still awaiting a result and, per tool, the latest query that listed it."""
+
+    def __init__(self) -> None:
+        self._next: int | None = None
+        self._pending: dict[str, tuple[str, Any]] = {}
+        """call id → (tool, input) of calls whose result has not been seen yet."""
+        self._listed: dict[str, str] = {}
+        """tool name → the latest successful query whose page listed it."""
+        self.found: list[Usage] = []
+
+    def catch_up(self, transcript: Transcript) -> list[Usage]:
+        """Fold in the messages added since the last call; returns the evidence they added."""
+        last = transcript.last_seq
+        before = len(self.found)
+        if last is None:
+            return []
+        seq = transcript.origin if self._next is None else self._next
+        while seq <= last:
+            self.feed(transcript.message(seq).parts)
+            seq += 1
+        self._next = seq
+        return self.found[before:]
+
+    def feed(self, parts: Iterable[Any]) -> None:
+        for part in parts:
             value: Any = part.value
             if part.type == "tool_call" and part.call_id is not None:
                 name = part.tool or (value.get("name") if isinstance(value, dict) else None)
                 data = value.get("input") if isinstance(value, dict) else None
-                pending[part.call_id] = (str(name), data)
-            elif part.type == "tool_result" and part.call_id in pending:
-                name, data = pending.pop(str(part.call_id))
+                self._pending[part.call_id] = (str(name), data)
+            elif part.type == "tool_result" and part.call_id in self._pending:
+                name, data = self._pending.pop(str(part.call_id))
                 if part.is_error or not isinstance(data, dict):
                     continue
                 if name == SEARCH:
                     query = data.get("query")
                     if isinstance(query, str) and query.strip():
                         for tool in _page_names(value):
-                            listed[tool] = query
+                            self._listed[tool] = query
                 elif name == ACTIVATE:
                     names = data.get("names")
                     for tool in [names] if isinstance(names, str) else names or ():
-                        if isinstance(tool, str) and tool in listed:
-                            out.append(Usage(listed[tool], tool))
-    return out
+                        if isinstance(tool, str) and tool in self._listed:
+                            self.found.append(Usage(self._listed[tool], tool))
 
 
 def _page_names(result: Any) -> Iterator[str]:

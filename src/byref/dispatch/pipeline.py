@@ -276,7 +276,7 @@ class Dispatcher:
 
     def _validate(self, tool: Tool, raw: dict[str, Any]) -> None:
         """The validation dial: the input as written, against the schema the model was shown."""
-        if self.policy.validation == "off":
+        if self.policy.validation == "off" or tool.checks_input:
             return
         validator = tool.declared_validator() if self.policy.refs else tool.plain_validator()
         error = jsonschema.exceptions.best_match(validator.iter_errors(raw))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
@@ -30,7 +31,7 @@ from mcp.server.connection import Connection
 
 from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import assemble, capability_line
-from byref.discovery.usage import UsageError, UsageLog, learn_glossary, usage_from_transcript
+from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossary
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
@@ -45,7 +46,7 @@ from byref.store import ArtifactStore, open_store
 from byref.tools import BUILTIN_JSON_TOOLS, Tool, ToolRefusal
 from byref.tools.present import make_present_tool
 from byref.tools.read_result import make_read_result
-from byref.transcript import Part
+from byref.transcript import Part, Role, Transcript
 
 CALL_TOOL = "call_tool"
 PLACED_PREVIEW_CHARS = 1_000
@@ -90,6 +91,9 @@ class Gateway:
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
         self.scopes = Scopes(config)
         self.usage = UsageLog(config.usage) if config.usage is not None else None
+        self._usage_folds: weakref.WeakKeyDictionary[Transcript, UsageFold] = (
+            weakref.WeakKeyDictionary())
+        """Per transcript, the usage evidence folded so far (released with the transcript)."""
         self._errlog = errlog
         self._box: Toolbox | None = None
         self._box_lock = anyio.Lock()
@@ -132,6 +136,10 @@ class Gateway:
     # -- the toolbox ---------------------------------------------------------------------------
     async def toolbox(self) -> Toolbox:
         """The current toolbox; lists upstreams the first time, after a change, or to retry."""
+        box = self._box
+        if box is not None and not self._stale and not self._errors and len(
+                self._listings) == len(self.upstreams.upstreams):
+            return box  # every upstream listed and nothing changed: no lock on the hot path
         async with self._box_lock:
             due = [name for name in self.upstreams.upstreams if name not in self._listings
                    and self._retry_due(name)]
@@ -261,28 +269,28 @@ class Gateway:
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
         target = _unwrap(call, box)
         dispatcher = self._dispatcher(state, box)
-        part: Part | None = None
-        async with state.lock:
-            call_seq = state.transcript.append("assistant", [dispatcher.call_part(call)]).seq
-            if _local(box, target.name):
+        if _local(box, target.name):
+            async with state.lock:
+                call_seq = state.transcript.append("assistant", [dispatcher.call_part(call)]).seq
                 part = await _dispatch(dispatcher, target, call_seq)
                 state.transcript.append("tool", [part])
-        if part is None:
+        else:
+            call_seq = await _append_when_free(state, "assistant", dispatcher.call_part(call))
             part = await _dispatch(dispatcher, target, call_seq)
             # Its rendering names no seq (no recipes; derived Blob refs are seq-free), so it may
-            # land after other calls' messages.
+            # land after other calls' messages — but never between a local call and its result.
             assert not any(is_recipe(r) for r in part.derived.values()), part.derived
-            async with state.lock:
-                state.transcript.append("tool", [part])
+            await _append_when_free(state, "tool", part)
         # One projection per call, compared with what this scope's clients were last told.
         now = tuple(self.working_set(state, box))
         if now != state.declared:
             state.declared = now
             await state.announce(connection)
         if self.usage is not None and target.name == ACTIVATE and not part.is_error:
-            async with state.lock:
-                found = usage_from_transcript(state.transcript)
-                fresh, state.usage_logged = found[state.usage_logged:], len(found)
+            fold = self._usage_folds.get(state.transcript)
+            if fold is None:
+                fold = self._usage_folds[state.transcript] = UsageFold()
+            fresh = fold.catch_up(state.transcript)  # only the messages since the last activation
             await anyio.to_thread.run_sync(self.usage.append, fresh)
         return part
 
@@ -293,6 +301,16 @@ class Gateway:
                                     scope=state.scope, policy=self.policy, emit=self.emit)
             state.dispatchers = cached = (box.version, dispatcher)
         return cached[1]
+
+
+async def _append_when_free(state: ScopeState, role: Role, part: Part) -> int:
+    """Record a proxied call or result and return its seq; wait for the scope's lock only while
+    a local call holds it (the append never awaits: on the loop nothing comes between the check
+    and the append, so no message lands between a local call and its result)."""
+    if state.lock.locked():
+        async with state.lock:
+            return state.transcript.append(role, [part]).seq
+    return state.transcript.append(role, [part]).seq
 
 
 def _local(box: Toolbox, name: str) -> bool:

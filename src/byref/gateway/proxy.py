@@ -56,6 +56,14 @@ class ProxiedTool(Tool):
     def is_async(self) -> bool:
         return True
 
+    @property
+    def checks_input(self) -> bool:
+        # `_check` validates the delivered arguments against the upstream's own schema, and
+        # whatever the declared schema (each parameter `anyOf: [original, $ref]`) would rightly
+        # refuse, it refuses too: a value that is not a ref meets the same subschema there, and
+        # a ref is checked as the value it delivers. Dispatch need not check the same input twice.
+        return True
+
     def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         # From synchronous dispatch: the upstream call still happens on the gateway's loop.
         return run_awaitable(self.name, self.ainvoke(args, ctx))

@@ -79,8 +79,6 @@ class ScopeState:
     """(toolbox version, dispatcher) for that version; dropped when the toolbox is rebuilt."""
     declared: tuple[str, ...] = ()
     """The working set this scope's clients were last told about (a change is announced)."""
-    usage_logged: int = 0
-    """How many of the transcript's (query, tool) pairs are already in the usage log."""
     _connections: OrderedDict[int, Connection] = field(default_factory=OrderedDict)
     """Open connections with a channel for notifications, by identity (held, so ids stay)."""
 

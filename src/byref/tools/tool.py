@@ -95,6 +95,12 @@ class Tool:
                              f"{unknown!r}.")
 
     @property
+    def checks_input(self) -> bool:
+        """The tool checks its own (delivered) arguments before it acts, refusing whatever
+        dispatch's check against the declared schema would refuse: dispatch skips that check."""
+        return False
+
+    @property
     def required(self) -> tuple[str, ...]:
         return tuple(self.input_schema.get("required", ()))
 
