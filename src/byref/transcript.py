@@ -99,6 +99,8 @@ class Transcript:
     answer alike. The last `cache` messages used are kept decoded, so the messages just
     appended and the ones just read cost a dictionary lookup.
 
+    `Transcript(lines=…, origin=…)` adopts lines kept elsewhere (a conversation-state store).
+
     `origin` is the seq of the first message. A record that outlives its process (the gateway's,
     kept in memory) starts from a clock-derived origin (`fresh_origin()`), so a ref minted before
     a restart names a seq this transcript never held and is refused, never answered with a newer
@@ -106,7 +108,8 @@ class Transcript:
     """
 
     def __init__(self, path: str | Path | None = None, *, origin: int = 0,
-                 spill: bool | str | Path = False, cache: int = DEFAULT_CACHE) -> None:
+                 spill: bool | str | Path = False, cache: int = DEFAULT_CACHE,
+                 lines: Lines | None = None) -> None:
         if isinstance(origin, bool) or not isinstance(origin, int) or origin < 0:
             raise ValueError(f"Transcript origin must be a non-negative integer, got {origin!r}")
         if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
@@ -121,7 +124,11 @@ class Transcript:
         self._lock = threading.Lock()
         self._encoder = msgspec.json.Encoder()
         self._lines: Lines
-        if self.path is not None:
+        if lines is not None:  # kept elsewhere (byref.conversations): adopted as they are
+            if path is not None or spill is not False:
+                raise ValueError("A transcript over given lines takes no path or spill.")
+            self._lines = lines
+        elif self.path is not None:
             self._lines = self._load(self.path)
         elif spill is not False:
             self._lines = FileLines.anonymous(None if spill is True else spill)
@@ -155,10 +162,13 @@ class Transcript:
         self.close()
 
     @property
-    def storage(self) -> Literal["memory", "spill", "file"]:
-        """Where the lines live: a list in memory, a nameless spill file, or the file at `path`."""
+    def storage(self) -> Literal["memory", "spill", "file", "state"]:
+        """Where the lines live: a list in memory, a nameless spill file, the file at `path`, or
+        a conversation-state store (`lines=`)."""
         if self.path is not None:
             return "file"
+        if not isinstance(self._lines, MemoryLines | FileLines):
+            return "state"
         return "memory" if isinstance(self._lines, MemoryLines) else "spill"
 
     # -- reading -------------------------------------------------------------------------------

@@ -1,0 +1,443 @@
+"""The conversation-state battery: every implementation, ours or a user's, runs the same laws.
+
+Owns the cases and a small runner. A harness says how to make a state (`create`, with a clock the
+battery can move: `advance`), and how a second process reaches the same storage (`reopen`, a
+picklable opener; None for state that lives in one process, whose two-process cases are then
+declared with that reason). A case raises to fail; nothing here imports a test framework.
+
+    report = run_battery(StateHarness("mine", create=lambda: Mine(...), advance=...))
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import secrets
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from byref.conversations.port import ConversationState, SeqConflict
+from byref.store import Scope
+
+PROCESS_TIMEOUT = 120.0
+TTL = 100.0
+"""The ttl the battery's states are created with (seconds of the battery's own clock)."""
+
+
+class CaseFailed(Exception):
+    """A law did not hold."""
+
+
+@dataclass(frozen=True)
+class StateHarness:
+    name: str
+    create: Callable[[], ConversationState]
+    """A usable state with ttl=TTL (cases use their own scopes, so storage may be shared)."""
+    advance: Callable[[ConversationState, float], None]
+    """Move that state's clock forward by seconds."""
+    reopen: Callable[[ConversationState], Callable[[], ConversationState]] | None = None
+    declared: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Kit:
+    state: ConversationState
+    token: str
+    advance: Callable[[float], None]
+    reopen: Callable[[], ConversationState] | None
+
+    def scope(self, label: str = "main") -> Scope:
+        return Scope(f"battery-{self.token}", "principal", label)
+
+    def opener(self) -> Callable[[], ConversationState]:
+        if self.reopen is None:
+            raise CaseFailed("this case needs a second process (the harness's reopen)")
+        return self.reopen
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    law: str
+    run: Callable[[Kit], None]
+    processes: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    law: str
+    outcome: str
+    """passed, failed, declared (ran and failed, with the harness's reason) or stale."""
+    detail: str = ""
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        raise CaseFailed(what)
+
+
+def equal(got: Any, want: Any, what: str) -> None:
+    if got != want:
+        raise CaseFailed(f"{what}: expected {want!r}, got {got!r}")
+
+
+def line(seq: int, size: int = 40) -> bytes:
+    """The line the battery writes at `seq`: its seq, then filler, then a newline."""
+    head = f'{{"seq":{seq},"x":"'.encode()
+    return head + b"y" * max(0, size - len(head) - 3) + b'"}\n'
+
+
+def conflicts(fn: Callable[[], None]) -> bool:
+    try:
+        fn()
+    except SeqConflict:
+        return True
+    return False
+
+
+# -- the cases ----------------------------------------------------------------------------------
+def round_trip(kit: Kit) -> None:
+    s, scope = kit.state, kit.scope()
+    conv = s.open(scope, 1_000)
+    equal((conv.origin, conv.length, conv.expired), (1_000, 0, None), "a new conversation")
+    s.append(scope, 1_000, [line(1_000), line(1_001, 5_000)])
+    s.append(scope, 1_002, [b"\x00\xff not JSON at all\n"])
+    equal(s.lines(scope, 1_000, 10), [line(1_000), line(1_001, 5_000),
+                                      b"\x00\xff not JSON at all\n"], "lines read back")
+    equal(s.lines(scope, 1_001, 1), [line(1_001, 5_000)], "one line from the middle")
+    found = s.find(scope)
+    check(found is not None and found.length == 3 and found.next_seq == 1_003,
+          f"find after three lines: {found!r}")
+    equal(s.open(scope, 5).origin, 1_000, "origin when reopened (the given origin is ignored)")
+
+
+def continues_exactly(kit: Kit) -> None:
+    s, scope = kit.state, kit.scope()
+    s.open(scope, 10)
+    s.append(scope, 10, [line(10)])
+    for wrong in (10, 9, 12, 0):
+        check(conflicts(lambda w=wrong: s.append(scope, w, [line(w)])),  # type: ignore[misc]
+              f"an append at seq {wrong} (the record continues at 11) was accepted")
+    equal(s.lines(scope, 10, 5), [line(10)], "lines after refused appends")
+    check(conflicts(lambda: s.append(kit.scope("never-opened"), 0, [line(0)])),
+          "an append to a conversation never opened was accepted")
+
+
+def batch_all_or_nothing(kit: Kit) -> None:
+    s, scope = kit.state, kit.scope()
+    s.open(scope, 0)
+    s.append(scope, 0, [line(0)], working_set=["a"], usage=[("q", "a")])
+    try:
+        s.append(scope, 1, [line(1), line(2), None],  # type: ignore[list-item]
+                 working_set=["b"], usage=[("q2", "b")])
+    except SeqConflict:
+        raise
+    except Exception:
+        pass
+    equal(s.lines(scope, 0, 10), [line(0)], "lines after a batch that failed part way")
+    conv = s.find(scope)
+    check(conv is not None and (conv.length, conv.working_set, conv.usage) == (1, ("a",), 1),
+          f"the conversation after a failed batch: {conv!r}")
+    equal(s.usage(scope), [("q", "a")], "usage after a failed batch")
+    s.append(scope, 1, [line(1)])  # and it continues where it was
+    equal(len(s.lines(scope, 0, 10)), 2, "lines after the next append")
+
+
+def scopes_apart(kit: Kit) -> None:
+    s = kit.state
+    base = kit.scope("Conv")
+    alike = [Scope(base.tenant, base.principal, "conv"), Scope(base.tenant.upper(),
+             base.principal, "Conv"), Scope(base.tenant, base.principal + "/x", "Conv")]
+    s.open(base, 0)
+    s.append(base, 0, [line(0)], working_set=["only-here"], usage=[("q", "t")])
+    for other in alike:
+        equal(s.find(other), None, f"find of look-alike {other!r}")
+        equal(s.lines(other, 0, 5), [], f"lines of look-alike {other!r}")
+        equal(s.usage(other), [], f"usage of look-alike {other!r}")
+        conv = s.open(other, 50)
+        equal((conv.origin, conv.length, conv.working_set), (50, 0, ()), "look-alike opened")
+    equal(s.lines(base, 0, 5), [line(0)], "the original's lines")
+
+
+def saved_with_the_record(kit: Kit) -> None:
+    s, scope = kit.state, kit.scope()
+    s.open(scope, 7)
+    s.append(scope, 7, [line(7)], working_set=["x", "y"], usage=[("find x", "x")])
+    s.append(scope, 8, [line(8)])  # no working set given: the saved one stays
+    s.append(scope, 9, [], usage=[("find y", "y"), ("find y again", "y")])
+    conv = s.open(scope, 0)
+    equal((conv.length, conv.working_set, conv.usage), (2, ("x", "y"), 3), "resumed state")
+    equal(s.usage(scope), [("find x", "x"), ("find y", "y"), ("find y again", "y")], "usage")
+    s.append(scope, 9, [line(9)], working_set=[])
+    equal(s.find(scope).working_set, (), "an emptied working set")  # type: ignore[union-attr]
+
+
+def seen_by_another_instance(kit: Kit) -> None:
+    other = kit.opener()()
+    try:
+        s, scope = kit.state, kit.scope()
+        s.open(scope, 3)
+        s.append(scope, 3, [line(3)], working_set=["w"], usage=[("q", "w")])
+        conv = other.open(scope, 99)
+        equal((conv.origin, conv.length, conv.working_set), (3, 1, ("w",)), "from another open")
+        other.append(scope, 4, [line(4)])
+        check(conflicts(lambda: s.append(scope, 4, [line(4)])),
+              "two instances both continued the record at seq 4")
+        equal(s.lines(scope, 3, 5), [line(3), line(4)], "lines seen by the first instance")
+    finally:
+        other.close()
+
+
+def expiry(kit: Kit) -> None:
+    s, scope, keep = kit.state, kit.scope(), kit.scope("kept")
+    s.open(scope, 100)
+    s.open(keep, 0)
+    s.append(scope, 100, [line(100), line(101)], working_set=["t"], usage=[("q", "t")])
+    kit.advance(TTL * 0.6)
+    s.append(keep, 0, [line(0)])  # touched: its idle time starts again
+    kit.advance(TTL * 0.6)
+    equal(s.find(scope), None, "find of a conversation idle past its ttl")
+    equal(s.lines(scope, 100, 5), [], "lines of an expired conversation")
+    equal(s.usage(scope), [], "usage of an expired conversation")
+    check(conflicts(lambda: s.append(scope, 102, [line(102)])),
+          "an append to an expired conversation was accepted")
+    check(s.find(keep) is not None, "a conversation touched within its ttl expired")
+    conv = s.open(scope, 50)
+    equal((conv.expired, conv.length, conv.working_set), ((100, 101), 0, ()),
+          "reopened after expiry")
+    check(conv.origin > 101, f"a new record begins after the expired range, got {conv.origin}")
+    s.append(scope, conv.origin, [line(conv.origin)])
+    kit.advance(TTL * 1.1)
+    again = s.open(scope, 0)
+    check(again.expired is not None and again.expired[0] == 100
+          and again.expired[1] == conv.origin, f"expired ranges accumulate: {again.expired!r}")
+
+
+def sweep(kit: Kit) -> None:
+    s = kit.state
+    old, fresh = kit.scope("old"), kit.scope("fresh")
+    s.open(old, 0)
+    s.append(old, 0, [line(0)])
+    kit.advance(TTL * 0.7)
+    s.open(fresh, 0)
+    kit.advance(TTL * 0.7)
+    check(s.sweep() >= 1, "sweep expired nothing")
+    equal(s.find(old), None, "a swept conversation")
+    check(s.find(fresh) is not None, "sweep took a conversation within its ttl")
+    equal(s.open(old, 0).expired, (0, 0), "a swept conversation's range is remembered")
+
+
+def delete(kit: Kit) -> None:
+    s, scope = kit.state, kit.scope()
+    s.open(scope, 20)
+    s.append(scope, 20, [line(20)], usage=[("q", "t")])
+    equal(s.delete(scope), True, "delete of a conversation")
+    equal(s.delete(scope), False, "a second delete")
+    equal((s.find(scope), s.lines(scope, 20, 1), s.usage(scope)), (None, [], []),
+          "a deleted conversation")
+    conv = s.open(scope, 5)
+    equal((conv.origin, conv.expired), (5, None), "opened again after delete")
+
+
+def bounds(kit: Kit) -> None:
+    s, scope = kit.state, kit.scope()
+    s.open(scope, 10)
+    s.append(scope, 10, [line(10), line(11), line(12)])
+    equal(s.lines(scope, 12, 100), [line(12)], "lines past the end")
+    equal(s.lines(scope, 13, 5), [], "lines beyond the end")
+    equal(s.lines(scope, 10, 0), [], "zero lines")
+    equal(s.lines(scope, 5, 3), [], "lines before the origin")
+
+
+# -- two processes ------------------------------------------------------------------------------
+def _writer(opener: Callable[[], ConversationState], scope: Scope, who: int, count: int,
+            barrier: Any, out: Any) -> None:
+    state = opener()
+    barrier.wait(PROCESS_TIMEOUT)
+    wrote = 0
+    while wrote < count:
+        conv = state.find(scope)
+        assert conv is not None
+        try:
+            state.append(scope, conv.next_seq,
+                         [f"writer {who} line {wrote}\n".encode()], usage=[(str(who), "t")])
+        except SeqConflict:
+            continue  # the other writer was first: read where the record is now and retry
+        wrote += 1
+    state.close()
+    out.put(who)
+
+
+def two_writers(kit: Kit) -> None:
+    opener, scope, count = kit.opener(), kit.scope(), 30
+    kit.state.open(scope, 0)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(opener, scope, who, count, barrier, out))
+             for who in (1, 2)]
+    for proc in procs:
+        proc.start()
+    try:
+        done = sorted(out.get(timeout=PROCESS_TIMEOUT) for _ in procs)
+    except queue.Empty:
+        raise CaseFailed("a writer process reported nothing in time") from None
+    finally:
+        _reap(procs)
+    equal(done, [1, 2], "writers that finished")
+    got = kit.state.lines(scope, 0, 1_000)
+    want = {f"writer {w} line {i}\n".encode() for w in (1, 2) for i in range(count)}
+    equal(len(got), 2 * count, "lines written by two processes")
+    equal(set(got), want, "the lines two processes wrote, each once")
+    for who in (1, 2):  # each writer's lines in its own order
+        mine = [x for x in got if x.startswith(f"writer {who} ".encode())]
+        equal(mine, [f"writer {who} line {i}\n".encode() for i in range(count)], "order")
+    equal(len(kit.state.usage(scope)), 2 * count, "usage pairs written with the lines")
+
+
+BATCH = 3
+BIG = 300_000
+
+
+def _crasher(opener: Callable[[], ConversationState], scope: Scope, out: Any) -> None:
+    state = opener()
+    conv = state.open(scope, 0)
+    seq = conv.next_seq
+    while True:
+        state.append(scope, seq, [line(seq + i, BIG) for i in range(BATCH)],
+                     working_set=[f"ws-{seq}"], usage=[(f"q{seq}", "t")])
+        seq += BATCH
+        out.put(seq)
+
+
+def kill_mid_write(kit: Kit) -> None:
+    opener, scope = kit.opener(), kit.scope()
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_crasher, args=(opener, scope, out))
+    proc.start()
+    try:
+        for _ in range(4):  # let it commit a few batches, then kill it mid-stream
+            out.get(timeout=PROCESS_TIMEOUT)
+        os.kill(proc.pid or 0, signal.SIGKILL)
+    except queue.Empty:
+        raise CaseFailed("the writer process reported nothing in time") from None
+    finally:
+        _reap([proc])
+    equal(proc.exitcode, -signal.SIGKILL, "exit code of the killed writer")
+    survivor = opener()
+    try:
+        for state in (kit.state, survivor):
+            conv = state.find(scope)
+            check(conv is not None, "the conversation after a kill -9")
+            assert conv is not None
+            check(conv.length >= 4 * BATCH and conv.length % BATCH == 0,
+                  f"length {conv.length} after kill -9: a batch was cut short")
+            got = state.lines(scope, 0, conv.length + BATCH)
+            equal(len(got), conv.length, "lines read back after kill -9")
+            for seq, data in enumerate(got):
+                check(data == line(seq, BIG), f"line {seq} read back torn or changed")
+            equal(conv.working_set, (f"ws-{conv.length - BATCH}",), "working set of last batch")
+            equal(len(state.usage(scope)), conv.length // BATCH, "usage pairs after kill -9")
+        assert conv is not None
+        survivor.append(scope, conv.length, [line(conv.length)])
+        equal(kit.state.lines(scope, conv.length, 1), [line(conv.length)], "after the crash")
+    finally:
+        survivor.close()
+
+
+def _reap(procs: Sequence[multiprocessing.process.BaseProcess]) -> None:
+    for proc in procs:
+        proc.join(PROCESS_TIMEOUT)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(10)
+            raise CaseFailed(f"child process {proc.pid} overstayed {PROCESS_TIMEOUT:.0f}s")
+
+
+CASES: tuple[Case, ...] = (
+    Case("round-trip", "Lines appended are read back byte for byte under their seqs.",
+         round_trip),
+    Case("continues-exactly", "An append that does not continue the record exactly is refused "
+         "(SeqConflict) and writes nothing.", continues_exactly),
+    Case("batch-all-or-nothing", "A batch that fails part way leaves lines, working set and "
+         "usage as they were.", batch_all_or_nothing),
+    Case("scopes-apart", "Conversations differing only in case or in one field share nothing.",
+         scopes_apart),
+    Case("saved-with-the-record", "The working set and usage evidence are kept with the "
+         "record and come back when it is opened again.", saved_with_the_record),
+    Case("expiry", "A conversation idle past its ttl is gone; its seq range is remembered and a "
+         "new record begins after it; a touch restarts the idle time.", expiry),
+    Case("sweep", "sweep expires idle conversations and only those.", sweep),
+    Case("delete", "delete forgets a conversation entirely.", delete),
+    Case("bounds", "Reads outside the record answer fewer or no lines, never others'.", bounds),
+    Case("seen-by-another-instance", "A second instance over the same storage sees the record "
+         "and cannot continue it from a stale seq.", seen_by_another_instance, True),
+    Case("two-writers-two-processes", "Two processes continuing one record lose nothing and "
+         "mix nothing up (the loser of a race retries).", two_writers, True),
+    Case("kill-mid-write", "A writer killed with SIGKILL mid-write leaves whole batches only; "
+         "nothing torn is ever read back, and the record continues.", kill_mid_write, True),
+)
+
+
+def run_case(case: Case, harness: StateHarness) -> Result:
+    state = harness.create()
+    try:
+        kit = Kit(state, secrets.token_hex(6), lambda s: harness.advance(state, s),
+                  None if harness.reopen is None else harness.reopen(state))
+        try:
+            case.run(kit)
+        except Exception as exc:
+            error: str | None = f"{type(exc).__name__}: {exc}"
+        else:
+            error = None
+    finally:
+        state.close()
+    reason = harness.declared.get(case.name)
+    if reason is not None:
+        if error is None:
+            return Result(case.name, case.law, "stale", f"declared ({reason}) but now passes")
+        return Result(case.name, case.law, "declared", f"{reason} [{error}]")
+    return Result(case.name, case.law, "passed" if error is None else "failed", error or "")
+
+
+def run_battery(harness: StateHarness) -> list[Result]:
+    return [run_case(case, harness) for case in CASES]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        import time
+
+        return time.time() + self.offset
+
+
+def harness_for_url(url: str) -> StateHarness:
+    """A harness for any URL `open_state` understands (ttl=TTL, a clock the battery moves)."""
+    import functools
+
+    from byref.conversations.open import open_state
+
+    clocks: dict[int, _Clock] = {}
+
+    def create() -> ConversationState:
+        clock = _Clock()
+        state = open_state(url, ttl=TTL, clock=clock)
+        clocks[id(state)] = clock
+        return state
+
+    def advance(state: ConversationState, seconds: float) -> None:
+        clocks[id(state)].offset += seconds
+
+    memory = url.startswith("memory:")
+    reason = "memory state lives in one process; no other instance or process can reach it"
+    return StateHarness(
+        name=url, create=create, advance=advance,
+        reopen=None if memory else (lambda state: functools.partial(open_state, url, ttl=TTL)),
+        declared={c.name: reason for c in CASES if c.processes} if memory else {})

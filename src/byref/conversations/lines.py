@@ -1,0 +1,110 @@
+"""A conversation's record as a `Transcript`: its lines kept by a `ConversationState`.
+
+`ConversationLines` is the transcript's line holder over the port. Appends wait in memory until
+`flush()` writes them as one batch (one transaction, with the working set and usage evidence of
+the same call), so a call costs one write, not one per message; a line not yet flushed is read
+from memory, an older one from the state (a block at a time, since replays read in order). What
+memory holds is bounded: the unflushed lines of calls in flight, one read block, and the
+transcript's own cache of decoded messages. `ConversationTranscript` adds the refusal for a ref
+into a record that expired.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from byref.conversations.port import Conversation, ConversationState
+from byref.transcript import DEFAULT_CACHE, Message, Transcript, TranscriptLookupError
+from byref.transcript_lines import TranscriptClosedError
+
+READ_BLOCK = 64
+"""Lines read from the state at once (a replay reads in order)."""
+
+
+class ConversationLines:
+    def __init__(self, state: ConversationState, conversation: Conversation) -> None:
+        self.state = state
+        self.scope = conversation.scope
+        self.origin = conversation.origin
+        self._flushed = conversation.length
+        self._pending: list[bytes] = []
+        self._block: tuple[int, list[bytes]] = (0, [])
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return self._flushed + len(self._pending)
+
+    @property
+    def pending(self) -> int:
+        """Lines appended but not yet written to the state."""
+        return len(self._pending)
+
+    def append(self, line: bytes) -> None:
+        with self._lock:
+            if self._closed:
+                raise TranscriptClosedError("This conversation is closed; nothing more can be "
+                                            "appended.")
+            self._pending.append(line)
+
+    def line(self, index: int) -> bytes:
+        with self._lock:
+            if self._closed:
+                raise TranscriptClosedError("This conversation is closed; its messages were "
+                                            "released.")
+            if index >= self._flushed:
+                return self._pending[index - self._flushed]
+            start, block = self._block
+            if start <= index < start + len(block):
+                return block[index - start]
+        got = self.state.lines(self.scope, self.origin + index, READ_BLOCK)
+        if not got:
+            raise TranscriptLookupError(
+                f"message {self.origin + index} is no longer kept: this conversation expired "
+                "or was deleted. Call the tool that produced it again to get a fresh reference.")
+        with self._lock:
+            self._block = (index, got)
+        return got[0]
+
+    def flush(self, *, working_set: Sequence[str] | None = None,
+              usage: Sequence[tuple[str, str]] = ()) -> int:
+        """Write the waiting lines (and `working_set`, `usage`) as one batch; how many lines.
+        On failure nothing is written and the lines keep waiting (still readable)."""
+        with self._flushing:
+            with self._lock:
+                batch = list(self._pending)
+                first = self.origin + self._flushed
+            if not batch and working_set is None and not usage:
+                return 0
+            self.state.append(self.scope, first, batch, working_set=working_set, usage=usage)
+            with self._lock:
+                del self._pending[:len(batch)]
+                self._flushed += len(batch)
+            return len(batch)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._block = (0, [])
+
+
+class ConversationTranscript(Transcript):
+    """A transcript over a conversation's lines; a seq from a record that expired is refused
+    saying so."""
+
+    def __init__(self, state: ConversationState, conversation: Conversation, *,
+                 cache: int = DEFAULT_CACHE) -> None:
+        self.conversation = conversation
+        self.lines = ConversationLines(state, conversation)
+        super().__init__(origin=conversation.origin, cache=cache, lines=self.lines)
+
+    def message(self, seq: int) -> Message:
+        expired = self.conversation.expired
+        if expired is not None and expired[0] <= seq <= expired[1]:
+            raise TranscriptLookupError(
+                f"message {seq} belonged to this conversation's earlier record, which expired "
+                "(it sat idle past its retention) and was deleted. Call the tool that produced "
+                "it again to get a fresh reference.")
+        return super().message(seq)

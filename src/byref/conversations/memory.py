@@ -1,0 +1,196 @@
+"""Conversations held by this process: the gateway's default when nothing is durable.
+
+A real implementation of the port, not a test double: it keeps the same laws as the SQL ones
+within one process. A record's lines live in a list, or (`spill=`) in a nameless temporary file
+per conversation with an 8-byte-a-line index, so a long session costs its index, not its
+results; deleting or expiring a conversation frees its file. Nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+import time
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import BinaryIO
+
+from byref.conversations.port import DEFAULT_TTL, Conversation, SeqConflict
+from byref.store import Scope
+
+
+class _Spill:
+    """Lines in a nameless file; a batch is one positional write, indexed only once whole."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self._fh: BinaryIO = tempfile.TemporaryFile(dir=directory, buffering=0)  # noqa: SIM115
+        self._starts = array("Q")
+        self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def extend(self, lines: Sequence[bytes]) -> None:
+        data = b"".join(lines)
+        view, at, start = memoryview(data), 0, self._size
+        try:
+            while at < len(view):
+                at += os.pwrite(self._fh.fileno(), view[at:], start + at)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fh.fileno(), start)  # a partial batch is never indexed
+            raise
+        for line in lines:
+            self._starts.append(start)
+            start += len(line)
+        self._size = start
+
+    def read(self, index: int, count: int) -> list[bytes]:
+        stop = min(len(self._starts), index + count)
+        if index >= stop:
+            return []
+        begin = self._starts[index]
+        end = self._starts[stop] if stop < len(self._starts) else self._size
+        blob = os.pread(self._fh.fileno(), end - begin, begin)
+        return [blob[self._starts[i] - begin:(self._starts[i + 1] if i + 1 < len(self._starts)
+                                             else self._size) - begin]
+                for i in range(index, stop)]
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+@dataclass
+class _Record:
+    conversation: Conversation
+    lines: list[bytes] | _Spill
+    usage: list[tuple[str, str]] = field(default_factory=list)
+
+
+class MemoryConversations:
+    """`ConversationState` in this process. `spill=True` (temp dir) or a directory: lines in a
+    nameless file per conversation; `spill=False`: in a list."""
+
+    remote = False
+
+    def __init__(self, *, ttl: float | None = DEFAULT_TTL, spill: bool | str | Path = False,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._keep_spilled = spill is not False
+        self._spill_dir = None if isinstance(spill, bool) else Path(spill)
+        self._records: dict[Scope, _Record] = {}
+        self._expired: dict[Scope, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def _expires(self, now: float) -> float | None:
+        return None if self.ttl is None else now + self.ttl
+
+    def _live(self, scope: Scope, now: float) -> _Record | None:
+        record = self._records.get(scope)
+        if record is None:
+            return None
+        expires = record.conversation.expires_at
+        if expires is not None and expires <= now:
+            self._expire(scope, record)
+            return None
+        return record
+
+    def _expire(self, scope: Scope, record: _Record) -> None:
+        conv = record.conversation
+        if conv.length:
+            first = conv.expired[0] if conv.expired else conv.origin
+            self._expired[scope] = (first, conv.next_seq - 1)
+        elif conv.expired:
+            self._expired[scope] = conv.expired
+        if isinstance(record.lines, _Spill):
+            record.lines.close()
+        del self._records[scope]
+
+    def open(self, scope: Scope, origin: int) -> Conversation:
+        with self._lock:
+            now = self.clock()
+            record = self._live(scope, now)
+            if record is None:
+                expired = self._expired.get(scope)
+                start = origin if expired is None else max(origin, expired[1] + 1)
+                lines: list[bytes] | _Spill = (
+                    _Spill(self._spill_dir) if self._keep_spilled else [])
+                record = self._records[scope] = _Record(
+                    Conversation(scope, start, 0, self._expires(now), expired=expired), lines)
+            record.conversation = replace(record.conversation, expires_at=self._expires(now))
+            return record.conversation
+
+    def find(self, scope: Scope) -> Conversation | None:
+        with self._lock:
+            record = self._live(scope, self.clock())
+            return None if record is None else record.conversation
+
+    def append(self, scope: Scope, first_seq: int, lines: Sequence[bytes], *,
+               working_set: Sequence[str] | None = None,
+               usage: Sequence[tuple[str, str]] = ()) -> None:
+        with self._lock:
+            now = self.clock()
+            record = self._live(scope, now)
+            if record is None:
+                raise SeqConflict(f"Conversation {str(scope)!r} is not open (it expired or was "
+                                  "deleted); open it again to start a new record.")
+            conv = record.conversation
+            if first_seq != conv.next_seq:
+                raise SeqConflict(f"Conversation {str(scope)!r} continues at seq "
+                                  f"{conv.next_seq}, not {first_seq}; another writer appended "
+                                  "first. Nothing was written.")
+            if isinstance(record.lines, _Spill):
+                record.lines.extend(lines)
+            else:
+                record.lines.extend([bytes(line) for line in lines])  # whole, or not at all
+            record.usage.extend(usage)
+            record.conversation = replace(
+                conv, length=conv.length + len(lines), expires_at=self._expires(now),
+                usage=conv.usage + len(usage),
+                working_set=conv.working_set if working_set is None else tuple(working_set))
+
+    def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
+        with self._lock:
+            record = self._live(scope, self.clock())
+            if record is None or count <= 0:
+                return []
+            index = first_seq - record.conversation.origin
+            if index < 0:
+                return []
+            if isinstance(record.lines, _Spill):
+                return record.lines.read(index, count)
+            return record.lines[index:index + count]
+
+    def usage(self, scope: Scope) -> list[tuple[str, str]]:
+        with self._lock:
+            record = self._live(scope, self.clock())
+            return [] if record is None else list(record.usage)
+
+    def delete(self, scope: Scope) -> bool:
+        with self._lock:
+            self._expired.pop(scope, None)
+            record = self._records.pop(scope, None)
+            if record is not None and isinstance(record.lines, _Spill):
+                record.lines.close()
+            return record is not None
+
+    def sweep(self) -> int:
+        with self._lock:
+            now = self.clock()
+            due = [s for s, r in self._records.items()
+                   if r.conversation.expires_at is not None and r.conversation.expires_at <= now]
+            for scope in due:
+                self._expire(scope, self._records[scope])
+            return len(due)
+
+    def close(self) -> None:
+        with self._lock:
+            for record in self._records.values():
+                if isinstance(record.lines, _Spill):
+                    record.lines.close()
+            self._records.clear()

@@ -1,0 +1,99 @@
+"""The conversation-state port: one conversation's record (its transcript lines), its declared
+working set and its usage evidence, kept by scope.
+
+The law every implementation keeps (the battery in `byref.conversations.conformance` checks it):
+- `append` is all or nothing and only ever continues the record: the batch's first seq must be the
+  record's next one (else `SeqConflict`, nothing written), so a line, once acknowledged, names one
+  seq forever and is read back byte for byte; a crash mid-write leaves the record as it was.
+- Conversations are apart by scope (compared exactly, as `Scope` is); one never sees another's.
+- Retention: a conversation idle for `ttl` seconds is expired — its lines are gone, and the seq
+  range it held is remembered, so a ref into it is told "expired", not "never existed". Opening an
+  expired conversation starts a new record after that range.
+- The working set and the usage evidence are saved with the record (the same transaction when
+  given to `append`), so a resumed conversation declares what it declared and never logs the
+  same evidence twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from byref.errors import OperatorError
+from byref.store import Scope
+
+DEFAULT_TTL = 7 * 24 * 3600.0
+"""Seconds a conversation may sit idle before it expires (a week; the config's conversationTtl)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """What is known about one conversation when it is opened or looked up."""
+
+    scope: Scope
+    origin: int
+    """The seq of its first message."""
+    length: int
+    """How many lines it holds."""
+    expires_at: float | None
+    working_set: tuple[str, ...] = ()
+    usage: int = 0
+    """How many (query, tool) pairs of usage evidence it holds."""
+    expired: tuple[int, int] | None = None
+    """The seq range (first, last) of an earlier record under this scope that expired."""
+
+    @property
+    def next_seq(self) -> int:
+        return self.origin + self.length
+
+
+class ConversationError(OperatorError):
+    """The state store cannot do what was asked (the text says why and what to do)."""
+
+
+class SeqConflict(ConversationError):
+    """An append did not continue the record: another writer appended first, or the record is
+    gone (expired or deleted). Nothing was written."""
+
+
+class ConversationState(Protocol):
+    """Where conversations live. Thread-safe; every method is one short transaction."""
+
+    ttl: float | None
+    remote: bool
+    """True when a call is a network round trip (callers run it off the event loop)."""
+
+    def open(self, scope: Scope, origin: int) -> Conversation:
+        """The live conversation of `scope`, touched; created starting at `origin` when there is
+        none (or it expired: then at no lower than one past the expired range)."""
+        ...
+
+    def find(self, scope: Scope) -> Conversation | None:
+        """The live conversation of `scope` (not touched), or None."""
+        ...
+
+    def append(self, scope: Scope, first_seq: int, lines: Sequence[bytes], *,
+               working_set: Sequence[str] | None = None,
+               usage: Sequence[tuple[str, str]] = ()) -> None:
+        """Add `lines` (seqs first_seq, first_seq+1, …), and optionally replace the working set
+        and add usage pairs, in one transaction; touches the conversation."""
+        ...
+
+    def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
+        """Up to `count` lines from `first_seq` (fewer past the end, none for a dead record)."""
+        ...
+
+    def usage(self, scope: Scope) -> list[tuple[str, str]]:
+        """The conversation's usage evidence, oldest first."""
+        ...
+
+    def delete(self, scope: Scope) -> bool:
+        """Forget the conversation entirely (no expired range kept); True if it existed."""
+        ...
+
+    def sweep(self) -> int:
+        """Expire every conversation idle past its ttl (their lines are deleted); how many."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,111 @@
+"""Conversations in PostgreSQL (`postgresql://user@host:5432/db?table=byref`): shared by replicas.
+
+Owns connecting with psycopg 3 (the `byref[postgres]` extra, imported only here), creating the
+tables once under an advisory lock, and the two connections: a writer whose append is one
+transaction (its conditional update row-locks the conversation, so replicas continuing one record
+are serialized and the loser gets `SeqConflict`), and an autocommit reader whose two-statement
+reads run as repeatable-read snapshots. Every call is a network round trip (`remote`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from byref.conversations._sql import SqlConversations, Tx, schema
+from byref.conversations.port import DEFAULT_TTL, ConversationError
+
+if TYPE_CHECKING:
+    import psycopg
+
+_SCHEMA_LOCK = 0x62797263  # "byrc": one advisory key for creating the conversation tables
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ConversationError(
+            "PostgreSQL conversation state needs psycopg 3; install it with: "
+            "pip install 'byref[postgres]'") from None
+    return psycopg
+
+
+class _PgTx:
+    def __init__(self, cur: psycopg.Cursor[Any], prefix: str) -> None:
+        self._cur, self._prefix = cur, prefix
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("{conv}", f"{self._prefix}_conversations").replace(
+            "{lines}", f"{self._prefix}_lines").replace(
+            "{usage}", f"{self._prefix}_usage").replace(
+            "{lock}", " FOR UPDATE").replace("?", "%s")
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._cur.execute(self._sql(sql), tuple(params))
+        return self._cur.fetchall() if self._cur.description else []
+
+    def count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._cur.execute(self._sql(sql), tuple(params))
+        return int(self._cur.rowcount)
+
+    def many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        self._cur.executemany(self._sql(sql), [tuple(p) for p in params])
+
+
+class PostgresConversations(SqlConversations):
+    remote = True
+
+    def __init__(self, conninfo: str, *, table: str = "byref", ttl: float | None = DEFAULT_TTL,
+                 clock: Callable[[], float] | None = None, connect_timeout: float = 10.0) -> None:
+        super().__init__(ttl=ttl, clock=clock)
+        from byref.store.postgres import redact
+
+        pg = _psycopg()
+        self.conninfo, self.table = conninfo, table
+        timeout = max(1, int(connect_timeout))
+        try:
+            self._writer = pg.connect(conninfo, connect_timeout=timeout)
+            self._reader = pg.connect(conninfo, autocommit=True, connect_timeout=timeout)
+        except pg.Error as exc:
+            raise ConversationError(
+                f"Cannot reach PostgreSQL at {redact(conninfo)!r} for conversation state: "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}. Start the "
+                "server, or fix the state URL.") from exc
+        self._wlock, self._rlock = threading.Lock(), threading.Lock()
+        with self._write() as tx:
+            tx.rows("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+            for statement in schema("BYTEA", "DOUBLE PRECISION"):
+                tx.count(statement)
+
+    @property
+    def url(self) -> str:
+        sep = "&" if "?" in self.conninfo else "?"
+        return f"{self.conninfo}{sep}table={self.table}"
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
+        with self._wlock, self._writer.transaction(), self._writer.cursor(binary=True) as cur:
+            yield _PgTx(cur, self.table)
+
+    @contextmanager
+    def _read(self) -> Iterator[Tx]:
+        with self._rlock, self._reader.cursor(binary=True) as cur:
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield _PgTx(cur, self.table)
+            finally:
+                cur.execute("COMMIT")
+
+    def drop_tables(self) -> None:
+        """Remove this state's three tables (test and benchmark clean-up)."""
+        with self._write() as tx:
+            for name in ("{conv}", "{lines}", "{usage}"):
+                tx.count(f"DROP TABLE IF EXISTS {name}")
+
+    def close(self) -> None:
+        with self._wlock, self._rlock:
+            self._writer.close()
+            self._reader.close()
