@@ -64,7 +64,7 @@ def run(script: list[Any], store: Any = None) -> tuple[Harness, Received, Memory
     harness = Harness(ScriptedModel([*script, say("done")]),
                       [*make_tools(received), *BUILTIN_JSON_TOOLS],
                       store=store or MemoryStore(), emit=Emitter(sink))
-    harness.run("go")
+    harness.run_sync("go")
     return harness, received, sink
 
 
@@ -113,7 +113,7 @@ def test_recipe_is_evaluated_at_use_and_a_vanished_source_refuses(tmp_path: Any)
                                call("take", delete_then_use), say("done")]),
                 [*make_tools(received), *BUILTIN_JSON_TOOLS], store=store, emit=Emitter(sink))
     h_scope.append(h.scope)
-    h.run("go")
+    h.run_sync("go")
     last = results(h)[-1]
     assert last.is_error and received.calls == []
     assert f"Artifact {h_ref[0]!r} is not available: it is missing, expired, or was never " \
@@ -244,7 +244,7 @@ def test_naive_policy_inlines_everything() -> None:
     received = Received()
     h = Harness(ScriptedModel([call("export", {}), say("done")]), make_tools(received),
                 policy=Policy.naive())
-    h.run("go")
+    h.run_sync("go")
     assert decode(results(h)[0].rendered or "") == DOC
     schema = h.request().tools[0]["input_schema"]
     assert "anyOf" not in str(schema)

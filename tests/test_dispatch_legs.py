@@ -67,7 +67,7 @@ def test_seed_002_worked_failure_wrong_parcel_then_no_parcel() -> None:
         say("I could not summarize."),
     ]), worked_failure_tools(seen), policy=Policy(validation="off", auto_insert_bytes=2_000),
         emit=Emitter(sink))
-    h.run("Summarize the regions.")
+    h.run_sync("Summarize the regions.")
     wrong, missing = results(h)[2:4]
     assert seen == []
     assert wrong.is_error and missing.is_error
@@ -94,7 +94,7 @@ def test_the_right_parcel_runs_and_rides_on_ctx() -> None:
         call("fetch_regions", {}),
         call("summarize", lambda r: {"dataset": re.search(REF, last_result(r)).group(0)}),
         say("ok")]), worked_failure_tools(seen))
-    h.run("go")
+    h.run_sync("go")
     assert seen[0][0] == [{"region": "north"}, {"region": "south"}]
     assert results(h)[-1].rendered == "2 rows"
 
@@ -113,7 +113,7 @@ def test_digest_mismatch_is_refused(tmp_path: Path) -> None:
         kind="dataset/rows", media_type="application/json", digest=True, label="nums"))
     next(tmp_path.rglob(f"{meta.ref}*.bin")).write_bytes(b"[1,3]")  # damage staged from outside
     h.model = ScriptedModel([call("summarize", {"dataset": meta.ref}), say("x")])
-    h.run("go")
+    h.run_sync("go")
     last = results(h)[-1]
     assert last.is_error and seen == []
     assert f"'dataset' = {meta.ref!r} could not be read:" in (last.rendered or "")
@@ -140,7 +140,7 @@ def test_placement_truth_table(ceiling: int | None, placement: bool, net: bool,
     policy = Policy(placement=placement, auto_insert_bytes=4_000,
                     max_result_chars=8_000 if net else None)
     h = Harness(ScriptedModel([call("produce", {}), say("ok")]), [produce], policy=policy)
-    h.run("go")
+    h.run_sync("go")
     part = results(h)[0]
     text = part.rendered or ""
     if error:
@@ -178,7 +178,7 @@ def test_store_refusing_the_put_falls_through_to_the_net_with_a_note() -> None:
     store = MemoryStore(retention=Retention(max_bytes_per_scope=10_000))
     h = Harness(ScriptedModel([call("produce", {}), say("ok")]), [produce], store=store,
                 policy=Policy(max_result_chars=20_000))
-    h.run("go")
+    h.run_sync("go")
     text = results(h)[0].rendered or ""
     assert len(text) == 20_000
     assert "(placement failed: A payload of 50,000 bytes exceeds this scope's ceiling" in text
@@ -203,7 +203,7 @@ def test_present_heads_never_gets_and_keeps_a_snapshot() -> None:
         call("present", lambda r: {"ref": re.search(REF, last_result(r)).group(0),
                                    "as": "table", "label": "Regions"}),
         say("shown")]), worked_failure_tools(seen), store=store, emit=Emitter(sink))
-    h.run("go")
+    h.run_sync("go")
     shown = results(h)[-1]
     assert not shown.is_error and CountingStore.gets == 0
     snap = shown.value["snapshot"]
@@ -226,7 +226,7 @@ def test_present_miss_lists_live_refs() -> None:
     h = Harness(ScriptedModel([call("fetch_regions", {}),
                                call("present", {"ref": "art_" + "q" * 22, "as": "image"}),
                                say("x")]), worked_failure_tools([]))
-    h.run("go")
+    h.run_sync("go")
     last = results(h)[-1]
     assert last.is_error
     assert re.fullmatch(
@@ -257,7 +257,7 @@ def test_validation_dial() -> None:
         sink = MemorySink()
         h = Harness(ScriptedModel([call("count", {"n": 3, "extra": 1}), say("x")]), [count],
                     policy=Policy(validation=dial), emit=Emitter(sink))  # type: ignore[arg-type]
-        h.run("go")
+        h.run_sync("go")
         text = results(h)[-1].rendered or ""
         if refused:
             assert text == ("Tool 'count' was not executed: its input does not fit its schema "

@@ -88,7 +88,7 @@ def test_an_async_tool_runs_through_the_sync_harness_and_the_readers_come_declar
         return list(range(n))
 
     model = byref.ScriptedModel([byref.call("fetch", {"n": 3}), byref.say("ok")])
-    run = byref.Harness(model, [fetch]).run("go")
+    run = byref.Harness(model, [fetch]).run_sync("go")
     assert run.text == "ok"
     results = [p for m in run.transcript for p in m.parts if p.type == "tool_result"]
     assert results[0].value == [0, 1, 2] and not results[0].is_error

@@ -24,7 +24,7 @@ def echo(text: str) -> str:
 
 def test_requests_are_recorded_and_byte_stable() -> None:
     h = Harness(ScriptedModel([call("echo", {"text": "hi"}), say("bye")]), [echo])
-    run = h.run("start")
+    run = h.run_sync("start")
     assert run.text == "bye" and run.steps == 2
     first, second = run.requests
     assert first.tools is second.tools
@@ -38,10 +38,10 @@ def test_requests_are_recorded_and_byte_stable() -> None:
 
 def test_script_exhaustion_and_step_limit_are_clear() -> None:
     with pytest.raises(ScriptExhaustedError, match="The script has 1 steps and all were played"):
-        Harness(ScriptedModel([call("echo", {"text": "x"})]), [echo]).run("go")
+        Harness(ScriptedModel([call("echo", {"text": "x"})]), [echo]).run_sync("go")
     looping = ScriptedModel([call("echo", {"text": "x"})] * 5)
     with pytest.raises(StepLimitError, match="still calling tools after 3 steps"):
-        Harness(looping, [echo], max_steps=3).run("go")
+        Harness(looping, [echo], max_steps=3).run_sync("go")
 
 
 def test_duplicate_tool_names_are_a_developer_error() -> None:

@@ -39,7 +39,7 @@ def test_search_activate_call_through_the_harness() -> None:
         say("Archived."),
     ])
     h = Harness(model, [note], discovery=discovery)
-    run = h.run("Archive invoice INV-7.")
+    run = h.run_sync("Archive invoice INV-7.")
     names = [[d["name"] for d in r.tools] for r in run.requests]
     assert names[0] == ["activate_tool", "note", "present", "query_json", "read_json",
                         "read_result", "search_tools"]

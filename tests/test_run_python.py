@@ -79,7 +79,7 @@ def test_hundred_megabytes_by_ref_to_a_chart_with_lineage(tmp_path: Path) -> Non
                                       "inputs": {"sales": last_result(r)["dataset"]}}),
         say("Chart ready."),
     ]), [load_sales, run_python], store=store)
-    run = h.run("Total sales per region, as a chart.")
+    run = h.run_sync("Total sales per region, as a chart.")
     out = decode(results(h)[-1].rendered or "")
     assert decode(out["stdout"]) == totals
     (png,) = out["files"]
@@ -97,7 +97,7 @@ def test_hundred_megabytes_by_ref_to_a_chart_with_lineage(tmp_path: Path) -> Non
 def run_code(code: str, limits: Limits, tmp_path: Path) -> Part:
     h = Harness(ScriptedModel([call("run_python", {"code": code}), say("x")]),
                 [make_run_python_tool(runner=runner(), limits=limits)], store=FileStore(tmp_path))
-    h.run("go")
+    h.run_sync("go")
     return results(h)[-1]
 
 
@@ -168,7 +168,7 @@ def test_expired_parent_fails_that_mint(tmp_path: Path) -> None:
         call("load", {}),
         call("run_python", lambda r: {"code": code, "inputs": {"d": last_result(r)}}),
         say("x")]), [load, make_run_python_tool(runner=DeletingRunner())], store=store)
-    h.run("go")
+    h.run_sync("go")
     out = decode(results(h)[-1].rendered or "")
     (entry,) = out["files"]
     assert entry["stored"] is False

@@ -21,7 +21,7 @@ def run(runner: SubprocessRunner, sink: MemorySink | None = None) -> Part:
     h = Harness(ScriptedModel([call("run_python", {"code": "print('ran')"}), say("x")]),
                 [make_run_python_tool(runner=runner)], store=MemoryStore(),
                 emit=Emitter(sink or MemorySink()))
-    h.run("go")
+    h.run_sync("go")
     return [p for m in h.transcript for p in m.parts if p.type == "tool_result"][-1]
 
 

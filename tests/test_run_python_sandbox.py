@@ -42,7 +42,7 @@ def run(code: str, tmp_path: Path, runner: SubprocessRunner, limits: Limits | No
     h = Harness(ScriptedModel([call("run_python", {"code": code}), say("x")]),
                 [make_run_python_tool(runner=runner, limits=limits or Limits(wall_seconds=60))],
                 store=store or FileStore(tmp_path / "store"))
-    h.run("go")
+    h.run_sync("go")
     return [p for m in h.transcript for p in m.parts if p.type == "tool_result"][-1]
 
 

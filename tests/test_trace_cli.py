@@ -27,7 +27,7 @@ def test_trace_records_metadata_only_and_reads_back(tmp_path: Path,
     emit = Emitter(JsonLinesSink(trace))
     h = Harness(ScriptedModel([call("export", {}), call("nope", {}), say("x")]), [export],
                 store=MemoryStore(emit=emit), emit=emit)
-    h.run("go")
+    h.run_sync("go")
     raw = trace.read_text()
     assert "row-data-123" not in raw
     assert main(["trace", str(trace), "--json"]) == 0

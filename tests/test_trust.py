@@ -340,7 +340,7 @@ def test_the_harness_survives_a_model_writing_lone_surrogates_and_huge_integers(
     h = Harness(ScriptedModel([
         call("take", {"x": "bad\udcff"}), call("take", {"x": 10 ** 5_000}),
         call("take", {"x": "fine"}), say("done \ud800")]), [take])
-    result = h.run("go")
+    result = h.run_sync("go")
     assert seen == ["fine"] and "done" in result.text
     assert len(h.transcript) == 8
 

@@ -38,7 +38,7 @@ def test_a_current_result_that_cannot_fit_fails_loudly_instead_of_being_cut() ->
     model = ScriptedModel([call("big", {"n": 20}), say("never reached")])
     h = Harness(model, [big], budget=12_000)
     with pytest.raises(ContextBudgetError) as err:
-        h.run("go")
+        h.run_sync("go")
     fixed = request_bytes(Request(h.system, h.requests[0].tools, ()))
     part = h.transcript.message(2).parts[0]
     size = request_bytes(Request(h.system, h.requests[0].tools, tuple(render(h.transcript))))
@@ -56,7 +56,7 @@ def test_a_current_result_that_cannot_fit_fails_loudly_instead_of_being_cut() ->
 def test_the_assembler_never_replaces_the_latest_group_even_when_over_budget() -> None:
     h = Harness(ScriptedModel([call("big", {"n": 3}), call("big", {"n": 3}), say("ok")]),
                 [big])
-    h.run("go")
+    h.run_sync("go")
     assembler = ContextAssembler(RequestBudget(5_000, low_water=0.1))
     messages = list(h.transcript)[:-1]  # the request before the final answer
     done = assembler.assemble(messages, build=lambda v: Request(h.system, (), tuple(render(v))),
@@ -78,7 +78,7 @@ def test_an_explicit_read_is_bounded_by_the_room_left_in_the_request() -> None:
              call("read_result", read_on),
              say("done")]
     h = Harness(ScriptedModel(steps), [kept], budget=40_000)
-    run = h.run("read it all")
+    run = h.run_sync("read it all")
     first, second = last_result(run.requests[2]), last_result(run.requests[3])
     assert first["byteBudget"]["limitedBy"] == "request_room"
     assert first["coverage"]["byteComplete"] is False and first["coverage"]["hasMore"] is True
@@ -98,14 +98,14 @@ def test_a_replaced_result_rereads_exactly_through_its_stub(store: Any) -> None:
     steps = [call("big", {"n": 6}), call("big", {"n": 6}), call("big", {"n": 6}),
              call("read_result", reread), say("done")]
     h = Harness(ScriptedModel(steps), [big], budget=20_000, store=store)
-    run = h.run("go")
+    run = h.run_sync("go")
     answer = last_result(run.requests[-1])
     assert answer["text"] == "word " * 1_200 and answer["coverage"]["inputComplete"] is True
 
 
 def test_without_a_budget_the_harness_is_unchanged() -> None:
     h = Harness(ScriptedModel([call("big", {"n": 1}), say("ok")]), [big])
-    run = h.run("go")
+    run = h.run_sync("go")
     assert h.assembler is None and h.assembled == []
     # The readers a stored result's note names are declared whenever a store is attached.
     assert [t["name"] for t in run.requests[0].tools] == [

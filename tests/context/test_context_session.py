@@ -24,7 +24,7 @@ def session() -> tuple[Harness, RunResult, MemorySink]:
     steps: list[Any] = [call(c.tool, c.input) for c in plan(TURNS, prepare(store, scope))]
     h = Harness(ScriptedModel([*steps, say("Done.")]), bench_tools(), store=store, scope=scope,
                 budget=BUDGET_BYTES, emit=Emitter(sink), max_steps=TURNS)
-    run = h.run("Are my technology funds too concentrated?")
+    run = h.run_sync("Are my technology funds too concentrated?")
     return h, run, sink
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -54,7 +55,7 @@ def model(wire: Wire, **options: Any) -> AnthropicModel:
 def test_tool_use_turns_send_exact_bodies_with_refs_intact() -> None:
     wire = Wire(counting_play())
     m = model(wire)
-    run = Harness(m, [fetch, count], system="Be brief.").run("How many ATLAS items?")
+    run = Harness(m, [fetch, count], system="Be brief.").run_sync("How many ATLAS items?")
     assert run.text == "3 rows."
     assert wire.paths == ["/v1/messages"] * 3
     rendered = [p.rendered for msg in run.transcript for p in msg.parts if msg.role == "tool"]
@@ -110,7 +111,7 @@ def test_tool_use_turns_send_exact_bodies_with_refs_intact() -> None:
 
 def test_the_stream_is_the_same_turn_as_the_plain_call() -> None:
     plain, streamed = Wire(counting_play()), Wire(counting_play(a_sse))
-    runs = [Harness(model(w, stream=s), [fetch, count], system="Be brief.").run("How many?")
+    runs = [Harness(model(w, stream=s), [fetch, count], system="Be brief.").run_sync("How many?")
             for w, s in ((plain, False), (streamed, True))]
     assert runs[0].text == runs[1].text == "3 rows."
     for a, b in zip(plain.bodies, streamed.bodies, strict=True):
@@ -123,7 +124,7 @@ def test_the_stream_is_the_same_turn_as_the_plain_call() -> None:
 def test_usage_and_stop_reasons_are_kept_per_turn() -> None:
     wire = Wire(counting_play(a_sse))
     m = model(wire, stream=True)
-    Harness(m, [fetch, count]).run("go")
+    Harness(m, [fetch, count]).run_sync("go")
     assert [u.stop_reason for u in m.turns] == ["tool_use", "tool_use", "end_turn"]
     assert m.turns[0] == Usage(input_tokens=950, output_tokens=20, cache_read_tokens=900,
                                cache_write_tokens=0, stop_reason="tool_use",
@@ -136,7 +137,7 @@ def test_a_tool_call_cut_short_by_max_tokens_is_an_error_not_a_call() -> None:
     with pytest.raises(ProviderError, match=(
             r"^Model 'claude-sonnet-4-6' stopped \('max_tokens'\) in the middle of a tool call, "
             r"so its arguments may be cut short; raise max_tokens \(now 64\)\.$")):
-        Harness(model(wire, max_tokens=64), [count]).run("go")
+        Harness(model(wire, max_tokens=64), [count]).run_sync("go")
 
 
 @pytest.mark.parametrize(("status", "kind", "retryable", "tail"), [
@@ -148,7 +149,7 @@ def test_api_errors_become_provider_errors(status: int, kind: str, retryable: bo
                                            tail: str) -> None:
     wire = Wire(lambda body: a_error(status, kind, "tools.0.custom: something is wrong"))
     with pytest.raises(ProviderError) as caught:
-        Harness(model(wire), [count]).run("go")
+        Harness(model(wire), [count]).run_sync("go")
     err = caught.value
     assert str(err) == (f"anthropic API answered {status} for model 'claude-sonnet-4-6': "
                         f"tools.0.custom: something is wrong ({kind}){tail}")
@@ -164,7 +165,7 @@ def test_an_error_event_inside_a_stream_is_a_provider_error() -> None:
                                                           "message": "Overloaded"}})])
 
     with pytest.raises(ProviderError, match=r"Overloaded"):
-        Harness(model(Wire(play), stream=True), [count]).run("go")
+        Harness(model(Wire(play), stream=True), [count]).run_sync("go")
 
 
 def _request(system: str, tools: tuple[dict[str, Any], ...] = ()) -> Request:
@@ -179,7 +180,7 @@ def test_breakpoints_sit_after_the_stable_prefix_and_nowhere_inside_it() -> None
     decl = count.declaration()
     varying = "You currently have 2 of 40 activated tools loaded."
     m = model(wire)
-    m.respond(_request(f"Stable rules.\n\n{varying}", (decl,)))
+    asyncio.run(m.respond(_request(f"Stable rules.\n\n{varying}", (decl,))))
     body = wire.bodies[-1]
     # The working-set line is the one varying text: it follows the breakpoint, never precedes it.
     assert body["system"] == [
@@ -192,11 +193,13 @@ def test_breakpoints_sit_after_the_stable_prefix_and_nowhere_inside_it() -> None
         {"role": "assistant", "content": [{"type": "text", "text": "(no text)"}]},
         {"role": "user", "content": [{"type": "text", "text": "again",
                                       "cache_control": EPHEMERAL}]}]
-    model(wire).respond(_request("", (decl,)))  # no system text: the breakpoint ends the tools
+    # No system text: the breakpoint ends the tools.
+    asyncio.run(model(wire).respond(_request("", (decl,))))
     assert wire.bodies[-1]["tools"][-1]["cache_control"] == EPHEMERAL
-    model(wire, cache=False).respond(_request("Stable rules.", (decl,)))
+    asyncio.run(model(wire, cache=False).respond(_request("Stable rules.", (decl,))))
     assert "cache_control" not in wire.sent().split("\n")[-1]
-    model(wire, cache_ttl="1h", cache_conversation=False).respond(_request("S.", (decl,)))
+    asyncio.run(model(wire, cache_ttl="1h", cache_conversation=False).respond(
+        _request("S.", (decl,))))
     body = wire.bodies[-1]
     assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "cache_control" not in json.dumps(body["messages"])
@@ -206,7 +209,7 @@ def test_consecutive_user_turns_are_merged_for_the_api() -> None:
     wire = Wire(lambda body: a_json(a_message(a_text("ok"))))
     request = Request("S.", (), (ChatMessage("user", (Block("text", text="a"),)),
                                  ChatMessage("user", (Block("text", text="b"),))))
-    response = model(wire, cache=False).respond(request)
+    response = asyncio.run(model(wire, cache=False).respond(request))
     assert response == Response((Block("text", text="ok"),), response.usage)
     assert wire.bodies[-1]["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]

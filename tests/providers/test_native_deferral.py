@@ -78,7 +78,7 @@ def test_anthropic_search_results_travel_as_tool_reference_blocks() -> None:
     wire = Wire(anthropic_play("pdf report"))
     m = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
                       max_retries=0, deferral=NativeDeferral())
-    run = Harness(m, catalog(), system="Be brief.").run("Make the report.")
+    run = Harness(m, catalog(), system="Be brief.").run_sync("Make the report.")
     assert run.text == "Done." and [c.name for c in run.calls] == ["search_tools", "make_report"]
     tools = wire.bodies[0]["tools"]
     assert all(b["tools"] == tools for b in wire.bodies)  # activation changed no declaration
@@ -98,7 +98,7 @@ def test_anthropic_search_that_loads_nothing_says_so_in_text() -> None:
     wire = Wire(anthropic_play("nothing"))
     m = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
                       max_retries=0, deferral=NativeDeferral(), cache=False)
-    Harness(m, catalog()).run("Make the report.")
+    Harness(m, catalog()).run_sync("Make the report.")
     result = wire.bodies[1]["messages"][-1]["content"][0]
     assert result["content"] == '{"query":"nothing","tools":[]}'
 
@@ -115,7 +115,7 @@ def test_openai_search_results_travel_as_tool_search_output() -> None:
     wire = Wire(play)
     m = model_from_id("openai:gpt-5", api_key="test", http_client=wire.client(), max_retries=0,
                       deferral=NativeDeferral())
-    run = Harness(m, catalog(), system="Be brief.").run("Make the report.")
+    run = Harness(m, catalog(), system="Be brief.").run_sync("Make the report.")
     assert run.text == "Done." and [c.name for c in run.calls] == ["search_tools", "make_report"]
     tools = wire.bodies[0]["tools"]
     assert all(b["tools"] == tools for b in wire.bodies)
@@ -141,7 +141,7 @@ def test_native_mode_without_the_search_tool_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match=(
             r"^Native deferral needs the search tool 'find' among the declared tools; add "
             r"native_search_tool\(search\) to the harness's tools\.$")):
-        Harness(m, [make_report]).run("go")
+        Harness(m, [make_report]).run_sync("go")
     assert wire.raw == []
     with pytest.raises(ValueError, match=r"^A search limit must be at least 1, got 0\.$"):
         native_search_tool(search, limit=0)
@@ -152,7 +152,7 @@ def test_always_loaded_tools_are_declared_normally() -> None:
     m = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
                       max_retries=0, deferral=NativeDeferral(
                           always_loaded=frozenset({"export_items"})))
-    Harness(m, catalog()).run("go")
+    Harness(m, catalog()).run_sync("go")
     flags = {t["name"]: t.get("defer_loading") for t in wire.bodies[0]["tools"]}
     assert flags["export_items"] is None and flags["make_report"] is True
 
@@ -167,6 +167,6 @@ def test_byref_discovery_drives_native_mode() -> None:
     wire = Wire(anthropic_play("pdf report"))
     m = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
                       max_retries=0, deferral=NativeDeferral(), cache=False)
-    Harness(m, [native_search_tool(search_with_byref), *tools]).run("Make the report.")
+    Harness(m, [native_search_tool(search_with_byref), *tools]).run_sync("Make the report.")
     content = wire.bodies[1]["messages"][-1]["content"][0]["content"]
     assert content[0] == {"type": "tool_reference", "tool_name": "make_report"}

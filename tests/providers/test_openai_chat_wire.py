@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
@@ -87,7 +88,7 @@ def counting_play(stream: bool = False) -> Any:
 
 def test_a_tool_call_round_trip_sends_exact_bodies_with_refs_intact() -> None:
     wire = Recorder(counting_play())
-    run = Harness(model(wire), [fetch, count], system="Be brief.").run("How many ATLAS items?")
+    run = Harness(model(wire), [fetch, count], system="Be brief.").run_sync("How many ATLAS items?")
     assert run.text == "3 rows."
     assert wire.urls == ["https://api.openai.com/v1/chat/completions"] * 3
     assert wire.auth == ["Bearer test"] * 3
@@ -119,7 +120,7 @@ def test_a_tool_call_round_trip_sends_exact_bodies_with_refs_intact() -> None:
 def test_declarations_are_the_shared_ones_as_function_tools_name_sorted_and_stable() -> None:
     wire = Wire(counting_play())
     harness = Harness(model(wire), [fetch, count], system="Be brief.")
-    harness.run("How many?")
+    harness.run_sync("How many?")
     tools = [b["tools"] for b in wire.bodies]
     names = [t["function"]["name"] for t in tools[0]]
     assert names == sorted(names) and names[:2] == ["count", "fetch"]
@@ -155,7 +156,7 @@ def test_parallel_calls_in_one_turn_are_dispatched_and_answered_in_order(stream:
         return c_json(c_completion("done")) if not stream else c_sse(c_completion("done"))
 
     wire = Wire(play)
-    run = Harness(model(wire, stream=stream), [fetch, count]).run("Both projects?")
+    run = Harness(model(wire, stream=stream), [fetch, count]).run_sync("Both projects?")
     assert [(c.id, c.name, c.input) for c in run.calls] == [
         ("c_a", "fetch", {"project": "ATLAS"}), ("c_b", "fetch", {"project": "ZEUS"}),
         ("c_c", "count", {"rows": [{}, {}]})]
@@ -170,7 +171,7 @@ def test_parallel_calls_in_one_turn_are_dispatched_and_answered_in_order(stream:
 def test_the_stream_is_the_same_turn_as_the_plain_call_with_usage_from_the_last_chunk() -> None:
     plain, streamed = Wire(counting_play()), Wire(counting_play(stream=True))
     models = [model(plain), model(streamed, stream=True)]
-    runs = [Harness(m, [fetch, count], system="Be brief.").run("How many?") for m in models]
+    runs = [Harness(m, [fetch, count], system="Be brief.").run_sync("How many?") for m in models]
     assert runs[0].text == runs[1].text == "3 rows."
     assert [c.input for c in runs[0].calls] == [c.input for c in runs[1].calls]
     for a, b in zip(plain.bodies, streamed.bodies, strict=True):
@@ -193,7 +194,7 @@ def test_stream_fragments_join_per_index_even_when_a_server_repeats_ids_and_name
             d.setdefault("function", {})["name"] = ["count", "fetch"][d["index"]]
     wire = Wire(lambda body: c_stream(chunks))
     m = model(wire, stream=True)
-    response = m.respond(Harness(m, [count, fetch]).request())
+    response = asyncio.run(m.respond(Harness(m, [count, fetch]).request()))
     assert [(b.type, b.id, b.name, b.input if b.type == "tool_use" else b.text)
             for b in response.blocks] == [("text", "", "", "Hi"),
                                           ("tool_use", "c1", "count", {"rows": [{"id": 1}]}),
@@ -203,21 +204,22 @@ def test_stream_fragments_join_per_index_even_when_a_server_repeats_ids_and_name
 def test_a_stream_cut_before_its_finish_or_failing_midway_is_a_provider_error() -> None:
     cut = c_chunks(c_completion(None, c_call("count", {"rows": []})))[:-2]  # no finish, no usage
     with pytest.raises(ProviderError) as caught:
-        Harness(model(Wire(lambda body: c_stream(cut, done=False)), stream=True), [count]).run("go")
+        Harness(model(Wire(lambda body: c_stream(cut, done=False)), stream=True),
+                [count]).run_sync("go")
     assert str(caught.value) == (
         "The openai-chat stream ended without a finish reason for model 'gpt-4o'.")
     assert caught.value.retryable
     failing = Wire(lambda body: c_stream([*cut[:2], {"error": {"message": "The model crashed."}}]))
     with pytest.raises(ProviderError, match=(
             r"^openai-chat API call for model 'gpt-4o' failed: The model crashed\.$")):
-        Harness(model(failing, stream=True), [count]).run("go")
+        Harness(model(failing, stream=True), [count]).run_sync("go")
 
 
 def test_arguments_that_are_not_json_reach_dispatch_as_text_and_are_refused() -> None:
     replies = iter([c_completion(None, c_call("count", "{rows: oops", id="c1")),
                     c_completion("sorry")])
     wire = Wire(lambda body: c_json(next(replies)))
-    run = Harness(model(wire), [count]).run("go")
+    run = Harness(model(wire), [count]).run_sync("go")
     assert run.calls[0].input == "{rows: oops"
     sent = wire.bodies[-1]["messages"][1:]  # after the system message
     # Sent back exactly as the model wrote it, and refused with words the model can act on.
@@ -240,7 +242,7 @@ def test_finish_reasons_map_to_stop_reasons(message: dict[str, Any], finish: str
     completion = c_completion(finish=finish)
     completion["choices"][0]["message"].update(message)
     m = model(Wire(lambda body: c_json(completion)))
-    response = m.respond(Harness(m, [count]).request())
+    response = asyncio.run(m.respond(Harness(m, [count]).request()))
     assert response.usage is not None
     assert (response.usage.stop_reason, response.usage.provider_stop_reason) == (stop, finish)
 
@@ -251,12 +253,12 @@ def test_a_turn_cut_short_in_a_call_or_with_no_choice_is_a_provider_error() -> N
     with pytest.raises(ProviderError, match=(
             r"^Model 'gpt-4o' stopped \('length'\) in the middle of a tool call, so its "
             r"arguments may be cut short; raise max_output_tokens \(now 32\)\.$")):
-        Harness(model(cut, max_output_tokens=32), [count]).run("go")
+        Harness(model(cut, max_output_tokens=32), [count]).run_sync("go")
     assert cut.bodies[0]["max_completion_tokens"] == 32
     empty = Wire(lambda body: c_json({**c_completion("x"), "choices": []}))
     with pytest.raises(ProviderError, match=(
             r"^The openai-chat answer held no choice for model 'gpt-4o'\.$")):
-        Harness(model(empty), [count]).run("go")
+        Harness(model(empty), [count]).run_sync("go")
 
 
 @pytest.mark.parametrize(("status", "kind", "retryable", "tail"), [
@@ -269,7 +271,7 @@ def test_api_errors_become_provider_errors(status: int, kind: str, retryable: bo
                                            tail: str) -> None:
     wire = Wire(lambda body: c_error(status, kind, "Invalid schema for function 'count'."))
     with pytest.raises(ProviderError) as caught:
-        Harness(model(wire), [count]).run("go")
+        Harness(model(wire), [count]).run_sync("go")
     err = caught.value
     assert str(err) == (f"openai-chat API answered {status} for model 'gpt-4o': Invalid schema "
                         f"for function 'count'. ({kind}){tail}")
@@ -283,7 +285,7 @@ def test_a_base_url_needs_no_key_and_gets_only_the_common_fields() -> None:
     m = model(wire, "openai-chat:llama3.1:8b", api_key=None, base_url=LOCAL,
               max_output_tokens=256)
     assert m.model == "llama3.1:8b"  # an Ollama tag keeps its colon
-    assert Harness(m, [fetch, count]).run("How many?").text == "3 rows."
+    assert Harness(m, [fetch, count]).run_sync("How many?").text == "3 rows."
     assert wire.urls == [f"{LOCAL}/chat/completions"] * 3
     assert wire.auth == [f"Bearer {NO_KEY}"] * 3
     assert all("prompt_cache_key" not in b and "max_completion_tokens" not in b
@@ -303,7 +305,7 @@ def test_the_default_endpoint_still_needs_a_key_and_openai_base_url_is_honoured(
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
     wire = Recorder(lambda body: c_json(c_completion("hi")))
     m = model(wire, api_key=None)
-    assert Harness(m, [count]).run("hello").text == "hi"
+    assert Harness(m, [count]).run_sync("hello").text == "hi"
     assert wire.urls == ["http://127.0.0.1:8000/v1/chat/completions"]
 
 
@@ -314,7 +316,7 @@ def test_a_ready_client_is_used_as_given(no_env: None) -> None:
     client = openai.OpenAI(api_key="sk-x", base_url=LOCAL, http_client=wire.client(),
                            max_retries=0)
     m = model_from_id("openai-chat:qwen3", client=client)
-    assert Harness(m, [count]).run("hello").text == "hi"
+    assert Harness(m, [count]).run_sync("hello").text == "hi"
     assert wire.auth == ["Bearer sk-x"]
     assert "prompt_cache_key" not in wire.bodies[0]  # not OpenAI's endpoint
 
@@ -324,7 +326,7 @@ def test_calls_without_ids_get_distinct_ones_and_results_pair_with_them() -> Non
                          c_call("count", {"rows": [{}]}, id=""))
     replies = iter([first, c_completion("ok")])
     wire = Wire(lambda body: c_json(next(replies)))
-    run = Harness(model(wire), [count]).run("go")
+    run = Harness(model(wire), [count]).run_sync("go")
     ids = [c.id for c in run.calls]
     assert ids == [f"{first['id']}-0", f"{first['id']}-1"]
     assert [m.get("tool_call_id") for m in wire.bodies[-1]["messages"][3:]] == ids

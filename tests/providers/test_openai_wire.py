@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from typing import Any
@@ -53,7 +54,7 @@ def model(wire: Wire, **options: Any) -> OpenAIModel:
 def test_function_call_turns_send_exact_bodies_with_refs_intact() -> None:
     wire = Wire(counting_play())
     m = model(wire)
-    run = Harness(m, [fetch, count], system="Be brief.").run("How many ATLAS items?")
+    run = Harness(m, [fetch, count], system="Be brief.").run_sync("How many ATLAS items?")
     assert run.text == "3 rows."
     assert wire.paths == ["/v1/responses"] * 3
     rendered = [p.rendered for msg in run.transcript for p in msg.parts if msg.role == "tool"]
@@ -107,7 +108,7 @@ ROWS_REF_ARGS = {"rows": ROWS_REF}
 
 def test_the_stream_is_the_same_turn_as_the_plain_call() -> None:
     plain, streamed = Wire(counting_play()), Wire(counting_play(o_sse))
-    runs = [Harness(model(w, stream=s), [fetch, count], system="Be brief.").run("How many?")
+    runs = [Harness(model(w, stream=s), [fetch, count], system="Be brief.").run_sync("How many?")
             for w, s in ((plain, False), (streamed, True))]
     assert runs[0].text == runs[1].text == "3 rows."
     for a, b in zip(plain.bodies, streamed.bodies, strict=True):
@@ -118,7 +119,7 @@ def test_the_stream_is_the_same_turn_as_the_plain_call() -> None:
 def test_usage_with_cached_tokens_is_kept_per_turn() -> None:
     wire = Wire(counting_play(o_sse))
     m = model(wire, stream=True)
-    Harness(m, [fetch, count]).run("go")
+    Harness(m, [fetch, count]).run_sync("go")
     assert [u.stop_reason for u in m.turns] == ["tool_use", "tool_use", "end_turn"]
     assert m.turns[-1] == Usage(input_tokens=1000, output_tokens=20, cache_read_tokens=896,
                                 cache_write_tokens=0, stop_reason="end_turn",
@@ -128,14 +129,14 @@ def test_usage_with_cached_tokens_is_kept_per_turn() -> None:
 def test_incomplete_responses_map_to_stop_reasons() -> None:
     wire = Wire(lambda body: o_json(o_response(o_text("Partial"), status="incomplete",
                                                incomplete="max_output_tokens")))
-    response = model(wire).respond(Harness(model(wire), [count]).request())
+    response = asyncio.run(model(wire).respond(Harness(model(wire), [count]).request()))
     assert response.usage is not None and response.usage.stop_reason == "max_tokens"
     cut = Wire(lambda body: o_json(o_response(o_call("count", {"rows": []}), status="incomplete",
                                               incomplete="max_output_tokens")))
     with pytest.raises(ProviderError, match=(
             r"^Model 'gpt-5' stopped \('max_output_tokens'\) in the middle of a tool call, so "
             r"its arguments may be cut short; raise max_output_tokens \(now 32\)\.$")):
-        Harness(model(cut, max_output_tokens=32), [count]).run("go")
+        Harness(model(cut, max_output_tokens=32), [count]).run_sync("go")
 
 
 def test_arguments_that_are_not_json_reach_dispatch_as_text_and_are_refused() -> None:
@@ -143,7 +144,7 @@ def test_arguments_that_are_not_json_reach_dispatch_as_text_and_are_refused() ->
     bad["arguments"] = "{rows: oops"
     replies = iter([o_response(bad), o_response(o_text("sorry"))])
     wire = Wire(lambda body: o_json(next(replies)))
-    run = Harness(model(wire), [count]).run("go")
+    run = Harness(model(wire), [count]).run_sync("go")
     assert run.calls[0].input == "{rows: oops"
     sent = wire.bodies[-1]["input"]
     assert sent[1]["arguments"] == "{rows: oops"  # sent back exactly as the model wrote it
@@ -159,7 +160,7 @@ def test_api_errors_become_provider_errors(status: int, kind: str, retryable: bo
                                            tail: str) -> None:
     wire = Wire(lambda body: o_error(status, kind, "Invalid schema for function 'count'."))
     with pytest.raises(ProviderError) as caught:
-        Harness(model(wire), [count]).run("go")
+        Harness(model(wire), [count]).run_sync("go")
     err = caught.value
     assert str(err) == (f"openai API answered {status} for model 'gpt-5': Invalid schema for "
                         f"function 'count'. ({kind}){tail}")
@@ -171,9 +172,9 @@ def test_a_failed_stream_is_a_provider_error() -> None:
     failed = o_response(status="failed")
     failed["error"] = {"code": "server_error", "message": "The model crashed."}
     with pytest.raises(ProviderError, match=r"^openai model 'gpt-5' failed: The model crashed\.$"):
-        Harness(model(Wire(lambda body: o_sse(failed)), stream=True), [count]).run("go")
+        Harness(model(Wire(lambda body: o_sse(failed)), stream=True), [count]).run_sync("go")
     truncated = Wire(lambda body: sse([("response.created", {
         "type": "response.created", "sequence_number": 0,
         "response": {**o_response(), "status": "in_progress"}})]))
     with pytest.raises(ProviderError, match="ended without a final response"):
-        Harness(model(truncated, stream=True), [count]).run("go")
+        Harness(model(truncated, stream=True), [count]).run_sync("go")

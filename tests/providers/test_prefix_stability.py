@@ -74,7 +74,7 @@ def run_session(**options: Any) -> Wire:
     wire = Wire(play)
     m = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
                       max_retries=0, deferral=NativeDeferral(), **options)
-    run = Harness(m, catalog(), system="Follow the rules.").run("Take notes.")
+    run = Harness(m, catalog(), system="Follow the rules.").run_sync("Take notes.")
     assert run.text == "All done." and len(wire.raw) == TURNS
     return wire
 
@@ -110,10 +110,10 @@ class WorkingSetLine:
         self.inner = inner
         self.turn = 0
 
-    def respond(self, request: Request) -> Response:
+    async def respond(self, request: Request, **_: Any) -> Response:
         self.turn += 1
         line = f"You currently have {self.turn} of 40 activated tools loaded."
-        return self.inner.respond(replace(request, system=f"{request.system}\n\n{line}"))
+        return await self.inner.respond(replace(request, system=f"{request.system}\n\n{line}"))
 
 
 def test_the_varying_line_follows_the_breakpoint_and_never_moves_the_prefix() -> None:
@@ -121,7 +121,7 @@ def test_the_varying_line_follows_the_breakpoint_and_never_moves_the_prefix() ->
     inner = model_from_id(f"anthropic:{A_MODEL}", api_key="test", http_client=wire.client(),
                           max_retries=0, deferral=NativeDeferral())
     assert isinstance(inner, AnthropicModel)
-    Harness(WorkingSetLine(inner), catalog(), system="Follow the rules.").run("Take notes.")
+    Harness(WorkingSetLine(inner), catalog(), system="Follow the rules.").run_sync("Take notes.")
     assert len({prefix_upto(body, 0) for body in wire.bodies}) == 1
     assert len({json.dumps(body["system"][1]) for body in wire.bodies}) == TURNS
     assert all(body["system"][1] == {"type": "text", "text": body["system"][1]["text"]}
@@ -136,10 +136,10 @@ def test_without_the_split_a_varying_system_text_would_move_the_prefix() -> None
     assert isinstance(inner, AnthropicModel)
 
     class Drifting(WorkingSetLine):
-        def respond(self, request: Request) -> Response:
+        async def respond(self, request: Request, **_: Any) -> Response:
             self.turn += 1
             drifting = f"Turn {self.turn}. {request.system}"
-            return self.inner.respond(replace(request, system=drifting))
+            return await self.inner.respond(replace(request, system=drifting))
 
-    Harness(Drifting(inner), catalog(), system="Follow the rules.").run("Take notes.")
+    Harness(Drifting(inner), catalog(), system="Follow the rules.").run_sync("Take notes.")
     assert len({prefix_upto(body, 0) for body in wire.bodies}) == TURNS

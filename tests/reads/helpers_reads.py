@@ -56,6 +56,6 @@ def scripted_reads(source: Tool, reads: Sequence[dict[str, Any]], *,
         steps.append(call("read_result", lambda _r, a=args: {"ref": ref["value"], **a}))
     steps.append(say("done"))
     h = Harness(ScriptedModel(steps), [source, make_read_result(limits)], read_limits=limits)
-    run = h.run("Read the records.")
+    run = h.run_sync("Read the records.")
     answers = [last_result(request) for request in run.requests[2:]]
     return answers, h

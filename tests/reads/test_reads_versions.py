@@ -136,7 +136,7 @@ def test_not_inserted_automatically_never_means_cannot_be_read() -> None:
         call("read_result", lambda r: {"ref": last_result(r)["value"]}),
         say("done"),
     ]
-    run = Harness(ScriptedModel(steps), [export_rows, read_result]).run("export")
+    run = Harness(ScriptedModel(steps), [export_rows, read_result]).run_sync("export")
     placed = last_result(run.requests[1])
     assert placed["placed"] is True and placed["bytes"] > AUTO_INSERT_BYTES  # not inserted
     answer = last_result(run.requests[2])

@@ -85,7 +85,7 @@ def context_turns(turns: int, budget: int | None = None) -> dict[str, Any]:
     steps = [call(c.tool, c.input) for c in bench.plan(turns, bench.prepare(store, scope))]
     h = Harness(ScriptedModel([*steps, say("Done.")]), bench.bench_tools(), store=store,
                 scope=scope, budget=limit, max_steps=turns)
-    h.run("Are my technology funds too concentrated? Read the holdings and the research.")
+    h.run_sync("Are my technology funds too concentrated? Read the holdings and the research.")
     raw = request_bytes(Request(h.system, h.requests[-1].tools, tuple(render(h.transcript))))
     return bench.figures(h.requests, h.assembled, budget=limit, raw_bytes=raw)
 

@@ -76,7 +76,7 @@ def run_byref(
                       transcript=Transcript(transcript_path),
                       store=FileStore(out / "store", emit=emit), emit=emit,
                       scope=Scope("demo", conversation=uuid.uuid4().hex))
-    run = harness.run(QUESTION)
+    run = harness.run_sync(QUESTION)
     ledger = Ledger.of(run)
     figures: dict[str, Any] = {
         "model_read_chars": ledger.model_read_chars,
@@ -118,7 +118,7 @@ def run_naive(export: Path, out: Path) -> tuple[dict[str, Any], Delivered]:
     tools = [*make_tools(export, out / "naive-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
     harness = Harness(naive_script(), tools, policy=Policy.naive(),
                       scope=Scope("demo-naive", conversation=uuid.uuid4().hex))
-    run = harness.run(QUESTION)
+    run = harness.run_sync(QUESTION)
     ledger = Ledger.of(run)
     return {
         "model_read_chars": ledger.model_read_chars,

@@ -1,5 +1,9 @@
 """The agent loop over a `Model` port: request → response → dispatch → record, until text.
 
+Built on `Session`: the session owns the transcript, store, scope and dispatcher and runs each
+turn's calls (concurrently, results in call order); the loop adds the model, the requests and
+the budget. One code path records a turn, whether the loop is byref's or yours.
+
 The law: every request is recorded exactly as the model received it, and each turn's request is
 rendered from the transcript alone (no hidden state), with the system text and the tool
 declarations first and byte-stable. With a `budget`, request assembly (`byref.context`) may
@@ -10,25 +14,36 @@ bounded by the explicit-read limit, not by placement's automatic-insertion limit
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Discovery
 from byref.dispatch import Call, Dispatcher, Policy
-from byref.dispatch.policy import EXPLICIT_READ_FRAME
-from byref.errors import DeveloperError
+from byref.errors import DeveloperError, InvalidValue
 from byref.events import Emitter
-from byref.harness.messages import Block, ChatMessage, Model, Request
+from byref.harness.messages import (
+    Block,
+    ChatMessage,
+    Model,
+    OnDelta,
+    Request,
+    Response,
+    SyncModel,
+    deltas,
+)
+from byref.harness.session import Session, run_blocking
 from byref.jsonview import dumps
 from byref.reads import ReadLimits
 from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
-from byref.tools import Tool, builtin_tools
-from byref.tools.present import PRESENT_TOOL_NAME, make_present_tool
+from byref.tools import Tool
+from byref.tools.present import PRESENT_TOOL_NAME
 from byref.tools.read_result import READ_RESULT_NAME, make_read_result
+from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
 
 REFS_PROTOCOL = (
@@ -55,10 +70,18 @@ class RunResult:
 
 
 class Harness:
+    """The agent loop: `await harness.run(text)` (or `harness.run_sync(text)`) asks the model,
+    runs the tools it calls through a `Session` and repeats until the model answers in text.
+
+    `model` is a `Model` (async; a blocking `SyncModel` is run in a worker thread) or a model
+    id such as `"anthropic:claude-sonnet-4-6"`. `tools` are `Tool`s or `ToolSource`s. `on_delta`
+    receives the model's text and tool-call fragments as they stream (per run, too).
+    """
+
     def __init__(
         self,
-        model: Model | str,
-        tools: Sequence[Tool] = (),
+        model: Model | SyncModel | str,
+        tools: Sequence[Tool | ToolSource] = (),
         *,
         system: str | None = None,
         transcript: Transcript | None = None,
@@ -71,76 +94,89 @@ class Harness:
         budget: RequestBudget | int | None = None,
         read_limits: ReadLimits | None = None,
         discovery: Discovery | None = None,
+        on_delta: OnDelta | None = None,
     ) -> None:
         if isinstance(model, str):  # a model id such as "anthropic:claude-sonnet-4-6"
             from byref.harness.providers import model_from_id
 
             model = model_from_id(model)
         self.model = model
-        self.policy = policy or Policy()
-        if read_limits is not None:
-            # The explicit-read limit is the reads' dial; placement follows it for reads.
-            self.policy = replace(self.policy, explicit_read_bytes=max(
-                self.policy.explicit_read_bytes,
-                read_limits.explicit_read_bytes + EXPLICIT_READ_FRAME))
-        # One automatic-insertion dial: reads see the same value placement uses.
-        self.read_limits = read_limits or ReadLimits(
-            auto_insert_bytes=self.policy.auto_insert_bytes)
-        self.transcript = transcript if transcript is not None else Transcript()
-        # "memory" (the default) gives the run its own in-memory store; None runs storeless.
-        self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
-        self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
-        tools = list(tools)
-        if self.store is not None and self.policy.refs:
-            if any(t.name == PRESENT_TOOL_NAME for t in tools):
-                raise ValueError(
-                    f"The tool name {PRESENT_TOOL_NAME!r} is reserved when an artifact store is "
-                    "attached (byref attaches its own); rename yours."
-                )
-            tools.append(make_present_tool())
-        self.assembler = self._budgeted_assembly(budget, tools, emit)
-        if self.store is not None and self.policy.refs:
-            # A stored result's note names these readers: whoever can store, declares them.
-            have = {t.name for t in tools}
-            tools.extend(t for t in builtin_tools(self.read_limits, present=False)
-                         if t.name not in have)
+        self._async_model = inspect.iscoroutinefunction(type(model).respond) or (
+            inspect.iscoroutinefunction(getattr(model, "respond", None)))
+        self.on_delta = on_delta
+        listed = collect(tools)
+        refs = (policy or Policy()).refs
+        if store is not None and refs and any(t.name == PRESENT_TOOL_NAME for t in listed):
+            raise InvalidValue(
+                f"The tool name {PRESENT_TOOL_NAME!r} is reserved when an artifact store is "
+                "attached (byref attaches its own); rename yours."
+            )
+        # Made here, not by the session, because a budget's assembler needs them first.
+        kept: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
+        scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        self.assembler: ContextAssembler | None = None
+        if budget is not None:
+            self.assembler = ContextAssembler(budget, store=kept, scope=scope, emit=emit)
+            # Replaced results point the model at read_result: bind one to the assembler's
+            # room (unless the caller brought their own). Storeless runs get it too: a stub's
+            # reread ref is a Message ref into the transcript.
+            if refs and all(t.name != READ_RESULT_NAME for t in listed):
+                limits = read_limits or ReadLimits(
+                    auto_insert_bytes=(policy or Policy()).auto_insert_bytes)
+                listed.append(make_read_result(limits, room=self.assembler.room))
+        self.session = Session(listed, store=kept, scope=scope, policy=policy,
+                               transcript=transcript, emit=emit, caps=caps,
+                               read_limits=read_limits, discovery=discovery)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""
-        self.discovery = discovery
-        # With discovery, `tools` are the scaffolding (always declared); the catalog's tools are
-        # declared when the working set holds them, and callable throughout.
-        self.scaffolding = [*tools, *discovery.tools] if discovery is not None else tools
-        callable_tools = self.scaffolding + (
-            [t for t in discovery.catalog.tools() if t.name not in {s.name for s in tools}]
-            if discovery is not None else [])
-        self.dispatcher = Dispatcher(
-            callable_tools, transcript=self.transcript, store=self.store, scope=self.scope,
-            policy=self.policy, caps=caps, emit=emit,
-        )
         default = f"{PLAIN_SYSTEM}\n\n{REFS_PROTOCOL}" if self.policy.refs else PLAIN_SYSTEM
         self.system = system if system is not None else default
         self.max_steps = max_steps
         self.requests: list[Request] = []
-        self._tools = tuple(self.dispatcher.declarations())
+        self._tools = self.session.surface().declarations
+        # Messages already rendered: a recorded message never changes, so each turn renders
+        # only the ones appended since (the transcript itself is never copied or re-read).
+        self._rendered: list[ChatMessage] = []
 
-    def _budgeted_assembly(self, budget: RequestBudget | int | None, tools: list[Tool],
-                           emit: Emitter | None) -> ContextAssembler | None:
-        """With a budget: the assembler, and `read_result` bound to its room (unless the caller
-        brought their own), since replaced results point the model at it."""
-        if budget is None:
-            return None
-        assembler = ContextAssembler(budget, store=self.store, scope=self.scope, emit=emit)
-        # Storeless runs get it too: a stub's reread ref is a Message ref into the transcript.
-        if self.policy.refs and all(t.name != READ_RESULT_NAME for t in tools):
-            tools.append(make_read_result(self.read_limits, room=assembler.room))
-        return assembler
+    # The session's parts, under the names the harness has always had.
+    @property
+    def transcript(self) -> Transcript:
+        return self.session.transcript
+
+    @property
+    def store(self) -> ArtifactStore | None:
+        return self.session.store
+
+    @property
+    def scope(self) -> Scope:
+        return self.session.scope
+
+    @property
+    def policy(self) -> Policy:
+        return self.session.policy
+
+    @property
+    def read_limits(self) -> ReadLimits:
+        return self.session.read_limits
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.session.dispatcher
+
+    @property
+    def discovery(self) -> Discovery | None:
+        return self.session.discovery
+
+    @property
+    def scaffolding(self) -> list[Tool]:
+        return self.session.scaffolding
 
     def request(self) -> Request:
         """The request the model would receive now, rendered from the transcript (and, with a
         budget, assembled to fit it; the check runs on the very object returned)."""
         system, tools = self._surface()
         if self.assembler is None:
-            return Request(system, tools, tuple(render(self.transcript)))
+            return Request(system, tools, tuple(self._render_new()))
         assembled = self.assembler.assemble(
             list(self.transcript),
             build=lambda view: Request(system, tools, tuple(render(view))),
@@ -149,34 +185,30 @@ class Harness:
         self.assembled.append(assembled)
         return assembled.request
 
+    def _render_new(self) -> list[ChatMessage]:
+        transcript = self.transcript
+        for index in range(len(self._rendered), len(transcript)):
+            self._rendered.extend(render([transcript.message(transcript.origin + index)]))
+        return self._rendered
+
     def _surface(self) -> tuple[str, tuple[dict[str, Any], ...]]:
-        """System text and declarations for the next request. With discovery, the working set
-        is projected from the transcript and its one varying line goes last."""
-        if self.discovery is None:
-            return self.system, self._declarations()
-        self.dispatcher.refresh()
-        assembly = self.discovery.assemble(self.scaffolding, self.transcript,
-                                           refs=self.policy.refs)
-        current = tuple(assembly.declarations)
-        if current != self._tools:
-            self._tools = current
-        return "\n\n".join([self.system, *assembly.system_lines]), self._tools
+        """System text and declarations for the next request. Rebuilt each turn (a live
+        description or the working set may change) but from cached schema objects, so the
+        bytes — and the tuple itself — are the same whenever nothing changed."""
+        surface = self.session.surface()
+        if surface.declarations != self._tools:
+            self._tools = surface.declarations
+        return "\n\n".join([self.system, *surface.system_lines]), self._tools
 
-    def _declarations(self) -> tuple[dict[str, Any], ...]:
-        # Rebuilt each turn (a live description may change) but from cached schema objects, so
-        # the bytes are identical whenever nothing changed.
-        current = tuple(self.dispatcher.declarations())
-        if current != self._tools:
-            self._tools = current
-        return self._tools
-
-    def run(self, user_text: str) -> RunResult:
-        self.transcript.append("user", [Part(type="text", value=user_text)])
+    async def run(self, user_text: str, *, on_delta: OnDelta | None = None) -> RunResult:
+        """Run the conversation from `user_text` until the model answers in text."""
+        on_delta = on_delta or self.on_delta
+        self.session.user(user_text)
         calls: list[Call] = []
         for step in range(1, self.max_steps + 1):
             request = self.request()
             self.requests.append(request)
-            response = self.model.respond(request)
+            response = await self._respond(request, on_delta)
             parts: list[Part] = []
             turn_calls: list[Call] = []
             for block in response.blocks:
@@ -189,30 +221,45 @@ class Harness:
                     c = Call(block.id, block.name, block.input)
                     turn_calls.append(c)
                     parts.append(self.dispatcher.call_part(c))
-            if not parts:
-                parts.append(Part(type="text", value=""))
-            assistant = self.transcript.append("assistant", parts)
+            assistant = self.session.assistant(parts)
             if not turn_calls:
                 text = "".join(b.text for b in response.blocks if b.type == "text")
                 return RunResult(text, self.requests, self.transcript, step, calls)
             calls.extend(turn_calls)
-            seq = assistant.seq + 1
-            results = [self._dispatch(c, call_seq=assistant.seq, seq=seq, part=i)
-                       for i, c in enumerate(turn_calls)]
-            self.transcript.append("tool", results)
+            # Under a budget the turn's results share the room a read of the same turn may
+            # use, so they run one after another, each consuming room as it is recorded.
+            await self.session.dispatch(turn_calls, call_seq=assistant.seq,
+                                        concurrent=self.assembler is None,
+                                        on_result=self._consume)
         raise StepLimitError(
             f"The model was still calling tools after {self.max_steps} steps; raise max_steps "
             "or look at the transcript for a loop."
         )
 
-    def _dispatch(self, c: Call, *, call_seq: int, seq: int, part: int) -> Part:
-        result = self.dispatcher.dispatch(c, call_seq=call_seq, seq=seq, part=part)
+    def run_sync(self, user_text: str, *, on_delta: OnDelta | None = None) -> RunResult:
+        """`run` for code without an event loop."""
+        return run_blocking(self.run(user_text, on_delta=on_delta), "harness.run_sync(...)",
+                            "await harness.run(...)")
+
+    async def _respond(self, request: Request, on_delta: OnDelta | None) -> Response:
+        if self._async_model:
+            return await cast(Model, self.model).respond(request, on_delta=on_delta)
+        # A blocking model must not hold up the loop (other sessions, async tools).
+        from anyio import to_thread
+
+        response: Response = await to_thread.run_sync(cast(SyncModel, self.model).respond,
+                                                       request)
+        if on_delta is not None:
+            for delta in deltas(response):
+                on_delta(delta)
+        return response
+
+    def _consume(self, c: Call, result: Part) -> None:
         tool = self.dispatcher.tools.get(c.name)
         explicit = tool is not None and tool.explicit_read
         if self.assembler is not None and not explicit:
             # Other results of the turn share the room a read in the same turn may use.
             self.assembler.room.consume(len((result.rendered or "").encode()))
-        return result
 
 
 def request_bytes(request: Request) -> int:

@@ -1,12 +1,16 @@
 """Provider-neutral request and response shapes: what a `Model` receives and answers.
 
 Providers (Anthropic, OpenAI, scripted) convert at the edge; nothing else in byref sees their types.
+The `Model` port is async: `await model.respond(request, on_delta=...)` answers one turn and,
+given a callback, streams the turn's text and tool-call fragments to it as they arrive
+(`TextDelta`, `ToolCallDelta`), before the whole `Response` is returned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 from byref.jsonview import dumps
 
@@ -87,5 +91,56 @@ class Response:
         return tuple(b for b in self.blocks if b.type == "tool_use")
 
 
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A fragment of the turn's text, in the order the model wrote it."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of the `index`-th tool call of the turn: its id and name arrive on the first
+    fragment of that call, `arguments` is the next piece of its JSON arguments text."""
+
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+    type: Literal["tool_call"] = "tool_call"
+
+
+Delta: TypeAlias = TextDelta | ToolCallDelta
+OnDelta: TypeAlias = Callable[[Delta], None]
+"""A streaming callback: called on the event loop, once per fragment; it should not block."""
+
+
 class Model(Protocol):
+    """The model port: one turn in, one turn out. `on_delta`, when given, receives the turn's
+    fragments as they arrive (a provider then streams, whatever its `stream` setting)."""
+
+    async def respond(self, request: Request, *, on_delta: OnDelta | None = None
+                      ) -> Response: ...
+
+
+class SyncModel(Protocol):
+    """A model with a blocking `respond` (byref before the async port, or your own): the
+    harness still takes one and runs it in a worker thread; it gets no streaming callback."""
+
     def respond(self, request: Request) -> Response: ...
+
+
+def deltas(response: Response) -> list[Delta]:
+    """A whole response as the fragments a stream of it would have carried (one per block):
+    what a model that cannot stream hands a callback."""
+    out: list[Delta] = []
+    index = 0
+    for block in response.blocks:
+        if block.type == "text" and block.text:
+            out.append(TextDelta(block.text))
+        elif block.type == "tool_use":
+            arguments = block.input if isinstance(block.input, str) else dumps(block.input)
+            out.append(ToolCallDelta(index, id=block.id, name=block.name, arguments=arguments))
+            index += 1
+    return out

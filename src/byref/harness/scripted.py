@@ -2,6 +2,7 @@
 
 Each step is a `Response`, or a function of the `Request` that returns one, so a step can read what
 the model saw (for example, take the ref out of the previous tool result) exactly as a model would.
+Given a streaming callback it hands over each step's blocks as the fragments a stream would carry.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from byref.errors import DeveloperError
-from byref.harness.messages import Block, Request, Response
+from byref.harness.messages import Block, OnDelta, Request, Response, deltas
 from byref.jsonview import decode
 
 Step = Response | Callable[[Request], Response]
@@ -22,12 +23,24 @@ class ScriptExhaustedError(DeveloperError, RuntimeError):
 
 
 class ScriptedModel:
+    """A `Model` that answers each turn with the next step of its script; `seen` keeps every
+    request it was given."""
+
     def __init__(self, steps: Sequence[Step]) -> None:
         self._steps = list(steps)
         self._next = 0
         self.seen: list[Request] = []
 
-    def respond(self, request: Request) -> Response:
+    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
+        """The next step's response (a function step reads `request` first)."""
+        response = self.play(request)
+        if on_delta is not None:
+            for delta in deltas(response):
+                on_delta(delta)
+        return response
+
+    def play(self, request: Request) -> Response:
+        """`respond` without a loop: record `request` and play the next step."""
         self.seen.append(request)
         if self._next >= len(self._steps):
             raise ScriptExhaustedError(
@@ -43,6 +56,7 @@ _ids = itertools.count(1)
 
 
 def say(text: str) -> Response:
+    """A final text turn."""
     return Response((Block("text", text=text),))
 
 

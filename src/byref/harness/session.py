@@ -1,11 +1,13 @@
 """`Session`: byref inside your own model loop, in the provider's own shapes.
 
-Owns one conversation's transcript, store, scope and dispatcher for a caller who talks to the
-model with their own SDK code. `declarations(provider)` gives the tool list in that provider's
-shape (byte-stable turn after turn); `await handle(calls, provider)` takes that provider's tool
-calls as the SDK returned them and answers its tool results, doing the seq/part bookkeeping. The
-law: the calls of one turn run concurrently, and their results are recorded and returned in call
-order; nothing a model writes raises out of `handle` (bad calls come back as error results).
+Owns one conversation's transcript, store, scope and dispatcher (and, optionally, discovery's
+working set) for a caller who talks to the model with their own SDK code, and for byref's own
+`Harness`, which is built on it. `declarations(provider)` gives the tool list in that
+provider's shape (byte-stable turn after turn); `await handle(calls, provider)` takes that
+provider's tool calls as the SDK returned them and answers its tool results, doing the seq/part
+bookkeeping. The law: the calls of one turn run concurrently, and their results are recorded
+and returned in call order; nothing a model writes raises out of `handle` (bad calls come back
+as error results).
 """
 
 from __future__ import annotations
@@ -14,17 +16,25 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from byref.dispatch import Call, Dispatcher, Policy
+from byref.dispatch.policy import EXPLICIT_READ_FRAME
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.reads import ReadLimits
+from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Tool, builtin_tools
-from byref.transcript import Part, Transcript
+from byref.tools.sources import ToolSource, collect
+from byref.transcript import Message, Part, Transcript
 
+if TYPE_CHECKING:
+    from byref.discovery import Discovery
+
+T = TypeVar("T")
 Provider = Literal["anthropic", "openai", "openai-chat", "mcp"]
 PROVIDER_SHAPES: tuple[Provider, ...] = ("anthropic", "openai", "openai-chat", "mcp")
 
@@ -36,25 +46,61 @@ SYSTEM_NOTE = (
 )
 """A sentence for your system prompt, so the model knows what a reference is."""
 
+OnResult = Callable[[Call, Part], None]
+"""Called with each result of a turn as it is recorded (in call order)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """What the model is offered for the next request: byref-neutral declarations (`name`,
+    `description`, `input_schema`) and the system lines to append (discovery's working-set
+    line, the one that may vary, last)."""
+
+    declarations: tuple[dict[str, Any], ...]
+    system_lines: tuple[str, ...] = ()
+
 
 class Session:
-    """byref for a loop you write: `declarations(provider)`, then `await handle(calls, …)`."""
+    """byref for a loop you write: `declarations(provider)`, then `await handle(calls, …)`.
 
-    def __init__(self, tools: Sequence[Tool] = (), *,
+    `tools` are `Tool`s or `ToolSource`s (their tools are listed once, here). With `discovery`,
+    those are the scaffolding, always declared; the catalog's tools are declared while the
+    working set holds them and are callable throughout.
+    """
+
+    def __init__(self, tools: Sequence[Tool | ToolSource] = (), *,
                  store: ArtifactStore | Literal["memory"] | None = "memory",
                  scope: Scope | None = None, policy: Policy | None = None,
-                 transcript: Transcript | None = None, emit: Emitter | None = None) -> None:
+                 transcript: Transcript | None = None, emit: Emitter | None = None,
+                 caps: Caps | None = None, read_limits: ReadLimits | None = None,
+                 discovery: Discovery | None = None) -> None:
         self.policy = policy or Policy()
+        if read_limits is not None:
+            # The explicit-read limit is the reads' dial; placement follows it for reads.
+            self.policy = replace(self.policy, explicit_read_bytes=max(
+                self.policy.explicit_read_bytes,
+                read_limits.explicit_read_bytes + EXPLICIT_READ_FRAME))
+        # One automatic-insertion dial: reads see the same value placement uses.
+        self.read_limits = read_limits or ReadLimits(
+            auto_insert_bytes=self.policy.auto_insert_bytes)
         self.transcript = transcript if transcript is not None else Transcript()
+        # "memory" (the default) gives the session its own in-memory store; None runs storeless.
         self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
         self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
-        declared = list(tools)
+        declared = collect(tools)
         if self.store is not None and self.policy.refs:
+            # A stored result's note names these readers: whoever can store, declares them.
             have = {t.name for t in declared}
-            declared.extend(t for t in builtin_tools(ReadLimits(
-                auto_insert_bytes=self.policy.auto_insert_bytes)) if t.name not in have)
-        self.dispatcher = Dispatcher(declared, transcript=self.transcript, store=self.store,
-                                     scope=self.scope, policy=self.policy, emit=emit)
+            declared.extend(t for t in builtin_tools(self.read_limits) if t.name not in have)
+        self.discovery = discovery
+        self.scaffolding: list[Tool] = (
+            [*declared, *discovery.tools] if discovery is not None else declared)
+        callable_tools = self.scaffolding + (
+            [t for t in discovery.catalog.tools() if t.name not in {s.name for s in declared}]
+            if discovery is not None else [])
+        self.dispatcher = Dispatcher(callable_tools, transcript=self.transcript,
+                                     store=self.store, scope=self.scope, policy=self.policy,
+                                     caps=caps, emit=emit)
 
     # -- what the model is declared ------------------------------------------------------------
     @property
@@ -62,15 +108,57 @@ class Session:
         """A sentence to add to your system prompt: what a reference is and how to pass one."""
         return SYSTEM_NOTE
 
+    def surface(self) -> Surface:
+        """The neutral declarations and system lines for the next request. With discovery, the
+        working set is projected from the transcript; live descriptions are refreshed."""
+        if self.discovery is None:
+            return Surface(tuple(self.dispatcher.declarations()))
+        self.dispatcher.refresh()
+        assembly = self.discovery.assemble(self.scaffolding, self.transcript,
+                                           refs=self.policy.refs)
+        return Surface(tuple(assembly.declarations), tuple(assembly.system_lines))
+
     def declarations(self, provider: Provider = "anthropic") -> list[dict[str, Any]]:
         """The tools in `provider`'s request shape, name-sorted and byte-stable."""
-        return [_declare(d, _provider(provider)) for d in self.dispatcher.declarations()]
+        shape = _provider(provider)
+        return [_declare(d, shape) for d in self.surface().declarations]
 
-    # -- one turn's tool calls -----------------------------------------------------------------
-    def user(self, text: str) -> None:
+    # -- recording the conversation ------------------------------------------------------------
+    def user(self, text: str) -> Message:
         """Record the user's words (optional: refs address tool parts, not these)."""
-        self.transcript.append("user", [Part(type="text", value=text)])
+        return self.transcript.append("user", [Part(type="text", value=text)])
 
+    def assistant(self, parts: Sequence[Part]) -> Message:
+        """Record the model's turn: its text parts and `dispatcher.call_part(call)` for each
+        call, in the order the model wrote them. Its `seq` is the `call_seq` of `dispatch`."""
+        return self.transcript.append("assistant", list(parts) or [Part(type="text", value="")])
+
+    async def dispatch(self, calls: Sequence[Call], *, call_seq: int, concurrent: bool = True,
+                       on_result: OnResult | None = None) -> list[Part]:
+        """Run one turn's calls (recorded at `call_seq`) and record their results as the next
+        message, in call order. Concurrent unless `concurrent=False` (then each call starts
+        after the one before has been recorded by `on_result`)."""
+        seq = call_seq + 1
+        parts: list[Part]
+        if concurrent:
+            parts = list(await asyncio.gather(*(
+                self.dispatcher.adispatch(c, call_seq=call_seq, seq=seq, part=i)
+                for i, c in enumerate(calls))))
+            if on_result is not None:
+                for c, p in zip(calls, parts, strict=True):
+                    on_result(c, p)
+        else:
+            parts = []
+            for i, c in enumerate(calls):
+                parts.append(await self.dispatcher.adispatch(c, call_seq=call_seq, seq=seq,
+                                                             part=i))
+                if on_result is not None:
+                    on_result(c, parts[-1])
+        if parts:
+            self.transcript.append("tool", parts)
+        return parts
+
+    # -- one turn's tool calls, in a provider's shape ------------------------------------------
     async def handle(self, calls: Sequence[Any], provider: Provider = "anthropic"
                      ) -> list[dict[str, Any]]:
         """Run one model turn's tool calls (as the SDK returned them: objects or dicts) and
@@ -79,18 +167,25 @@ class Session:
         parsed = [_call(c, shape, i) for i, c in enumerate(calls)]
         if not parsed:
             return []
-        call_seq = self.transcript.append(
-            "assistant", [self.dispatcher.call_part(c) for c in parsed]).seq
-        parts = await asyncio.gather(*(
-            self.dispatcher.adispatch(c, call_seq=call_seq, seq=call_seq + 1, part=i)
-            for i, c in enumerate(parsed)))
-        self.transcript.append("tool", list(parts))
+        call_seq = self.assistant([self.dispatcher.call_part(c) for c in parsed]).seq
+        parts = await self.dispatch(parsed, call_seq=call_seq)
         return [_result(c, p, shape) for c, p in zip(parsed, parts, strict=True)]
 
     def handle_sync(self, calls: Sequence[Any], provider: Provider = "anthropic"
                     ) -> list[dict[str, Any]]:
         """`handle` for code without an event loop."""
-        return asyncio.run(self.handle(calls, provider))
+        return run_blocking(self.handle(calls, provider), "session.handle_sync(...)",
+                            "await session.handle(...)")
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, T], what: str, instead: str) -> T:
+    """Run `coroutine` to completion on a fresh event loop, or say what to call inside one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise InvalidValue(f"{what} cannot run inside a running event loop; use {instead}.")
 
 
 def _provider(name: str) -> Provider:

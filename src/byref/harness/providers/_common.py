@@ -10,13 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
 from byref.errors import DeveloperError, OperatorError
-from byref.harness.messages import Request
+from byref.harness.messages import Delta, OnDelta, Request
 
 
 class ProviderSetupError(DeveloperError, RuntimeError):
@@ -68,6 +68,51 @@ def key_from_env(variables: Sequence[str], model_id: str) -> str:
         "(or pass api_key=... or a ready client).",
         variables[0],
     )
+
+
+def client_class(sdk: ModuleType, name: str, http_client: Any) -> Any:
+    """The SDK's async client class (`AsyncAnthropic`, `AsyncOpenAI`), or its blocking one when
+    `http_client` is a blocking HTTP client (then calls run in a worker thread)."""
+    blocking = http_client is not None and not hasattr(http_client, "aclose")
+    return getattr(sdk, name if blocking else f"Async{name}")
+
+
+def is_async_client(client: Any) -> bool:
+    """An SDK client whose calls are awaited (`AsyncOpenAI`, `AsyncAnthropic`, their Azure,
+    Bedrock and Vertex kin)."""
+    return type(client).__name__.startswith("Async")
+
+
+def openai_client(sdk: ModuleType, *, model_id: str, key_variable: str, api_key: str | None,
+                  base_url: str | None, http_client: Any, max_retries: int,
+                  timeout: float) -> Any:
+    """An `openai` SDK client for both OpenAI adapters. A server given by `base_url` needs no
+    key (local OpenAI-compatible servers ignore it; the SDK still wants one, so a placeholder
+    goes); OpenAI's own endpoint does, and its absence says which variable to set."""
+    key = api_key or os.environ.get(key_variable, "").strip() or None
+    if key is None:
+        key = NO_KEY if base_url else key_from_env((key_variable,), model_id)
+    options: dict[str, Any] = {"api_key": key, "max_retries": max_retries, "timeout": timeout}
+    if base_url:
+        options["base_url"] = base_url
+    if http_client is not None:
+        options["http_client"] = http_client
+    return client_class(sdk, "OpenAI", http_client)(**options)
+
+
+NO_KEY = "byref-no-key"
+"""Sent to a server given by `base_url` when no key is configured: the SDK refuses to build a
+client without one, and local servers ignore the header."""
+
+
+def thread_deltas(on_delta: OnDelta | None) -> Callable[[Delta], None] | None:
+    """`on_delta` as called from a worker thread running a blocking client: each fragment is
+    handed to the event loop, so the callback always runs there."""
+    if on_delta is None:
+        return None
+    from anyio import from_thread
+
+    return lambda delta: from_thread.run_sync(on_delta, delta)
 
 
 def call_names(request: Request) -> dict[str, str]:

@@ -16,14 +16,26 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from byref.harness.messages import Block, Request, Response, Usage
+from byref.harness.messages import (
+    Block,
+    Delta,
+    OnDelta,
+    Request,
+    Response,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 from byref.harness.providers._common import (
     MissingKeyError,
     ProviderError,
     call_names,
+    client_class,
+    is_async_client,
     require_sdk,
     sdk_errors,
     split_system,
+    thread_deltas,
 )
 from byref.harness.providers.deferral import NativeDeferral
 
@@ -72,8 +84,10 @@ class AnthropicModel:
                 options["api_key"] = api_key
             if http_client is not None:
                 options["http_client"] = http_client
-            client = self.sdk.Anthropic(**options)
+            client = client_class(self.sdk, "Anthropic", http_client)(**options)
         self.client = client
+        self.is_async = is_async_client(client)
+        """The client's calls are awaited; a blocking client's run in a worker thread."""
         self.max_tokens = max_tokens
         self.stream = stream
         self.deferral = deferral
@@ -155,15 +169,41 @@ class AnthropicModel:
         return out
 
     # -- the call ------------------------------------------------------------------------------
-    def respond(self, request: Request) -> Response:
+    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
+        """One turn; streamed when `stream` is set or `on_delta` is given."""
+        if not self.is_async:
+            from anyio import to_thread
+
+            return await to_thread.run_sync(self._respond_blocking, request,
+                                            thread_deltas(on_delta))
         params = self.params(request)
         with sdk_errors(self.sdk, provider=self.provider, model=self.model,
                         key_variable=KEY_VARIABLES[0]):
-            if self.stream:
+            if self.stream or on_delta is not None:
+                fragments = StreamDeltas(on_delta)
+                async with self.client.messages.stream(**params) as events:
+                    async for event in events:
+                        fragments.add(event)
+                    message = await events.get_final_message()
+            else:
+                message = await self.client.messages.create(**params)
+        return self._done(message)
+
+    def _respond_blocking(self, request: Request, on_delta: OnDelta | None) -> Response:
+        params = self.params(request)
+        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
+                        key_variable=KEY_VARIABLES[0]):
+            if self.stream or on_delta is not None:
+                fragments = StreamDeltas(on_delta)
                 with self.client.messages.stream(**params) as events:
+                    for event in events:
+                        fragments.add(event)
                     message = events.get_final_message()
             else:
                 message = self.client.messages.create(**params)
+        return self._done(message)
+
+    def _done(self, message: Any) -> Response:
         response = self.convert(message)
         if response.usage is not None:
             self.turns.append(response.usage)
@@ -201,3 +241,30 @@ class AnthropicModel:
         )
         return Response(tuple(blocks), usage)
 
+
+
+class StreamDeltas:
+    """Stream events → `TextDelta` / `ToolCallDelta` for a callback; tool calls are numbered
+    in the order their content blocks open."""
+
+    def __init__(self, on_delta: OnDelta | None) -> None:
+        self.on_delta = on_delta
+        self.calls: dict[int, int] = {}  # content block index → call ordinal
+
+    def add(self, event: Any) -> None:
+        if self.on_delta is None:
+            return
+        delta: Delta | None = None
+        if event.type == "content_block_start" and event.content_block.type == "tool_use":
+            ordinal = self.calls[event.index] = len(self.calls)
+            block = event.content_block
+            delta = ToolCallDelta(ordinal, id=block.id, name=block.name)
+        elif event.type == "content_block_delta":
+            if event.delta.type == "text_delta" and event.delta.text:
+                delta = TextDelta(event.delta.text)
+            elif (event.delta.type == "input_json_delta" and event.delta.partial_json
+                  and event.index in self.calls):
+                delta = ToolCallDelta(self.calls[event.index],
+                                      arguments=event.delta.partial_json)
+        if delta is not None:
+            self.on_delta(delta)

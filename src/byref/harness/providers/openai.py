@@ -19,13 +19,23 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from byref.harness.messages import Block, Request, Response, Usage
+from byref.harness.messages import (
+    Block,
+    OnDelta,
+    Request,
+    Response,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 from byref.harness.providers._common import (
     ProviderError,
     call_names,
-    key_from_env,
+    is_async_client,
+    openai_client,
     require_sdk,
     sdk_errors,
+    thread_deltas,
 )
 from byref.harness.providers.deferral import NativeDeferral
 from byref.jsonview import decode, dumps
@@ -45,6 +55,7 @@ class OpenAIModel:
         client: Any = None,
         api_key: str | None = None,
         http_client: Any = None,
+        base_url: str | None = None,
         max_output_tokens: int | None = None,
         stream: bool = False,
         deferral: NativeDeferral | None = None,
@@ -56,14 +67,13 @@ class OpenAIModel:
         self.sdk = require_sdk("openai", "openai")
         self.model = model
         if client is None:
-            options: dict[str, Any] = {
-                "api_key": api_key or key_from_env((KEY_VARIABLE,), f"openai:{model}"),
-                "max_retries": max_retries, "timeout": timeout,
-            }
-            if http_client is not None:
-                options["http_client"] = http_client
-            client = self.sdk.OpenAI(**options)
+            client = openai_client(self.sdk, model_id=f"openai:{model}",
+                                   key_variable=KEY_VARIABLE, api_key=api_key,
+                                   base_url=base_url, http_client=http_client,
+                                   max_retries=max_retries, timeout=timeout)
         self.client = client
+        self.is_async = is_async_client(client)
+        """The client's calls are awaited; a blocking client's run in a worker thread."""
         self.max_output_tokens = max_output_tokens
         self.stream = stream
         self.deferral = deferral
@@ -139,36 +149,58 @@ class OpenAIModel:
         return items
 
     # -- the call ------------------------------------------------------------------------------
-    def respond(self, request: Request) -> Response:
+    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
+        """One turn; streamed when `stream` is set or `on_delta` is given."""
+        if not self.is_async:
+            from anyio import to_thread
+
+            return await to_thread.run_sync(self._respond_blocking, request,
+                                            thread_deltas(on_delta))
         params = self.params(request)
         with sdk_errors(self.sdk, provider=self.provider, model=self.model,
                         key_variable=KEY_VARIABLE):
-            result = self._stream(params) if self.stream else self.client.responses.create(
-                **params)
+            if self.stream or on_delta is not None:
+                stream = StreamState(self, on_delta)
+                async with await self.client.responses.create(**params, stream=True) as events:
+                    async for event in events:
+                        stream.add(event)
+                result = stream.final()
+            else:
+                result = await self.client.responses.create(**params)
+        return self._done(result)
+
+    def _respond_blocking(self, request: Request, on_delta: OnDelta | None) -> Response:
+        params = self.params(request)
+        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
+                        key_variable=KEY_VARIABLE):
+            if self.stream or on_delta is not None:
+                stream = StreamState(self, on_delta)
+                with self.client.responses.create(**params, stream=True) as events:
+                    for event in events:
+                        stream.add(event)
+                result = stream.final()
+            else:
+                result = self.client.responses.create(**params)
+        return self._done(result)
+
+    def _done(self, result: Any) -> Response:
         response = self.convert(result)
         if response.usage is not None:
             self.turns.append(response.usage)
         return response
 
-    def _stream(self, params: dict[str, Any]) -> Any:
-        final = None
-        with self.client.responses.create(**params, stream=True) as events:
-            for event in events:
-                if event.type in ("response.completed", "response.incomplete",
-                                  "response.failed"):
-                    final = event.response
-                elif event.type == "error":
-                    raise ProviderError(
-                        f"{self.provider} stream for model {self.model!r} failed: "
-                        f"{getattr(event, 'message', event)}",
-                        provider=self.provider, model=self.model,
-                    )
-        if final is None:
-            raise ProviderError(
-                f"{self.provider} stream for model {self.model!r} ended without a final response.",
-                provider=self.provider, model=self.model, retryable=True,
-            )
-        return final
+    def stream_failed(self, event: Any) -> ProviderError:
+        return ProviderError(
+            f"{self.provider} stream for model {self.model!r} failed: "
+            f"{getattr(event, 'message', event)}",
+            provider=self.provider, model=self.model,
+        )
+
+    def stream_unfinished(self) -> ProviderError:
+        return ProviderError(
+            f"{self.provider} stream for model {self.model!r} ended without a final response.",
+            provider=self.provider, model=self.model, retryable=True,
+        )
 
     def convert(self, result: Any) -> Response:
         """An SDK `Response` as a neutral `Response` (text and tool calls; usage; stop reason)."""
@@ -222,6 +254,39 @@ class OpenAIModel:
             stop_reason=stop, provider_stop_reason=raw, model=str(result.model or self.model),
         )
         return Response(tuple(blocks), usage)
+
+
+class StreamState:
+    """A Responses stream: the final response it carries, and the text and function-call
+    fragments on the way for a callback (calls numbered in the order their items open)."""
+
+    def __init__(self, model: OpenAIModel, on_delta: OnDelta | None) -> None:
+        self.model = model
+        self.on_delta = on_delta
+        self.result: Any = None
+        self.calls: dict[int, int] = {}  # output index → call ordinal
+
+    def add(self, event: Any) -> None:
+        kind = event.type
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self.result = event.response
+        elif kind == "error":
+            raise self.model.stream_failed(event)
+        elif self.on_delta is None:
+            return
+        elif kind == "response.output_text.delta" and event.delta:
+            self.on_delta(TextDelta(event.delta))
+        elif kind == "response.output_item.added" and event.item.type == "function_call":
+            ordinal = self.calls[event.output_index] = len(self.calls)
+            self.on_delta(ToolCallDelta(ordinal, id=event.item.call_id, name=event.item.name))
+        elif (kind == "response.function_call_arguments.delta" and event.delta
+              and event.output_index in self.calls):
+            self.on_delta(ToolCallDelta(self.calls[event.output_index], arguments=event.delta))
+
+    def final(self) -> Any:
+        if self.result is None:
+            raise self.model.stream_unfinished()
+        return self.result
 
 
 def _arguments(value: Any) -> str:

@@ -10,8 +10,8 @@ and streams assembled from their text and tool-call fragments.
 The law: the request is a pure function of the neutral `Request` (system and tools first,
 byte-identical while the declarations do not change), and every conversion is a pure function
 of SDK objects: `chat_messages`, `chat_tool`, `completion_turn`, `ChunkAssembler` and
-`Turn.response`. Only `respond` touches the client, so an async twin is the same calls on
-`AsyncOpenAI` (`await create(...)`, `async for chunk in ...`) feeding the same functions.
+`Turn.response`. Only `respond` touches the client (`AsyncOpenAI`, awaited; a blocking `OpenAI`
+client runs in a worker thread), feeding the same functions either way.
 """
 
 from __future__ import annotations
@@ -21,15 +21,30 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from byref.harness.messages import Block, Request, Response, Usage
-from byref.harness.providers._common import ProviderError, key_from_env, require_sdk, sdk_errors
+from byref.harness.messages import (
+    Block,
+    OnDelta,
+    Request,
+    Response,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+from byref.harness.providers._common import (
+    NO_KEY,
+    ProviderError,
+    is_async_client,
+    openai_client,
+    require_sdk,
+    sdk_errors,
+    thread_deltas,
+)
 from byref.jsonview import decode, dumps
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-NO_KEY = "byref-no-key"
-"""Sent to a server given by `base_url` when no key is configured: the SDK refuses to build a
-client without one, and local servers ignore the header."""
+__all__ = ["NO_KEY", "ChunkAssembler", "OpenAIChatModel", "Turn", "chat_messages", "chat_tool",
+           "completion_turn"]
 
 _STOP = {"length": "max_tokens", "content_filter": "refusal"}
 
@@ -59,17 +74,13 @@ class OpenAIChatModel:
         # The SDK reads OPENAI_BASE_URL itself; reading it here too lets a local server go keyless.
         base_url = base_url or os.environ.get(BASE_URL_VARIABLE, "").strip() or None
         if client is None:
-            key = api_key or os.environ.get(KEY_VARIABLE, "").strip() or None
-            if key is None:
-                key = NO_KEY if base_url else key_from_env((KEY_VARIABLE,), f"openai-chat:{model}")
-            options: dict[str, Any] = {"api_key": key, "max_retries": max_retries,
-                                       "timeout": timeout}
-            if base_url:
-                options["base_url"] = base_url
-            if http_client is not None:
-                options["http_client"] = http_client
-            client = self.sdk.OpenAI(**options)
+            client = openai_client(self.sdk, model_id=f"openai-chat:{model}",
+                                   key_variable=KEY_VARIABLE, api_key=api_key,
+                                   base_url=base_url, http_client=http_client,
+                                   max_retries=max_retries, timeout=timeout)
         self.client = client
+        self.is_async = is_async_client(client)
+        """The client's calls are awaited; a blocking client's run in a worker thread."""
         host = getattr(getattr(client, "base_url", None), "host", None)
         self.compatible = host not in (None, "api.openai.com")
         """Not OpenAI's own endpoint: only the fields every compatible server knows are sent."""
@@ -101,18 +112,48 @@ class OpenAIChatModel:
         return params
 
     # -- the call ------------------------------------------------------------------------------
-    def respond(self, request: Request) -> Response:
-        params = self.params(request)
+    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
+        """One turn; streamed when `stream` is set or `on_delta` is given."""
+        if not self.is_async:
+            from anyio import to_thread
+
+            return await to_thread.run_sync(self._respond_blocking, request,
+                                            thread_deltas(on_delta))
+        params = self._params(request, on_delta)
         with sdk_errors(self.sdk, provider=self.provider, model=self.model,
                         key_variable=KEY_VARIABLE):
-            if self.stream:
-                assembler = ChunkAssembler()
+            if params.get("stream"):
+                assembler = ChunkAssembler(on_delta)
+                async with await self.client.chat.completions.create(**params) as chunks:
+                    async for chunk in chunks:
+                        assembler.add(chunk)
+                turn = assembler.turn()
+            else:
+                turn = completion_turn(await self.client.chat.completions.create(**params))
+        return self._done(turn)
+
+    def _respond_blocking(self, request: Request, on_delta: OnDelta | None) -> Response:
+        params = self._params(request, on_delta)
+        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
+                        key_variable=KEY_VARIABLE):
+            if params.get("stream"):
+                assembler = ChunkAssembler(on_delta)
                 with self.client.chat.completions.create(**params) as chunks:
                     for chunk in chunks:
                         assembler.add(chunk)
                 turn = assembler.turn()
             else:
                 turn = completion_turn(self.client.chat.completions.create(**params))
+        return self._done(turn)
+
+    def _params(self, request: Request, on_delta: OnDelta | None) -> dict[str, Any]:
+        params = self.params(request)
+        if on_delta is not None and not params.get("stream"):
+            params["stream"] = True  # a callback wants the fragments as they arrive
+            params["stream_options"] = {"include_usage": True}
+        return params
+
+    def _done(self, turn: Turn | None) -> Response:
         response = self.convert(turn)
         if response.usage is not None:
             self.turns.append(response.usage)
@@ -250,7 +291,9 @@ class ChunkAssembler:
     """Stream chunks → one `Turn`: text and refusal deltas joined, each call's argument
     fragments joined under its index, the last usage kept (the final chunk has no choices)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_delta: OnDelta | None = None) -> None:
+        self.on_delta = on_delta
+        """Given, it receives each text and tool-call fragment as it is added."""
         self.text: list[str] = []
         self.refusal: list[str] = []
         self.calls: dict[Any, tuple[list[str], list[str], list[str]]] = {}
@@ -271,20 +314,27 @@ class ChunkAssembler:
             delta = choice.delta
             if delta.content:
                 self.text.append(delta.content)
+                if self.on_delta is not None:
+                    self.on_delta(TextDelta(delta.content))
             if getattr(delta, "refusal", None):
                 self.refusal.append(delta.refusal)
             for call in delta.tool_calls or ():
                 # A server that leaves out the index is keyed by id, else by the call before.
                 key = call.index if call.index is not None else (call.id or self.last)
                 self.last = key
+                ordinal = list(self.calls).index(key) if key in self.calls else len(self.calls)
                 ids, names, fragments = self.calls.setdefault(key, ([], [], []))
+                new_id = new_name = piece = ""
                 if call.id and not ids:  # some servers repeat the id and name on every fragment
-                    ids.append(call.id)
+                    ids.append(new_id := call.id)
                 if call.function is not None:
                     if call.function.name and not names:
-                        names.append(call.function.name)
+                        names.append(new_name := call.function.name)
                     if call.function.arguments:
-                        fragments.append(call.function.arguments)
+                        fragments.append(piece := call.function.arguments)
+                if self.on_delta is not None and (new_id or new_name or piece):
+                    self.on_delta(ToolCallDelta(ordinal, id=new_id, name=new_name,
+                                                arguments=piece))
             if choice.finish_reason:
                 self.finish = choice.finish_reason
 
