@@ -1,0 +1,190 @@
+"""The run's front page: costs per turn, tool calls with their refs, artifacts, events.
+
+The law: every section states what the run holds, and an empty section says it is empty (and
+why, when the run directory lacks the file it would come from) instead of vanishing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from byref.jsonview import dumps
+from byref.lens.artifacts import known_refs
+from byref.lens.calls import Call, RefUse, calls
+from byref.lens.costs import Costs, Turn, visible_text
+from byref.lens.markup import card, chart, esc, gap, link, num, path_part, table
+from byref.lens.run import Run
+
+REQUEST_CHARS = 200_000
+"""The conversation shown under a call is cut here (the page stays loadable); the cut is said."""
+
+SEARCH_EVENTS = ("searched", "activated")
+
+
+def overview(run: Run, costs: Costs, *, base: str = "") -> str:
+    turns = costs.turns()
+    found = calls(run)
+    sections = [
+        "".join(gap(g) for g in run.gaps),
+        _totals(turns),
+        "<h2>Per turn</h2>",
+        chart(turns, "chars", id_="chart-chars"),
+        chart(turns, "tokens", id_="chart-tokens"),
+        _turn_table(turns),
+        f"<h2>Tool calls ({len(found)})</h2>",
+        "".join(_call(run, c, base) for c in found) or gap("No tool calls in this run."),
+        "<h2>Artifacts</h2>",
+        _artifacts(run, base),
+        "<h2>Search → activate</h2>",
+        _events(run, SEARCH_EVENTS, "search-events",
+                "No search or activation in this run's trace."),
+        "<h2>Refusals</h2>",
+        _refusals(run, found),
+        "<h2>Coverage of reads</h2>",
+        _coverage(found),
+        "<h2>Trace</h2>",
+        _events(run, None, "trace", "The trace is empty."),
+    ]
+    return "".join(sections)
+
+
+def _totals(turns: list[Turn]) -> str:
+    def total(role_in: bool, side: str, measure: str) -> int:
+        return sum(getattr(getattr(t, side), measure) for t in turns
+                   if (t.role == "assistant") == role_in)
+
+    rows = []
+    for label, wrote in (("model read", False), ("model wrote", True)):
+        key = "written" if wrote else "read"
+        rows.append((label, (
+            f"{num(total(wrote, 'visible', 'chars'), f'model_{key}_chars')} chars, "
+            f"{num(total(wrote, 'visible', 'tokens'), f'model_{key}_tokens')} tokens; "
+            f"inlining everything: {num(total(wrote, 'inlined', 'chars'), f'inlined_{key}_chars')}"
+            f" chars, ≈{num(total(wrote, 'inlined', 'tokens'), f'inlined_{key}_tokens')} tokens")))
+    kept = sum(t.inlined.chars - t.visible.chars for t in turns)
+    rows.append(("kept out of context", f"{num(kept, 'kept_chars')} chars"))
+    rows.append(("how counted", esc(
+        "Model-visible: each part's text as the model received or wrote it (the run's ledger). "
+        "Inlined: each ref and opaque marker replaced by the value it stands for (binary as "
+        "base64); its tokens counted on a leading sample and scaled.")))
+    return card("Totals", rows, id_="totals")
+
+
+def _turn_table(turns: list[Turn]) -> str:
+    rows = [(str(t.seq), esc(t.role), esc(t.label), num(t.visible.chars), num(t.visible.tokens),
+             num(t.inlined.chars), num(t.inlined.tokens)) for t in turns]
+    return table(("seq", "role", "parts", "visible chars", "visible tokens", "inlined chars",
+                  "≈ inlined tokens"), rows, id_="turns")
+
+
+def _call(run: Run, call: Call, base: str) -> str:
+    takes = [(esc(u.path), _ref(u, base), esc(u.origin or "")) for u in call.takes]
+    result = call.result
+    out = [f'<div class="card call" id="call-{esc(call.call_id)}" data-tool="{esc(call.tool)}">'
+           f"<strong>{esc(call.tool)}</strong> <code>{esc(call.call_id)}</code> "
+           f'<span class=muted>call at seq {call.seq} part {call.part}</span>']
+    out.append("<p>refs taken:</p>" + table(("argument", "ref", "came from"), takes)
+               if takes else "<p class=muted>took no refs</p>")
+    if result is None:
+        out.append("<p class=bad>no result recorded</p>")
+    else:
+        returns = [(esc(u.path), _ref(u, base), _went(u)) for u in result.returns]
+        where = f"seq {result.seq} part {result.part}"
+        view = link(f"{base}/result/{result.seq}/{result.part}", "view the value")
+        out.append(f"<p>result at {esc(where)}{' (error)' if result.is_error else ''} · {view}"
+                   "</p>")
+        out.append("<p>refs returned:</p>" + table(("field", "ref", "went to"), returns)
+                   if returns else "<p class=muted>returned no refs</p>")
+        out.append("<details class=received><summary>the result as the model received it "
+                   f"({len(result.rendered):,} chars)</summary><pre>{esc(result.rendered)}</pre>"
+                   "</details>")
+    out.append(f"<details class=written><summary>the call as the model wrote it "
+               f"({len(call.written):,} chars)</summary><pre>{esc(call.written)}</pre></details>")
+    out.append(_request(run, call))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _request(run: Run, call: Call) -> str:
+    """The messages the model had been sent when it made this call, as recorded."""
+    lines: list[str] = []
+    for message in run.transcript:
+        if message.seq >= call.seq:
+            break
+        for part in message.parts:
+            lines.append(f"[{message.seq} {message.role} {part.type}] "
+                         f"{visible_text(message.role, part)}")
+    text = "\n".join(lines)
+    cut = (f"\n… cut at {REQUEST_CHARS:,} of {len(text):,} chars" if len(text) > REQUEST_CHARS
+           else "")
+    return ("<details class=request><summary>the request the model received before this call "
+            f"({len(text):,} chars of messages)</summary><p class=muted>Messages exactly as "
+            "recorded and shown to the model; the system text and tool declarations of that "
+            "request are not kept in a run directory.</p>"
+            f"<pre>{esc(text[:REQUEST_CHARS])}{esc(cut)}</pre></details>")
+
+
+def _ref(use: RefUse, base: str) -> str:
+    text = f"<code>{esc(use.text)}</code>"
+    if use.key:
+        text += " " + link(f"{base}/artifact/{path_part(use.key)}", "artifact",
+                           data_ref=use.key)
+    return text
+
+
+def _went(use: RefUse) -> str:
+    if not use.went_to:
+        return "<span class=muted>not used by a later call</span>"
+    return ", ".join(link(f"#call-{c}", c) for c in use.went_to)
+
+
+def _artifacts(run: Run, base: str) -> str:
+    refs = known_refs(run)
+    if not refs:
+        return gap("This run names no artifact.")
+    rows = []
+    for ref in refs:
+        found = run.head(ref)
+        if found is None:
+            rows.append((f"<code>{esc(ref)}</code>", "<span class=muted>absent</span>", "", "",
+                         "", ""))
+            continue
+        meta = found[1]
+        rows.append((link(f"{base}/artifact/{path_part(ref)}", ref, data_ref=ref),
+                     esc(meta.kind), esc(meta.media_type), num(meta.bytes),
+                     esc(meta.label or ""), esc(", ".join(meta.parent_refs) or "—")))
+    return table(("ref", "kind", "mediaType", "bytes", "label", "parentRefs"), rows,
+                 id_="artifacts")
+
+
+def _events(run: Run, names: tuple[str, ...] | None, id_: str, empty: str) -> str:
+    picked = [e for e in run.events if names is None or e.get("event") in names]
+    if not picked:
+        return gap(empty)
+    return table(("event", "details"), ((esc(e.get("event")), _fields(e)) for e in picked),
+                 id_=id_)
+
+
+def _fields(event: dict[str, Any]) -> str:
+    return "<br>".join(f"<b>{esc(k)}</b>: <code>{esc(v if isinstance(v, str) else dumps(v))}"
+                       "</code>" for k, v in event.items() if k not in ("event", "at"))
+
+
+def _refusals(run: Run, found: list[Call]) -> str:
+    refused = [e for e in run.events if e.get("event") == "refused"]
+    errors = [c for c in found if c.result is not None and c.result.is_error]
+    if not refused and not errors:
+        return gap("Nothing was refused in this run.")
+    rows = [(esc(e.get("tool") or e.get("op") or ""), esc(e.get("reason") or ""),
+             _fields(e)) for e in refused]
+    rows += [(esc(c.tool), "what the model was told", f"<pre>{esc(c.result.rendered)}</pre>")
+             for c in errors if c.result is not None]
+    return table(("tool", "reason", "details"), rows, id_="refusals")
+
+
+def _coverage(found: list[Call]) -> str:
+    rows = [(esc(c.tool), esc(c.call_id), _fields(c.result.coverage))
+            for c in found if c.result is not None and c.result.coverage is not None]
+    if not rows:
+        return gap("No read in this run reported coverage (only explicit reads do).")
+    return table(("read", "call", "coverage facts"), rows, id_="coverage")

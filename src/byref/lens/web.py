@@ -1,0 +1,203 @@
+"""The lens's HTTP face: routes to pages, served by the standard library or mounted as ASGI.
+
+Routes: `/` the run, `/artifact/<ref>` an artifact (`?path=` a JSON Pointer, `?page=`),
+`/artifact/<ref>/raw` an image's bytes, `/artifact/<ref>/page/<n>.png` a PDF page, and
+`/result/<seq>/<part>` a recorded result's value. Only GET and HEAD are answered; anything else
+is 405. The law: the server is a reader. `byref lens` runs it on the standard library's threading
+HTTP server (a local, single-user page needs no framework, and a core install has no other);
+the gateway mounts `asgi_app`, a plain ASGI callable, behind its own bearer-token check, handing
+it the caller's run only.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from byref.lens.artifacts import INLINE_IMAGES, artifact_page, pdf_png
+from byref.lens.costs import Costs
+from byref.lens.markup import CSP, gap, page
+from byref.lens.overview import overview
+from byref.lens.results import result_page
+from byref.lens.run import Run
+
+_ARTIFACT = re.compile(r"^/artifact/([^/]+)(/raw|/page/(\d{1,6})\.png)?$")
+_RESULT = re.compile(r"^/result/(\d{1,20})/(\d{1,6})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Lens:
+    """The pages of one run. Turn costs are computed once (they stream stored data)."""
+
+    def __init__(self, run: Run, *, base: str = "") -> None:
+        self.run = run
+        self.base = base.rstrip("/")
+        self._costs = Costs(run)
+        self._lock = threading.Lock()
+
+    def respond(self, method: str, target: str) -> Response:
+        if method not in ("GET", "HEAD"):
+            return _html(405, "Read-only", gap("The lens only reads: GET and HEAD."), self.base,
+                         {"Allow": "GET, HEAD"})
+        url = urlsplit(target)
+        path = url.path[len(self.base):] if self.base and url.path.startswith(self.base) \
+            else url.path
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        page_no = _int(query.get("page"), 1)
+        if path in ("", "/"):
+            with self._lock:  # one computation of the costs, however many tabs load at once
+                body = overview(self.run, self._costs, base=self.base)
+            return _html(200, f"run {self.run.source}", body, self.base)
+        if match := _ARTIFACT.match(path):
+            ref = unquote(match.group(1))
+            if match.group(2) == "/raw":
+                return self._raw(ref)
+            if match.group(3):
+                return self._pdf_page(ref, int(match.group(3)))
+            body = artifact_page(self.run, ref, page=page_no, path=query.get("path", ""),
+                                 base=self.base)
+            status = 200 if self.run.head(ref) is not None else 404
+            return _html(status, f"artifact {ref}", body, self.base)
+        if match := _RESULT.match(path):
+            seq, part = int(match.group(1)), int(match.group(2))
+            body = result_page(self.run, seq, part, query.get("field"), page=page_no,
+                               base=self.base)
+            return _html(200, f"result at seq {seq} part {part}", body, self.base)
+        return _html(404, "Not found", gap(f"No lens page at {path!r}."), self.base)
+
+    def _raw(self, ref: str) -> Response:
+        found = self.run.head(ref)
+        media = found[1].media_type.split(";")[0].strip().lower() if found else ""
+        if found is None or media not in INLINE_IMAGES:
+            # Only raster images are served raw: anything else could be a page of its own.
+            return _html(404, "Not found", gap(f"No image {ref!r} in this run."), self.base)
+        got = self.run.get(ref)
+        if got is None:
+            return _html(404, "Not found", gap(f"Artifact {ref!r} is absent."), self.base)
+        return Response(200, media, got[1], _SAFE)
+
+    def _pdf_page(self, ref: str, number: int) -> Response:
+        found = self.run.head(ref)
+        if found is None or found[1].media_type != "application/pdf":
+            return _html(404, "Not found", gap(f"No PDF {ref!r} in this run."), self.base)
+        try:
+            png = pdf_png(self.run, ref, number)
+        except ImportError:
+            png = None
+        if png is None:
+            return _html(404, "Not found", gap(f"PDF {ref!r} has no page {number}."), self.base)
+        return Response(200, "image/png", png, _SAFE)
+
+
+_SAFE = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": CSP,
+         "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+def _html(status: int, title: str, body: str, base: str,
+          extra: dict[str, str] | None = None) -> Response:
+    return Response(status, "text/html; charset=utf-8",
+                    page(title, body, base=base).encode(), {**_SAFE, **(extra or {})})
+
+
+def _int(text: str | None, default: int) -> int:
+    return int(text) if text is not None and text.isascii() and text.isdigit() and \
+        len(text) < 10 else default
+
+
+# -- the standard library's server -------------------------------------------------------------
+def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A threading HTTP server answering `lens`'s pages; port 0 picks a free one."""
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "byref-lens"
+
+        def _answer(self, head_only: bool) -> None:
+            response = lens.respond("GET", self.path)
+            self.send_response(response.status)
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(response.body)))
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if not head_only:
+                self.wfile.write(response.body)
+
+        def do_GET(self) -> None:
+            self._answer(False)
+
+        def do_HEAD(self) -> None:
+            self._answer(True)
+
+        def _refuse(self) -> None:
+            response = lens.respond(self.command, self.path)
+            self.send_response(response.status)
+            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            self.wfile.write(response.body)
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None  # the terminal shows the URL, not a line per request
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    host = host.decode() if isinstance(host, bytes) else str(host)
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+# -- ASGI, for the gateway ---------------------------------------------------------------------
+ASGIScope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def asgi_app(lens_for: Callable[[ASGIScope], Lens | None]) -> Callable[
+        [ASGIScope, Receive, Send], Awaitable[None]]:
+    """An ASGI app answering the lens of the run `lens_for(scope)` picks for this request (the
+    caller's own, from its authenticated identity); None answers 404, as an absent run."""
+    import anyio.to_thread
+
+    async def app(scope: ASGIScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        lens = lens_for(scope)
+        target = scope.get("root_path", "") + scope["path"]
+        if scope.get("query_string"):
+            target += "?" + scope["query_string"].decode("latin-1")
+        if lens is None:
+            response = _html(404, "Not found", gap("No run for this caller."), "")
+        else:
+            # Pages read the store (blocking); keep the event loop free.
+            response = await anyio.to_thread.run_sync(lens.respond, scope["method"], target)
+        headers = [(b"content-type", response.content_type.encode()),
+                   (b"content-length", str(len(response.body)).encode())]
+        headers += [(k.lower().encode(), v.encode()) for k, v in response.headers.items()]
+        await send({"type": "http.response.start", "status": response.status,
+                    "headers": headers})
+        body = b"" if scope["method"] == "HEAD" else response.body
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+__all__ = ["Lens", "Response", "asgi_app", "make_server", "url_of"]
