@@ -1,0 +1,65 @@
+"""Shared rigs for the lens tests: one real `byref demo --out` run, and the lens serving it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _lens_rig import DemoRun
+
+from byref.lens import Lens, load_run, make_server, url_of
+
+BYREF = [sys.executable, "-m", "byref.cli"]
+SCREENSHOTS: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`byref demo --out DIR --json`, through the command line a user runs."""
+    out = tmp_path_factory.mktemp("lens-demo") / "run"
+    done = subprocess.run([*BYREF, "demo", "--out", str(out), "--json"], capture_output=True,
+                          text=True, timeout=300, check=True)
+    return DemoRun(out, json.loads(done.stdout))
+
+
+@pytest.fixture
+def served() -> Iterator[Any]:
+    """Serve a Lens over the standard library's server on a free loopback port."""
+    import threading
+
+    servers = []
+
+    def serve(lens: Lens) -> str:
+        server = make_server(lens, "127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return url_of(server)
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def demo_lens(demo_run: DemoRun) -> Lens:
+    return Lens(load_run(demo_run.out))
+
+
+def artifacts_dir(base: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: $BYREF_TEST_ARTIFACTS, else the session's pytest temp dir."""
+    chosen = os.environ.get("BYREF_TEST_ARTIFACTS")
+    path = Path(chosen) if chosen else base.getbasetemp() / "artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for shot in SCREENSHOTS:
+        terminalreporter.write_line(f"lens screenshot: {shot}")
