@@ -10,17 +10,31 @@ import byref
 
 FRONT_DOOR = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
-    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel",
-    "Session", "Tool",
-    "ToolRefusal", "__version__", "builtin_tools", "call", "load_config", "model_from_id",
-    "open_store", "say", "tool",
+    "InvalidValue", "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope",
+    "ScriptedModel", "Session", "Tool", "ToolRefusal", "ToolSource", "__version__",
+    "builtin_tools", "call", "load_config", "model_from_id", "open_store", "say", "tool",
 ]
 
 
 def test_the_front_door_exports_exactly_the_pinned_names() -> None:
     assert byref.__all__ == FRONT_DOOR
+    assert sorted(dir(byref)) == FRONT_DOOR
     for name in FRONT_DOOR:
         assert getattr(byref, name) is not None, name
+
+
+def test_type_checkers_see_each_name_where_it_is_loaded_from() -> None:
+    """The TYPE_CHECKING imports re-export each lazy name from the module the table names."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(byref.__file__).read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If)
+                   and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    seen = {alias.asname: node.module for node in guarded.body
+            if isinstance(node, ast.ImportFrom) for alias in node.names
+            if alias.asname == alias.name}
+    assert seen == byref._EXPORTS
 
 
 def test_importing_byref_loads_neither_the_gateway_nor_the_sdks() -> None:

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS: dict[str, str] = {
+_EXPORTS: dict[str, str] = {  # name → the module that defines it; the one list of the door
     # tools and the loop
     "tool": "byref.tools", "Tool": "byref.tools", "ToolRefusal": "byref.tools",
-    "Payload": "byref.tools", "builtin_tools": "byref.tools",
+    "Payload": "byref.tools", "builtin_tools": "byref.tools", "ToolSource": "byref.tools",
     "Harness": "byref.harness", "Session": "byref.harness", "ScriptedModel": "byref.harness",
     "call": "byref.harness",
     "say": "byref.harness", "model_from_id": "byref.harness.providers",
@@ -29,17 +29,11 @@ _EXPORTS: dict[str, str] = {
     "Gateway": "byref.gateway", "load_config": "byref.gateway",
     # errors, by audience
     "ByrefError": "byref.errors", "Refused": "byref.errors", "DeveloperError": "byref.errors",
-    "OperatorError": "byref.errors",
+    "InvalidValue": "byref.errors", "OperatorError": "byref.errors",
 }
 _EXTRAS = {"byref.gateway": "mcp"}
 
-__all__ = [
-    "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
-    "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope", "ScriptedModel",
-    "Session", "Tool",
-    "ToolRefusal", "__version__", "builtin_tools", "call", "load_config", "model_from_id",
-    "open_store", "say", "tool",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
@@ -65,13 +59,30 @@ def __dir__() -> list[str]:
     return __all__
 
 
-if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
-    from byref.discovery import Catalog, Discovery
-    from byref.dispatch import Policy
-    from byref.errors import ByrefError, DeveloperError, OperatorError, Refused
-    from byref.gateway import Gateway, load_config
-    from byref.harness import Harness, ScriptedModel, Session, call, say
-    from byref.harness.providers import model_from_id
-    from byref.refs import Blob, Message
-    from byref.store import Scope, open_store
-    from byref.tools import Payload, Tool, ToolRefusal, builtin_tools, tool
+if TYPE_CHECKING:  # what the lazy names are, for type checkers (`as`: explicit re-exports)
+    from byref.discovery import Catalog as Catalog
+    from byref.discovery import Discovery as Discovery
+    from byref.dispatch import Policy as Policy
+    from byref.errors import ByrefError as ByrefError
+    from byref.errors import DeveloperError as DeveloperError
+    from byref.errors import InvalidValue as InvalidValue
+    from byref.errors import OperatorError as OperatorError
+    from byref.errors import Refused as Refused
+    from byref.gateway import Gateway as Gateway
+    from byref.gateway import load_config as load_config
+    from byref.harness import Harness as Harness
+    from byref.harness import ScriptedModel as ScriptedModel
+    from byref.harness import Session as Session
+    from byref.harness import call as call
+    from byref.harness import say as say
+    from byref.harness.providers import model_from_id as model_from_id
+    from byref.refs import Blob as Blob
+    from byref.refs import Message as Message
+    from byref.store import Scope as Scope
+    from byref.store import open_store as open_store
+    from byref.tools import Payload as Payload
+    from byref.tools import Tool as Tool
+    from byref.tools import ToolRefusal as ToolRefusal
+    from byref.tools import ToolSource as ToolSource
+    from byref.tools import builtin_tools as builtin_tools
+    from byref.tools import tool as tool

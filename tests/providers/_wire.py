@@ -51,6 +51,11 @@ class Wire:
     def client(self) -> httpx2.Client:
         return httpx2.Client(transport=httpx2.MockTransport(self), timeout=httpx2.Timeout(5.0))
 
+    def async_client(self) -> httpx2.AsyncClient:
+        """The same transport for an SDK's async client (`AsyncAnthropic`, `AsyncOpenAI`)."""
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self),
+                                  timeout=httpx2.Timeout(5.0))
+
     def sent(self) -> str:
         return b"\n".join(self.raw).decode()
 

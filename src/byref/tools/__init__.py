@@ -12,17 +12,31 @@ from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
 from byref.tools.payload import Payload
 from byref.tools.read_result import make_read_result
 from byref.tools.schema import SchemaCache, rewrite_schema
+from byref.tools.sources import (
+    CatalogSource,
+    Filtered,
+    McpSource,
+    Prefixed,
+    ToolSet,
+    ToolSource,
+)
 from byref.tools.tool import Tool, ToolInputError, ToolRefusal, artifact_ref_schema, tool
 
 __all__ = [
     "BUILTIN_JSON_TOOLS",
+    "CatalogSource",
+    "Filtered",
+    "McpSource",
     "Payload",
+    "Prefixed",
     "SchemaCache",
     "ScopedArtifacts",
     "Tool",
     "ToolContext",
     "ToolInputError",
     "ToolRefusal",
+    "ToolSet",
+    "ToolSource",
     "artifact_ref_schema",
     "builtin_tools",
     "make_read_result",

@@ -124,8 +124,8 @@ class Prefixed(_Calls):
 
 
 class McpSource(_Calls):
-    """The tools of a connected MCP client session (`mcp.ClientSession`), listed once by
-    `await McpSource.connect(session)`. Each call goes to the server; a tool error comes back
+    """The tools of a connected MCP client (`mcp.Client` or `mcp.ClientSession`), listed once
+    by `await McpSource.connect(client)`. Each call goes to the server; a tool error comes back
     to the model as a refusal with the server's text."""
 
     def __init__(self, session: Any, listed: Sequence[Any]) -> None:
@@ -137,9 +137,14 @@ class McpSource(_Calls):
         """List the session's tools (every page) and wrap them."""
         listed: list[Any] = []
         cursor = None
+        by_cursor = "cursor" in inspect.signature(session.list_tools).parameters  # mcp.Client
         while True:
-            page = await (session.list_tools(params=_page(cursor)) if cursor
-                          else session.list_tools())
+            if not cursor:
+                page = await session.list_tools()
+            elif by_cursor:
+                page = await session.list_tools(cursor=cursor)
+            else:
+                page = await session.list_tools(params=_page(cursor))
             listed.extend(page.tools)
             cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
             if not cursor:
