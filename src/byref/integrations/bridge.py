@@ -1,0 +1,360 @@
+"""`Bridge`: byref's dispatcher, transcript, store and discovery behind a framework's tool calls.
+
+Framework-free: each integration module converts its framework's tools, calls and messages to
+the plain values this takes. A framework tool is adopted as a byref `Tool` whose body relays to
+the framework's own execution of the call, so `$ref` arguments are resolved to exact values before
+the framework runs the tool, and the result is placed (stored with a preview) or marked (a
+binary) on the way back. Built-in read tools are added; with a catalog, search_tools and
+activate_tool declare the catalog's tools as the framework's history touches them; with a budget,
+the framework's model input can be fitted (settled results become exact-reread stubs).
+
+The law of the record: a framework runs one model turn's tool calls one call at a time through
+its own hook, possibly concurrently, while byref addresses a result by the transcript message
+that holds it. So a turn's calls are reserved as one batch: the assistant message holding every
+call of the turn is appended when the first of them arrives (the caller names its siblings
+when the framework shows them), each result is dispatched with the address it will have, and
+the tool message is appended when the last one finishes. A call the framework never made (it
+refused the arguments itself, or the run stopped) is recorded as not run when the next turn
+starts. A call whose siblings are unknown is a batch of its own and waits for the batch before
+it, so addresses never collide.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from byref.context import Assembled, ContextAssembler, RequestBudget
+from byref.discovery import Catalog, Discovery
+from byref.discovery.assembly import PLAIN
+from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.dispatch import Call, Dispatcher, Policy
+from byref.events import Emitter
+from byref.harness.session import SYSTEM_NOTE
+from byref.reads import ReadLimits
+from byref.store import ArtifactStore, MemoryStore, Scope
+from byref.tools import Payload, Tool, builtin_tools
+from byref.transcript import Part, Transcript
+
+R = TypeVar("R")
+Execute = Callable[[dict[str, Any]], Awaitable[Any]]
+"""The framework's own run of one call, given the resolved arguments."""
+
+NOT_RUN = "This call was not run (the framework did not execute it); call the tool again."
+"""Recorded for a reserved call the framework never made, so the turn's record is whole."""
+
+_current: ContextVar[Execute | None] = ContextVar("byref_framework_call", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One tool event of a framework's message history, as the working-set projection reads it:
+    a call (its id, tool name and arguments) or a result (its call id and whether it failed)."""
+
+    kind: Literal["call", "result"]
+    call_id: str
+    name: str = ""
+    input: Any = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """What to declare for the next model request: byref declarations (name, description,
+    input_schema; byte-stable) and the lines to add to the system text (the last one varies)."""
+
+    declarations: list[dict[str, Any]]
+    lines: list[str]
+
+
+class _Relay:
+    """A framework tool's body as byref sees it: the framework's run of the current call."""
+
+    def __init__(self, name: str, convert: Callable[[Any], Any]) -> None:
+        self.name = name
+        self.convert = convert
+
+    async def __call__(self, **args: Any) -> Any:
+        execute = _current.get()
+        if execute is None:
+            raise RuntimeError(f"Tool {self.name!r} belongs to its framework and runs only inside "
+                               "that framework's tool call.")
+        return self.convert(await execute(args))
+
+
+@dataclass
+class _Batch:
+    call_seq: int
+    calls: list[Call]
+    index: dict[str, int]
+    parts: list[Part | None]
+    started: set[int] = field(default_factory=set)
+    running: int = 0
+    idle: threading.Event = field(default_factory=threading.Event)
+
+
+def plain_result(value: Any) -> Any:
+    """Framework-neutral result conversion: bytes become a stored binary (a Payload)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return Payload.from_bytes(bytes(value))
+    return value
+
+
+class Bridge:
+    """byref for a framework's tool calls: `adopt` its tools, `surface` what to declare,
+    `await call(...)` each call the framework routes, `fit` its model input to a budget."""
+
+    def __init__(
+        self,
+        *,
+        store: ArtifactStore | Literal["memory"] | None = "memory",
+        scope: Scope | None = None,
+        policy: Policy | None = None,
+        emit: Emitter | None = None,
+        catalog: Catalog | None = None,
+        search: bool = False,
+        working_set: int = DEFAULT_BUDGET,
+        budget: RequestBudget | int | None = None,
+    ) -> None:
+        self.policy = policy or Policy()
+        self.transcript = Transcript()
+        self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
+        self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        self.limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes)
+        self.assembler = (ContextAssembler(budget, store=self.store, scope=self.scope, emit=emit)
+                          if budget is not None else None)
+        self.assembled: list[Assembled[Any]] = []
+        """One entry per fitted request: its bytes and which groups it replaced."""
+        self.search = search
+        if search and catalog is None:
+            catalog = Catalog()
+        self.catalog = catalog
+        self.discovery = (Discovery(catalog, budget=working_set, emit=emit)
+                          if catalog is not None else None)
+        builtins: list[Tool] = []
+        if self.policy.refs and (self.store is not None or self.assembler is not None):
+            room = self.assembler.room if self.assembler is not None else None
+            builtins = list(builtin_tools(self.limits, room, present=False))
+        self.builtins = tuple(builtins)
+        tools = [*builtins, *(self.discovery.tools if self.discovery is not None else ())]
+        if catalog is not None:
+            have = {t.name for t in tools}
+            tools.extend(t for t in catalog.tools() if t.name not in have)
+        self.dispatcher = Dispatcher(tools, transcript=self.transcript, store=self.store,
+                                     scope=self.scope, policy=self.policy, emit=emit)
+        self._adopted: dict[str, tuple[tuple[str, str], Tool]] = {}
+        self._results: dict[str, Part] = {}
+        self._open: _Batch | None = None
+        self._lock = threading.Lock()
+
+    # -- tools ---------------------------------------------------------------------------------
+    @property
+    def system(self) -> str:
+        """The sentence on references for the system text (byref's `Session.system`)."""
+        return SYSTEM_NOTE
+
+    def adopt(self, name: str, description: str, schema: dict[str, Any], *,
+              convert: Callable[[Any], Any] = plain_result) -> Tool:
+        """The byref `Tool` for a framework tool (the same object while its text and schema are
+        unchanged, so its rewritten schema and declaration stay byte-identical). With `search`,
+        it is kept behind search_tools in the catalog."""
+        key = (description, _schema_key(schema))
+        held = self._adopted.get(name)
+        if held is not None and held[0] == key:
+            return held[1]
+        if name in self.dispatcher.tools and held is None:
+            raise ValueError(f"The framework tool {name!r} has the name of a byref tool; rename "
+                             "it (byref's read and search tools keep their names).")
+        tool = Tool(name=name, description=description, fn=_Relay(name, convert),
+                    input_schema=schema)
+        self._adopted[name] = (key, tool)
+        self.dispatcher.tools[name] = tool
+        if self.search and self.catalog is not None and name not in self.catalog:
+            self.catalog.add(tool)
+        return tool
+
+    def is_byref(self, name: str) -> bool:
+        """A tool byref runs itself (a read or search tool, or one from the catalog)."""
+        return name in self.dispatcher.tools and name not in self._adopted
+
+    def surface(self, visible: Iterable[str], seen: Iterable[Seen] = ()) -> Surface:
+        """Declarations for the next request: the built-in tools, the adopted tools named in
+        `visible` and, with a catalog, search_tools / activate_tool plus the working set
+        projected from `seen` (the framework's history), with the discovery lines."""
+        visible = [n for n in visible if n in self._adopted]
+        if self.discovery is None:
+            chosen = {t.name: t for t in self.builtins}
+            chosen.update((n, self._adopted[n][1]) for n in visible)
+            declared = [self._declare(chosen[n]) for n in sorted(chosen)]
+            return Surface(declared, [self.system] if self.policy.refs else [])
+        always = [*self.builtins, *self.discovery.tools,
+                  *(self._adopted[n][1] for n in visible if not self.search)]
+        assembly = self.discovery.assemble(always, self.project(seen), refs=self.policy.refs)
+        lines = [self.system, *assembly.system_lines] if self.policy.refs else list(
+            assembly.system_lines)
+        return Surface(assembly.declarations, lines)
+
+    def _declare(self, tool: Tool) -> dict[str, Any]:
+        if self.policy.refs and tool.name not in PLAIN:
+            return tool.declaration()
+        return tool.plain_declaration()
+
+    def working_set(self, seen: Iterable[Seen]) -> list[str]:
+        """Catalog tools the history `seen` keeps declared, most recently touched first."""
+        if self.discovery is None:
+            return []
+        return working_set(self.project(seen), self.discovery.catalog,
+                           budget=self.discovery.budget)
+
+    def project(self, seen: Iterable[Seen]) -> Transcript:
+        """The framework's history as a transcript of calls and results (a projection's input);
+        a result byref recorded brings what it stored (so the readers stay declared)."""
+        out = Transcript()
+        calls: list[Part] = []
+        results: list[Part] = []
+        for event in seen:
+            if event.kind == "call":
+                if results:
+                    out.append("tool", results)
+                    results = []
+                calls.append(Part(type="tool_call", tool=event.name, call_id=event.call_id,
+                                  value={"name": event.name, "id": event.call_id,
+                                         "input": event.input}))
+            else:
+                if calls:
+                    out.append("assistant", calls)
+                    calls = []
+                recorded = self._results.get(event.call_id)
+                results.append(recorded if recorded is not None and not event.is_error else Part(
+                    type="tool_result", value=None, call_id=event.call_id,
+                    is_error=event.is_error))
+        for role, parts in (("assistant", calls), ("tool", results)):
+            if parts:
+                out.append(role, parts)  # type: ignore[arg-type]
+        return out
+
+    # -- calls ---------------------------------------------------------------------------------
+    async def call(self, call_id: str, name: str, args: Any, execute: Execute | None = None, *,
+                   siblings: Sequence[tuple[str, str, Any]] = ()) -> Part:
+        """Dispatch one call the framework routed (`execute` runs an adopted tool the
+        framework's way). `siblings`: (id, name, args) of every call of the same model turn,
+        when the framework shows them. Never raises for anything the model wrote."""
+        from anyio import to_thread
+
+        this = Call(call_id, name, {} if args is None else args)
+        while True:
+            slot = self._reserve(this, siblings)
+            if not isinstance(slot, threading.Event):
+                break
+            await to_thread.run_sync(slot.wait)
+        batch, index = slot
+        token = _current.set(execute)
+        try:
+            part = await self.dispatcher.adispatch(
+                batch.calls[index], call_seq=batch.call_seq, seq=batch.call_seq + 1, part=index)
+        finally:
+            _current.reset(token)
+        self._finish(batch, index, part)
+        return part
+
+    def settle(self) -> None:
+        """Record the turn's calls the framework never made (call before the next request)."""
+        with self._lock:
+            if self._open is not None and self._open.running == 0:
+                self._flush(self._open)
+
+    def _reserve(self, call: Call, siblings: Sequence[tuple[str, str, Any]]
+                 ) -> tuple[_Batch, int] | threading.Event:
+        with self._lock:
+            batch = self._open
+            if batch is not None:
+                index = batch.index.get(call.id)
+                if index is not None and index not in batch.started:
+                    self._start(batch, index)
+                    return batch, index
+                if batch.running:
+                    return batch.idle
+                self._flush(batch)
+            members = [Call(i, n, {} if a is None else a) for i, n, a in siblings
+                       if n in self.dispatcher.tools]
+            if call.id not in {c.id for c in members} or len({c.id for c in members}) != len(
+                    members):
+                members = [call]
+            else:
+                members = [call if c.id == call.id else c for c in members]
+            seq = self.transcript.append(
+                "assistant", [self.dispatcher.call_part(c) for c in members]).seq
+            batch = _Batch(seq, members, {c.id: i for i, c in enumerate(members)},
+                           [None] * len(members))
+            self._open = batch
+            index = batch.index[call.id]
+            self._start(batch, index)
+            return batch, index
+
+    @staticmethod
+    def _start(batch: _Batch, index: int) -> None:
+        batch.started.add(index)
+        batch.running += 1
+        batch.idle.clear()
+
+    def _finish(self, batch: _Batch, index: int, part: Part) -> None:
+        tool = self.dispatcher.tools.get(batch.calls[index].name)
+        if self.assembler is not None and not (tool is not None and tool.explicit_read):
+            # The turn's other results share the room a read in the same turn may use.
+            self.assembler.room.consume(len((part.rendered or "").encode()))
+        with self._lock:
+            batch.parts[index] = part
+            if part.call_id is not None:
+                self._results[part.call_id] = part
+            batch.running -= 1
+            if batch.running == 0:
+                batch.idle.set()
+                if all(p is not None for p in batch.parts) and self._open is batch:
+                    self._flush(batch)
+
+    def _flush(self, batch: _Batch) -> None:
+        parts = [p if p is not None else Part(
+            type="tool_result", value=NOT_RUN, rendered=NOT_RUN, tool=c.name, call_id=c.id,
+            is_error=True) for c, p in zip(batch.calls, batch.parts, strict=True)]
+        self.transcript.append("tool", parts)
+        self._open = None
+        batch.idle.set()
+
+    # -- budgeted model input ------------------------------------------------------------------
+    def fit(self, build: Callable[[Mapping[str, str], str | None], R],
+            measure: Callable[[R], int]) -> R:
+        """The framework's model input under the budget. `build(stubs, note)` makes it with the
+        results of the call ids in `stubs` replaced by that text (and `note`, the live-handles
+        line, added last when set); `measure` gives its UTF-8 bytes. Without a budget,
+        `build({}, None)`. Raises `ContextBudgetError` when even the compacted input is over."""
+        self.settle()
+        if self.assembler is None:
+            return build({}, None)
+        messages = list(self.transcript)
+        original = {(m.seq, j): p.rendered for m in messages for j, p in enumerate(m.parts)}
+
+        def view_build(view: list[Any]) -> R:
+            stubs: dict[str, str] = {}
+            note = None
+            for message in view:
+                for j, p in enumerate(message.parts):
+                    if p.type == "text":
+                        note = str(p.value)
+                    elif (p.type == "tool_result" and p.call_id is not None
+                          and p.rendered != original.get((message.seq, j))):
+                        stubs[p.call_id] = p.rendered or ""
+            return build(stubs, note)
+
+        assembled = self.assembler.assemble(messages, build=view_build, measure=measure)
+        self.assembled.append(assembled)
+        return assembled.request
+
+
+def _schema_key(schema: dict[str, Any]) -> str:
+    from byref.jsonview import dumps
+
+    return dumps(schema)
