@@ -10,8 +10,9 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 demo: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[pdf]'
+	$(BIN)/python -m pip install --quiet -e '.[pdf,lens]'
 	$(BIN)/byref demo
+	@echo "See what stayed out of the context: $(BIN)/byref lens byref-demo"
 
 test: $(BIN)/python upstreams
 	$(BIN)/python -m pip install --quiet -e '.[dev,pdf,postgres,s3,mcp]'

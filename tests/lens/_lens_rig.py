@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,19 @@ from byref.transcript import Transcript
 SCOPE = Scope("acme", "alice", "kinds")
 HOSTILE = "<script>document.title='owned'</script><img src=x onerror=alert(1)>"
 MISSING = "art_0000000000000000000000"
+
+
+BYREF = [sys.executable, "-m", "byref.cli"]
+SCREENSHOTS: list[Path] = []
+"""Screenshots the browser tests saved; the terminal summary names them."""
+
+
+def artifacts_dir(base: Any) -> Path:
+    """Where screenshots go: $BYREF_TEST_ARTIFACTS, else the session's pytest temp dir."""
+    chosen = os.environ.get("BYREF_TEST_ARTIFACTS")
+    path = Path(chosen) if chosen else base.getbasetemp() / "artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 @dataclass

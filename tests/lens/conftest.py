@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _lens_rig import DemoRun
+from _lens_rig import BYREF, SCREENSHOTS, DemoRun
 
 from byref.lens import Lens, load_run, make_server, url_of
-
-BYREF = [sys.executable, "-m", "byref.cli"]
-SCREENSHOTS: list[Path] = []
 
 
 @pytest.fixture(scope="session")
@@ -50,14 +44,6 @@ def served() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def demo_lens(demo_run: DemoRun) -> Lens:
     return Lens(load_run(demo_run.out))
-
-
-def artifacts_dir(base: pytest.TempPathFactory) -> Path:
-    """Where screenshots go: $BYREF_TEST_ARTIFACTS, else the session's pytest temp dir."""
-    chosen = os.environ.get("BYREF_TEST_ARTIFACTS")
-    path = Path(chosen) if chosen else base.getbasetemp() / "artifacts"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -1,0 +1,26 @@
+"""`make demo` tells the newcomer how to look at the run it just made."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from byref.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_make_demo_prints_the_lens_command_for_its_own_run() -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    demo_line = next(line for line in dry.splitlines() if line.endswith("byref demo"))
+    lens_line = next(line for line in dry.splitlines() if "byref lens" in line)
+    assert dry.splitlines().index(lens_line) > dry.splitlines().index(demo_line)
+    out_dir = build_parser().parse_args(["demo"]).out  # where that `byref demo` writes
+    assert lens_line.rstrip("\"'").endswith(f"byref lens {out_dir}")
+    assert build_parser().parse_args(["lens", str(out_dir)]).path == out_dir
