@@ -68,17 +68,35 @@ def run(args: argparse.Namespace) -> int:
             return 2
 
     async def main() -> None:
-        async with gateway:
+        async with gateway, anyio.create_task_group() as group:
+            # SIGTERM / SIGHUP stop the gateway as stdin's end does: every upstream's process
+            # group is ended on the way out (Python's default would exit and orphan them).
+            group.start_soon(_stop_on_signal, group.cancel_scope)
             if sock is None:
                 await serve_stdio(gateway)
             else:
                 await serve_http(gateway, sock)
+            group.cancel_scope.cancel()
+
+    from byref.gateway.spawn import end_all
 
     try:
         anyio.run(main)
     except KeyboardInterrupt:
         pass
     finally:
+        end_all()  # whatever a stop could not end in time
         if sock is not None:
             sock.close()
     return 0
+
+
+async def _stop_on_signal(scope: Any) -> None:
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return

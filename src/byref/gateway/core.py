@@ -31,6 +31,7 @@ from mcp.server.connection import Connection
 
 from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import assemble, capability_line
+from byref.discovery.mcp import server_slug
 from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossary
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Dispatcher, Policy
@@ -49,6 +50,9 @@ from byref.tools.read_result import make_read_result
 from byref.transcript import Part, Role, Transcript
 
 CALL_TOOL = "call_tool"
+LIST_GRACE = 8.0
+"""Seconds a tools/list waits for upstreams still starting (under the MCP Inspector's 10 s request
+timeout; a normal start takes 0.3-3 s); later ones are indexed on arrival and announced."""
 PLACED_PREVIEW_CHARS = 1_000
 """Preview characters in a placed result's substitute (the whole substitute stays < 2,000)."""
 
@@ -80,6 +84,8 @@ class Toolbox:
 class Gateway:
     """Use as `async with Gateway(config) as gateway:`; `build_server(gateway)` serves it."""
 
+    list_grace: float = LIST_GRACE
+
     def __init__(self, config: GatewayConfig, *, store: ArtifactStore | None = None,
                  emit: Emitter | None = None, errlog: TextIO | None = None,
                  policy: Policy | None = None) -> None:
@@ -100,6 +106,11 @@ class Gateway:
         self._listings: dict[str, list[types.Tool]] = {}
         self._errors: dict[str, str] = {}
         self._stale: set[str] = set()
+        self._pending: dict[str, anyio.Event] = {}
+        """Servers being listed now, each in its own task; the event is set when it ends."""
+        self._served_early: set[str] = set()
+        """Servers still listing when a toolbox was handed out: their arrival is announced."""
+        self._dirty = False
         self._version = 0
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
@@ -134,44 +145,62 @@ class Gateway:
         return self._upstreams
 
     # -- the toolbox ---------------------------------------------------------------------------
-    async def toolbox(self) -> Toolbox:
-        """The current toolbox; lists upstreams the first time, after a change, or to retry."""
+    async def toolbox(self, wait: float | None = None) -> Toolbox:
+        """The current toolbox; lists upstreams the first time, after a change, or to retry.
+
+        Each upstream is listed in its own task, so one slow or hung server delays no other.
+        This waits for listings in flight at most `wait` seconds (default `list_grace`); a
+        server still starting then is indexed when it arrives and announced to every scope by a
+        list change.
+        """
         box = self._box
-        if box is not None and not self._stale and not self._errors and len(
+        if box is not None and not self._stale and not self._errors and not self._pending and len(
                 self._listings) == len(self.upstreams.upstreams):
             return box  # every upstream listed and nothing changed: no lock on the hot path
+        self._start_listings()
+        if self._pending:
+            with anyio.move_on_after(self.list_grace if wait is None else wait):
+                for done in list(self._pending.values()):
+                    await done.wait()
         async with self._box_lock:
-            due = [name for name in self.upstreams.upstreams if name not in self._listings
-                   and self._retry_due(name)]
-            if self._box is None or self._stale or due:
-                await self._refresh(sorted(set(due) | self._stale))
+            if self._box is None or self._dirty:
+                self._rebuild()
             assert self._box is not None
+            self._served_early.update(self._pending)
             return self._box
+
+    def _start_listings(self) -> None:
+        due = {name for name in self.upstreams.upstreams if name not in self._listings
+               and self._retry_due(name)} | self._stale
+        for name in sorted(due - set(self._pending)):
+            self._stale.discard(name)
+            self._pending[name] = anyio.Event()
+            assert self._group is not None
+            self._group.start_soon(self._list_one, name)
+
+    async def _list_one(self, name: str) -> None:
+        try:
+            got: list[types.Tool] | str = await self.upstreams[name].list_tools()
+        except Exception as exc:  # an upstream that cannot list is reported, not fatal
+            got = str(exc)
+        if isinstance(got, str):
+            self._errors[name] = got
+            self._listings.pop(name, None)
+        else:
+            self._errors.pop(name, None)
+            self._listings[name] = got
+        self._dirty = True
+        self._pending.pop(name).set()
+        if name in self._served_early:  # a client was answered without it: tell it now
+            self._served_early.discard(name)
+            await self._reannounce()
 
     def _retry_due(self, name: str) -> bool:
         failed = self.upstreams[name].failed_at
         return failed is None or time.monotonic() - failed >= START_RETRY_AFTER
 
-    async def _refresh(self, names: list[str]) -> None:
-        self._stale.clear()
-        results: dict[str, list[types.Tool] | str] = {}
-
-        async def one(name: str) -> None:
-            try:
-                results[name] = await self.upstreams[name].list_tools()
-            except Exception as exc:  # an upstream that cannot list is reported, not fatal
-                results[name] = str(exc)
-
-        async with anyio.create_task_group() as group:
-            for name in names:
-                group.start_soon(one, name)
-        for name, got in results.items():
-            if isinstance(got, str):
-                self._errors[name] = got
-                self._listings.pop(name, None)
-            else:
-                self._errors.pop(name, None)
-                self._listings[name] = got
+    def _rebuild(self) -> None:
+        self._dirty = False
         self._version += 1
         self._box = self._build()
         for state in self.scopes.all():  # an idle scope's dispatcher must not pin the old box
@@ -201,6 +230,10 @@ class Gateway:
         note = f" {capability_line(catalog)}"
         if self._errors:
             note += " Unavailable now: " + " ".join(self._errors[n] for n in sorted(self._errors))
+        starting = sorted(set(self._pending) - set(self._listings))
+        if starting:
+            note += (f" Starting: {', '.join(map(repr, starting))} (their tools are announced "
+                     "when ready).")
         scaffolding = (
             replace(search, description=search.description + note), activate,
             Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION, fn=self._call_tool_refusal,
@@ -230,6 +263,9 @@ class Gateway:
             raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
                               "it directly.", "unknown-tool")
         if box is not None and name not in box.catalog:
+            for server, why in sorted(box.unavailable.items()):
+                if name.startswith(f"{server_slug(server)}__"):  # a tool of a server that failed
+                    raise ToolRefusal(f"{name!r} cannot run now: {why}", "upstream-error")
             raise ToolRefusal(box.catalog.unknown_text([name]) + " Find tools with search_tools.",
                               "unknown-tool")
         raise ToolRefusal("call_tool needs `name` as text and `arguments` as an object.",
@@ -253,7 +289,9 @@ class Gateway:
 
     # -- serving -------------------------------------------------------------------------------
     async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
-        """What this scope's client is declared now: scaffolding plus its working set."""
+        """What this scope's client is declared now: scaffolding plus its working set.
+
+        A listing waits at most LIST_GRACE for servers still starting (see `toolbox`)."""
         box = await self.toolbox()
         return assemble(box.catalog, box.scaffolding, state.transcript,
                         budget=self.config.working_set).declarations

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config import ServerConfig
+from byref.gateway.spawn import Spawned, stdio_process
 
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
@@ -53,6 +54,8 @@ class _Live:
     reason: str | None = None
     calls: set[anyio.CancelScope] = field(default_factory=set)
     """The scopes of the calls in flight: a connection that breaks cancels each of them."""
+    spawned: Spawned | None = None
+    """The process behind a stdio connection (its exit code and last stderr lines)."""
 
     def fail(self, reason: str) -> None:
         if not self.broken.is_set():
@@ -81,6 +84,7 @@ class Upstream:
         self.starts = 0
         self.failed_at: float | None = None
         self.last_error: str | None = None
+        self._spawned: Spawned | None = None
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -142,12 +146,16 @@ class Upstream:
             if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
                 # The server answered with a JSON-RPC error: it is alive, the call was refused.
                 raise UpstreamError(f"Server {self.name!r} refused {doing}: {err.error.message}")
-            live.fail(f"its connection closed ({_describe(err)})")
+            live.fail(await _exit_reason(live.spawned)
+                      or f"its connection closed ({_describe(err)})")
             await self._drop(live)
             raise UpstreamError(f"Server {self.name!r} stopped while {doing}: {live.reason}. It "
                                 "will be started again on the next call.")
         if live.broken.is_set():
             await self._drop(live)
+            exited = await _exit_reason(live.spawned)
+            if exited is not None and (live.reason or "").startswith("its connection closed"):
+                live.reason = exited
             raise UpstreamError(f"Server {self.name!r} failed while {doing}: {live.reason}. It "
                                 "will be started again on the next call.")
         # Timed out. A server that still answers a ping keeps its connection; one that does not
@@ -174,22 +182,31 @@ class Upstream:
                 return live
             if live is not None:
                 await self._drop(live)
+            spawned = self._spawned = Spawned()
             try:
                 with anyio.fail_after(self.config.timeout):
                     started: _Live = await self._group.start(self._own)
             except TimeoutError:
+                said = spawned.tail()
                 self._failed(f"it did not complete the MCP handshake within "
-                             f"{self.config.timeout:g} s")
+                             f"{self.config.timeout:g} s" + (f"; its stderr: {said}" if said
+                                                              else ""))
             except Exception as exc:  # whatever starting raised, the model gets words for it
+                exited = await _exit_reason(spawned)
+                if exited is not None:
+                    # "Server 'crashy' exited with code 3: fatal: missing API key."
+                    self._failed(exited.removeprefix("it "), started=False)
                 self._failed(_describe(exc))
             self.starts += 1
             self.failed_at = None
             self._live = started
             return started
 
-    def _failed(self, why: str) -> NoReturn:
+    def _failed(self, why: str, *, started: bool = True) -> NoReturn:
         self.failed_at = time.monotonic()
         self.last_error = why
+        if not started:  # it ran and exited: its own words say why
+            raise UpstreamError(f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}")
         raise UpstreamError(f"Server {self.name!r} could not be started: {why}.")
 
     async def _drop(self, live: _Live) -> None:
@@ -199,7 +216,7 @@ class Upstream:
 
     async def _own(self, *, task_status: anyio.abc.TaskStatus[_Live]) -> None:
         """Holds one connection open until it is stopped or breaks (runs in the gateway's group)."""
-        live = _Live()
+        live = _Live(spawned=self._spawned)
 
         async def on_message(message: Any) -> None:
             if isinstance(message, Exception):
@@ -253,8 +270,11 @@ class Upstream:
         # The server's stderr goes where the gateway operator will see it (never to stdout,
         # which carries the gateway's own protocol over stdio).
         errlog = self._errlog if self._errlog is not None else sys.stderr
-        return stdio_client(StdioServerParameters(command=c.command, args=list(c.args),
-                                                  env=c.env or None, cwd=c.cwd), errlog=errlog)
+        params = StdioServerParameters(command=c.command, args=list(c.args), env=c.env or None,
+                                       cwd=c.cwd)
+        if sys.platform == "win32" or self._spawned is None:  # pragma: no cover
+            return stdio_client(params, errlog=errlog)
+        return stdio_process(params, self._spawned, errlog=errlog)
 
 
 class UpstreamManager:
@@ -289,6 +309,14 @@ class UpstreamManager:
         async with anyio.create_task_group() as group:
             for up in self.upstreams.values():
                 group.start_soon(up.close)
+
+
+async def _exit_reason(spawned: Spawned | None) -> str | None:
+    """'it exited with code N: <its last stderr lines>', if the process behind it has exited."""
+    if spawned is None or spawned.pid is None:
+        return None
+    await spawned.settle()
+    return spawned.reason()
 
 
 def _describe(exc: BaseException) -> str:
