@@ -35,6 +35,7 @@ from byref.store.port import (
     mint_ref,
 )
 from byref.store.retention import Retention
+from byref.store.schemes import StoreScheme, StoreURL, register_scheme
 
 __all__ = [
     "Artifact", "ArtifactError", "ArtifactIntegrityError", "ArtifactMeta",
@@ -43,4 +44,5 @@ __all__ = [
     "MemoryStore", "PutOptions", "PutStreamStore", "Retention", "Scope", "StoreURLError",
     "StoreUnavailableError", "StreamedArtifact", "can_get_stream", "can_put_stream", "is_ref",
     "mint_ref", "open_store",
+    "StoreScheme", "StoreURL", "register_scheme",  # the scheme registry (byref.store.schemes)
 ]

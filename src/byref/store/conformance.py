@@ -235,7 +235,13 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
     def bounded(max_bytes: int) -> ArtifactStore:
         return open_store(url, retention=Retention(max_bytes_per_scope=max_bytes))
 
+    from byref.store.open import unknown_url
+    from byref.store.schemes import find_scheme
+
     scheme = url.split(":", 1)[0]
+    found = find_scheme(scheme)
+    if found is None:  # say so before any case runs, as open_store would
+        raise unknown_url(url)
     shared = scheme != "memory"
     declared: dict[CaseName, str] = {}
     if not shared:
@@ -244,7 +250,8 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
         declared["crash-mid-put-invisible"] = reason
     return Harness(
         name=name or url, create_store=create, advance_time=advance,
-        corrupt=_staged(scheme, "stage_corruption"), rewrite=_staged(scheme, "stage_rewrite"),
+        corrupt=_staged(found.damage, "stage_corruption"),
+        rewrite=_staged(found.damage, "stage_rewrite"),
         bounded_store=bounded,
         reopen=(lambda store: functools.partial(open_store, url))
         if shared else None,
@@ -252,16 +259,15 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
     )
 
 
-def _staged(scheme: str, hook: str) -> Callable[..., None]:
-    """The adapter module's staging function (damage done beside the port, never through it)."""
-    module = {"file": "file", "sqlite": "sqlite", "postgresql": "postgres", "postgres": "postgres",
-              "s3": "s3", "memory": "memory"}.get(scheme)
+def _staged(module: str | None, hook: str) -> Callable[..., None] | None:
+    """The scheme's staging function (damage done beside the port, never through it), or
+    `None` when its adapter ships none (the cases needing it then report the missing hook)."""
     if module is None:
-        raise ValueError(f"No damage hooks for store scheme {scheme!r}")
+        return None
 
     def staged(store: ArtifactStore, *args: object) -> None:
         import importlib
 
-        getattr(importlib.import_module(f"byref.store.{module}"), hook)(store, *args)
+        getattr(importlib.import_module(module), hook)(store, *args)
 
     return staged

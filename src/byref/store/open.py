@@ -9,6 +9,7 @@ accepted forms, and a backend's dependency is imported only when its URL is open
 
 Every URL also takes retention options: `ttl` (seconds), `max_bytes`, `max_count` (per scope);
 `table` names the SQL adapters' table prefix; `fsync=0` relaxes the file adapter's durability.
+Other schemes join through `byref.store.schemes` (an entry point or `register_scheme`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from byref.events import Emitter
 from byref.store.port import ArtifactStore, StoreURLError
 from byref.store.retention import Retention
+from byref.store.schemes import BUILTIN, StoreScheme, StoreURL, find_scheme, registered_schemes
 
 SUPPORTED = ("memory://", "file://DIR", "sqlite:///PATH", "postgresql://…", "s3://bucket/prefix")
 _TABLE = re.compile(r"[a-z_][a-z0-9_]{0,40}")
@@ -34,50 +36,80 @@ def open_store(
     clock: Callable[[], float] = time.time,
     emit: Emitter | None = None,
 ) -> ArtifactStore:
+    """The store a URL names. Its scheme picks the adapter: byref's own, or one a package
+    registers (`register_scheme`, or the `byref.stores` entry-point group)."""
     parts = urlsplit(url)
+    scheme = find_scheme(parts.scheme)
+    if scheme is None:
+        raise unknown_url(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     retention = _retention(url, query, retention)
-    common = {"retention": retention, "clock": clock, "emit": emit}
-    scheme = parts.scheme
-    if scheme == "memory":
-        from byref.store.memory import MemoryStore
+    return scheme.open(StoreURL(url, parts, query, retention, clock, emit))
 
-        _no_more(url, query)
-        return MemoryStore(**common)  # type: ignore[arg-type]
-    if scheme == "file":
-        from byref.store.file import FileStore
 
-        fsync = query.pop("fsync", "1") not in ("0", "false", "no")
-        _no_more(url, query)
-        # file://.byref is relative (netloc holds the first segment); file:///abs is absolute.
-        root = Path(parts.netloc + parts.path or ".byref")
-        return FileStore(root, fsync=fsync, **common)  # type: ignore[arg-type]
-    if scheme == "sqlite":
-        from byref.store.sqlite import SqliteStore
-
-        table = _table(url, query)
-        _no_more(url, query)
-        if not parts.path.lstrip("/"):
-            raise StoreURLError(
-                f"Store URL {url!r} names no database file; write sqlite:///relative.db or "
-                "sqlite:////absolute/path.db (use memory:// for an in-process store)."
-            )
-        return SqliteStore(parts.path[1:], table=table, **common)  # type: ignore[arg-type]
-    if scheme in ("postgresql", "postgres"):
-        from byref.store.postgres import PostgresStore
-
-        table = _table(url, query)
-        conninfo = urlunsplit(parts._replace(query=urlencode(query)))
-        return PostgresStore(conninfo, table=table, **common)  # type: ignore[arg-type]
-    if scheme == "s3":
-        from byref.store.s3 import S3Store
-
-        if not parts.netloc:
-            raise StoreURLError(f"Store URL {url!r} names no bucket; write s3://bucket/prefix.")
-        return S3Store(parts.netloc, parts.path, config=query, **common)  # type: ignore[arg-type]
-    raise StoreURLError(
-        f"Unknown store URL {url!r}; use one of: {', '.join(SUPPORTED)} (for example file://.byref)."
+def unknown_url(url: str) -> StoreURLError:
+    forms = [*SUPPORTED, *(s.form for s in registered_schemes())]
+    return StoreURLError(
+        f"Unknown store URL {url!r}; use one of: {', '.join(forms)} (for example file://.byref)."
     )
+
+
+# -- byref's own schemes -----------------------------------------------------------------------
+def _memory(u: StoreURL) -> ArtifactStore:
+    from byref.store.memory import MemoryStore
+
+    u.no_more()
+    return MemoryStore(**u.common)
+
+
+def _file(u: StoreURL) -> ArtifactStore:
+    from byref.store.file import FileStore
+
+    fsync = u.query.pop("fsync", "1") not in ("0", "false", "no")
+    u.no_more()
+    # file://.byref is relative (netloc holds the first segment); file:///abs is absolute.
+    root = Path(u.parts.netloc + u.parts.path or ".byref")
+    return FileStore(root, fsync=fsync, **u.common)
+
+
+def _sqlite(u: StoreURL) -> ArtifactStore:
+    from byref.store.sqlite import SqliteStore
+
+    table = _table(u.url, u.query)
+    u.no_more()
+    if not u.parts.path.lstrip("/"):
+        raise StoreURLError(
+            f"Store URL {u.url!r} names no database file; write sqlite:///relative.db or "
+            "sqlite:////absolute/path.db (use memory:// for an in-process store)."
+        )
+    return SqliteStore(u.parts.path[1:], table=table, **u.common)
+
+
+def _postgres(u: StoreURL) -> ArtifactStore:
+    from byref.store.postgres import PostgresStore
+
+    table = _table(u.url, u.query)
+    conninfo = urlunsplit(u.parts._replace(query=urlencode(u.query)))
+    return PostgresStore(conninfo, table=table, **u.common)
+
+
+def _s3(u: StoreURL) -> ArtifactStore:
+    from byref.store.s3 import S3Store
+
+    if not u.parts.netloc:
+        raise StoreURLError(f"Store URL {u.url!r} names no bucket; write s3://bucket/prefix.")
+    return S3Store(u.parts.netloc, u.parts.path, config=u.query,
+                   **u.common)
+
+
+BUILTIN.update({
+    "memory": StoreScheme("memory://", _memory, damage="byref.store.memory"),
+    "file": StoreScheme("file://DIR", _file, damage="byref.store.file"),
+    "sqlite": StoreScheme("sqlite:///PATH", _sqlite, damage="byref.store.sqlite"),
+    "postgresql": StoreScheme("postgresql://…", _postgres, damage="byref.store.postgres"),
+    "postgres": StoreScheme("postgresql://…", _postgres, damage="byref.store.postgres"),
+    "s3": StoreScheme("s3://bucket/prefix", _s3, damage="byref.store.s3"),
+})
 
 
 def _retention(url: str, query: dict[str, str], given: Retention | None) -> Retention | None:
@@ -110,11 +142,3 @@ def _table(url: str, query: dict[str, str]) -> str:
             "digits and underscores, starting with a letter."
         )
     return table
-
-
-def _no_more(url: str, query: dict[str, str]) -> None:
-    if query:
-        raise StoreURLError(
-            f"Store URL {url!r} has options this adapter does not know: "
-            f"{', '.join(sorted(query))}; accepted: ttl, max_bytes, max_count."
-        )
