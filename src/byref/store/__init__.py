@@ -41,8 +41,7 @@ __all__ = [
     "Artifact", "ArtifactError", "ArtifactIntegrityError", "ArtifactMeta",
     "ArtifactNotFoundError", "ArtifactPage", "ArtifactSizeMismatchError", "ArtifactStore",
     "ArtifactTooLargeError", "CanGetStream", "CanPutStream", "FileStore", "GetStreamStore",
-    "MemoryStore", "PutOptions", "PutStreamStore", "Retention", "Scope", "StoreURLError",
-    "StoreUnavailableError", "StreamedArtifact", "can_get_stream", "can_put_stream", "is_ref",
-    "mint_ref", "open_store",
-    "StoreScheme", "StoreURL", "register_scheme",  # the scheme registry (byref.store.schemes)
+    "MemoryStore", "PutOptions", "PutStreamStore", "Retention", "Scope", "StoreScheme",
+    "StoreURL", "StoreURLError", "StoreUnavailableError", "StreamedArtifact", "can_get_stream",
+    "can_put_stream", "is_ref", "mint_ref", "open_store", "register_scheme",
 ]
