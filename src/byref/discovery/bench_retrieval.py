@@ -1,0 +1,174 @@
+"""Retrieval benchmarks behind `byref bench search`: dev splits, the fusion weight, the re-rank,
+encoders, encode latency and the embeddings extra's installed size.
+
+The law: a setting is chosen on dev split A (MetaTool rows outside the fixed sample) and
+confirmed on the disjoint split B; the fixed sample is only ever reported, never tuned on. Rows
+whose query text is also a sample query are left out of both splits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from byref.discovery.catalog import Catalog
+from byref.discovery.index import Rerank
+from byref.discovery.search import Ranker, Searcher
+from byref.discovery.usage import query_key
+
+Rows = Sequence[dict[str, str]]
+DEV_SIZE = 2000
+DEV_SEED = 17
+WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+RERANKS: tuple[Rerank, ...] = ("none", "ties", "seed")
+
+
+def dev_splits(sample: Rows, rest: Rows, size: int = DEV_SIZE,
+               seed: int = DEV_SEED) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Two disjoint seeded splits of the rows outside the sample (A tunes, B confirms)."""
+    asked = {query_key(r["Query"]) for r in sample}
+    pool = [r for r in rest if query_key(r["Query"]) not in asked]
+    rng = random.Random(seed)
+    rng.shuffle(pool)
+    return pool[:size], pool[size:2 * size]
+
+
+def recall(rank: Callable[[str], list[str]], rows: Rows) -> dict[str, float]:
+    r1 = r5 = 0
+    for row in rows:
+        names = rank(row["Query"])
+        gold = row["Tool"].lower()
+        r1 += bool(names) and names[0] == gold
+        r5 += gold in names[:5]
+    n = len(rows) or 1
+    return {"recall@1": round(r1 / n, 3), "recall@5": round(r5 / n, 3)}
+
+
+def _names(searcher: Searcher) -> Callable[[str], list[str]]:
+    # The ranking alone (excerpts do not change it).
+    def rank(query: str) -> list[str]:
+        index = searcher.index
+        if searcher.ranker is not None:
+            ranking = searcher.ranker.rank(index, query, None, 5)
+        else:
+            ranking = index.search(query, limit=5)
+        return [h.entry.original_name.lower() for h in ranking.hits]
+    return rank
+
+
+def rerank_table(catalog: Catalog, splits: dict[str, Rows],
+                 hybrid: Callable[[Rerank], Ranker] | None = None) -> dict[str, Any]:
+    """Recall per re-rank mode, lexical (and hybrid), on each split."""
+    out: dict[str, Any] = {}
+    for mode in RERANKS:
+        lexical = Searcher(catalog)
+        index = catalog.index(rerank=mode)
+        lexical.catalog = catalog
+
+        def rank(query: str, index: Any = index) -> list[str]:
+            return [h.entry.original_name.lower() for h in index.search(query, limit=5).hits]
+        out[f"lexical/{mode}"] = {name: recall(rank, rows) for name, rows in splits.items()}
+        if hybrid is not None:
+            searcher = Searcher(catalog, ranker=hybrid(mode))
+            out[f"hybrid/{mode}"] = {name: recall(_names(searcher), rows)
+                                     for name, rows in splits.items()}
+    return out
+
+
+def fusion_sweep(catalog: Catalog, splits: dict[str, Rows], make: Callable[[float], Ranker],
+                 weights: Iterable[float] = WEIGHTS) -> dict[str, Any]:
+    """Recall per lexical weight on each split, and the weight that split A picks
+    (the best recall@1 + recall@5 there)."""
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for weight in weights:
+        searcher = Searcher(catalog, ranker=make(weight))
+        table[str(weight)] = {name: recall(_names(searcher), rows)
+                              for name, rows in splits.items()}
+    first = next(iter(splits))
+    chosen = max(table, key=lambda w: (table[w][first]["recall@1"] + table[w][first]["recall@5"],
+                                       -abs(float(w) - 0.5)))
+    return {"by_weight": table, "chosen_on": first, "chosen": float(chosen)}
+
+
+def encode_ms(encoder: Any, queries: Sequence[str], rounds: int = 3) -> dict[str, float]:
+    """One query a call (the search path), after one warm-up pass."""
+    for q in queries:
+        encoder.encode([q])
+    times = []
+    for _ in range(rounds):
+        for q in queries:
+            start = time.perf_counter()
+            encoder.encode([q])
+            times.append((time.perf_counter() - start) * 1e3)
+    return {"p50_ms": round(statistics.median(times), 3),
+            "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 3)}
+
+
+# -- installed size ----------------------------------------------------------------------------
+def _requirement_names(dist: metadata.Distribution, extra: str | None) -> list[str]:
+    out = []
+    for req in dist.requires or []:
+        name, _, marker = req.partition(";")
+        marker = marker.strip()
+        wants_extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+        if wants_extra and wants_extra.group(1) != extra:
+            continue
+        if not wants_extra and marker and not _marker_holds(marker):
+            continue
+        out.append(re.split(r"[\s\[<>=!~(;]", name.strip(), maxsplit=1)[0])
+    return out
+
+
+def _marker_holds(marker: str) -> bool:
+    try:
+        from packaging.markers import Marker
+    except ImportError:  # without packaging, count the dependency
+        return True
+    return bool(Marker(marker).evaluate())
+
+
+def closure(names: Iterable[str]) -> dict[str, int]:
+    """Installed distributions reachable from `names` → bytes their files take on disk."""
+    seen: dict[str, int] = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            seen[key] = 0
+            continue
+        size = 0
+        for f in dist.files or []:
+            with contextlib.suppress(OSError):
+                size += Path(str(f.locate())).stat().st_size
+        seen[key] = size
+        todo.extend(_requirement_names(dist, None))
+    return seen
+
+
+def extra_size(extra: str = "embeddings", project: str = "byref") -> dict[str, Any]:
+    """Megabytes the extra's requirements (and theirs) take beyond the core install, as
+    installed in this environment."""
+    dist = metadata.distribution(project)
+    core = closure(_requirement_names(dist, None))
+    wanted = [n for n in _requirement_names(dist, extra)
+              if n not in _requirement_names(dist, None)]
+    extra_dists = closure(wanted)
+    beyond = {k: v for k, v in extra_dists.items() if k not in core}
+    missing = sorted(k for k, v in beyond.items() if v == 0)
+    return {"extra_mb": round(sum(beyond.values()) / 1e6, 1),
+            "core_mb": round(sum(core.values()) / 1e6, 1),
+            "largest": sorted(((k, round(v / 1e6, 1)) for k, v in beyond.items()),
+                              key=lambda kv: -kv[1])[:5],
+            "not_installed": missing}
