@@ -1,12 +1,28 @@
-"""The harness: the agent loop over a `Model` port, the scripted model, and the run's ledger.
+"""The harness: the agent loop over an async `Model` port, the `Session` it is built on, the
+scripted model, providers, and the run's ledger.
 
-Owns the turn-by-turn conversation with a model. The law: provider types are converted at the
-edge; every request is recorded exactly as sent, so what the model saw can always be audited.
+Owns the turn-by-turn conversation with a model: `await Harness(...).run(text)` (or `run_sync`),
+or your own loop around a `Session`. The law: provider types are converted at the edge; every
+request is recorded exactly as sent, so what the model saw can always be audited; one turn's
+tool calls run concurrently and are recorded in call order, by the session, on every path.
 """
 
 from byref.harness.ledger import Ledger
 from byref.harness.loop import REFS_PROTOCOL, Harness, RunResult, StepLimitError, render
-from byref.harness.messages import Block, ChatMessage, Model, Request, Response, Usage
+from byref.harness.messages import (
+    Block,
+    ChatMessage,
+    Delta,
+    Model,
+    OnDelta,
+    Request,
+    Response,
+    SyncModel,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+    deltas,
+)
 from byref.harness.providers import model_from_id
 from byref.harness.scripted import (
     ScriptedModel,
@@ -16,7 +32,7 @@ from byref.harness.scripted import (
     ref_from_last_result,
     say,
 )
-from byref.harness.session import SYSTEM_NOTE, Session
+from byref.harness.session import SYSTEM_NOTE, Provider, Session, Surface
 from byref.harness.tokens import TokenCounter, count_tokens, default_counter, using_counter
 
 __all__ = [
@@ -24,9 +40,12 @@ __all__ = [
     "SYSTEM_NOTE",
     "Block",
     "ChatMessage",
+    "Delta",
     "Harness",
     "Ledger",
     "Model",
+    "OnDelta",
+    "Provider",
     "Request",
     "Response",
     "RunResult",
@@ -34,11 +53,16 @@ __all__ = [
     "ScriptedModel",
     "Session",
     "StepLimitError",
+    "Surface",
+    "SyncModel",
+    "TextDelta",
     "TokenCounter",
+    "ToolCallDelta",
     "Usage",
     "call",
     "count_tokens",
     "default_counter",
+    "deltas",
     "last_result",
     "model_from_id",
     "ref_from_last_result",

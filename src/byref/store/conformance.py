@@ -36,7 +36,8 @@ Outcome = Literal["passed", "failed", "not-applicable", "declared", "stale"]
 
 __all__ = [
     "CASES", "Case", "CaseName", "CaseResult", "Harness", "Hook", "Kit", "Outcome", "Report",
-    "format_report", "harness_for_url", "run_case", "run_conformance",
+    "StoreBattery", "battery_for_url", "format_report", "harness_for_url", "run_case",
+    "run_conformance",
 ]
 
 
@@ -105,6 +106,10 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {"harness": self.harness, "ok": self.ok, "counts": self.counts(),
                 "cases": [r.to_json() for r in self.results]}
+
+
+StoreBattery = Harness
+"""The battery's rig under a name of its own (`byref.harness.Harness` is the agent loop)."""
 
 
 def run_case(case: Case, harness: Harness) -> CaseResult:
@@ -257,6 +262,10 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
         if shared else None,
         declared=declared,
     )
+
+
+battery_for_url = harness_for_url
+"""`harness_for_url` under the battery's own name."""
 
 
 def _staged(module: str | None, hook: str) -> Callable[..., None] | None:

@@ -1,9 +1,10 @@
 """Tools: `Tool` / `@tool`, input schemas from type hints, `$ref` schema rewriting, payloads, and
 the built-in tools.
 
-Owns how a function becomes something a model can call. The law: a tool author writes plain typed
-Python; references, resolution and storage are dispatch's business, not the tool's (a parameter
-marked lazy is the one opt-in to see a `Ref`).
+Owns how a function becomes something a model can call, and the tool-source port (`ToolSource`:
+Python functions, a catalog, an MCP server, and wrappers that filter or prefix them). The law: a
+tool author writes plain typed Python; references, resolution and storage are dispatch's
+business, not the tool's (a parameter marked lazy is the one opt-in to see a `Ref`).
 """
 
 from byref.tools.builtins import builtin_tools

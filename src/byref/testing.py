@@ -1,0 +1,78 @@
+"""byref.testing: public helpers for testing code built on byref, offline and exact.
+
+Owns what a test of an agent built on byref needs and byref's own tests use: a scripted model
+that reads what it was shown (`ScriptedModel`, `call`, `say`, `parallel`, `last_result`,
+`ref_from_last_result`), the results of a run (`results`), and the artifact-store battery every
+adapter runs (`StoreBattery`, `battery_for_url`, `assert_store_conforms`). The law: nothing here
+fakes a component — the scripted model is a real `Model`, the battery runs real stores — and
+nothing here imports a test framework (a failed check raises `AssertionError`).
+
+    from byref.testing import ScriptedModel, call, say, ref_from_last_result
+    model = ScriptedModel([call("export", {}), call("count", lambda r: {
+        "rows": ref_from_last_result()(r)}), say("Done.")])
+
+    assert_store_conforms(StoreBattery(name="mine", create_store=lambda: MyStore(...)))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from byref.harness.loop import RunResult
+from byref.harness.messages import Block, Request, Response
+from byref.harness.scripted import (
+    ScriptedModel,
+    ScriptExhaustedError,
+    Step,
+    call,
+    last_result,
+    ref_from_last_result,
+    say,
+)
+from byref.store.conformance import (
+    CASES,
+    Case,
+    Report,
+    StoreBattery,
+    battery_for_url,
+    format_report,
+    run_conformance,
+)
+from byref.transcript import Part
+
+
+def parallel(*steps: Step) -> Step:
+    """One model turn that makes the calls of several `call(...)` steps at once (their results
+    are recorded in this order); a `say(...)` among them adds its text to the turn."""
+
+    def step(request: Request) -> Response:
+        blocks: list[Block] = []
+        for s in steps:
+            blocks.extend((s(request) if callable(s) else s).blocks)
+        return Response(tuple(blocks))
+
+    return step
+
+
+def results(run: RunResult) -> list[Part]:
+    """Every tool result of a run, in the order they were recorded."""
+    return [part for message in run.transcript if message.role == "tool"
+            for part in message.parts]
+
+
+def assert_store_conforms(battery: StoreBattery | str, cases: Sequence[Case] = CASES
+                          ) -> Report:
+    """Run the store battery (a `StoreBattery`, or a store URL) and raise `AssertionError`
+    with the report's text unless every case passed or was declared; returns the report."""
+    rig = battery_for_url(battery) if isinstance(battery, str) else battery
+    report = run_conformance(rig, cases)
+    if not report.ok:
+        raise AssertionError(format_report(report))
+    return report
+
+
+__all__ = [
+    "CASES", "Report", "ScriptExhaustedError", "ScriptedModel", "Step", "StoreBattery",
+    "assert_store_conforms", "battery_for_url", "call", "format_report", "last_result",
+    "parallel", "ref_from_last_result", "results", "say",
+]
