@@ -23,7 +23,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from byref.context.groups import Address, Group, apply, groups, replaceable, with_note
 from byref.context.handles import live_handles_note
-from byref.errors import DeveloperError
+from byref.errors import DeveloperError, InvalidValue
 from byref.events import Emitter, EventName
 from byref.store import ArtifactStore, Scope
 from byref.transcript import Message
@@ -51,10 +51,10 @@ class RequestBudget:
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_bytes, int) or self.max_bytes <= 0:
-            raise ValueError(f"RequestBudget.max_bytes must be a positive integer, "
+            raise InvalidValue(f"RequestBudget.max_bytes must be a positive integer, "
                              f"got {self.max_bytes!r}")
         if not 0 < self.low_water <= 1:
-            raise ValueError(f"RequestBudget.low_water must be in (0, 1], got {self.low_water!r}")
+            raise InvalidValue(f"RequestBudget.low_water must be in (0, 1], got {self.low_water!r}")
 
 
 @dataclass(frozen=True)

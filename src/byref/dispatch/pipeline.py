@@ -31,6 +31,7 @@ from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
 from byref.dispatch.recording import Recorder
 from byref.dispatch.wants import WantsRefusal, redeem
+from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.jsonview import unrecordable
 from byref.refs import (
@@ -78,10 +79,10 @@ class Dispatcher:
         if len(self.tools) != len(tools):
             names = [t.name for t in tools]
             dupes = sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"Tool names must be unique; repeated: {dupes!r}.")
+            raise InvalidValue(f"Tool names must be unique; repeated: {dupes!r}.")
         needy = sorted(t.name for t in tools if t.wants)
         if needy and store is None:
-            raise ValueError(
+            raise InvalidValue(
                 f"Tool(s) {needy!r} declare `wants` but no artifact store is attached; pass "
                 "store=MemoryStore() (or any ArtifactStore) when building the agent."
             )

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from byref.errors import InvalidValue
 from byref.jsonview import encode
 
 MAX_LISTED_IDS: Final = 50
@@ -126,9 +127,9 @@ def select(
 ) -> Selection:
     """Deliver the selection [offset, offset+limit) of `items` within the two limits."""
     if offset < 0:
-        raise ValueError(f"offset must be >= 0, got {offset!r}")
+        raise InvalidValue(f"offset must be >= 0, got {offset!r}")
     if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit!r}")
+        raise InvalidValue(f"limit must be >= 0, got {limit!r}")
     total = len(items)
     start = min(offset, total)
     requested = limit if limit is not None else total - start

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
+from byref.errors import InvalidValue
+
 AUTO_INSERT_BYTES: Final = 24 * 1024
 """Equal to `byref.dispatch.AUTO_INSERT_BYTES` (pinned by a test): one dial, two readers."""
 EXPLICIT_READ_BYTES: Final = 128 * 1024
@@ -36,7 +38,7 @@ class ReadLimits:
                      "explicit_read_entries"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"ReadLimits.{name} must be a positive integer, got {value!r}")
+                raise InvalidValue(f"ReadLimits.{name} must be a positive integer, got {value!r}")
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from byref.errors import InvalidValue
 from byref.jsonview import encode
 from byref.reads.coverage import Coverage, Expected, Item, select
 from byref.reads.limits import ReadBudget, ReadLimits, read_budget
@@ -35,7 +36,7 @@ class Source:
 
     def __post_init__(self) -> None:
         if (self.items is None) == (self.text is None):
-            raise ValueError("Source needs exactly one of items= or text=")
+            raise InvalidValue("Source needs exactly one of items= or text=")
 
 
 def read(
@@ -108,7 +109,7 @@ def _source_json(source: Source) -> dict[str, Any]:
 
 def _text(text: str, offset: int, limit: int | None, max_bytes: int) -> tuple[str, Coverage]:
     if offset < 0 or (limit is not None and limit < 0):
-        raise ValueError(f"offset and limit must be >= 0, got {offset!r} and {limit!r}")
+        raise InvalidValue(f"offset and limit must be >= 0, got {offset!r} and {limit!r}")
     total = len(text)
     start = min(offset, total)
     requested = limit if limit is not None else total - start

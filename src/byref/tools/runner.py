@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from byref.errors import InvalidValue
 from byref.tools.sandbox import (
     IsolationUnavailable,
     Sandbox,
@@ -170,7 +171,7 @@ class SubprocessRunner:
                  isolation: Literal["required", "none"] = "required",
                  sandbox: Sandbox | None = None) -> None:
         if isolation not in ("required", "none"):
-            raise ValueError(f"isolation must be 'required' or 'none', not {isolation!r}")
+            raise InvalidValue(f"isolation must be 'required' or 'none', not {isolation!r}")
         self.python = python
         self.isolation = isolation
         self.sandbox = sandbox or Sandbox()

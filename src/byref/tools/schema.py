@@ -18,6 +18,7 @@ from typing import Any, get_type_hints
 
 import msgspec
 
+from byref.errors import InvalidValue
 from byref.refs import MODEL_REF_SCHEMA, Ref
 
 
@@ -89,7 +90,7 @@ class SchemaCache:
 def rewrite_schema(original: dict[str, Any], keep: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Every top-level property becomes `anyOf: [original, $ref]` (except those in `keep`)."""
     if original.get("type") != "object":
-        raise ValueError(
+        raise InvalidValue(
             f"A tool's input schema must be a JSON object schema (type 'object'), got "
             f"{original.get('type')!r}."
         )

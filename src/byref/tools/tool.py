@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 import jsonschema
 import msgspec
 
-from byref.errors import Refused
+from byref.errors import InvalidValue, Refused
 from byref.refs import RefRefusal, envelope, is_ref
 from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
@@ -82,16 +82,16 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(
+            raise InvalidValue(
                 f"Tool name {self.name!r} must be letters, digits, '_' or '-' (providers reject "
                 "other characters)."
             )
         unknown = sorted(set(self.lazy) - set(self.input_schema.get("properties", {})))
         if unknown:
-            raise ValueError(f"Tool {self.name!r} marks unknown parameter(s) lazy: {unknown!r}.")
+            raise InvalidValue(f"Tool {self.name!r} marks unknown parameter(s) lazy: {unknown!r}.")
         unknown = sorted(set(self.wants) - set(self.input_schema.get("properties", {})))
         if unknown:
-            raise ValueError(f"Tool {self.name!r} wants artifacts for unknown parameter(s) "
+            raise InvalidValue(f"Tool {self.name!r} wants artifacts for unknown parameter(s) "
                              f"{unknown!r}.")
 
     @property
@@ -282,7 +282,7 @@ def tool(
         }
         for n in lazy_set:
             if n not in annotations:
-                raise ValueError(f"Lazy parameter {n!r} is not a parameter of {f.__name__!r}.")
+                raise InvalidValue(f"Lazy parameter {n!r} is not a parameter of {f.__name__!r}.")
         doc = _one_paragraph_per_line(inspect.getdoc(f) or "")
         schema = schema_from_signature(f, lazy_set)
         for arg, kind in (wants or {}).items():

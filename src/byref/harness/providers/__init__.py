@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from byref.errors import InvalidValue
 from byref.harness.providers._common import (
     MissingKeyError,
     MissingSDKError,
@@ -37,12 +38,12 @@ def parse_model_id(model_id: str) -> tuple[str, str]:
     """`provider:model` → (provider, model), with an error that shows the expected form."""
     provider, sep, model = model_id.partition(":")
     if not sep or not provider or not model.strip():
-        raise ValueError(
+        raise InvalidValue(
             f"Model id {model_id!r} is not 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5' "
             f"or 'openai:gpt-5')."
         )
     if provider not in PROVIDERS:
-        raise ValueError(
+        raise InvalidValue(
             f"Unknown model provider {provider!r} in {model_id!r}; known providers: "
             f"{', '.join(map(repr, PROVIDERS))}."
         )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from byref.errors import InvalidValue
 from byref.harness.messages import Block
 from byref.jsonview import decode
 from byref.tools import Tool, tool
@@ -45,7 +46,7 @@ class NativeDeferral:
     def check(self, declared: Iterable[str]) -> None:
         names = set(declared)
         if self.search_tool not in names:
-            raise ValueError(
+            raise InvalidValue(
                 f"Native deferral needs the search tool {self.search_tool!r} among the declared "
                 "tools; add native_search_tool(search) to the harness's tools."
             )
@@ -87,7 +88,7 @@ def native_search_tool(
 ) -> Tool:
     """The byref tool the model calls to find (and so load) deferred tools."""
     if limit < 1:
-        raise ValueError(f"A search limit must be at least 1, got {limit!r}.")
+        raise InvalidValue(f"A search limit must be at least 1, got {limit!r}.")
 
     @tool(name=name, description=description, capabilities=("tool.search",))
     def search_tools(query: str) -> dict[str, Any]:
