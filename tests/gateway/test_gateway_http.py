@@ -87,8 +87,10 @@ async def test_two_tokens_refs_never_cross(world: World, mode: str) -> None:
                 "name": "filesystem__read_text_file",
                 "arguments": {"path": str(world.files / "note.txt")}})
             placed = json.loads(text(read))
-            states = {str(s.scope): s for s in gateway.scopes.all()}
-            seq = states["acme/alice/gateway"].transcript.last_seq
+            # Each session is its own conversation (a 2026-07-28 request has no session: its
+            # principal's); either way one per token here.
+            states = {(s.scope.tenant, s.scope.principal): s for s in gateway.scopes.all()}
+            seq = states["acme", "alice"].transcript.last_seq
             blob, message = placed["value"], {"$ref": {"type": "Message", "seq": seq, "part": 0,
                                                        "field": "value"}}
             refusals = []
@@ -113,8 +115,10 @@ async def test_two_tokens_refs_never_cross(world: World, mode: str) -> None:
                     "arguments": {"path": str(world.files / "alice.txt"), "content": ref}})
                 assert not kept.is_error, text(kept)
                 assert (world.files / "alice.txt").read_text() == "secret line\n" * 4_000
-            scopes = sorted(str(s.scope) for s in gateway.scopes.all())
-            assert scopes == ["acme/alice/gateway", "acme/bob/gateway"]
+            scopes = sorted((s.scope.tenant, s.scope.principal) for s in gateway.scopes.all())
+            assert scopes == [("acme", "alice"), ("acme", "bob")]
+            conversations = {s.scope.conversation.split("-")[0] for s in gateway.scopes.all()}
+            assert conversations == ({"session"} if mode == "legacy" else {"gateway"})
 
 
 async def test_http_without_tokens_in_the_config_refuses_to_serve(world: World) -> None:
@@ -165,7 +169,8 @@ async def test_a_session_answers_only_its_own_grant_even_when_joined_names_agree
                     assert mine.status_code == 200 and '"search_tools"' in mine.text
                 group.cancel_scope.cancel()
             sock.close()
-            assert [str(s.scope) for s in gateway.scopes.all()] == ["a/b/c/gateway"]
+            assert [(s.scope.tenant, s.scope.principal, s.scope.conversation)
+                    for s in gateway.scopes.all()] == [("a/b", "c", f"session-{session}")]
 
 
 def test_a_grant_is_its_own_session_owner() -> None:

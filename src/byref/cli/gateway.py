@@ -3,7 +3,9 @@
 The config is the `mcpServers` JSON MCP clients already use (see byref.gateway.config). Over stdio
 the gateway speaks MCP on stdin/stdout (put the command in your MCP client's config); over HTTP it
 listens on --host/--port (0 picks a free port; the address is printed on stderr) and needs the
-config's byref.tokens. A bad config, store URL or address is a one-line error and exit code 2.
+config's byref.tokens. Conversations (the records Message refs address) are kept by --state
+(default: SQLite beside a file store, else memory); over stdio --conversation ID resumes one.
+A bad config, store or state URL or address is a one-line error and exit code 2.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ def register(sub: Any) -> None:
     parser.add_argument("--scope", default=None,
                         help="the stdio scope's id (default: the config's byref.scope, else "
                         "'local')")
+    parser.add_argument("--conversation", default=None, metavar="ID",
+                        help="stdio: resume conversation ID (its Message refs resolve again); "
+                        "default: a new conversation")
+    parser.add_argument("--state", default=None, metavar="URL",
+                        help="conversation state URL (default: the config's byref.state, else "
+                        "SQLite beside a file store, else memory://); e.g. "
+                        "postgresql://host/db")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on")
     parser.add_argument("--port", type=int, default=8848, help="HTTP: port (0: any free port)")
     parser.set_defaults(run=run)
@@ -44,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import anyio
 
+    from byref.conversations import ConversationError
     from byref.gateway import ConfigError, Gateway, listen_socket, load_config
     from byref.gateway.server import http_app, serve_http, serve_stdio
     from byref.store import StoreURLError, open_store
@@ -52,12 +62,18 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         if args.scope:
             config = dataclasses.replace(config, scope=args.scope)
+        if args.conversation:
+            config = dataclasses.replace(config, stdio_conversation=args.conversation)
+        if args.state:
+            config = dataclasses.replace(config, state=args.state)
         url = args.store or config.store or "memory://"
+        config = dataclasses.replace(config, store=url)  # conversation state goes beside it
         store = open_store(url)
-    except (ConfigError, StoreURLError) as exc:
+        gateway = Gateway(config, store=store)
+        gateway.scopes.conversations  # noqa: B018 -- opened now: a bad state URL exits here
+    except (ConfigError, StoreURLError, ConversationError) as exc:
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
-    gateway = Gateway(config, store=store)
     sock = None
     if args.transport == "http":
         try:

@@ -53,6 +53,7 @@ class SqlConversations(ABC):
     """The verbs, written once; subclasses supply transactions."""
 
     remote = False
+    durable = True
 
     def __init__(self, *, ttl: float | None, clock: Callable[[], float] | None) -> None:
         self.ttl = ttl

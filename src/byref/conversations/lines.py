@@ -18,8 +18,10 @@ from byref.conversations.port import Conversation, ConversationState
 from byref.transcript import DEFAULT_CACHE, Message, Transcript, TranscriptLookupError
 from byref.transcript_lines import TranscriptClosedError
 
-READ_BLOCK = 64
+READ_BLOCK = 32
 """Lines read from the state at once (a replay reads in order)."""
+BLOCK_BYTES = 1 << 20
+"""A block bigger than this is not kept: memory holds at most one MiB of read-ahead."""
 
 
 class ConversationLines:
@@ -64,8 +66,9 @@ class ConversationLines:
             raise TranscriptLookupError(
                 f"message {self.origin + index} is no longer kept: this conversation expired "
                 "or was deleted. Call the tool that produced it again to get a fresh reference.")
-        with self._lock:
-            self._block = (index, got)
+        if sum(map(len, got)) <= BLOCK_BYTES:
+            with self._lock:
+                self._block = (index, got)
         return got[0]
 
     def flush(self, *, working_set: Sequence[str] | None = None,

@@ -76,6 +76,7 @@ class MemoryConversations:
     nameless file per conversation; `spill=False`: in a list."""
 
     remote = False
+    durable = False
 
     def __init__(self, *, ttl: float | None = DEFAULT_TTL, spill: bool | str | Path = False,
                  clock: Callable[[], float] = time.time) -> None:

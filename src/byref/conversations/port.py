@@ -16,7 +16,7 @@ The law every implementation keeps (the battery in `byref.conversations.conforma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -63,6 +63,10 @@ class ConversationState(Protocol):
     ttl: float | None
     remote: bool
     """True when a call is a network round trip (callers run it off the event loop)."""
+    durable: bool
+    """True when conversations outlive this process (and this instance)."""
+    clock: Callable[[], float]
+    """Seconds (wall clock) that expiry is measured in."""
 
     def open(self, scope: Scope, origin: int) -> Conversation:
         """The live conversation of `scope`, touched; created starting at `origin` when there is

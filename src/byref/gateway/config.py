@@ -36,7 +36,8 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds one upstream call may take before the model is told it timed out."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
-                         "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes"})
+                         "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
+                         "state", "conversation", "conversationTtl"})
 _VAR = re.compile(r"\$\{([^}]*)\}")
 _VAR_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
 TRANSPORTS = ("stdio", "http", "sse")
@@ -118,6 +119,15 @@ class GatewayConfig:
     permission prompt sees it), or none (call_tool is not declared). Default: 'all' in search
     mode, 'off' in direct mode (every tool is declared there, so call_tool is only a way round)."""
     inline_media_bytes: int = INLINE_MEDIA_BYTES
+    state: str | None = None
+    """Conversation state URL (byref.conversations); default: SQLite beside a file store, else
+    memory."""
+    conversation: Literal["session", "principal"] = "session"
+    """session: each MCP session is its own conversation; principal: one per principal."""
+    conversation_ttl: float | None = 7 * 24 * 3600.0
+    """Seconds a conversation may sit idle before it expires (None: never)."""
+    stdio_conversation: str | None = None
+    """Over stdio, the conversation to resume (`--conversation ID`); None: a new one."""
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -205,6 +215,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
         working_set=int(_number(opts.get("workingSet", DEFAULT_BUDGET),
                                 f"{where} byref.workingSet")),
         store=store, tokens=_tokens(opts.get("tokens", {}), where), source=source,
+        **_conversations(opts, where),
     )
 
 
@@ -340,4 +351,28 @@ def _tokens(value: Any, where: str) -> dict[str, Grant]:
             raise ConfigError(f"Config {where}: byref.tokens entry #{i + 1} must be "
                               "{\"tenant\": \"…\", \"principal\": \"…\"}.")
         out[token] = Grant(grant["tenant"], grant["principal"])
+    return out
+
+
+def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
+    """byref.state (a state URL), byref.conversation and byref.conversationTtl (seconds, or 0
+    for never)."""
+    out: dict[str, Any] = {}
+    state = opts.get("state")
+    if state is not None:
+        if not isinstance(state, str) or "://" not in state:
+            raise ConfigError(f"Config {where}: byref.state must be a state URL (memory://, "
+                              f"sqlite:///state.db, postgresql://…), got {state!r}.")
+        out["state"] = state
+    mode = opts.get("conversation", "session")
+    if mode not in ("session", "principal"):
+        raise ConfigError(f"Config {where}: byref.conversation must be 'session' (each MCP "
+                          "session its own conversation) or 'principal' (one shared by a "
+                          f"principal's sessions), got {mode!r}.")
+    out["conversation"] = mode
+    if "conversationTtl" in opts:
+        ttl = opts["conversationTtl"]
+        if isinstance(ttl, bool) or ttl != 0:
+            ttl = _number(ttl, f"{where} byref.conversationTtl")
+        out["conversation_ttl"] = None if ttl == 0 else float(ttl)
     return out

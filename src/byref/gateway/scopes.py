@@ -1,47 +1,70 @@
-"""Scopes and access: who a request runs as, and the per-scope record refs resolve against.
+"""Scopes and access: who a request runs as, and the conversation its refs resolve against.
 
-Owns the mapping from a connection to a `Scope` and that scope's state: its transcript (the
-gateway's own record of calls and results, which Message refs address), its subscription bus
-(2026-07-28 listen streams) and the open connections to tell about tool-list changes. The law:
-over stdio one process is one scope; over HTTP every request carries a bearer token the config
-maps to a tenant and principal, a request without a valid one is refused by the HTTP layer before
-any handler (or upstream) sees it, and refs never resolve across scopes — each scope has its own
-transcript, and the store answers another scope's key as absent. A transcript starts at a
-clock-derived seq, so a Message ref minted before a restart is refused, never answered with a
-newer result; it spills to a nameless file (beside a file store, else in the temp directory),
-so memory holds its index and a few recent messages, not every result. Identities are compared
-as structured values (never a joined string, where `a/b` + `c` would equal `a` + `b/c`), and a
-connection is forgotten when it closes.
+Owns the mapping from a connection to a `Scope` and that scope's state: its conversation (the
+gateway's own record of calls and results, which Message refs address, kept by the conversation
+state port, `byref.conversations`), its subscription bus (2026-07-28 listen streams) and the
+open connections to tell about tool-list changes. The law: over HTTP every request carries a
+bearer token the config maps to a tenant and principal, a request without a valid one is
+refused by the HTTP layer before any handler (or upstream) sees it, and refs never resolve
+across scopes — each conversation has its own record, and the store answers another scope's key
+as absent. Conversations: by default each MCP session is its own (`"conversation": "session"`;
+a 2026-07-28 request has no session and uses its principal's), `"principal"` shares one across
+a principal's sessions; over stdio one process is one conversation, a new one unless
+`stdio_conversation` (`--conversation ID`) resumes one. A conversation's record is written
+through the state port once a call (`persist`), so with durable state every Message ref
+resolves after a restart, and memory holds the calls in flight and a few decoded messages. A
+new record starts at a clock-derived seq, so a ref from another record is refused, never
+answered with a newer result; one idle past its ttl expires, and a ref into it is told so.
+Closing a session releases its conversation's memory. Identities are compared as structured
+values (never a joined string, where `a/b` + `c` would equal `a` + `b/c`), and a connection is
+forgotten when it closes.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import sys
+import time
+import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 
+from byref.conversations import (
+    ConversationError,
+    ConversationState,
+    ConversationTranscript,
+    default_state_url,
+    open_state,
+)
+from byref.discovery.usage import Usage
 from byref.dispatch import Dispatcher
 from byref.gateway.config import GatewayConfig, Grant
 from byref.store import Scope
 from byref.transcript import Transcript, fresh_origin
 
 CONVERSATION = "gateway"
+"""The conversation id a principal's sessions share (`"conversation": "principal"`)."""
+SESSION_PREFIX = "session-"
 STDIO_PRINCIPAL = "stdio"
 _CONNECTIONS_KEPT = 64
 TRANSCRIPT_CACHE = 32
 """Decoded messages a scope keeps: the working set reads only the newest, refs mostly recent
 ones; measured, a larger cache only raises the RSS a session starts with (cache=0 is no lower)."""
+SWEEP_EVERY = 60.0
+"""Seconds between sweeps of expired conversations (run when a conversation is opened)."""
 
 
 class AccessRefused(Exception):
@@ -49,14 +72,13 @@ class AccessRefused(Exception):
 
 
 def _transcript(spill: Path | None = None) -> Transcript:
-    # Not durable, so a restart loses it: a fresh origin makes every older Message ref a
-    # refusal. Spilled to a nameless file, so a long session costs its index, not its results.
+    # A scope state made by hand (not through Scopes) records in memory, spilled.
     return Transcript(origin=fresh_origin(), spill=True if spill is None else spill,
                       cache=TRANSCRIPT_CACHE)
 
 
 def spill_directory(store: str | None) -> Path | None:
-    """Where transcripts spill: beside a file store (on its disk), else the system's temp dir."""
+    """Where memory state spills: beside a file store (on its disk), else the temp dir."""
     if store is None:
         return None
     parts = urlsplit(store)
@@ -68,7 +90,7 @@ def spill_directory(store: str | None) -> Path | None:
     return root
 
 
-@dataclass
+@dataclass(eq=False)
 class ScopeState:
     scope: Scope
     transcript: Transcript = field(default_factory=_transcript)
@@ -79,12 +101,83 @@ class ScopeState:
     """(toolbox version, dispatcher) for that version; dropped when the toolbox is rebuilt."""
     declared: tuple[str, ...] = ()
     """The working set this scope's clients were last told about (a change is announced)."""
+    usage_logged: int = 0
+    """Usage pairs of this conversation already in the usage log (kept with its record)."""
+    touched: float = field(default_factory=time.time)
+    """When the record was last written or opened (an idle one past its ttl has expired)."""
+    sessions: set[int] = field(default_factory=set)
+    """Open sessions using this conversation (by connection identity); the last one to close
+    releases it."""
     _connections: OrderedDict[int, Connection] = field(default_factory=OrderedDict)
     """Open connections with a channel for notifications, by identity (held, so ids stay)."""
+    _saved_declared: tuple[str, ...] = ()
+    _usage_folded: int = 0
+    _usage_pending: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.listen = ListenHandler(self.bus)
+        self._saved_declared = self.declared
 
+    # -- the record ----------------------------------------------------------------------------
+    def unlogged(self, found: Sequence[Usage]) -> list[Usage]:
+        """Of the usage evidence a fold of this record just found (in order, from its origin),
+        what the usage log does not hold yet; it is saved with the record at `persist`."""
+        skip = max(0, self.usage_logged - self._usage_folded)
+        self._usage_folded += len(found)
+        fresh = list(found[skip:])
+        self.usage_logged += len(fresh)
+        self._usage_pending.extend((u.query, u.tool) for u in fresh)
+        return fresh
+
+    def _flush(self) -> None:
+        transcript = self.transcript
+        if not isinstance(transcript, ConversationTranscript):
+            return
+        declared = self.declared if self.declared != self._saved_declared else None
+        usage, self._usage_pending = self._usage_pending, []
+        try:
+            transcript.lines.flush(working_set=declared, usage=usage)
+        except BaseException:
+            self._usage_pending[:0] = usage  # kept for the next flush
+            raise
+        if declared is not None:
+            self._saved_declared = declared
+        self.touched = transcript.lines.state.clock()
+
+    @property
+    def unsaved(self) -> bool:
+        transcript = self.transcript
+        return isinstance(transcript, ConversationTranscript) and bool(
+            transcript.lines.pending or self._usage_pending or self.declared
+            != self._saved_declared)
+
+    async def persist(self) -> None:
+        """Write this call's messages, working set and usage evidence through the state port as
+        one batch (off the event loop when the state is remote). A failure is the operator's:
+        the lines stay in memory (still answering refs here) and go with the next batch."""
+        if not self.unsaved:
+            return
+        transcript = self.transcript
+        assert isinstance(transcript, ConversationTranscript)
+        try:
+            if transcript.lines.state.remote:
+                await anyio.to_thread.run_sync(self._flush)
+            else:
+                self._flush()
+        except (ConversationError, OSError) as exc:
+            print(f"byref gateway: conversation {str(self.scope)!r} not saved (kept in memory, "
+                  f"retried with the next call): {exc}", file=sys.stderr)
+
+    def close(self) -> None:
+        """Save what is unsaved and release the record's memory."""
+        try:
+            if self.unsaved:
+                self._flush()
+        finally:
+            self.transcript.close()
+            self.dispatchers = None
+
+    # -- connections ---------------------------------------------------------------------------
     def remember(self, connection: Connection) -> None:
         """Keep an open connection to notify it of list changes; forgotten when it closes."""
         if not connection.has_standalone_channel:
@@ -119,44 +212,122 @@ class ScopeState:
 
 
 class Scopes:
-    """Scope state by scope; created on first use."""
+    """Conversation state by scope: opened through the state port on first use, released when
+    its last session closes (or at `close`)."""
 
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, *, state: ConversationState | None = None) -> None:
         self.config = config
         self._states: dict[Scope, ScopeState] = {}
-        self._spill: Path | Literal[False] | None = False
-        """The spill directory, found at the first scope (False until then)."""
+        self._given = state
+        self._conversations: ConversationState | None = state
+        self._swept = time.monotonic()
+        self._stdio_id = config.stdio_conversation or (
+            CONVERSATION if config.conversation == "principal"
+            else f"stdio-{uuid.uuid4().hex[:16]}")
+
+    @property
+    def conversations(self) -> ConversationState:
+        """The state port: the config's byref.state, else SQLite beside a file store, else
+        memory (spilled beside a file store or in the temp directory)."""
+        if self._conversations is None:
+            url = self.config.state or default_state_url(self.config.store)
+            spill = spill_directory(self.config.store)
+            self._conversations = open_state(url, ttl=self.config.conversation_ttl,
+                                             spill=True if spill is None else spill)
+        return self._conversations
 
     @property
     def stdio_scope(self) -> Scope:
-        return Scope(self.config.scope, STDIO_PRINCIPAL, CONVERSATION)
+        return Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
 
     def state(self, scope: Scope) -> ScopeState:
         found = self._states.get(scope)
+        ttl = self.conversations.ttl if found is not None else None
+        if found is not None and ttl is not None and (
+                self.conversations.clock() - found.touched >= ttl):
+            found = self._reopen(found)  # idle past its ttl: a new record after the old one
         if found is None:
-            if self._spill is False:
-                self._spill = spill_directory(self.config.store)
-            found = self._states[scope] = ScopeState(scope, _transcript(self._spill))
+            found = self._states[scope] = self._open(ScopeState(scope))
         return found
 
+    def _open(self, state: ScopeState) -> ScopeState:
+        conversations = self.conversations
+        if time.monotonic() - self._swept >= SWEEP_EVERY:
+            self._swept = time.monotonic()
+            conversations.sweep()
+        conversation = conversations.open(state.scope, fresh_origin())
+        state.transcript = ConversationTranscript(conversations, conversation,
+                                                  cache=TRANSCRIPT_CACHE)
+        state.declared = state._saved_declared = conversation.working_set
+        state.usage_logged, state._usage_folded = conversation.usage, 0
+        state.touched = conversations.clock()
+        return state
+
+    def _reopen(self, state: ScopeState) -> ScopeState:
+        state.close()
+        return self._open(state)
+
+    def release(self, scope: Scope) -> None:
+        """Save and forget a conversation's state in memory (its last session closed). State
+        kept only in memory is deleted with it: no later session can reach it."""
+        state = self._states.pop(scope, None)
+        if state is None:
+            return
+        state.close()
+        if self._conversations is not None and not self._conversations.durable:
+            self._conversations.delete(scope)
+
     def close(self) -> None:
-        """Release every scope's transcript (its spill file); the scopes are forgotten."""
-        for state in self._states.values():
-            state.transcript.close()
-        self._states.clear()
+        """Save and release every scope's conversation; the state port is closed if opened
+        here."""
+        try:
+            for state in self._states.values():
+                try:
+                    state.close()
+                except (ConversationError, OSError) as exc:
+                    print(f"byref gateway: conversation {str(state.scope)!r} not saved: {exc}",
+                          file=sys.stderr)
+        finally:
+            self._states.clear()
+            if self._given is None and self._conversations is not None:
+                self._conversations.close()
+                self._conversations = None
 
     def all(self) -> list[ScopeState]:
         return list(self._states.values())
 
-    def for_request(self, request: Any) -> ScopeState:
-        """The scope a handler's request runs in (`ctx.request`: None over stdio / in-process)."""
+    def for_request(self, request: Any, connection: Connection | None = None) -> ScopeState:
+        """The conversation a handler's request runs in (`ctx.request`: None over stdio /
+        in-process; `connection`: the request's MCP connection, whose session it is)."""
         if request is None:
             return self.state(self.stdio_scope)
         user = getattr(request, "scope", {}).get("user")
         if not isinstance(user, AuthenticatedUser):
             raise AccessRefused("This gateway serves HTTP requests only with a bearer token.")
         claims = user.access_token.claims or {}
-        return self.state(Scope(str(claims["tenant"]), str(claims["principal"]), CONVERSATION))
+        tenant, principal = str(claims["tenant"]), str(claims["principal"])
+        session = connection.session_id if connection is not None else None
+        if self.config.conversation == "principal" or not session:
+            return self.state(Scope(tenant, principal, CONVERSATION))
+        scope = Scope(tenant, principal, SESSION_PREFIX + session)
+        state = self.state(scope)
+        assert connection is not None
+        if id(connection) not in state.sessions:
+            state.sessions.add(id(connection))
+            connection.exit_stack.callback(self._session_closed, scope, id(connection))
+        return state
+
+    def _session_closed(self, scope: Scope, connection: int) -> None:
+        state = self._states.get(scope)
+        if state is None:
+            return
+        state.sessions.discard(connection)
+        if not state.sessions:
+            try:
+                self.release(scope)
+            except (ConversationError, OSError) as exc:
+                print(f"byref gateway: conversation {str(scope)!r} not saved: {exc}",
+                      file=sys.stderr)
 
 
 class TokenMap:

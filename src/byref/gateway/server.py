@@ -98,7 +98,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
 
     def scope_of(ctx: ServerRequestContext[Any, Any]) -> ScopeState:
         try:
-            return gateway.scopes.for_request(ctx.request)
+            return gateway.scopes.for_request(ctx.request, _connection(ctx))
         except AccessRefused as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
