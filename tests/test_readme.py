@@ -11,18 +11,31 @@ from typing import Any
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_example_runs() -> None:
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert blocks, "README has no python example"
-    code = blocks[0]
-    assert len(code.strip().splitlines()) <= 26
-    expected = re.search(r"print\(.*\)\s+# (.+)", code)
-    assert expected is not None
+def python_block(marker: str) -> str:
+    """The README's one Python example containing `marker` (examples are found by what they
+    say, not by position, so a new section elsewhere moves nothing)."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    [code] = [b for b in blocks if marker in b]
+    return code
+
+
+def run_example(code: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(README), "exec"), {"__name__": "readme"})
-    assert out.getvalue().strip() == expected.group(1).strip()
+    return out.getvalue().strip()
+
+
+def printed_comment(code: str) -> str:
+    expected = re.search(r"print\(.*\)\s+# (.+)", code)
+    assert expected is not None, "the example says what it prints in a comment"
+    return expected.group(1).strip()
+
+
+def test_readme_example_runs() -> None:
+    code = python_block("Sum the late orders.")
+    assert len(code.strip().splitlines()) <= 26
+    assert run_example(code) == printed_comment(code)
 
 
 def test_readme_gateway_config_is_one_the_gateway_accepts() -> None:
@@ -44,8 +57,7 @@ def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    code = blocks[1]
+    code = python_block("byref.Session(")
     assert len(code.strip().splitlines()) <= 25
     bodies: list[dict[str, Any]] = []
     usage = {"input_tokens": 10, "output_tokens": 5}
@@ -91,3 +103,74 @@ def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
     result = second["messages"][-1]["content"][0]
     assert result == {"type": "tool_result", "tool_use_id": "toolu_1",
                       "content": '{"city":"Paris","temp_c":21}'}
+
+
+def test_readme_async_example_runs_calls_concurrently_and_streams() -> None:
+    code = python_block("await byref.Harness(")
+    assert len(code.strip().splitlines()) <= 25
+    assert run_example(code) == printed_comment(code)
+
+
+def test_readme_openai_compatible_server_example_runs_against_chat_completions_on_loopback(
+        monkeypatch: Any) -> None:
+    """The example with the real `openai` SDK against a local server answering like an
+    OpenAI-compatible Chat Completions endpoint (its URL swapped for the loopback one)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    code = python_block("base_url=")
+    assert len(code.strip().splitlines()) <= 25
+    bodies: list[dict[str, Any]] = []
+    paths: list[str] = []
+    auth: list[str | None] = []
+    usage = {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}
+
+    def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
+        return {"id": f"chatcmpl-{len(bodies)}", "object": "chat.completion",
+                "created": 1767225600, "model": "llama3.1", "usage": usage,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+
+    replies = [
+        completion({"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}]},
+            "tool_calls"),
+        completion({"role": "assistant", "content": "It is 21 °C in Paris."}, "stop"),
+    ]
+
+    class Chat(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            paths.append(self.path)
+            auth.append(self.headers.get("authorization"))
+            bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+            payload = json.dumps(replies[len(bodies) - 1]).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert "http://localhost:11434/v1" in code
+    try:
+        out = run_example(code.replace("http://localhost:11434/v1",
+                                       f"http://127.0.0.1:{server.server_port}/v1"))
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+    assert out == printed_comment(code)
+    assert paths == ["/v1/chat/completions"] * 2
+    assert auth == ["Bearer byref-no-key"] * 2  # keyless: a local server ignores it
+    first, second = bodies
+    assert first["model"] == "llama3.1" and "prompt_cache_key" not in first
+    assert {t["function"]["name"] for t in first["tools"]} >= {"weather", "read_result"}
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1",
+                                      "content": '{"city":"Paris","temp_c":21}'}
