@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import httpx2
+from _wire import o_error, o_json, sse
 
 C_MODEL = "gpt-4o"
 C_SERVED = "gpt-4o-2024-08-06"
@@ -40,8 +41,10 @@ def c_completion(text: str | None = None, *calls: dict[str, Any], finish: str | 
             "usage": usage}
 
 
-def c_json(completion: dict[str, Any]) -> httpx2.Response:
-    return httpx2.Response(200, json=completion, headers={"x-request-id": "req_ok"})
+c_json = o_json
+"""A whole completion: OpenAI answers every API's JSON alike."""
+c_error = o_error
+"""An API error: Chat Completions and the Responses API share the error body."""
 
 
 def c_chunks(completion: dict[str, Any], *, size: int = 5,
@@ -79,20 +82,12 @@ def c_chunks(completion: dict[str, Any], *, size: int = 5,
 
 
 def c_stream(chunks: list[dict[str, Any]], done: bool = True) -> httpx2.Response:
-    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + (
-        "data: [DONE]\n\n" if done else "")
-    return httpx2.Response(200, content=text.encode(),
-                           headers={"content-type": "text/event-stream"})
+    """Chunks as unnamed events, closed by `[DONE]` unless `done` is false (a cut stream)."""
+    return sse([(None, c) for c in chunks], "data: [DONE]\n\n" if done else "")
 
 
 def c_sse(completion: dict[str, Any], *, interleave: bool = False) -> httpx2.Response:
     return c_stream(c_chunks(completion, interleave=interleave))
-
-
-def c_error(status: int, kind: str, message: str) -> httpx2.Response:
-    return httpx2.Response(status, json={"error": {"message": message, "type": kind,
-                                                   "param": None, "code": None}},
-                           headers={"x-request-id": "req_err"})
 
 
 def c_results(body: dict[str, Any]) -> int:

@@ -60,8 +60,11 @@ class Wire:
         return b"\n".join(self.raw).decode()
 
 
-def sse(events: list[tuple[str, dict[str, Any]]]) -> httpx2.Response:
-    text = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+def sse(events: list[tuple[str | None, Any]], tail: str = "") -> httpx2.Response:
+    """Server-sent events: each `(name, data)` as an `event:` (when named) and a `data:` line;
+    `tail` is sent last as written (Chat Completions ends with `data: [DONE]`)."""
+    text = "".join((f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n"
+                   for name, data in events) + tail
     return httpx2.Response(200, content=text.encode(),
                            headers={"content-type": "text/event-stream"})
 

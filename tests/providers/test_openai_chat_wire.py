@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -19,7 +18,6 @@ from _chat_wire import (
     c_completion,
     c_error,
     c_json,
-    c_last_result,
     c_results,
     c_sse,
     c_stream,
@@ -27,8 +25,6 @@ from _chat_wire import (
 )
 from _wire import REF_SCHEMA, ROWS_REF, Wire, count, fetch
 
-from byref.demo.data import open_rows, write_export
-from byref.demo.scenario import OPEN, TITLE, run_byref
 from byref.harness import Harness
 from byref.harness.messages import Usage
 from byref.harness.providers import (
@@ -39,7 +35,7 @@ from byref.harness.providers import (
 )
 from byref.harness.providers.openai import OpenAIModel
 from byref.harness.providers.openai_chat import NO_KEY, OpenAIChatModel
-from byref.jsonview import dumps, encode
+from byref.jsonview import dumps
 
 LOCAL = "http://127.0.0.1:11434/v1"
 
@@ -330,61 +326,6 @@ def test_calls_without_ids_get_distinct_ones_and_results_pair_with_them() -> Non
     ids = [c.id for c in run.calls]
     assert ids == [f"{first['id']}-0", f"{first['id']}-1"]
     assert [m.get("tool_call_id") for m in wire.bodies[-1]["messages"][3:]] == ids
-
-
-# -- the status-report job end to end (as test_provider_demo plays it for the other two) ---------
-def status_report_call(turn: int, last: Any) -> tuple[str, dict[str, Any]] | None:
-    if turn == 0:
-        return "export_work_items", {"project": "ATLAS"}
-    if turn == 1:
-        return "query_json", {"source": last["value"], "path": "/items", "filter": OPEN}
-    if turn == 2:
-        return "generate_pdf", {"title": TITLE, "rows": last["value"]}
-    return None
-
-
-@pytest.mark.parametrize("base_url", [None, LOCAL], ids=["openai", "compatible"])
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-def test_status_report_through_the_chat_adapter(stream: bool, base_url: str | None,
-                                                tmp_path: Path) -> None:
-    export = tmp_path / "export.json"
-    write_export(export, 400_000)
-    written: list[Any] = []
-    reply = c_sse if stream else c_json
-
-    def play(body: dict[str, Any]) -> Any:
-        turn = c_results(body)
-        step = status_report_call(turn, c_last_result(body) if turn else None)
-        if step is None:
-            return reply(c_completion("Done: the PDF status report is ready."))
-        written.append(step[1])
-        return reply(c_completion(None, c_call(*step)))
-
-    wire = Wire(play)
-    m = model(wire, stream=stream, base_url=base_url)
-    figures, requests, delivered = run_byref(export, tmp_path / "out", m)
-    expected = open_rows(export)
-    assert len(expected) > 20
-    assert encode(delivered.rows) == encode(expected)  # byte-identical rows
-    assert figures["requests"] == len(wire.raw) == 4
-    assert figures["provider_usage"]["turns"] == 4
-    assert figures["provider_usage"]["cache_read_tokens"] == 4 * 896
-    sent = wire.sent()
-    assert "JsonPointer" not in sent and "JsonQuery" not in sent
-    escaped = json.dumps(sent)
-    for row in expected:  # the preview shows elided descriptions; never a whole one, nor a row
-        assert json.dumps(row["description"])[1:-1] not in sent
-        assert json.dumps(row["description"])[1:-1] not in escaped
-        assert encode(row).decode() not in sent
-    for leak in (str(tmp_path), "artifacts/", ".bin"):
-        assert leak not in sent
-    refs = [written[1]["source"], written[2]["rows"]]
-    assert [r["$ref"]["type"] for r in refs] == ["Blob", "Message"]  # a recipe is never shown
-    for ref, body in zip(refs, wire.bodies[2:], strict=True):
-        arguments = [c["function"]["arguments"] for m in body["messages"]
-                     for c in m.get("tool_calls", [])]
-        assert any(dumps(ref) in a for a in arguments)  # the model's $ref went back intact
-    assert "JsonPointer" not in requests[-1].all_text()
 
 
 def test_a_missing_sdk_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""The status-report job end to end through each real adapter, the "model" on a mock transport.
+"""The status-report job end to end through each real adapter (Anthropic, OpenAI Responses,
+Chat Completions against OpenAI and against a compatible server), the "model" on a mock transport.
 
 Same guarantees as the scripted run: the rows generate_pdf receives are byte-identical to the
 export's open items, and no recipe, row or storage path ever crosses the wire to the model.
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _chat_wire import c_call, c_completion, c_json, c_last_result, c_results, c_sse
 from _wire import (
     A_MODEL,
     Wire,
@@ -66,6 +68,20 @@ def anthropic_play(written: list[Any], stream: bool) -> Any:
     return play
 
 
+def chat_play(written: list[Any], stream: bool) -> Any:
+    reply = c_sse if stream else c_json
+
+    def play(body: dict[str, Any]) -> Any:
+        turn = c_results(body)
+        step = status_report_call(turn, c_last_result(body) if turn else None)
+        if step is None:
+            return reply(c_completion("Done: the PDF status report is ready."))
+        written.append(step[1])
+        return reply(c_completion(None, c_call(*step)))
+
+    return play
+
+
 def openai_play(written: list[Any], stream: bool) -> Any:
     reply = o_sse if stream else o_json
 
@@ -87,19 +103,37 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+LOCAL = "http://127.0.0.1:11434/v1"
+ADAPTERS: dict[str, tuple[str, Any, dict[str, Any], int]] = {
+    # name: model id, the model's play, model options, prompt-cache tokens read per turn
+    "anthropic": (f"anthropic:{A_MODEL}", anthropic_play, {}, 900),
+    "openai": ("openai:gpt-5", openai_play, {}, 896),
+    "openai-chat": ("openai-chat:gpt-4o", chat_play, {}, 896),
+    "openai-chat-compatible": ("openai-chat:llama3.1", chat_play, {"base_url": LOCAL}, 896),
+}
+
+
+def carries(body: Any, text: str) -> bool:
+    """Whether `text` is in a request body: in its JSON, or inside a string of it (OpenAI
+    carries arguments as JSON text)."""
+    if isinstance(body, str):
+        return text in body
+    if isinstance(body, dict):
+        return any(carries(v, text) for v in body.values())
+    if isinstance(body, list):
+        return any(carries(v, text) for v in body)
+    return False
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", list(ADAPTERS))
 def test_status_report_through_a_real_adapter(provider: str, stream: bool, export: Path,
                                               tmp_path: Path) -> None:
     written: list[Any] = []
-    if provider == "anthropic":
-        wire = Wire(anthropic_play(written, stream))
-        model_id = f"anthropic:{A_MODEL}"
-    else:
-        wire = Wire(openai_play(written, stream))
-        model_id = "openai:gpt-5"
+    model_id, play, options, cached = ADAPTERS[provider]
+    wire = Wire(play(written, stream))
     model = model_from_id(model_id, api_key="test", http_client=wire.client(), max_retries=0,
-                          stream=stream)
+                          stream=stream, **options)
     figures, requests, delivered = run_byref(export, tmp_path, model)
 
     expected = open_rows(export)
@@ -107,6 +141,7 @@ def test_status_report_through_a_real_adapter(provider: str, stream: bool, expor
     assert encode(delivered.rows) == encode(expected)  # byte-identical rows
     assert figures["requests"] == len(wire.raw) == 4
     assert figures["provider_usage"]["turns"] == 4
+    assert figures["provider_usage"]["cache_read_tokens"] == 4 * cached
     sent = wire.sent()
     assert "JsonPointer" not in sent and "JsonQuery" not in sent
     escaped = json.dumps(sent)  # request bodies carry tool results as JSON inside JSON
@@ -120,13 +155,9 @@ def test_status_report_through_a_real_adapter(provider: str, stream: bool, expor
     refs = [written[1]["source"], written[2]["rows"]]
     assert [set(r) for r in refs] == [{"$ref"}, {"$ref"}]
     assert [r["$ref"]["type"] for r in refs] == ["Blob", "Message"]  # a recipe is never shown
-    follow_up = [json.loads(line) for line in wire.raw[2:]]
-    for ref, body in zip(refs, follow_up, strict=True):
+    for ref, body in zip(refs, wire.bodies[2:], strict=True):
         compact = json.dumps(ref, separators=(",", ":"))
-        # Anthropic carries arguments as JSON; OpenAI as JSON text inside function_call items.
-        arguments = [i["arguments"] for i in body.get("input", []) if "arguments" in i]
-        assert compact in json.dumps(body, separators=(",", ":")) or any(
-            compact in a for a in arguments)
+        assert compact in json.dumps(body, separators=(",", ":")) or carries(body, compact)
     assert requests[-1].all_text() and "JsonPointer" not in requests[-1].all_text()
 
 
