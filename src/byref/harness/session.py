@@ -140,14 +140,14 @@ class Session:
         after the one before has been recorded by `on_result`)."""
         seq = call_seq + 1
         parts: list[Part]
-        if concurrent:
+        if concurrent and len(calls) > 1:
             parts = list(await asyncio.gather(*(
                 self.dispatcher.adispatch(c, call_seq=call_seq, seq=seq, part=i)
                 for i, c in enumerate(calls))))
             if on_result is not None:
                 for c, p in zip(calls, parts, strict=True):
                     on_result(c, p)
-        else:
+        else:  # one call needs no task to run beside (a gather costs a task per call)
             parts = []
             for i, c in enumerate(calls):
                 parts.append(await self.dispatcher.adispatch(c, call_seq=call_seq, seq=seq,
