@@ -95,11 +95,15 @@ def run(args: argparse.Namespace) -> int:
             group.cancel_scope.cancel()
 
     from byref.gateway.spawn import end_all
+    from byref.store.port import StoreUnavailableError
 
     try:
         anyio.run(main)
     except KeyboardInterrupt:
         pass
+    except StoreUnavailableError as exc:  # checked at start (byref.gateway.health)
+        print(f"byref gateway: {exc}", file=sys.stderr)
+        return 2
     finally:
         end_all()  # whatever a stop could not end in time
         if sock is not None:

@@ -29,7 +29,6 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.connection import Connection
 
-from byref.conversations import ConversationState
 from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import assemble, capability_line
 from byref.discovery.mcp import server_slug
@@ -39,6 +38,7 @@ from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
 from byref.gateway.config import GatewayConfig
 from byref.gateway.convert import distinct_name, listing, qualified_name
+from byref.gateway.health import check_store
 from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
@@ -89,14 +89,14 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, *, store: ArtifactStore | None = None,
                  emit: Emitter | None = None, errlog: TextIO | None = None,
-                 policy: Policy | None = None, state: ConversationState | None = None) -> None:
+                 policy: Policy | None = None) -> None:
         self.config = config
         self.emit = emit or Emitter()
         self.store = store if store is not None else open_store(config.store or "memory://",
                                                                 emit=self.emit)
         self.policy = policy or Policy(auto_insert_bytes=config.auto_insert_bytes,
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
-        self.scopes = Scopes(config, state=state)
+        self.scopes = Scopes(config)
         self.usage = UsageLog(config.usage) if config.usage is not None else None
         self._usage_folds: weakref.WeakKeyDictionary[Transcript, UsageFold] = (
             weakref.WeakKeyDictionary())
@@ -122,6 +122,9 @@ class Gateway:
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def __aenter__(self) -> Gateway:
+        # The store is checked before anything is served: a first result must not be what finds
+        # it unwritable.
+        await anyio.to_thread.run_sync(check_store, self.store, self.config)
         stack = AsyncExitStack()
         await stack.__aenter__()
         self._group = await stack.enter_async_context(anyio.create_task_group())
@@ -138,7 +141,6 @@ class Gateway:
         if self._stack is not None:
             await self._stack.__aexit__(None, None, None)
         self._stack = self._group = self._upstreams = None
-        self.scopes.close()  # saves every conversation and releases its memory
 
     @property
     def upstreams(self) -> UpstreamManager:
@@ -330,10 +332,8 @@ class Gateway:
             fold = self._usage_folds.get(state.transcript)
             if fold is None:
                 fold = self._usage_folds[state.transcript] = UsageFold()
-            # Only the messages since the last activation; none the usage log already holds.
-            fresh = state.unlogged(fold.catch_up(state.transcript))
+            fresh = fold.catch_up(state.transcript)  # only the messages since the last activation
             await anyio.to_thread.run_sync(self.usage.append, fresh)
-        await state.persist()  # the call and result through the state port, one batch
         return part
 
     def _dispatcher(self, state: ScopeState, box: Toolbox) -> Dispatcher:
