@@ -17,6 +17,7 @@ from byref.jsonview import dumps
 
 @dataclass(frozen=True, slots=True)
 class Ledger:
+    """What a run cost the model: characters read and written, the peak request."""
     model_read_chars: int
     model_written_chars: int
     peak_request_chars: int
@@ -27,6 +28,7 @@ class Ledger:
 
     @staticmethod
     def of(run: RunResult) -> Ledger:
+        """The ledger of a finished run."""
         read: list[str] = []
         written: list[str] = []
         for message in run.transcript:

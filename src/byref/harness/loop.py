@@ -62,6 +62,8 @@ class StepLimitError(DeveloperError, RuntimeError):
 
 @dataclass
 class RunResult:
+    """A finished run: the model's last text, every request as sent, the transcript, the steps
+    taken and every call the model made."""
     text: str
     requests: list[Request]
     transcript: Transcript
@@ -141,34 +143,42 @@ class Harness:
     # The session's parts, under the names the harness has always had.
     @property
     def transcript(self) -> Transcript:
+        """The conversation's record (the session's)."""
         return self.session.transcript
 
     @property
     def store(self) -> ArtifactStore | None:
+        """Where stored results live (`None`: a storeless run)."""
         return self.session.store
 
     @property
     def scope(self) -> Scope:
+        """The scope every artifact of this run is stored under."""
         return self.session.scope
 
     @property
     def policy(self) -> Policy:
+        """Placement and reference dials."""
         return self.session.policy
 
     @property
     def read_limits(self) -> ReadLimits:
+        """The read tools' limits."""
         return self.session.read_limits
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The per-call pipeline the session runs calls through."""
         return self.session.dispatcher
 
     @property
     def discovery(self) -> Discovery | None:
+        """Tool discovery, when the catalog is searched rather than declared."""
         return self.session.discovery
 
     @property
     def scaffolding(self) -> list[Tool]:
+        """The tools always declared (with discovery: beside the working set)."""
         return self.session.scaffolding
 
     def request(self) -> Request:

@@ -17,6 +17,7 @@ from byref.jsonview import dumps
 
 @dataclass(frozen=True, slots=True)
 class Block:
+    """One piece of a message: text, a tool call (`tool_use`) or a tool result."""
     type: Literal["text", "tool_use", "tool_result"]
     text: str = ""
     id: str = ""
@@ -25,6 +26,7 @@ class Block:
     is_error: bool = False
 
     def chars(self) -> int:
+        """Model-visible characters of the block."""
         if self.type == "tool_use":
             return len(self.name) + len(dumps(self.input))
         return len(self.text)
@@ -32,6 +34,7 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class ChatMessage:
+    """One provider-neutral message (tool results travel in a user message)."""
     role: Literal["user", "assistant"]
     content: tuple[Block, ...]
 
@@ -45,6 +48,7 @@ class Request:
     messages: tuple[ChatMessage, ...]
 
     def tools_text(self) -> str:
+        """The declarations as the JSON text the model is shown."""
         return dumps(list(self.tools))
 
     def chars(self) -> int:
@@ -82,12 +86,14 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """One model turn: its blocks in order and, from real providers, its usage."""
     blocks: tuple[Block, ...]
     usage: Usage | None = None
     """Set by real providers; a scripted step may leave it out."""
 
     @property
     def calls(self) -> tuple[Block, ...]:
+        """The tool calls of the turn, in order."""
         return tuple(b for b in self.blocks if b.type == "tool_use")
 
 
@@ -121,14 +127,18 @@ class Model(Protocol):
     fragments as they arrive (a provider then streams, whatever its `stream` setting)."""
 
     async def respond(self, request: Request, *, on_delta: OnDelta | None = None
-                      ) -> Response: ...
+                      ) -> Response:
+        """The model's answer to `request`."""
+        ...
 
 
 class SyncModel(Protocol):
     """A model with a blocking `respond` (byref before the async port, or your own): the
     harness still takes one and runs it in a worker thread; it gets no streaming callback."""
 
-    def respond(self, request: Request) -> Response: ...
+    def respond(self, request: Request) -> Response:
+        """The model's answer to `request`, blocking until it is complete."""
+        ...
 
 
 def deltas(response: Response) -> list[Delta]:

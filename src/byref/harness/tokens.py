@@ -25,7 +25,9 @@ class TokenCounter(Protocol):
 
     name: str
 
-    def count(self, text: str) -> int: ...
+    def count(self, text: str) -> int:
+        """The number of tokens in `text`."""
+        ...
 
 
 @functools.cache
@@ -44,6 +46,7 @@ class TiktokenCounter:
         self.exact_limit = exact_limit
 
     def count(self, text: str) -> int:
+        """The number of tokens in `text`."""
         if len(text) <= self.exact_limit:
             return len(_encoding(self.encoding).encode(text))
         return self.estimate(text)
@@ -65,6 +68,7 @@ _lock = threading.Lock()
 
 
 def default_counter() -> TokenCounter:
+    """The counter in force (see `using_counter`), else the default one."""
     return _default
 
 
@@ -92,6 +96,7 @@ def using_counter(counter: TokenCounter) -> Iterator[TokenCounter]:
 
 
 def count_tokens(text: str, counter: TokenCounter | None = None) -> int:
+    """Tokens in `text` by `counter`, or by the counter in force."""
     return (counter or _default).count(text)
 
 

@@ -23,9 +23,13 @@ class ToolSource(Protocol):
     """Tools from somewhere. `tools()` lists them (cheap; called when a harness is built);
     `call(name, arguments)` runs one outside dispatch, with arguments already resolved."""
 
-    def tools(self) -> Sequence[Tool]: ...
+    def tools(self) -> Sequence[Tool]:
+        """The tools this source offers, in order."""
+        ...
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any: ...
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run tool `name` with resolved `arguments` and return its value."""
+        ...
 
 
 class _Calls:
@@ -57,6 +61,7 @@ class ToolSet(_Calls):
             raise InvalidValue(f"Tool names must be unique; repeated: {dupes!r}.")
 
     def tools(self) -> Sequence[Tool]:
+        """The tools, as given."""
         return self._tools
 
 
@@ -72,6 +77,7 @@ class CatalogSource(_Calls):
         self.catalog = catalog
 
     def tools(self) -> Sequence[Tool]:
+        """The catalog's tools now."""
         return tuple(self.catalog.tools())
 
 
@@ -88,9 +94,11 @@ class Filtered(_Calls):
             self.keep = lambda t: t.name in names
 
     def tools(self) -> Sequence[Tool]:
+        """The source's tools that are kept."""
         return tuple(t for t in self.source.tools() if self.keep(t))
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a kept tool through the source."""
         if not any(t.name == name for t in self.tools()):
             raise InvalidValue(f"Tool {name!r} is filtered out of this source.")
         return await self.source.call(name, arguments)
@@ -107,6 +115,7 @@ class Prefixed(_Calls):
         self._renamed: dict[int, Tool] = {}
 
     def tools(self) -> Sequence[Tool]:
+        """The source's tools under their prefixed names."""
         out = []
         for t in self.source.tools():
             # One renamed Tool per original, so its cached schemas keep declarations stable.
@@ -117,6 +126,7 @@ class Prefixed(_Calls):
         return tuple(out)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool by its prefixed name."""
         if not name.startswith(self.prefix):
             raise InvalidValue(f"Tool {name!r} does not start with this source's prefix "
                                f"{self.prefix!r}.")
@@ -151,6 +161,7 @@ class McpSource(_Calls):
                 return cls(session, listed)
 
     def tools(self) -> Sequence[Tool]:
+        """The server's tools, as listed at connect."""
         return self._tools
 
     def _tool(self, listed: Any) -> Tool:

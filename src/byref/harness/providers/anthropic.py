@@ -252,6 +252,7 @@ class StreamDeltas:
         self.calls: dict[int, int] = {}  # content block index → call ordinal
 
     def add(self, event: Any) -> None:
+        """Hand one stream event's fragment, if it carries one, to the callback."""
         if self.on_delta is None:
             return
         delta: Delta | None = None

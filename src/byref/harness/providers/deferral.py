@@ -41,9 +41,11 @@ class NativeDeferral:
     always_loaded: frozenset[str] = frozenset()
 
     def deferred(self, name: str) -> bool:
+        """Whether `name` is declared deferred (all but the search and always-loaded tools)."""
         return name != self.search_tool and name not in self.always_loaded
 
     def check(self, declared: Iterable[str]) -> None:
+        """Refuse a declaration set without the search tool (deferred tools could never load)."""
         names = set(declared)
         if self.search_tool not in names:
             raise InvalidValue(

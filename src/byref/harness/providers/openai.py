@@ -190,6 +190,7 @@ class OpenAIModel:
         return response
 
     def stream_failed(self, event: Any) -> ProviderError:
+        """The error a stream's `error` event stands for."""
         return ProviderError(
             f"{self.provider} stream for model {self.model!r} failed: "
             f"{getattr(event, 'message', event)}",
@@ -197,6 +198,7 @@ class OpenAIModel:
         )
 
     def stream_unfinished(self) -> ProviderError:
+        """The error for a stream that ended without a final response."""
         return ProviderError(
             f"{self.provider} stream for model {self.model!r} ended without a final response.",
             provider=self.provider, model=self.model, retryable=True,
@@ -267,6 +269,7 @@ class StreamState:
         self.calls: dict[int, int] = {}  # output index → call ordinal
 
     def add(self, event: Any) -> None:
+        """Take one stream event: keep the final response, hand fragments to the callback."""
         kind = event.type
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self.result = event.response
@@ -284,6 +287,7 @@ class StreamState:
             self.on_delta(ToolCallDelta(self.calls[event.output_index], arguments=event.delta))
 
     def final(self) -> Any:
+        """The final response the stream carried."""
         if self.result is None:
             raise self.model.stream_unfinished()
         return self.result

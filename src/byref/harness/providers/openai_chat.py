@@ -241,6 +241,7 @@ class Turn:
 
     def response(self, *, provider: str, model: str,
                  max_output_tokens: int | None = None) -> Response:
+        """Take one stream chunk: join its text and call fragments, keep usage and finish."""
         blocks: list[Block] = []
         if self.text:
             blocks.append(Block("text", text=self.text))
@@ -304,6 +305,7 @@ class ChunkAssembler:
         self.id = ""
 
     def add(self, chunk: Any) -> None:
+        """The assembled turn, or `None` when the stream never said why it finished."""
         self.model = self.model or str(chunk.model or "")
         self.id = self.id or str(chunk.id or "")
         if chunk.usage is not None:
