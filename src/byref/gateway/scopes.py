@@ -268,13 +268,15 @@ class Scopes:
         return self._open(state)
 
     def release(self, scope: Scope) -> None:
-        """Save and forget a conversation's state in memory (its last session closed). State
-        kept only in memory is deleted with it: no later session can reach it."""
+        """Save and forget a conversation's state in memory (its last session closed). A
+        session's own conversation kept only in memory is deleted with it: no later session can
+        reach it (a principal's stays for its next session)."""
         state = self._states.pop(scope, None)
         if state is None:
             return
         state.close()
-        if self._conversations is not None and not self._conversations.durable:
+        if (self._conversations is not None and not self._conversations.durable
+                and scope.conversation.startswith(SESSION_PREFIX)):
             self._conversations.delete(scope)
 
     def close(self) -> None:
@@ -308,11 +310,11 @@ class Scopes:
         tenant, principal = str(claims["tenant"]), str(claims["principal"])
         session = connection.session_id if connection is not None else None
         if self.config.conversation == "principal" or not session:
-            return self.state(Scope(tenant, principal, CONVERSATION))
-        scope = Scope(tenant, principal, SESSION_PREFIX + session)
+            scope = Scope(tenant, principal, CONVERSATION)
+        else:
+            scope = Scope(tenant, principal, SESSION_PREFIX + session)
         state = self.state(scope)
-        assert connection is not None
-        if id(connection) not in state.sessions:
+        if connection is not None and session and id(connection) not in state.sessions:
             state.sessions.add(id(connection))
             connection.exit_stack.callback(self._session_closed, scope, id(connection))
         return state

@@ -1,0 +1,249 @@
+"""Gateway conversation state: refs of every kind minted before a restart resolve after it (file
+store + the SQLite default, and PostgreSQL + S3), the working set comes back with the record, a
+ref into a conversation that expired is refused saying so, each MCP session is its own
+conversation unless the config shares one per principal, and closing a session releases it."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import secrets
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from _gateway_rig import World, running, text
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from byref.conversations import MemoryConversations
+from byref.gateway import Gateway, build_server, listen_socket, serve_http
+from byref.gateway.config import parse_config
+
+pytestmark = pytest.mark.anyio
+
+PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+ALICE = "alice-token-0123456789abcdef"
+TOKENS = {ALICE: {"tenant": "acme", "principal": "alice"}}
+READ, WRITE = "filesystem__read_text_file", "filesystem__write_file"
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    pytest.importorskip("obstore", reason="obstore is not installed (byref[s3])")
+    boto3 = pytest.importorskip("boto3", reason="boto3 (with moto[server]) is not installed")
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    starter = threading.Thread(target=server.start, daemon=True)
+    starter.start()
+    starter.join(timeout=30)
+    if starter.is_alive():
+        pytest.fail("moto's S3 server did not start within 30 s")
+    host, port = server.get_host_and_port()
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        os.environ.setdefault(key, value)
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
+        Bucket="byref-state")
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def postgres_state() -> Iterator[str]:
+    psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (byref[postgres])")
+    try:
+        psycopg.connect(PG_URL, connect_timeout=5).close()
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL unreachable at {PG_URL!r} (set BYREF_TEST_POSTGRES_URL): {exc}")
+    table = f"gs_{secrets.token_hex(4)}"
+    yield f"{PG_URL}?table={table}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        for suffix in ("conversations", "lines", "usage"):
+            conn.execute(f'DROP TABLE IF EXISTS "{table}_{suffix}"')
+
+
+@asynccontextmanager
+async def resumed(world: World, servers: dict[str, Any], resume: str | None,
+                  **options: Any) -> AsyncIterator[tuple[Gateway, Any]]:
+    """A gateway as `byref gateway --conversation ID` runs it (None: a new conversation)."""
+    config = dataclasses.replace(parse_config({"mcpServers": servers, "byref": options},
+                                              source="test"), stdio_conversation=resume)
+    with world.log.open("a") as errlog:
+        async with Gateway(config, errlog=errlog) as gateway:
+            yield gateway, build_server(gateway)
+
+
+def _last_seq(gateway: Gateway) -> int:
+    seq = gateway.scopes.state(gateway.scopes.stdio_scope).transcript.last_seq
+    assert seq is not None
+    return seq
+
+
+async def _call(client: Client, name: str, arguments: dict[str, Any]) -> str:
+    result = await client.call_tool("call_tool", {"name": name, "arguments": arguments})
+    assert not result.is_error, text(result)
+    return text(result)
+
+
+@pytest.mark.parametrize("where", ["file+sqlite", "postgres+s3"])
+async def test_refs_of_every_kind_resolve_after_a_restart(
+        world: World, where: str, request: pytest.FixtureRequest) -> None:
+    servers = world.need("filesystem")
+    if where == "file+sqlite":
+        options: dict[str, Any] = {"store": f"file://{world.root}/store"}
+    else:
+        endpoint = request.getfixturevalue("s3_endpoint")
+        options = {"store": f"s3://byref-state/{secrets.token_hex(4)}?endpoint={endpoint}",
+                   "state": request.getfixturevalue("postgres_state")}
+    options["conversation"] = "session"
+    small, big = "a small result\n", "a placed result line\n" * 3_000
+    (world.files / "small.txt").write_text(small)
+    (world.files / "big.txt").write_text(big)
+    conv = "resumed-conversation"
+    with anyio.fail_after(120):
+        async with resumed(world, servers, conv, **options) as (gateway, server), Client(
+                server) as client:
+            activated = await client.call_tool("activate_tool", {"names": [WRITE]})
+            assert not activated.is_error, text(activated)
+            assert await _call(client, READ, {"path": str(world.files / "small.txt")}) == small
+            inline = {"$ref": {"type": "Message", "seq": _last_seq(gateway), "part": 0}}
+            placed = json.loads(await _call(client, READ, {"path": str(world.files / "big.txt")}))
+            through = {"$ref": {"type": "Message", "seq": _last_seq(gateway), "part": 0,
+                                "field": "value"}}
+            blob = placed["value"]
+            assert blob["$ref"]["type"] == "Blob"
+            before = gateway.scopes.state(gateway.scopes.stdio_scope)
+            origin, declared = before.transcript.origin, before.declared
+            assert WRITE in declared
+        async with resumed(world, servers, conv, **options) as (gateway, server), Client(
+                server) as client:
+            state = gateway.scopes.state(gateway.scopes.stdio_scope)
+            assert state.transcript.storage == "state" and state.transcript.origin == origin
+            assert state.declared == declared  # the working set came back with the record
+            assert WRITE in {t.name for t in (await client.list_tools()).tools}
+            for n, (ref, want) in enumerate([(inline, small), (through, big), (blob, big)]):
+                target = world.files / f"copy{n}.txt"
+                result = await client.call_tool(WRITE, {"path": str(target), "content": ref})
+                assert not result.is_error, text(result)
+                assert target.read_text() == want, n
+        # Without --conversation a new process is a new conversation: the old seqs are refused.
+        async with resumed(world, servers, None, **options) as (gateway, server), Client(
+                server) as client:
+            stale = await client.call_tool("call_tool", {"name": WRITE, "arguments": {
+                "path": str(world.files / "stale.txt"), "content": inline}})
+            assert stale.is_error
+            assert f"message {inline['$ref']['seq']} is not in this conversation's record" in (
+                text(stale))
+            assert not (world.files / "stale.txt").exists()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_ref_into_an_expired_conversation_is_refused_saying_so(world: World) -> None:
+    servers = world.need("filesystem")
+    (world.files / "a.txt").write_text("kept for a while\n")
+    clock = Clock()
+    state = MemoryConversations(ttl=600, clock=clock)
+    config = parse_config({"mcpServers": servers}, source="test")
+    with anyio.fail_after(60), world.log.open("a") as errlog:
+        async with Gateway(config, errlog=errlog, state=state) as gateway, Client(
+                build_server(gateway)) as client:
+            assert await _call(client, READ, {"path": str(world.files / "a.txt")}) == (
+                "kept for a while\n")
+            seq = _last_seq(gateway)
+            ref = {"$ref": {"type": "Message", "seq": seq, "part": 0}}
+            clock.now += 599  # idle, but within the ttl: still answers
+            await _call(client, WRITE, {"path": str(world.files / "b.txt"), "content": ref})
+            assert (world.files / "b.txt").read_text() == "kept for a while\n"
+            clock.now += 601  # idle past the ttl since the last call
+            expired = await client.call_tool("call_tool", {"name": WRITE, "arguments": {
+                "path": str(world.files / "c.txt"), "content": ref}})
+            assert expired.is_error
+            assert text(expired) == (
+                f"Tool {WRITE!r} could not complete: message {seq} belonged to this "
+                "conversation's earlier record, which expired (it sat idle past its retention) "
+                "and was deleted. Call the tool that produced it again to get a fresh reference.")
+            assert not (world.files / "c.txt").exists()
+            assert gateway.scopes.state(gateway.scopes.stdio_scope).transcript.origin > seq
+    # Closed: the gateway saved the record into the state it was given (the owner's to keep).
+    assert gateway.scopes.all() == []
+    kept = state.find(gateway.scopes.stdio_scope)
+    assert kept is not None and kept.length == 2 and kept.origin > seq
+
+
+@asynccontextmanager
+async def serving(world: World, servers: dict[str, Any], **options: Any
+                  ) -> AsyncIterator[tuple[Gateway, str]]:
+    async with running(world, servers, tokens=TOKENS, **options) as (gateway, _server):
+        sock = listen_socket("127.0.0.1", 0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
+            try:
+                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+            finally:
+                group.cancel_scope.cancel()
+        sock.close()
+
+
+def client(url: str) -> Client:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {ALICE}"})
+    return Client(streamable_http_client(url, http_client=http), mode="legacy")
+
+
+async def _released(gateway: Gateway, count: int) -> None:
+    with anyio.fail_after(10):  # the SDK tears a closed session down in its own task
+        while len(gateway.scopes.all()) != count:
+            await anyio.sleep(0.01)
+
+
+@pytest.mark.parametrize("mode", ["session", "principal"])
+async def test_sessions_have_their_own_conversation_unless_shared(world: World,
+                                                                  mode: str) -> None:
+    servers = world.need("filesystem")
+    (world.files / "n.txt").write_text("one session's note\n")
+    with anyio.fail_after(90):
+        async with serving(world, servers, conversation=mode) as (gateway, url):
+            async with client(url) as first, client(url) as second:
+                activated = await first.call_tool("activate_tool", {"names": [READ]})
+                assert not activated.is_error, text(activated)
+                read = await first.call_tool(READ, {"path": str(world.files / "n.txt")})
+                assert not read.is_error, text(read)
+                (mine,) = [s for s in gateway.scopes.all() if s.transcript.last_seq is not None]
+                ref = {"$ref": {"type": "Message", "seq": mine.transcript.last_seq, "part": 0}}
+                names = {t.name for t in (await second.list_tools()).tools}
+                copied = await second.call_tool("call_tool", {"name": WRITE, "arguments": {
+                    "path": str(world.files / "copy.txt"), "content": ref}})
+                if mode == "session":
+                    assert READ not in names  # its own working set: nothing activated there
+                    assert copied.is_error, "a ref crossed from one session to another"
+                    assert not (world.files / "copy.txt").exists()
+                    assert len(gateway.scopes.all()) == 2
+                else:
+                    assert READ in names  # one conversation: the principal's working set
+                    assert not copied.is_error, text(copied)
+                    assert (world.files / "copy.txt").read_text() == "one session's note\n"
+                    assert len(gateway.scopes.all()) == 1
+            # The last session of a conversation to close released it from memory. A session's
+            # own conversation in memory state, which no later session could reach, was deleted
+            # with it; the principal's stays for the principal's next session.
+            await _released(gateway, 0)
+            kept = gateway.scopes.conversations.find(mine.scope)
+            if mode == "session":
+                assert kept is None
+            else:
+                assert kept is not None and kept.length == 6  # activate, read, copy: 3 calls
