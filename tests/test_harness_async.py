@@ -136,7 +136,8 @@ class Counting(Transcript):
         return super().__iter__()
 
 
-def test_each_turn_renders_only_the_messages_new_since_the_last() -> None:
+@pytest.mark.parametrize("budget", [None, 1_000_000], ids=["unbudgeted", "budgeted"])
+def test_each_turn_renders_only_the_messages_new_since_the_last(budget: int | None) -> None:
     @byref.tool
     def echo(text: str) -> str:
         """Echo."""
@@ -145,7 +146,7 @@ def test_each_turn_renders_only_the_messages_new_since_the_last() -> None:
     transcript = Counting()
     turns = 12
     script = ScriptedModel([*[call("echo", {"text": str(i)}) for i in range(turns)], say("end")])
-    run = Harness(script, [echo], transcript=transcript).run_sync("go")
+    run = Harness(script, [echo], transcript=transcript, budget=budget).run_sync("go")
     assert run.steps == turns + 1 and len(transcript) == 1 + 2 * turns + 1
     # Each message is read once when first rendered (the last assistant turn never is):
     # re-rendering the whole transcript each turn would read ~n²/2 = 300 messages.

@@ -136,9 +136,11 @@ class Harness:
         self.max_steps = max_steps
         self.requests: list[Request] = []
         self._tools = self.session.surface().declarations
-        # Messages already rendered: a recorded message never changes, so each turn renders
-        # only the ones appended since (the transcript itself is never copied or re-read).
+        # A recorded message never changes, so each turn reads and renders only the ones
+        # appended since; the transcript itself is never copied or re-read.
+        self._seen = 0
         self._rendered: list[ChatMessage] = []
+        self._messages: list[Message] = []  # with a budget: every message, decoded
 
     # The session's parts, under the names the harness has always had.
     @property
@@ -185,21 +187,27 @@ class Harness:
         """The request the model would receive now, rendered from the transcript (and, with a
         budget, assembled to fit it; the check runs on the very object returned)."""
         system, tools = self._surface()
+        new = self._new_messages()
         if self.assembler is None:
-            return Request(system, tools, tuple(self._render_new()))
+            self._rendered.extend(render(new))
+            return Request(system, tools, tuple(self._rendered))
+        # Assembly reconsiders every message each turn, so it keeps them decoded.
+        self._messages.extend(new)
         assembled = self.assembler.assemble(
-            list(self.transcript),
+            self._messages,
             build=lambda view: Request(system, tools, tuple(render(view))),
             measure=request_bytes, text_of=Request.all_text,
         )
         self.assembled.append(assembled)
         return assembled.request
 
-    def _render_new(self) -> list[ChatMessage]:
+    def _new_messages(self) -> list[Message]:
+        """The messages recorded since the last request (a recorded message never changes)."""
         transcript = self.transcript
-        for index in range(len(self._rendered), len(transcript)):
-            self._rendered.extend(render([transcript.message(transcript.origin + index)]))
-        return self._rendered
+        new = [transcript.message(transcript.origin + index)
+               for index in range(self._seen, len(transcript))]
+        self._seen += len(new)
+        return new
 
     def _surface(self) -> tuple[str, tuple[dict[str, Any], ...]]:
         """System text and declarations for the next request. Rebuilt each turn (a live
