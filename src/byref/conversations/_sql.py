@@ -27,7 +27,6 @@ class Tx(Protocol):
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     def count(self, sql: str, params: Sequence[Any] = ()) -> int: ...
-    def many(self, sql: str, params: Sequence[Sequence[Any]]) -> None: ...
 
 
 def schema(blob: str, real: str) -> list[str]:
@@ -43,6 +42,18 @@ def schema(blob: str, real: str) -> list[str]:
         "CREATE TABLE IF NOT EXISTS {usage} (scope_key TEXT NOT NULL, n BIGINT NOT NULL, "
         "query TEXT NOT NULL, tool TEXT NOT NULL, PRIMARY KEY (scope_key, n))",
     ]
+
+
+ROWS_A_STATEMENT = 200
+
+
+def _insert(tx: Tx, head: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Rows as multi-row INSERTs: one statement (one round trip) for a call's few lines, where
+    a prepared statement run per row costs PostgreSQL several times as much."""
+    for at in range(0, len(rows), ROWS_A_STATEMENT):
+        chunk = rows[at:at + ROWS_A_STATEMENT]
+        marks = "(" + ", ".join("?" * len(chunk[0])) + ")"
+        tx.count(head + ", ".join([marks] * len(chunk)), [v for row in chunk for v in row])
 
 
 _COLUMNS = ("origin, length, live, expires_at, working_set, usage_count, expired_first, "
@@ -144,13 +155,11 @@ class SqlConversations(ABC):
                 (len(lines), self._expires(now), ws, len(usage), key, first_seq, now))
             if not got:
                 raise SeqConflict(self._why(tx, scope, first_seq, now))
-            if lines:
-                tx.many("INSERT INTO {lines} (scope_key, seq, line) VALUES (?, ?, ?)",
-                        [(key, first_seq + i, bytes(line)) for i, line in enumerate(lines)])
-            if usage:
-                start = int(got[0][0]) - len(usage)
-                tx.many("INSERT INTO {usage} (scope_key, n, query, tool) VALUES (?, ?, ?, ?)",
-                        [(key, start + i, q, t) for i, (q, t) in enumerate(usage)])
+            _insert(tx, "INSERT INTO {lines} (scope_key, seq, line) VALUES ",
+                    [(key, first_seq + i, bytes(line)) for i, line in enumerate(lines)])
+            start = int(got[0][0]) - len(usage)
+            _insert(tx, "INSERT INTO {usage} (scope_key, n, query, tool) VALUES ",
+                    [(key, start + i, q, t) for i, (q, t) in enumerate(usage)])
 
     def _why(self, tx: Tx, scope: Scope, first_seq: int, now: float) -> str:
         found = tx.rows("SELECT origin, length, live, expires_at FROM {conv} WHERE scope_key = ?",

@@ -51,8 +51,6 @@ class _PgTx:
         self._cur.execute(self._sql(sql), tuple(params))
         return int(self._cur.rowcount)
 
-    def many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
-        self._cur.executemany(self._sql(sql), [tuple(p) for p in params])
 
 
 class PostgresConversations(SqlConversations):

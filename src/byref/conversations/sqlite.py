@@ -36,8 +36,6 @@ class _SqliteTx:
     def count(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._conn.execute(self._sql(sql), tuple(params)).rowcount
 
-    def many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
-        self._conn.executemany(self._sql(sql), [tuple(p) for p in params])
 
 
 class SqliteConversations(SqlConversations):
