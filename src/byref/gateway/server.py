@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import warnings
 from collections.abc import Mapping
 from typing import Any, TextIO
 
@@ -22,12 +23,15 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from starlette.applications import Starlette
 
 from byref.discovery.assembly import PLAIN
-from byref.gateway.convert import call_result, mcp_tool
+from byref.gateway.content import client_result
+from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
+from byref.gateway.passthrough import Passthrough, page
+from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState, TokenMap
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
@@ -49,7 +53,8 @@ class GatewayServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options or NotificationOptions(
+                tools_changed=True, prompts_changed=True, resources_changed=True),
             experimental_capabilities, extensions)
 
 
@@ -110,17 +115,21 @@ def build_server(gateway: Gateway) -> GatewayServer:
             state.remember(connection)
         if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
             schemas.seen(await gateway.toolbox())
-        declarations = await gateway.declarations(state)
-        return types.ListToolsResult(tools=[mcp_tool(d) for d in declarations])
+        with calling(ctx):  # an upstream started now asks this client for what it needs
+            declarations = await gateway.declarations(state)
+        tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
+        return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         state = scope_of(ctx)
         if ctx.request is not None:
             schemas.seen(await gateway.toolbox())
-        part = await gateway.call(state, params.name, params.arguments or {},
-                                  connection=_connection(ctx))
-        return call_result(part)
+        name = own_name(await gateway.toolbox(), params.name)
+        with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
+            part = await gateway.call(state, name, params.arguments or {},
+                                      connection=_connection(ctx))
+        return await client_result(gateway, state, part)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
                      params: types.SubscriptionsListenRequestParams
@@ -129,9 +138,30 @@ def build_server(gateway: Gateway) -> GatewayServer:
 
     from byref import __version__
 
-    return GatewayServer("byref-gateway", version=__version__, instructions=INSTRUCTIONS,
-                         on_list_tools=list_tools, on_call_tool=call_tool,
-                         on_subscriptions_listen=listen, get_tool_input_schema=schemas)
+    p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all)
+    with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return GatewayServer(
+            "byref-gateway", version=__version__, instructions=INSTRUCTIONS,
+            on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
+            get_tool_input_schema=schemas, on_list_resources=p.list_resources,
+            on_list_resource_templates=p.list_templates, on_read_resource=p.read_resource,
+            on_subscribe_resource=p.subscribe, on_unsubscribe_resource=p.unsubscribe,
+            on_list_prompts=p.list_prompts, on_get_prompt=p.get_prompt, on_completion=p.complete,
+            on_set_logging_level=p.set_level, on_roots_list_changed=p.roots_changed)
+
+
+def own_name(box: Toolbox, name: str) -> str:
+    """The catalog name for a call: as given, or the one tool a server lists under `name`.
+
+    A client written against a server names its tools as that server does; behind the gateway
+    such a name still runs that tool when exactly one server lists it (else the call goes on as
+    named and is refused with the catalog's names).
+    """
+    if name in box.catalog or any(t.name == name for t in box.scaffolding):
+        return name
+    found = [e.tool.name for e in box.catalog if e.server is not None and e.original_name == name]
+    return found[0] if len(found) == 1 else name
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:

@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TextIO, TypeVar
+from typing import Any, Literal, NoReturn, TextIO, TypeVar
 
 import anyio
 import anyio.abc
@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config import ServerConfig
+from byref.gateway.relay import Relay, current
 from byref.gateway.spawn import Spawned, stdio_process
 
 log = logging.getLogger("byref.gateway")
@@ -39,6 +40,13 @@ T = TypeVar("T")
 
 START_RETRY_AFTER = 30.0
 """Seconds before a server that failed to start is tried again for a listing."""
+
+
+UPSTREAM_MODE: Literal["legacy"] = "legacy"
+"""Upstreams are spoken to in the handshake generation, which every server serves: a server's
+tool that asks its client for sampling, elicitation or roots mid-call, logs, or takes resource
+subscriptions does so only there (a 2026-07-28 connection has no server→client requests). What
+the gateway's own client speaks is independent (`relay` answers either way)."""
 
 
 class UpstreamError(Exception):
@@ -85,6 +93,10 @@ class Upstream:
         self.failed_at: float | None = None
         self.last_error: str | None = None
         self._spawned: Spawned | None = None
+        self.relay = Relay(config.name)
+        """The way back to the client whose request is in flight here (`relay`)."""
+        self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
+        """Told (server, notification) of its resource and prompt notifications (`passthrough`)."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -101,13 +113,33 @@ class Upstream:
                     break
             return tools
 
-        return await self._bounded("listing its tools", fetch)
+        with self.relay.flight(current()):
+            return await self._bounded("listing its tools", fetch)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        async def run(client: Client) -> types.CallToolResult:
-            return await client.call_tool(tool, arguments)
+        caller = current()
+        # The client's progress token and log opt-in carry on upstream; its progress comes back.
+        progress = caller.progress if caller is not None and caller.progress_token is not None \
+            else None
+        meta = caller.forwarded_meta() if caller is not None else None
 
-        return await self._bounded(f"running {tool!r}", run)
+        async def run(client: Client) -> types.CallToolResult:
+            return await client.call_tool(tool, arguments, progress_callback=progress,
+                                          meta=meta)  # type: ignore[arg-type]
+
+        with self.relay.flight(caller):
+            return await self._bounded(f"running {tool!r}", run)
+
+    async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        """Any other operation on the connection, bounded and failing as a call does."""
+        with self.relay.flight(current()):
+            return await self._bounded(doing, op)
+
+    @property
+    def connected(self) -> Client | None:
+        """The live connection's client, if the server is running now."""
+        live = self._live
+        return live.client if live is not None and not live.broken.is_set() else None
 
     async def close(self) -> None:
         live, self._live = self._live, None
@@ -225,10 +257,15 @@ class Upstream:
             elif isinstance(message, types.ServerNotification) and isinstance(
                     message, types.ToolListChangedNotification) and self._on_change is not None:
                 await self._on_change(self.name)
+            elif self.on_notice is not None and isinstance(message, (
+                    types.ResourceUpdatedNotification, types.ResourceListChangedNotification,
+                    types.PromptListChangedNotification)):
+                await self.on_notice(self.name, message)
 
         started = False
         try:
-            async with Client(self._target(), message_handler=on_message, cache=None) as client:
+            async with Client(self._target(), message_handler=on_message, cache=None,
+                              mode=UPSTREAM_MODE, **self._offered()) as client:
                 live.client = client
                 started = True
                 task_status.started(live)
@@ -245,6 +282,26 @@ class Upstream:
         finally:
             live.end()
             live.done.set()
+
+    def _offered(self) -> dict[str, Any]:
+        """What the gateway offers the server: sampling, elicitation and roots (answered by the
+        calling client, `relay`), and its log messages (forwarded naming the server)."""
+        relay = self.relay
+
+        async def sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
+            kind = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+            return await relay.forward(types.CreateMessageRequest(params=params), kind)
+
+        async def elicitation(_: Any, params: types.ElicitRequestParams) -> Any:
+            return await relay.forward(types.ElicitRequest(params=params), types.ElicitResult)
+
+        async def roots(_: Any) -> Any:
+            return await relay.forward(types.ListRootsRequest(), types.ListRootsResult)
+
+        return {"sampling_callback": sampling, "elicitation_callback": elicitation,
+                "list_roots_callback": roots, "logging_callback": relay.log,
+                "sampling_capabilities": types.SamplingCapability(
+                    tools=types.SamplingToolsCapability())}
 
     def _listens(self, client: Client) -> bool:
         tools = client.server_capabilities.tools

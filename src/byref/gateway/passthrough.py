@@ -1,0 +1,376 @@
+"""Every server feature but tools, passed through: resources, prompts, completion, logs, roots.
+
+Owns the gateway's handlers for `resources/*`, `prompts/*`, `completion/complete`,
+`logging/setLevel` and `notifications/roots/list_changed`, and the upstream notifications that
+answer them (resource updates, list changes). Names and URIs are the gateway's (`resources`,
+`prompts`); every request runs on the upstream that owns the name, bounded and failing as a tool
+call does (`Upstream.request`), and under the client request's mark (`relay`), so what the server
+sends meanwhile reaches that client. The law: a server that lacks a capability contributes
+nothing to its list (never an error), one that fails is left out of a list and named when it is
+asked directly, and the gateway's own lists paginate (`PAGE` items, an opaque cursor).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
+
+from byref.gateway.prompts import PromptIndex
+from byref.gateway.relay import calling
+from byref.gateway.resources import (
+    ResourceIndex,
+    Subscriptions,
+    listed_resource,
+    listed_template,
+    namespaced,
+    renamed_contents,
+    split,
+    unresolved,
+)
+from byref.gateway.upstream import Upstream, UpstreamError
+
+T = TypeVar("T")
+Ctx = ServerRequestContext[Any, Any]
+PAGE = 100
+"""Items in one page of the gateway's own lists."""
+_PAGES = 100
+"""Upstream pages followed at most (a paginator that never ends cannot hang the gateway)."""
+
+
+def page(items: Sequence[T], cursor: str | None) -> tuple[list[T], str | None]:
+    """One page of a list and the cursor of the next (None on the last page)."""
+    start = 0
+    if cursor:
+        try:
+            start = int(json.loads(base64.urlsafe_b64decode(cursor.encode()))["offset"])
+        except (ValueError, KeyError, TypeError, binascii.Error):
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back the "
+                           "nextCursor of the previous page.") from None
+        if start < 0 or start > len(items):
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: the list has "
+                           f"{len(items)} items now; start again without a cursor.")
+    end = start + PAGE
+    more = end < len(items)
+    next_cursor = base64.urlsafe_b64encode(json.dumps({"offset": end}).encode()).decode() \
+        if more else None
+    return list(items[start:end]), next_cursor
+
+
+class Passthrough:
+    """The non-tool features of every upstream, behind the gateway's names."""
+
+    def __init__(self, upstreams: Callable[[], dict[str, Upstream]],
+                 scopes: Callable[[], list[Any]]) -> None:
+        self._upstreams = upstreams
+        self._scopes = scopes
+        self.resources = ResourceIndex()
+        self.prompts = PromptIndex()
+        self.subscriptions = Subscriptions()
+        self._connections: dict[int, Connection] = {}
+        """Handshake-era connections seen, told of resource and prompt list changes."""
+        self._wired: set[int] = set()
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def seen(self, ctx: Ctx) -> None:
+        """Remember the request's connection (for list changes) and hear every upstream."""
+        for up in self._upstreams().values():
+            if id(up) not in self._wired:
+                self._wired.add(id(up))
+                up.on_notice = self.notice
+        connection = getattr(ctx.session, "_connection", None)
+        if isinstance(connection, Connection) and connection.has_standalone_channel and \
+                id(connection) not in self._connections:
+            self._connections[id(connection)] = connection
+            connection.exit_stack.callback(self._connections.pop, id(connection), None)
+
+    def _upstream(self, server: str) -> Upstream:
+        return self._upstreams()[server]
+
+    async def _each(self, doing: str, has: Callable[[types.ServerCapabilities], bool],
+                    op: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
+        """`op` on every server that has the capability (in parallel, config order kept);
+        servers that fail are left out."""
+        got: dict[str, T] = {}
+
+        async def one(up: Upstream) -> None:
+            async def run(client: Client) -> T | None:
+                return await op(client) if has(client.server_capabilities) else None
+
+            with contextlib.suppress(UpstreamError):
+                found = await up.request(doing, run)
+                if found is not None:
+                    got[up.name] = found
+
+        ups = list(self._upstreams().values())
+        async with anyio.create_task_group() as group:
+            for up in ups:
+                group.start_soon(one, up)
+        return {up.name: got[up.name] for up in ups if up.name in got}
+
+    async def _on(self, server: str, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        try:
+            return await self._upstream(server).request(doing, op)
+        except UpstreamError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+
+    # -- resources -----------------------------------------------------------------------------
+    async def _all_resources(self) -> dict[str, list[types.Resource]]:
+        async def fetch(client: Client) -> list[types.Resource]:
+            out: list[types.Resource] = []
+            cursor: str | None = None
+            for _ in range(_PAGES):
+                got = await client.list_resources(cursor=cursor)
+                out.extend(got.resources)
+                if not (cursor := got.next_cursor):
+                    break
+            return out
+
+        found = await self._each("listing its resources", _has_resources, fetch)
+        for server, resources in found.items():
+            self.resources.listed(server, resources)
+        return found
+
+    async def _all_templates(self) -> dict[str, list[types.ResourceTemplate]]:
+        async def fetch(client: Client) -> list[types.ResourceTemplate]:
+            out: list[types.ResourceTemplate] = []
+            cursor: str | None = None
+            for _ in range(_PAGES):
+                got = await client.list_resource_templates(cursor=cursor)
+                out.extend(got.resource_templates)
+                if not (cursor := got.next_cursor):
+                    break
+            return out
+
+        found = await self._each("listing its resource templates", _has_resources, fetch)
+        for server, templates in found.items():
+            self.resources.listed_templates(server, templates)
+        return found
+
+    async def list_resources(self, ctx: Ctx, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        self.seen(ctx)
+        with calling(ctx):
+            found = await self._all_resources()
+        items = [listed_resource(s, r) for s, rs in found.items() for r in rs]
+        got, cursor = page(items, params.cursor if params else None)
+        return types.ListResourcesResult(resources=got, next_cursor=cursor)
+
+    async def list_templates(self, ctx: Ctx, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        self.seen(ctx)
+        with calling(ctx):
+            found = await self._all_templates()
+        items = [listed_template(s, t) for s, ts in found.items() for t in ts]
+        got, cursor = page(items, params.cursor if params else None)
+        return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
+
+    async def _owner(self, uri: str) -> tuple[str, str]:
+        """(server, its URI) for a URI a client sent: the gateway's form, or a server's own."""
+        pair = split(uri, self._upstreams())
+        if pair is not None:
+            return pair
+        owners = self.resources.owners(uri)
+        if len(owners) != 1:  # not known yet, or known as several: ask the servers again
+            await self._all_resources()
+            await self._all_templates()
+            owners = self.resources.owners(uri)
+        if len(owners) != 1:
+            raise unresolved(uri, owners)
+        return owners[0], uri
+
+    async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        self.seen(ctx)
+        asked = str(params.uri)
+        with calling(ctx):
+            server, uri = await self._owner(asked)
+
+            async def read(client: Client) -> types.ReadResourceResult:
+                return await client.read_resource(uri)
+
+            result = await self._on(server, f"reading {uri!r}", read)
+        return renamed_contents(result, server, asked, uri)
+
+    async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        self.seen(ctx)
+        asked = str(params.uri)
+        connection = getattr(ctx.session, "_connection", None)
+        with calling(ctx):
+            server, uri = await self._owner(asked)
+            if not isinstance(connection, Connection):
+                raise MCPError(types.INVALID_REQUEST, "This connection cannot take updates.")
+            if self.subscriptions.add((server, uri), connection, asked):
+
+                async def sub(client: Client) -> None:
+                    caps = client.server_capabilities.resources
+                    if caps is None or not caps.subscribe:
+                        raise MCPError(types.INVALID_REQUEST, (
+                            f"Server {server!r} does not offer resource subscriptions."))
+                    await client.subscribe_resource(uri)
+
+                try:
+                    await self._on(server, f"subscribing to {uri!r}", sub)
+                except MCPError:
+                    self.subscriptions.remove((server, uri), connection)
+                    raise
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams
+                          ) -> types.EmptyResult:
+        self.seen(ctx)
+        asked = str(params.uri)
+        connection = getattr(ctx.session, "_connection", None)
+        with calling(ctx):
+            server, uri = await self._owner(asked)
+            if isinstance(connection, Connection) and self.subscriptions.remove(
+                    (server, uri), connection):
+
+                async def unsub(client: Client) -> None:
+                    await client.unsubscribe_resource(uri)
+
+                await self._on(server, f"unsubscribing from {uri!r}", unsub)
+        return types.EmptyResult()
+
+    # -- prompts -------------------------------------------------------------------------------
+    async def list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None
+                           ) -> types.ListPromptsResult:
+        self.seen(ctx)
+        with calling(ctx):
+            items = self.prompts.listed(await self._all_prompts())
+        got, cursor = page(items, params.cursor if params else None)
+        return types.ListPromptsResult(prompts=got, next_cursor=cursor)
+
+    async def _all_prompts(self) -> dict[str, list[types.Prompt]]:
+        async def fetch(client: Client) -> list[types.Prompt]:
+            out: list[types.Prompt] = []
+            cursor: str | None = None
+            for _ in range(_PAGES):
+                got = await client.list_prompts(cursor=cursor)
+                out.extend(got.prompts)
+                if not (cursor := got.next_cursor):
+                    break
+            return out
+
+        return await self._each("listing its prompts", lambda c: c.prompts is not None, fetch)
+
+    async def _prompt(self, name: str) -> tuple[str, str]:
+        found = self.prompts.resolve(name)
+        if found is None:
+            self.prompts.listed(await self._all_prompts())
+            found = self.prompts.resolve(name)
+        if found is None:
+            raise self.prompts.unresolved(name)
+        return found
+
+    async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams
+                         ) -> types.GetPromptResult:
+        self.seen(ctx)
+        with calling(ctx):
+            server, name = await self._prompt(params.name)
+
+            async def get(client: Client) -> types.GetPromptResult:
+                return await client.get_prompt(name, params.arguments)
+
+            return await self._on(server, f"getting prompt {name!r}", get)
+
+    # -- completion, logging, roots ------------------------------------------------------------
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams
+                       ) -> types.CompleteResult:
+        self.seen(ctx)
+        ref = params.ref
+        with calling(ctx):
+            upstream_ref: types.PromptReference | types.ResourceTemplateReference
+            if isinstance(ref, types.PromptReference):
+                server, name = await self._prompt(ref.name)
+                upstream_ref = ref.model_copy(update={"name": name})
+            else:
+                server, uri = await self._template_owner(str(ref.uri))
+                upstream_ref = ref.model_copy(update={"uri": uri})
+            context = params.context.arguments if params.context is not None else None
+
+            async def complete(client: Client) -> types.CompleteResult:
+                if client.server_capabilities.completions is None:
+                    return types.CompleteResult(completion=types.Completion(values=[]))
+                return await client.complete(upstream_ref, {
+                    "name": params.argument.name, "value": params.argument.value}, context)
+
+            return await self._on(server, "completing an argument", complete)
+
+    async def _template_owner(self, uri: str) -> tuple[str, str]:
+        pair = split(uri, self._upstreams())
+        if pair is not None:
+            return pair
+        templates = await self._all_templates()
+        owners = sorted(s for s, ts in templates.items() if any(t.uri_template == uri for t in ts))
+        if len(owners) != 1:
+            owners = owners or self.resources.owners(uri)
+        if len(owners) != 1:
+            raise unresolved(uri, owners)
+        return owners[0], uri
+
+    async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        """Forwarded to every server that logs (their connection is shared, so the level is the
+        last one any client set)."""
+        self.seen(ctx)
+
+        async def level(client: Client) -> bool:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.set_logging_level(params.level)
+            return True
+
+        with calling(ctx):
+            await self._each("setting its log level", lambda c: c.logging is not None, level)
+        return types.EmptyResult()
+
+    async def roots_changed(self, ctx: Ctx, params: types.NotificationParams | None) -> None:
+        """The client's roots changed: every running server that asks for roots is told."""
+        for up in self._upstreams().values():
+            client = up.connected
+            if client is None:
+                continue
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.send_roots_list_changed()
+
+    # -- upstream notifications ----------------------------------------------------------------
+    async def notice(self, server: str, message: Any) -> None:
+        """A server's resource update or list change, to the clients it concerns."""
+        if isinstance(message, types.ResourceUpdatedNotification):
+            uri = str(message.params.uri)
+            for connection, asked in self.subscriptions.of((server, uri)):
+                with contextlib.suppress(Exception), anyio.move_on_after(5):
+                    await connection.send_resource_updated(asked)
+            for state in self._scopes():  # 2026-07-28 listeners: both spellings may be watched
+                for form in (namespaced(server, uri), uri):
+                    with contextlib.suppress(Exception):
+                        await state.bus.publish(ResourceUpdated(uri=form))
+            return
+        prompts = isinstance(message, types.PromptListChangedNotification)
+        for connection in list(self._connections.values()):
+            with contextlib.suppress(Exception), anyio.move_on_after(5):
+                if prompts:
+                    await connection.send_prompt_list_changed()
+                else:
+                    await connection.send_resource_list_changed()
+        for state in self._scopes():
+            with contextlib.suppress(Exception):
+                await state.bus.publish(PromptsListChanged() if prompts else
+                                        ResourcesListChanged())
+
+
+def _has_resources(caps: types.ServerCapabilities) -> bool:
+    return caps.resources is not None

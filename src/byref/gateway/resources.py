@@ -1,0 +1,145 @@
+"""Upstream resources through the gateway: one URI space over every server, mapped back exactly.
+
+Owns the naming of upstream resources and what a client subscribed to. A resource or template is
+listed as `byref://<server>/<its own URI>`: a server name holds no '/', so the first '/' after
+the prefix splits the pair back without ambiguity whatever either side contains, and a template
+stays a template (its expressions are untouched, so expanding the listed one gives the listed
+form of the URI the server's template expands to). A client may also name a resource by its own
+URI, as it would talking to the server: that resolves when exactly one server lists the URI or
+has a template matching it (else the refusal names the candidates). Contents come back named the
+way the client asked. The law: every URI the gateway hands out maps back to one (server, URI)
+pair, and an update from a server reaches only the client sessions subscribed to that pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+PREFIX = "byref://"
+
+
+def namespaced(server: str, uri: str) -> str:
+    """The gateway's URI for a server's resource (or template)."""
+    return f"{PREFIX}{server}/{uri}"
+
+
+def split(uri: str, servers: Iterable[str]) -> tuple[str, str] | None:
+    """(server, its own URI) for a gateway URI naming a configured server; None otherwise."""
+    if not uri.startswith(PREFIX):
+        return None
+    server, sep, original = uri[len(PREFIX):].partition("/")
+    if not sep or not original or server not in set(servers):
+        return None
+    return server, original
+
+
+@dataclass
+class ResourceIndex:
+    """What each server listed last: its resource URIs and its templates."""
+
+    uris: dict[str, set[str]] = field(default_factory=dict)
+    """URI → the servers listing it."""
+    templates: dict[str, list[UriTemplate]] = field(default_factory=dict)
+    """Server → its parsed templates."""
+
+    def listed(self, server: str, resources: list[types.Resource]) -> None:
+        for servers in self.uris.values():
+            servers.discard(server)
+        for r in resources:
+            self.uris.setdefault(str(r.uri), set()).add(server)
+
+    def listed_templates(self, server: str, templates: list[types.ResourceTemplate]) -> None:
+        parsed: list[UriTemplate] = []
+        for t in templates:
+            try:
+                parsed.append(UriTemplate.parse(t.uri_template))
+            except (InvalidUriTemplate, ValueError):
+                continue  # a template the SDK cannot parse is still listed, just not matched
+        self.templates[server] = parsed
+
+    def owners(self, uri: str) -> list[str]:
+        """The servers a bare URI may belong to: those listing it, else those whose template
+        matches it."""
+        listed = sorted(self.uris.get(uri, ()))
+        if listed:
+            return listed
+        return sorted(s for s, ts in self.templates.items()
+                      if any(_matches(t, uri) for t in ts))
+
+
+def _matches(template: UriTemplate, uri: str) -> bool:
+    try:
+        return template.match(uri) is not None
+    except Exception:  # a malformed URI simply does not match
+        return False
+
+
+def unresolved(uri: str, owners: list[str]) -> MCPError:
+    if owners:
+        return MCPError(types.INVALID_PARAMS, (
+            f"Resource {uri!r} is offered by several servers ({', '.join(map(repr, owners))}); "
+            f"name it as one of {', '.join(repr(namespaced(s, uri)) for s in owners)}."))
+    return MCPError(types.INVALID_PARAMS, (
+        f"Resource {uri!r} is not offered by any server behind this gateway; resources/list "
+        f"names each as {PREFIX}<server>/<uri>."))
+
+
+def renamed_contents(result: types.ReadResourceResult, server: str,
+                     asked: str, original: str) -> types.ReadResourceResult:
+    """Contents named the way the client asked: the gateway's form if it used that form."""
+    if asked == original:
+        return result
+    contents = [c.model_copy(update={"uri": namespaced(server, str(c.uri))})
+                for c in result.contents]
+    return result.model_copy(update={"contents": contents})
+
+
+@dataclass
+class Subscriptions:
+    """(server, URI) → the client connections subscribed, each with the URI it used."""
+
+    _subs: dict[tuple[str, str], dict[int, tuple[Connection, str]]] = field(default_factory=dict)
+
+    def add(self, pair: tuple[str, str], connection: Connection, asked: str) -> bool:
+        """Record it; True when it is the pair's first subscriber (subscribe upstream)."""
+        subs = self._subs.setdefault(pair, {})
+        first = not subs
+        if id(connection) not in subs:
+            connection.exit_stack.callback(self._forget, connection)
+        subs[id(connection)] = (connection, asked)
+        return first
+
+    def remove(self, pair: tuple[str, str], connection: Connection) -> bool:
+        """Forget it; True when no subscriber is left (unsubscribe upstream)."""
+        subs = self._subs.get(pair)
+        if subs is None:
+            return False
+        subs.pop(id(connection), None)
+        if subs:
+            return False
+        del self._subs[pair]
+        return True
+
+    def _forget(self, connection: Connection) -> None:
+        for pair in list(self._subs):
+            self._subs[pair].pop(id(connection), None)
+            if not self._subs[pair]:
+                del self._subs[pair]
+
+    def of(self, pair: tuple[str, str]) -> list[tuple[Connection, str]]:
+        return list(self._subs.get(pair, {}).values())
+
+
+def listed_resource(server: str, r: types.Resource) -> types.Resource:
+    return r.model_copy(update={"uri": namespaced(server, str(r.uri))})
+
+
+def listed_template(server: str, t: types.ResourceTemplate) -> types.ResourceTemplate:
+    return t.model_copy(update={"uri_template": namespaced(server, t.uri_template)})
+
