@@ -13,7 +13,7 @@ opened for writing; the server answers GET and HEAD only; and the page runs no s
 
 from byref.lens.readonly import ReadOnlyStore
 from byref.lens.run import Run, RunDirectoryError, load_run
-from byref.lens.web import Lens, Response, asgi_app, make_server, url_of
+from byref.lens.web import Lens, Response, make_server, url_of
 
-__all__ = ["Lens", "ReadOnlyStore", "Response", "Run", "RunDirectoryError", "asgi_app",
-           "load_run", "make_server", "url_of"]
+__all__ = ["Lens", "ReadOnlyStore", "Response", "Run", "RunDirectoryError", "load_run",
+           "make_server", "url_of"]

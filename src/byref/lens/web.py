@@ -5,15 +5,13 @@ Routes: `/` the run, `/artifact/<ref>` an artifact (`?path=` a JSON Pointer, `?p
 `/result/<seq>/<part>` a recorded result's value. Only GET and HEAD are answered; anything else
 is 405. The law: the server is a reader. `byref lens` runs it on the standard library's threading
 HTTP server (a local, single-user page needs no framework, and a core install has no other);
-the gateway mounts `asgi_app`, a plain ASGI callable, behind its own bearer-token check, handing
-it the caller's run only.
+the gateway mounts `byref.lens.gateway.lens_app` behind its own bearer-token check.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -49,8 +47,8 @@ class Lens:
 
     def respond(self, method: str, target: str) -> Response:
         if method not in ("GET", "HEAD"):
-            return _html(405, "Read-only", gap("The lens only reads: GET and HEAD."), self.base,
-                         {"Allow": "GET, HEAD"})
+            return html_response(405, "Read-only", gap("The lens only reads: GET and HEAD."),
+                                 self.base, {"Allow": "GET, HEAD"})
         url = urlsplit(target)
         path = url.path[len(self.base):] if self.base and url.path.startswith(self.base) \
             else url.path
@@ -59,7 +57,7 @@ class Lens:
         if path in ("", "/"):
             with self._lock:  # one computation of the costs, however many tabs load at once
                 body = overview(self.run, self._costs, base=self.base)
-            return _html(200, f"run {self.run.source}", body, self.base)
+            return html_response(200, f"run {self.run.source}", body, self.base)
         if match := _ARTIFACT.match(path):
             ref = unquote(match.group(1))
             if match.group(2) == "/raw":
@@ -69,35 +67,36 @@ class Lens:
             body = artifact_page(self.run, ref, page=page_no, path=query.get("path", ""),
                                  base=self.base)
             status = 200 if self.run.head(ref) is not None else 404
-            return _html(status, f"artifact {ref}", body, self.base)
+            return html_response(status, f"artifact {ref}", body, self.base)
         if match := _RESULT.match(path):
             seq, part = int(match.group(1)), int(match.group(2))
             body = result_page(self.run, seq, part, query.get("field"), page=page_no,
                                base=self.base)
-            return _html(200, f"result at seq {seq} part {part}", body, self.base)
-        return _html(404, "Not found", gap(f"No lens page at {path!r}."), self.base)
+            return html_response(200, f"result at seq {seq} part {part}", body, self.base)
+        return html_response(404, "Not found", gap(f"No lens page at {path!r}."), self.base)
 
     def _raw(self, ref: str) -> Response:
         found = self.run.head(ref)
         media = found[1].media_type.split(";")[0].strip().lower() if found else ""
         if found is None or media not in INLINE_IMAGES:
             # Only raster images are served raw: anything else could be a page of its own.
-            return _html(404, "Not found", gap(f"No image {ref!r} in this run."), self.base)
+            return html_response(404, "Not found", gap(f"No image {ref!r} in this run."), self.base)
         got = self.run.get(ref)
         if got is None:
-            return _html(404, "Not found", gap(f"Artifact {ref!r} is absent."), self.base)
+            return html_response(404, "Not found", gap(f"Artifact {ref!r} is absent."), self.base)
         return Response(200, media, got[1], _SAFE)
 
     def _pdf_page(self, ref: str, number: int) -> Response:
         found = self.run.head(ref)
         if found is None or found[1].media_type != "application/pdf":
-            return _html(404, "Not found", gap(f"No PDF {ref!r} in this run."), self.base)
+            return html_response(404, "Not found", gap(f"No PDF {ref!r} in this run."), self.base)
         try:
             png = pdf_png(self.run, ref, number)
         except ImportError:
             png = None
         if png is None:
-            return _html(404, "Not found", gap(f"PDF {ref!r} has no page {number}."), self.base)
+            return html_response(404, "Not found", gap(f"PDF {ref!r} has no page {number}."),
+                                 self.base)
         return Response(200, "image/png", png, _SAFE)
 
 
@@ -105,8 +104,8 @@ _SAFE = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": CSP,
          "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
-def _html(status: int, title: str, body: str, base: str,
-          extra: dict[str, str] | None = None) -> Response:
+def html_response(status: int, title: str, body: str, base: str,
+                  extra: dict[str, str] | None = None) -> Response:
     return Response(status, "text/html; charset=utf-8",
                     page(title, body, base=base).encode(), {**_SAFE, **(extra or {})})
 
@@ -165,39 +164,4 @@ def url_of(server: ThreadingHTTPServer) -> str:
     return f"http://{shown}:{port}/"
 
 
-# -- ASGI, for the gateway ---------------------------------------------------------------------
-ASGIScope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
-
-def asgi_app(lens_for: Callable[[ASGIScope], Lens | None]) -> Callable[
-        [ASGIScope, Receive, Send], Awaitable[None]]:
-    """An ASGI app answering the lens of the run `lens_for(scope)` picks for this request (the
-    caller's own, from its authenticated identity); None answers 404, as an absent run."""
-    import anyio.to_thread
-
-    async def app(scope: ASGIScope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        lens = lens_for(scope)
-        target = scope.get("root_path", "") + scope["path"]
-        if scope.get("query_string"):
-            target += "?" + scope["query_string"].decode("latin-1")
-        if lens is None:
-            response = _html(404, "Not found", gap("No run for this caller."), "")
-        else:
-            # Pages read the store (blocking); keep the event loop free.
-            response = await anyio.to_thread.run_sync(lens.respond, scope["method"], target)
-        headers = [(b"content-type", response.content_type.encode()),
-                   (b"content-length", str(len(response.body)).encode())]
-        headers += [(k.lower().encode(), v.encode()) for k, v in response.headers.items()]
-        await send({"type": "http.response.start", "status": response.status,
-                    "headers": headers})
-        body = b"" if scope["method"] == "HEAD" else response.body
-        await send({"type": "http.response.body", "body": body})
-
-    return app
-
-
-__all__ = ["Lens", "Response", "asgi_app", "make_server", "url_of"]
+__all__ = ["Lens", "Response", "html_response", "make_server", "url_of"]
