@@ -35,6 +35,7 @@ from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState, TokenMap
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
+from byref.lens.gateway import lens_route
 
 INSTRUCTIONS = (
     "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
@@ -198,6 +199,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         auth=AuthSettings(issuer_url=f"http://{_url_host(host)}:{port}",  # type: ignore[arg-type]
                           resource_server_url=None),
         token_verifier=TokenMap(gateway.config.tokens),
+        # The lens at /lens: the caller's own conversations, behind the same bearer check.
+        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store)],
     )
 
 
