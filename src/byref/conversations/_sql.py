@@ -175,10 +175,10 @@ class SqlConversations(ABC):
         if count <= 0:
             return []
         with self._read() as tx:
-            live = tx.rows("SELECT 1 FROM {conv} WHERE scope_key = ? AND live = 1 AND "
+            live = tx.rows("SELECT origin FROM {conv} WHERE scope_key = ? AND live = 1 AND "
                            "(expires_at IS NULL OR expires_at > ?)", (scope.key(), self.clock()))
-            if not live:
-                return []
+            if not live or first_seq < int(live[0][0]):
+                return []  # the answer is the run from first_seq itself, or nothing
             rows = tx.rows("SELECT line FROM {lines} WHERE scope_key = ? AND seq >= ? AND "
                            "seq < ? ORDER BY seq", (scope.key(), first_seq, first_seq + count))
         return [bytes(r[0]) for r in rows]

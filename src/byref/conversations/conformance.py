@@ -251,6 +251,7 @@ def bounds(kit: Kit) -> None:
     equal(s.lines(scope, 13, 5), [], "lines beyond the end")
     equal(s.lines(scope, 10, 0), [], "zero lines")
     equal(s.lines(scope, 5, 3), [], "lines before the origin")
+    equal(s.lines(scope, 9, 3), [], "lines from just before the origin (never shifted)")
 
 
 # -- two processes ------------------------------------------------------------------------------

@@ -85,7 +85,8 @@ class MemoryConversations:
         self._keep_spilled = spill is not False
         self._spill_dir = None if isinstance(spill, bool) else Path(spill)
         self._records: dict[Scope, _Record] = {}
-        self._expired: dict[Scope, tuple[int, int]] = {}
+        self._expired: dict[Scope, tuple[int, int] | None] = {}
+        """Scopes whose record expired → the seq range it held (None: it held nothing)."""
         self._lock = threading.Lock()
 
     def _expires(self, now: float) -> float | None:
@@ -106,7 +107,7 @@ class MemoryConversations:
         if conv.length:
             first = conv.expired[0] if conv.expired else conv.origin
             self._expired[scope] = (first, conv.next_seq - 1)
-        elif conv.expired:
+        else:
             self._expired[scope] = conv.expired
         if isinstance(record.lines, _Spill):
             record.lines.close()
@@ -174,11 +175,12 @@ class MemoryConversations:
 
     def delete(self, scope: Scope) -> bool:
         with self._lock:
+            tombstone = scope in self._expired
             self._expired.pop(scope, None)
             record = self._records.pop(scope, None)
             if record is not None and isinstance(record.lines, _Spill):
                 record.lines.close()
-            return record is not None
+            return record is not None or tombstone
 
     def sweep(self) -> int:
         with self._lock:

@@ -85,7 +85,8 @@ class ConversationState(Protocol):
         ...
 
     def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
-        """Up to `count` lines from `first_seq` (fewer past the end, none for a dead record)."""
+        """Up to `count` lines from `first_seq` (fewer past the end; none when `first_seq` is
+        not in the record, or the record is dead): `[i]` is always the line at first_seq + i."""
         ...
 
     def usage(self, scope: Scope) -> list[tuple[str, str]]:
