@@ -150,7 +150,10 @@ async def test_binary_content_is_stored_whole_and_shown_as_a_marker(world: World
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_media_file",
                 "arguments": {"path": str(world.files / "pixel.png")}})
-            marker = json.loads(text(read))
+            # The marker (its ref) for the model to route, the image itself for it to see.
+            assert [b.type for b in read.content] == ["text", "image"]
+            assert base64.b64decode(read.content[1].data) == png  # type: ignore[union-attr]
+            marker = json.loads(read.content[0].text)  # type: ignore[union-attr]
             assert marker["opaque"] is True and marker["mediaType"] == "image/png"
             assert marker["bytes"] == len(png)
             state = gateway.scopes.state(gateway.scopes.stdio_scope)

@@ -3,8 +3,11 @@
 Owns three conversions. (1) An upstream `tools/list` entry becomes a catalog name and a listing
 (`<server>__<tool>`, so names are unique across servers and stable whatever other servers list);
 (2) an upstream `CallToolResult` becomes the value dispatch records: a text block is the exact
-string the server sent (never parsed, even when it looks like JSON), and every binary block
-(image, audio, embedded resource) becomes a `Payload`, so it is stored and the model sees a marker;
+string the server sent (never parsed, even when it looks like JSON), every binary block (image,
+audio, embedded blob) and every embedded text resource over `INLINE_TEXT_RESOURCE_BYTES` becomes
+a `Payload`, so it is stored and the model sees a marker with its ref, and a small embedded text
+resource is kept inline (`{"type": "resource", "uri", "mimeType", "text"}`); what passes to the
+client beside the text (images, links, structuredContent) is `content`'s;
 (3) a dispatch `Part` becomes the `CallToolResult` the client receives, and a byref declaration
 becomes an MCP `Tool`.
 
@@ -28,6 +31,9 @@ from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, ser
 from byref.tools import Payload
 from byref.transcript import Part
 
+INLINE_TEXT_RESOURCE_BYTES = 4 * 1024
+"""An embedded text resource up to this size is kept inline (its text in the result, the block
+passed on to the client); a larger one is stored and shown as a marker."""
 NAME_MAX = 64
 """Providers reject longer tool names; longer qualified names are shortened with a digest."""
 
@@ -98,6 +104,13 @@ def _block(block: Any, label: str) -> Any:
                                   label=f"{label} {block.type}")
     if isinstance(block, types.EmbeddedResource):
         res = block.resource
+        if isinstance(res, types.TextResourceContents) and len(
+                res.text.encode()) <= INLINE_TEXT_RESOURCE_BYTES:
+            inline: dict[str, Any] = {"type": "resource", "uri": res.uri}
+            if res.mime_type:
+                inline["mimeType"] = res.mime_type
+            inline["text"] = res.text
+            return inline
         if isinstance(res, types.BlobResourceContents):
             data = _b64(res.blob, label)
             media = res.mime_type or "application/octet-stream"

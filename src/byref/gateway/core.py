@@ -37,6 +37,7 @@ from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
 from byref.gateway.config import GatewayConfig
+from byref.gateway.content import Passed
 from byref.gateway.convert import distinct_name, listing, qualified_name
 from byref.gateway.health import check_store
 from byref.gateway.proxy import proxied_tool
@@ -98,6 +99,8 @@ class Gateway:
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
         self.scopes = Scopes(config)
         self.usage = UsageLog(config.usage) if config.usage is not None else None
+        self.passed = Passed(config.inline_media_bytes)
+        """Upstream images, links and structuredContent on their way to the client's answer."""
         self._usage_folds: weakref.WeakKeyDictionary[Transcript, UsageFold] = (
             weakref.WeakKeyDictionary())
         """Per transcript, the usage evidence folded so far (released with the transcript)."""
@@ -221,7 +224,8 @@ class Gateway:
                 if name in catalog and _pair(catalog, name) != (server.name, listed.name):
                     name = distinct_name(server.name, listed.name)  # another pair joined alike
                 if name not in catalog:  # a server listing one name twice: the first wins
-                    catalog.add(proxied_tool(name, listed, self._invoke), server=server.name,
+                    catalog.add(proxied_tool(name, listed, self._invoke, passed=self.passed),
+                                server=server.name,
                                 original_name=listed.name)
         # The JSON readers sit behind search: a stored result touches them (working set), so they
         # are declared from the turn a result needs them, and cost nothing before it.

@@ -25,6 +25,7 @@ import jsonschema
 import mcp_types as types
 
 from byref.discovery.mcp import Listed
+from byref.gateway.content import Passed
 from byref.gateway.convert import capability, error_text, result_value
 from byref.gateway.upstream import UpstreamError
 from byref.jsonview import dumps
@@ -49,6 +50,8 @@ class ProxiedTool(Tool):
     upstream_name: str = ""
     upstream_schema: dict[str, Any] = field(default_factory=dict)
     call_upstream: Invoke | None = None
+    passed: Passed | None = None
+    """Where the upstream's images, links and structuredContent wait for the client's answer."""
     _upstream_validator: jsonschema.Draft202012Validator | None = field(
         default=None, init=False, repr=False)
 
@@ -84,6 +87,8 @@ class ProxiedTool(Tool):
             raise ToolRefusal(
                 f"Server {self.server!r} tool {self.upstream_name!r} reported an error: "
                 f"{error_text(result)}", "upstream-error")
+        if self.passed is not None:
+            self.passed.keep(ctx.call_id, result)
         return result_value(result, server=self.server, tool=self.upstream_name)
 
     def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +118,8 @@ class ProxiedTool(Tool):
                 "invalid-input")
 
 
-def proxied_tool(name: str, listed: Listed, call_upstream: Invoke) -> ProxiedTool:
+def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
+                 passed: Passed | None = None) -> ProxiedTool:
     """The catalog tool for one upstream tool."""
     schema = listed.input_schema
     props = schema.get("properties") or {}
@@ -122,7 +128,7 @@ def proxied_tool(name: str, listed: Listed, call_upstream: Invoke) -> ProxiedToo
         input_schema=rewrite_schema(schema), lazy=frozenset(props),
         capabilities=(capability(listed.server, listed),), wants_ctx=True,
         server=listed.server, upstream_name=listed.name, upstream_schema=schema,
-        call_upstream=call_upstream,
+        call_upstream=call_upstream, passed=passed,
     )
 
 

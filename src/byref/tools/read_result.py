@@ -5,7 +5,9 @@ a Message ref to any earlier result) plus a selection (fields, offset, limit, ma
 the selected records and the facts of what was delivered. The law: the read runs under the
 smallest of the caller's max_bytes, the explicit-read limit and the room the request has left;
 it reads the stored version exactly (never a refetch); JSON Lines that fail to parse are counted
-at their positions; binary payloads are refused with a pointer to the right tool, not decoded.
+at their positions; an image or audio within that bound is answered with its ref and media type,
+`"delivered": "image"` (the gateway attaches the bytes as image/audio content), a larger one is
+refused; other binary payloads are refused with a pointer to the right tool, not decoded.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from byref.refs import (
     parse_model_envelope,
 )
 from byref.resolve import BytesSource
-from byref.store.port import ArtifactIntegrityError
+from byref.store.port import ArtifactIntegrityError, ArtifactMeta
 from byref.tools.context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal, tool
 
@@ -72,8 +74,16 @@ def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = N
             raise ToolRefusal(
                 f"read_result needs offset >= 0, limit >= 0 and max_bytes > 0; got "
                 f"offset={offset!r}, limit={limit!r}, max_bytes={max_bytes!r}.", "invalid-input")
-        source = load(ref, ctx)
         available = room.available() if room is not None else None
+        try:
+            source = load(ref, ctx)
+        except _Media as media:
+            answer = _media_answer(media, min(b for b in (max_bytes, available,
+                                                          limits.explicit_read_bytes)
+                                              if b is not None))
+            if room is not None:
+                room.consume(media.meta.bytes)
+            return answer
         answer = read(source, fields=fields, offset=offset, limit=limit, max_bytes=max_bytes,
                       limits=limits, room=available)
         if room is not None:
@@ -122,8 +132,32 @@ def _next_ref(value: Any) -> Ref | None:
     return None
 
 
+class _Media(Exception):
+    """The ref leads to an image or audio: answered by reference, not decoded as records."""
+
+    def __init__(self, meta: ArtifactMeta, where: str) -> None:
+        super().__init__(where)
+        self.meta, self.where = meta, where
+
+
+def _media_answer(media: _Media, limit: int) -> dict[str, Any]:
+    meta = media.meta
+    if meta.bytes > limit:
+        where = media.where[:1].upper() + media.where[1:]
+        raise ToolRefusal(
+            f"{where} is {meta.media_type!r} ({meta.bytes:,} bytes), over this read's "
+            f"limit of {limit:,} bytes; it was not read. Show it on screen with present, or pass "
+            "its ref to a tool that takes that kind of file.", "not-readable")
+    kind = "image" if meta.media_type.startswith("image/") else "audio"
+    return {"delivered": kind, "ref": meta.ref, "mediaType": meta.media_type,
+            "bytes": meta.bytes, "note": f"The {kind} itself is delivered as {kind} content "
+            "beside this answer."}
+
+
 def _from_bytes(src: BytesSource, shown: Any) -> Source:
     meta = src.meta
+    if meta.media_type.split(";")[0].strip().lower().startswith(("image/", "audio/")):
+        raise _Media(meta, src.where)
     version = ResultVersion.from_meta(meta)
     try:
         artifact = src.store.get(src.scope, meta.ref)
