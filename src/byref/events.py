@@ -24,12 +24,161 @@ EventName = Literal[
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """One event as emitted: its name, when, and its fields (see `typed()` for their types)."""
+
     name: EventName
     at: float
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The trace line: `{"event": name, "at": …, **fields}`."""
         return {"event": self.name, "at": self.at, **self.data}
+
+    def typed(self) -> TypedEvent:
+        """This event as its own frozen dataclass (`MintedEvent`, `RefusedEvent`, …); fields
+        that class does not name are kept in its `extra`."""
+        cls = EVENT_TYPES[self.name]
+        names = {f for f in cls.__dataclass_fields__ if f not in ("at", "extra")}
+        given = {("as_" if k == "as" else k): v for k, v in self.data.items()}
+        known = {k: v for k, v in given.items() if k in names}
+        extra = {k: v for k, v in given.items() if k not in names}
+        return cls(at=self.at, **known, extra=extra)
+
+
+# -- one frozen dataclass per event: what each carries (metadata only, never payload bytes) -----
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Typed:
+    at: float
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Fields the emitting layer added that this class does not name (none, today)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MintedEvent(_Typed):
+    """A store minted an artifact: its `art_` ref, scope, kind and size."""
+
+    ref: str
+    scope: str
+    kind: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedEvent(_Typed):
+    """A ref was delivered: by the resolver (`ref_type`, `scope`) or staged for run_python
+    (`tool`, `staged_as`, `bytes`)."""
+
+    ref: str | None = None
+    ref_type: str = ""
+    scope: str = ""
+    tool: str = ""
+    staged_as: str = ""
+    bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlacedEvent(_Typed):
+    """A result too large to insert was stored; the model saw a preview and `ref`."""
+
+    tool: str
+    ref: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PresentedEvent(_Typed):
+    """An artifact was shown to the user (`present`), as `as_` (the trace's `as`)."""
+
+    ref: str
+    kind: str
+    bytes: int
+    as_: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefusedEvent(_Typed):
+    """Something was refused or absent: `reason` is the short code, `op` the stage (dispatch,
+    validate, record, ceiling, net, present, run; empty for a store's absence)."""
+
+    reason: str
+    op: str = ""
+    tool: str = ""
+    call_id: str = ""
+    ref: str | None = None
+    scope: str = ""
+    cause: str = ""
+    detail: str | None = None
+    bytes: int | None = None
+    enforced: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpiredEvent(_Typed):
+    """An artifact passed its expiry and was dropped."""
+
+    ref: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvictedEvent(_Typed):
+    """Retention dropped an artifact to make room."""
+
+    ref: str
+    scope: str
+    reason: str = "retention"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchedEvent(_Typed):
+    """A tool search: the query, its filters, how many matched and what was shown."""
+
+    query: str
+    filters: dict[str, Any] = field(default_factory=dict)
+    candidates: int = 0
+    matched: int = 0
+    results: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivatedEvent(_Typed):
+    """Tools were activated into the working set."""
+
+    names: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoveredEvent(_Typed):
+    """A budgeted request was checked: its bytes, the budget, results replaced so far, and
+    what the current turn's results carry."""
+
+    request_bytes: int
+    budget: int
+    replaced: int
+    current: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LearnedEvent(_Typed):
+    """The catalog learned from a usage log (or could not: `error`)."""
+
+    usage: str
+    evidence: int | None = None
+    tools: int | None = None
+    unknown: int | None = None
+    error: str | None = None
+
+
+TypedEvent = (MintedEvent | ResolvedEvent | PlacedEvent | PresentedEvent | RefusedEvent
+              | ExpiredEvent | EvictedEvent | SearchedEvent | ActivatedEvent | CoveredEvent
+              | LearnedEvent)
+EVENT_TYPES: dict[EventName, type[TypedEvent]] = {
+    "minted": MintedEvent, "resolved": ResolvedEvent, "placed": PlacedEvent,
+    "presented": PresentedEvent, "refused": RefusedEvent, "expired": ExpiredEvent,
+    "evicted": EvictedEvent, "searched": SearchedEvent, "activated": ActivatedEvent,
+    "covered": CoveredEvent, "learned": LearnedEvent,
+}
+"""Each event name's dataclass: one per event, the whole closed set."""
 
 
 class EventSink(Protocol):
@@ -48,7 +197,12 @@ class MemorySink:
             self.events.append(event)
 
     def named(self, name: EventName) -> list[Event]:
+        """The events called `name`, in order."""
         return [e for e in self.events if e.name == name]
+
+    def typed(self) -> list[TypedEvent]:
+        """Every event as its dataclass, in order (`isinstance` picks the kind)."""
+        return [e.typed() for e in self.events]
 
 
 class JsonLinesSink:
