@@ -126,3 +126,42 @@ def test_the_callback_gets_each_fragment_and_they_add_up_to_the_turn(
         assert [d.name for d in pieces if d.name] == [call.name]
         assert json.loads("".join(d.arguments for d in pieces)) == call.input
     assert run.text == "There are 3 rows in ATLAS."
+
+
+def test_run_sync_again_and_again_through_one_async_client_on_a_keep_alive_server() -> None:
+    """An async client's pooled connection belongs to the loop that opened it: every blocking
+    call shares one loop, so the second run (and a second harness) reuse it without error."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    served: list[str] = []
+
+    class Chat(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the client pools the connection
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            served.append(body["messages"][-1]["content"])
+            payload = json.dumps(c_completion(f"echo {served[-1]}")).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        m = model_from_id("openai-chat:llama3.1", max_retries=0,
+                          base_url=f"http://127.0.0.1:{server.server_port}/v1")
+        assert m.is_async
+        texts = [Harness(m, []).run_sync(q).text for q in ("a", "b")]
+        texts.append(Harness(m, []).run_sync("c").text)
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+    assert texts == ["echo a", "echo b", "echo c"]

@@ -103,8 +103,9 @@ class Harness:
 
             model = model_from_id(model)
         self.model = model
-        self._async_model = inspect.iscoroutinefunction(type(model).respond) or (
-            inspect.iscoroutinefunction(getattr(model, "respond", None)))
+        self._async_model = inspect.iscoroutinefunction(
+            getattr(type(model), "respond", None)) or inspect.iscoroutinefunction(
+            getattr(model, "respond", None))
         self.on_delta = on_delta
         listed = collect(tools)
         refs = (policy or Policy()).refs

@@ -13,8 +13,10 @@ as error results).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
@@ -178,14 +180,27 @@ class Session:
                             "await session.handle(...)")
 
 
+_blocking = threading.local()
+
+
 def run_blocking(coroutine: Coroutine[Any, Any, T], what: str, instead: str) -> T:
-    """Run `coroutine` to completion on a fresh event loop, or say what to call inside one."""
+    """Run `coroutine` to completion from code without an event loop, or say what to call
+    inside one. Every blocking call on a thread shares one event loop, kept open: an async SDK
+    client's connection pool belongs to the loop it was first used on, so a fresh loop per
+    call (`asyncio.run`) would break the second call through the same model."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
-    coroutine.close()
-    raise InvalidValue(f"{what} cannot run inside a running event loop; use {instead}.")
+        pass
+    else:
+        coroutine.close()
+        raise InvalidValue(f"{what} cannot run inside a running event loop; use {instead}.")
+    runner: asyncio.Runner | None = getattr(_blocking, "runner", None)
+    if runner is None:
+        runner = _blocking.runner = asyncio.Runner()
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(runner.close)
+    return runner.run(coroutine)
 
 
 def _provider(name: str) -> Provider:
