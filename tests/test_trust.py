@@ -14,7 +14,7 @@ from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.events import Emitter, MemorySink
 from byref.refs import Blob, Message, envelope
 from byref.store import ArtifactStore, FileStore, MemoryStore, Scope
-from byref.tools import BUILTIN_JSON_TOOLS, Payload, tool
+from byref.tools import BUILTIN_JSON_TOOLS, Payload, Tool, tool
 from byref.transcript import Part, Transcript, TranscriptLookupError, fresh_origin
 
 ROWS = [{"id": i, "pad": "x" * 60} for i in range(600)]  # ~45 KB: placed
@@ -158,6 +158,53 @@ def test_unrecordable_model_input_is_refused_and_the_transcript_stays_whole(bad:
     assert "did not run" in text_of(part) and len(text_of(part)) < REFUSAL_MAX
     assert "lone surrogate" in text_of(part) or "digits" in text_of(part)
     assert len(rig.transcript) == 2  # the call and its refusal were both recorded
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+@pytest.mark.parametrize("leaf", ["fine", "a\udc80b"], ids=["text", "surrogate"])
+def test_input_nested_past_the_limit_is_refused_not_raised(depth: int, leaf: Any) -> None:
+    """Encoders recurse: a model's 100,000-deep argument is a refusal naming the limit, and the
+    call is still recorded (its too-deep part as a note)."""
+    rig = Rig()
+    _, part = rig.call("echo", {"x": _nested(depth, leaf)})
+    assert part.is_error and rig.received == []
+    assert text_of(part).startswith("Tool 'echo' did not run: the input at 'x.0.0.0.")
+    assert "is nested more than 256 levels deep, too deep to record." in text_of(part)
+    assert len(text_of(part)) < REFUSAL_MAX
+    assert len(rig.transcript) == 2
+
+
+def test_input_nested_within_the_limit_reaches_the_tool() -> None:
+    rig = Rig()
+    _, part = rig.call("echo", {"x": _nested(200, "fine")})
+    assert not part.is_error and rig.received == [_nested(200, "fine")]
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_a_result_nested_past_the_limit_is_refused_not_raised(depth: int) -> None:
+    for fn in (lambda: _nested(depth, 1), _async_nested(depth)):
+        rig = Rig()
+        rig.dispatcher.tools["deep"] = Tool(name="deep", description="Deep.", fn=fn,
+                                            input_schema={"type": "object"})
+        _, part = rig.call("deep", {})
+        assert part.is_error
+        assert text_of(part).startswith(
+            "Tool 'deep' returned a value that cannot be recorded (it is nested more than 256 "
+            "levels deep at '0.0.0.0.")
+        assert len(text_of(part)) < REFUSAL_MAX
+
+
+def _async_nested(depth: int) -> Any:
+    async def fn() -> Any:
+        return _nested(depth, 1)
+    return fn
 
 
 @pytest.mark.parametrize("name", ["surrogate", "hugeint"])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.errors import Refused
-from byref.jsonview import unrecordable
+from byref.jsonview.codec import MAX_DEPTH, unrecordable
 from byref.refs import quote
 
 REFUSAL_MAX = 1_800
@@ -50,16 +50,19 @@ def clip(text: str | None, limit: int = 500) -> str | None:
     return f"{text[:limit]}… [{len(text):,} characters in all]"
 
 
-def escaped(value: Any) -> Any:
-    """`value` with every string made valid Unicode (lone surrogates backslash-escaped) and every
-    integer too long to record replaced by a note; everything else as it was."""
+def escaped(value: Any, _depth: int = 0) -> Any:
+    """`value` with every string made valid Unicode (lone surrogates backslash-escaped), every
+    integer too long to record replaced by a note, and containers nested past `MAX_DEPTH`
+    replaced by a note; everything else as it was."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
         return f"<{quote(value)}>"
+    if isinstance(value, dict | list | tuple) and _depth >= MAX_DEPTH:
+        return f"<nested more than {MAX_DEPTH} levels deep: not recorded>"
     if isinstance(value, dict):
-        return {escaped(k) if isinstance(k, str) else str(k): escaped(v)
+        return {escaped(k) if isinstance(k, str) else str(k): escaped(v, _depth + 1)
                 for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [escaped(v) for v in value]
+        return [escaped(v, _depth + 1) for v in value]
     return value

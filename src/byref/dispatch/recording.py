@@ -123,8 +123,13 @@ def _has_payload(value: Any) -> bool:
     """Whether recording `value` streams bytes into the store (a `Payload` anywhere in it)."""
     if isinstance(value, Payload):
         return True
-    if isinstance(value, dict):
-        return any(_has_payload(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_payload(v) for v in value)
+    stack = [value]
+    while stack:  # iteratively: a result nested too deep is refused by shape_result, not here
+        item = stack.pop()
+        if isinstance(item, Payload):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return False

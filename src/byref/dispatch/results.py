@@ -14,6 +14,7 @@ from typing import Any
 
 from byref.dispatch.policy import Policy
 from byref.jsonview import dumps
+from byref.jsonview.codec import MAX_DEPTH, JsonEncodeError
 from byref.refs import Blob, Message, Ref, envelope, is_recipe
 from byref.store import ArtifactStore, PutOptions, Scope
 from byref.store.port import CanPutStream
@@ -39,6 +40,9 @@ def shape_result(
 
 
 def _walk(value: Any, path: tuple[str, ...], out: Shaped, **kw: Any) -> tuple[Any, Any]:
+    if len(path) >= MAX_DEPTH and isinstance(value, dict | list | tuple):
+        raise JsonEncodeError(f"it is nested more than {MAX_DEPTH} levels deep at "
+                              f"{'.'.join(path)[:80]!r}…")
     if isinstance(value, Payload):
         return _payload(value, path, out, **kw)
     if isinstance(value, Message | Blob) or is_recipe(value):

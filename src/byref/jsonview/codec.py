@@ -32,6 +32,11 @@ def encode(value: Any) -> bytes:
         raise JsonEncodeError(f"value is not JSON-serializable: {str(exc)[:300]}") from exc
 
 
+MAX_DEPTH = 256
+"""Containers nested deeper than this are not recorded: encoders and validators recurse, and a
+value this deep is never a tool's real input (JSON parsers in front of byref stop far sooner)."""
+
+
 def unrecordable(value: Any, *, where: str = "the value") -> str | None:
     """Why `value` (model input, a tool's result) cannot be encoded as JSON; None when it can.
 
@@ -42,12 +47,14 @@ def unrecordable(value: Any, *, where: str = "the value") -> str | None:
     try:
         _encoder.encode(value)
         return None
-    except (TypeError, ValueError, msgspec.EncodeError):
+    except (TypeError, ValueError, msgspec.EncodeError, RecursionError):
         pass
-    stack: list[tuple[Any, str]] = [(value, "")]
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
-        item, at = stack.pop()
+        item, at, depth = stack.pop()
         spot = f"{where} at {at[:120]!r}" if at else where
+        if depth > MAX_DEPTH and isinstance(item, dict | list | tuple):
+            return f"{spot} is nested more than {MAX_DEPTH} levels deep, too deep to record"
         if isinstance(item, str):
             if not _utf8_ok(item):
                 return f"{spot} holds text with a lone surrogate (not valid Unicode)"
@@ -63,9 +70,10 @@ def unrecordable(value: Any, *, where: str = "the value") -> str | None:
                     return f"{spot} has a key of type {type(k).__name__!r}; keys must be text"
                 if not _utf8_ok(k):
                     return f"{spot} has a key with a lone surrogate (not valid Unicode)"
-                stack.append((v, f"{at}.{k[:40]}" if at else k[:40]))
+                stack.append((v, f"{at}.{k[:40]}" if at else k[:40], depth + 1))
         elif isinstance(item, list | tuple):
-            stack.extend((v, f"{at}.{i}" if at else str(i)) for i, v in enumerate(item))
+            stack.extend((v, f"{at}.{i}" if at else str(i), depth + 1)
+                         for i, v in enumerate(item))
     return f"{where} is not JSON-serializable"
 
 
