@@ -96,3 +96,40 @@ def test_twenty_async_calls_in_one_turn_overlap_and_return_in_call_order() -> No
 def test_an_unknown_provider_shape_is_a_developer_error() -> None:
     with pytest.raises(byref.DeveloperError, match="Unknown provider shape 'gemini'"):
         byref.Session().declarations("gemini")  # type: ignore[arg-type]
+
+
+def test_handle_sync_inside_a_running_loop_says_to_await() -> None:
+    session = byref.Session(_tools([]))
+
+    async def main() -> None:
+        session.handle_sync([{"type": "tool_use", "id": "t", "name": "count",
+                              "input": {"rows": []}}])
+
+    with pytest.raises(byref.InvalidValue) as caught:
+        asyncio.run(main())
+    assert str(caught.value) == ("session.handle_sync(...) cannot run inside a running event "
+                                 "loop; use await session.handle(...).")
+    assert len(session.transcript) == 0  # nothing was recorded
+
+
+def test_with_discovery_the_declarations_follow_the_working_set() -> None:
+    from byref.discovery import Catalog, Discovery
+
+    @byref.tool
+    def archive_invoice(number: str) -> str:
+        """Archive a paid invoice by its number."""
+        return f"archived {number}"
+
+    session = byref.Session(_tools([]), discovery=Discovery(Catalog([archive_invoice])))
+    before = {d["name"] for d in session.declarations("anthropic")}
+    assert {"search_tools", "activate_tool", "count"} <= before
+    assert "archive_invoice" not in before
+    [activated] = session.handle_sync([{"type": "tool_use", "id": "a", "name": "activate_tool",
+                                        "input": {"names": ["archive_invoice"]}}])
+    assert "archive_invoice" in activated["content"]
+    after = {d["name"] for d in session.declarations("anthropic")}
+    assert after == before | {"archive_invoice"}
+    assert session.surface().system_lines[-1].startswith("You currently have 1 of")
+    [done] = session.handle_sync([{"type": "tool_use", "id": "b", "name": "archive_invoice",
+                                   "input": {"number": "INV-7"}}])
+    assert done["content"] == "archived INV-7"
