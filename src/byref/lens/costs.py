@@ -19,7 +19,8 @@ from typing import Any
 from byref.harness.tokens import count_tokens
 from byref.jsonview import dumps
 from byref.lens.run import Run
-from byref.refs import Blob, JsonQuery, Message, Ref, envelope
+from byref.refs import Blob, JsonQuery, Message, Ref, RefRefusal, envelope
+from byref.store import ArtifactError
 from byref.transcript import Part
 
 SAMPLE_CHARS = 200_000
@@ -55,6 +56,8 @@ class Costs:
     def __init__(self, run: Run) -> None:
         self.run = run
         self._full: dict[str, Size] = {}
+        self.unknown: dict[str, str] = {}
+        """Stand-ins whose full size could not be measured, and why (counted as 0)."""
 
     def turns(self) -> list[Turn]:
         out: list[Turn] = []
@@ -94,7 +97,12 @@ class Costs:
     def full(self, ref: Ref) -> Size:
         key = dumps(ref.to_json())
         if key not in self._full:
-            self._full[key] = self._measure(ref)
+            try:
+                self._full[key] = self._measure(ref)
+            except (RefRefusal, ArtifactError) as exc:
+                # Expired, swept or unreadable data: the page says so instead of failing.
+                self.unknown[key] = str(exc)
+                self._full[key] = Size(0, 0)
         return self._full[key]
 
     def _measure(self, ref: Ref) -> Size:
@@ -114,7 +122,7 @@ class Costs:
     def _blob(self, key: str) -> Size:
         found = self.run.head(key)
         if found is None:
-            return Size(0, 0)
+            raise RefRefusal(f"Artifact {key!r} is absent (missing, expired, or another scope's).")
         meta = found[1]
         textual = meta.media_type.startswith("text/") or "json" in meta.media_type
         chars = meta.bytes if textual else 4 * ((meta.bytes + 2) // 3)

@@ -27,6 +27,8 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
     sections = [
         "".join(gap(g) for g in run.gaps),
         _totals(turns),
+        "".join(gap(f"Inlined size of {ref} unknown, counted as 0: {why}")
+                for ref, why in costs.unknown.items()),
         "<h2>Per turn</h2>",
         chart(turns, "chars", id_="chart-chars"),
         chart(turns, "tokens", id_="chart-tokens"),

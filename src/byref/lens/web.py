@@ -123,7 +123,12 @@ def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0) -> Threading
         server_version = "byref-lens"
 
         def _answer(self, head_only: bool) -> None:
-            response = lens.respond("GET", self.path)
+            try:
+                response = lens.respond("GET", self.path)
+            except Exception as exc:  # a damaged record: say so on the page, keep serving
+                response = html_response(500, "Error", gap(
+                    f"The lens could not draw this page: {type(exc).__name__}: {exc}"),
+                    lens.base)
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(response.body)))
