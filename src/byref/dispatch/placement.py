@@ -12,7 +12,7 @@ falls through to the net with a note saying so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from byref.dispatch.policy import Policy
 from byref.dispatch.text_preview import text_preview
@@ -20,14 +20,19 @@ from byref.jsonview import bounded, dumps, encode, shape_hint
 from byref.refs import Blob, envelope
 from byref.store import ArtifactError, ArtifactStore, PutOptions, Scope
 
+PlacementKind = Literal["inline", "ceiling", "placed", "truncated"]
+"""How a result reached the model: whole, refused over its ceiling, stored behind a preview,
+or cut to the net."""
+
 
 @dataclass(frozen=True, slots=True)
 class Placed:
+    """A result settled for the model: the text shown, the value recorded, its ref if stored."""
+
     text: str
     recorded: Any
     ref: str | None = None
-    how: str = "inline"
-    """inline | ceiling | placed | truncated"""
+    how: PlacementKind = "inline"
 
 
 def settle(
