@@ -29,6 +29,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.connection import Connection
 
+from byref.conversations import ConversationState
 from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import assemble, capability_line
 from byref.discovery.mcp import server_slug
@@ -36,7 +37,8 @@ from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossar
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter
-from byref.gateway.config import GatewayConfig
+from byref.gateway.auth import permits_server, permits_tool
+from byref.gateway.config import GatewayConfig, Grant
 from byref.gateway.content import Passed
 from byref.gateway.convert import distinct_name, listing, qualified_name
 from byref.gateway.health import check_store
@@ -90,14 +92,16 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, *, store: ArtifactStore | None = None,
                  emit: Emitter | None = None, errlog: TextIO | None = None,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None, state: ConversationState | None = None) -> None:
         self.config = config
         self.emit = emit or Emitter()
         self.store = store if store is not None else open_store(config.store or "memory://",
                                                                 emit=self.emit)
         self.policy = policy or Policy(auto_insert_bytes=config.auto_insert_bytes,
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
-        self.scopes = Scopes(config)
+        self.scopes = Scopes(config, state=state)
+        self._granted: dict[Grant, Toolbox] = {}
+        """Per restricting grant, its toolbox (rebuilt when the toolbox's version moves on)."""
         self.usage = UsageLog(config.usage) if config.usage is not None else None
         self.passed = Passed(config.inline_media_bytes)
         """Upstream images, links and structuredContent on their way to the client's answer."""
@@ -144,6 +148,7 @@ class Gateway:
         if self._stack is not None:
             await self._stack.__aexit__(None, None, None)
         self._stack = self._group = self._upstreams = None
+        self.scopes.close()  # saves every conversation and releases its memory
 
     @property
     def upstreams(self) -> UpstreamManager:
@@ -214,13 +219,17 @@ class Gateway:
             if state.dispatchers is not None and state.dispatchers[0] != self._version:
                 state.dispatchers = None
 
-    def _build(self) -> Toolbox:
+    def _build(self, grant: Grant | None = None) -> Toolbox:
         catalog = Catalog()
         for server in self.config.servers:
+            if not permits_server(grant, server.name):
+                continue
             for listed in listing(server.name, self._listings.get(server.name, [])):
                 if not server.keeps(listed.name):  # the entry's "tools" allow/deny globs
                     continue
                 name = qualified_name(server.name, listed.name)
+                if not permits_tool(grant, name):  # a grant's tool globs: as clients name it
+                    continue
                 if name in catalog and _pair(catalog, name) != (server.name, listed.name):
                     name = distinct_name(server.name, listed.name)  # another pair joined alike
                 if name not in catalog:  # a server listing one name twice: the first wins
@@ -296,11 +305,22 @@ class Gateway:
         return await self.upstreams[server].call(tool, arguments)
 
     # -- serving -------------------------------------------------------------------------------
+    async def toolbox_for(self, state: ScopeState) -> Toolbox:
+        """The toolbox `state`'s grant sees: every tool, or only its servers' and tools' (a
+        catalog of its own, so search, activation and calls cannot reach the others)."""
+        box = await self.toolbox()
+        if state.grant is None:
+            return box
+        found = self._granted.get(state.grant)
+        if found is None or found.version != box.version:
+            found = self._granted[state.grant] = self._build(state.grant)
+        return found
+
     async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
         """What this scope's client is declared now: scaffolding plus its working set.
 
         A listing waits at most LIST_GRACE for servers still starting (see `toolbox`)."""
-        box = await self.toolbox()
+        box = await self.toolbox_for(state)
         return assemble(box.catalog, box.scaffolding, state.transcript,
                         budget=self.config.working_set).declarations
 
@@ -311,7 +331,7 @@ class Gateway:
     async def call(self, state: ScopeState, name: str, arguments: Any, *,
                    connection: Connection | None = None) -> Part:
         """Run one client call in `state`'s scope and return the recorded result part."""
-        box = await self.toolbox()
+        box = await self.toolbox_for(state)
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
         target = _unwrap(call, box)
         dispatcher = self._dispatcher(state, box)
@@ -336,8 +356,10 @@ class Gateway:
             fold = self._usage_folds.get(state.transcript)
             if fold is None:
                 fold = self._usage_folds[state.transcript] = UsageFold()
-            fresh = fold.catch_up(state.transcript)  # only the messages since the last activation
+            # Only the messages since the last activation; none the usage log already holds.
+            fresh = state.unlogged(fold.catch_up(state.transcript))
             await anyio.to_thread.run_sync(self.usage.append, fresh)
+        await state.persist()  # the call and result through the state port, one batch
         return part
 
     def _dispatcher(self, state: ScopeState, box: Toolbox) -> Dispatcher:

@@ -22,8 +22,6 @@ forgotten when it closes.
 
 from __future__ import annotations
 
-import hmac
-import json
 import sys
 import time
 import uuid
@@ -37,7 +35,6 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp.server.auth.provider import AccessToken
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
@@ -51,6 +48,7 @@ from byref.conversations import (
 )
 from byref.discovery.usage import Usage
 from byref.dispatch import Dispatcher
+from byref.gateway.auth import BearerVerifier, restriction
 from byref.gateway.config import GatewayConfig, Grant
 from byref.store import Scope
 from byref.transcript import Transcript, fresh_origin
@@ -105,6 +103,8 @@ class ScopeState:
     """Usage pairs of this conversation already in the usage log (kept with its record)."""
     touched: float = field(default_factory=time.time)
     """When the record was last written or opened (an idle one past its ttl has expired)."""
+    grant: Grant | None = None
+    """The restricting grant this conversation was opened under (None: it sees every tool)."""
     sessions: set[int] = field(default_factory=set)
     """Open sessions using this conversation (by connection identity); the last one to close
     releases it."""
@@ -308,12 +308,21 @@ class Scopes:
             raise AccessRefused("This gateway serves HTTP requests only with a bearer token.")
         claims = user.access_token.claims or {}
         tenant, principal = str(claims["tenant"]), str(claims["principal"])
+        grant = restriction(claims)
         session = connection.session_id if connection is not None else None
         if self.config.conversation == "principal" or not session:
             scope = Scope(tenant, principal, CONVERSATION)
         else:
             scope = Scope(tenant, principal, SESSION_PREFIX + session)
+        fresh = scope not in self._states
         state = self.state(scope)
+        if fresh:
+            state.grant = grant
+        elif state.grant != grant:
+            # One conversation, one grant: a token seeing other tools must not share its record.
+            raise AccessRefused(f"Conversation {scope.conversation!r} of {principal!r} was "
+                                "opened by a token with another grant; use that token, or a "
+                                "principal of its own for this one.")
         if connection is not None and session and id(connection) not in state.sessions:
             state.sessions.add(id(connection))
             connection.exit_stack.callback(self._session_closed, scope, id(connection))
@@ -332,21 +341,5 @@ class Scopes:
                       file=sys.stderr)
 
 
-class TokenMap:
-    """The SDK's `TokenVerifier`: a configured bearer token → its tenant and principal."""
-
-    def __init__(self, tokens: dict[str, Grant]) -> None:
-        self._tokens = dict(tokens)
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        grant: Grant | None = None
-        for known, g in self._tokens.items():
-            # Compare against every token in constant time; never short-circuit on a match.
-            if hmac.compare_digest(known.encode(), token.encode()):
-                grant = g
-        if grant is None:
-            return None
-        # The SDK binds an HTTP session to client_id: encode the pair, never join it.
-        owner = json.dumps([grant.tenant, grant.principal], ensure_ascii=False)
-        return AccessToken(token=token, client_id=owner, scopes=[],
-                           claims={"tenant": grant.tenant, "principal": grant.principal})
+TokenMap = BearerVerifier
+"""Static tokens only (`BearerVerifier(tokens)`); kept under its first name."""

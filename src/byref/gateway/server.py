@@ -27,12 +27,13 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from starlette.applications import Starlette
 
 from byref.discovery.assembly import PLAIN
+from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import client_result
 from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
 from byref.gateway.passthrough import Passthrough, page
 from byref.gateway.relay import calling
-from byref.gateway.scopes import AccessRefused, ScopeState, TokenMap
+from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
 from byref.lens.gateway import lens_route
@@ -188,7 +189,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
     which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
     """
-    if not gateway.config.tokens:
+    if not gateway.config.tokens and gateway.config.jwt is None:
         raise ValueError(
             f"Config {gateway.config.source!r} has no byref.tokens: over HTTP every request needs "
             "a bearer token mapped to a tenant and principal, e.g. \"byref\": {\"tokens\": "
@@ -198,7 +199,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         streamable_http_path=path, host=host, json_response=True,
         auth=AuthSettings(issuer_url=f"http://{_url_host(host)}:{port}",  # type: ignore[arg-type]
                           resource_server_url=None),
-        token_verifier=TokenMap(gateway.config.tokens),
+        token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store)],
     )
