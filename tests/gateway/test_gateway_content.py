@@ -19,7 +19,7 @@ from mcp import Client
 
 from byref.gateway.config import INLINE_MEDIA_BYTES
 from byref.gateway.convert import INLINE_TEXT_RESOURCE_BYTES
-from byref.reads.limits import EXPLICIT_READ_BYTES
+from byref.gateway.metadata import GATEWAY_EXPLICIT_READ_BYTES as EXPLICIT_READ_BYTES
 
 pytestmark = pytest.mark.anyio
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -90,7 +90,7 @@ async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only(
         world: World) -> None:
     with anyio.fail_after(60):
         async with running(world, {"media": _media()}, inlineMediaBytes=4000) as (
-                gateway, server), Client(server) as client:
+                _gateway, server), Client(server) as client:
             small = await _call(client, "screenshot", size=3000)
             assert [b.type for b in small.content] == ["text", "image"]
             large = await _call(client, "screenshot", size=6000)

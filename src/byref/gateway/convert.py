@@ -28,6 +28,7 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, server_slug
+from byref.gateway.metadata import declared_metadata
 from byref.tools import Payload
 from byref.transcript import Part
 
@@ -70,14 +71,17 @@ def capability(server: str, listed: Listed) -> str:
 
 
 def mcp_tool(declaration: dict[str, Any], *, title: str | None = None) -> types.Tool:
-    """A byref declaration (`name`, `description`, `input_schema`) as the client sees it.
+    """A byref declaration (`name`, `description`, `input_schema`, and for a proxied tool `mcp`:
+    its server's title, annotations, icons and `_meta`) as the client sees it.
 
     No `outputSchema`: the gateway may always answer with a substitute (a placed preview, a
     marker), which a client holding the upstream's output schema would reject.
     """
-    return types.Tool(name=declaration["name"], title=title,
-                      description=declaration["description"],
-                      input_schema=declaration["input_schema"])
+    meta = declared_metadata(declaration["name"], declaration.get("mcp"))
+    return types.Tool.model_validate({
+        "name": declaration["name"], "description": declaration["description"],
+        "inputSchema": declaration["input_schema"], **meta,
+        **({"title": title} if title is not None else {})})
 
 
 # -- upstream results → values --------------------------------------------------------------------

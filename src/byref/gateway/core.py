@@ -42,6 +42,13 @@ from byref.gateway.config import GatewayConfig, Grant
 from byref.gateway.content import Passed
 from byref.gateway.convert import distinct_name, listing, qualified_name
 from byref.gateway.health import check_store
+from byref.gateway.metadata import (
+    GATEWAY_EXPLICIT_READ_BYTES,
+    is_read_only,
+    pinned,
+    tool_metadata,
+    with_metadata_rows,
+)
 from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
@@ -83,6 +90,11 @@ class Toolbox:
     tools: tuple[Tool, ...]
     unavailable: dict[str, str]
     """Server → why its tools are missing from the catalog."""
+    pinned: tuple[Tool, ...] = ()
+    """Declared beside the scaffolding whatever the working set holds (direct mode: every
+    catalog tool; search mode: byref.alwaysLoad)."""
+    call_tool: str = "all"
+    """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
 
 
 class Gateway:
@@ -125,7 +137,8 @@ class Gateway:
         self._upstreams: UpstreamManager | None = None
         # One automatic-insertion dial: reads see the value placement uses. An explicit read
         # (read_result is marked so) is bounded by the explicit-read limit instead.
-        self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes)
+        self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes,
+                                       explicit_read_bytes=GATEWAY_EXPLICIT_READ_BYTES)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def __aenter__(self) -> Gateway:
@@ -224,6 +237,7 @@ class Gateway:
         for server in self.config.servers:
             if not permits_server(grant, server.name):
                 continue
+            raw = {t.name: t for t in self._listings.get(server.name, [])}
             for listed in listing(server.name, self._listings.get(server.name, [])):
                 if not server.keeps(listed.name):  # the entry's "tools" allow/deny globs
                     continue
@@ -233,7 +247,9 @@ class Gateway:
                 if name in catalog and _pair(catalog, name) != (server.name, listed.name):
                     name = distinct_name(server.name, listed.name)  # another pair joined alike
                 if name not in catalog:  # a server listing one name twice: the first wins
-                    catalog.add(proxied_tool(name, listed, self._invoke, passed=self.passed),
+                    meta = tool_metadata(raw[listed.name]) if listed.name in raw else {}
+                    catalog.add(proxied_tool(name, listed, self._invoke, passed=self.passed,
+                                             mcp_meta=meta),
                                 server=server.name,
                                 original_name=listed.name)
         # The JSON readers sit behind search: a stored result touches them (working set), so they
@@ -251,14 +267,18 @@ class Gateway:
         if starting:
             note += (f" Starting: {', '.join(map(repr, starting))} (their tools are announced "
                      "when ready).")
+        call_tool = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
+                          fn=self._call_tool_refusal, input_schema=CALL_TOOL_SCHEMA,
+                          capabilities=("gateway.call",)),)
         scaffolding = (
-            replace(search, description=search.description + note), activate,
-            Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION, fn=self._call_tool_refusal,
-                 input_schema=CALL_TOOL_SCHEMA, capabilities=("gateway.call",)),
+            with_metadata_rows(replace(search, description=search.description + note), catalog),
+            activate, *(call_tool if self.config.call_tool != "off" else ()),
             make_read_result(self._read_limits), make_present_tool(),
         )
         return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
-                       dict(self._errors))
+                       dict(self._errors), pinned=pinned(
+                           catalog, mode=self.config.mode, always_load=self.config.always_load),
+                       call_tool=self.config.call_tool)
 
     def _learn(self, catalog: Catalog, usage: UsageLog) -> None:
         """Teach the catalog its usage log; a damaged log is reported, never fatal."""
@@ -276,6 +296,11 @@ class Gateway:
     def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
         # Reached only when the gateway could not unwrap the call (see `_unwrap`).
         box = self._box
+        if box is not None and name in box.catalog and box.call_tool == "readOnly":
+            raise ToolRefusal(
+                f"call_tool runs only read-only tools here (byref.callTool is 'readOnly'); "
+                f"{name!r} may change things: load it with activate_tool and call it by its own "
+                "name, so your client can ask the user first.", "not-permitted")
         if box is not None and name in {t.name for t in box.scaffolding}:
             raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
                               "it directly.", "unknown-tool")
@@ -321,12 +346,12 @@ class Gateway:
 
         A listing waits at most LIST_GRACE for servers still starting (see `toolbox`)."""
         box = await self.toolbox_for(state)
-        return assemble(box.catalog, box.scaffolding, state.transcript,
+        return assemble(box.catalog, (*box.scaffolding, *box.pinned), state.transcript,
                         budget=self.config.working_set).declarations
 
     def working_set(self, state: ScopeState, box: Toolbox) -> list[str]:
         return working_set(state.transcript, box.catalog, budget=self.config.working_set,
-                           always={t.name for t in box.scaffolding})
+                           always={t.name for t in (*box.scaffolding, *box.pinned)})
 
     async def call(self, state: ScopeState, name: str, arguments: Any, *,
                    connection: Connection | None = None) -> Part:
@@ -398,12 +423,14 @@ async def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
 
 def _unwrap(call: Call, box: Toolbox) -> Call:
     """`call_tool(name, arguments)` for a catalog tool is dispatched as that tool's own call."""
-    if call.name != CALL_TOOL or not isinstance(call.input, dict):
+    if call.name != CALL_TOOL or not isinstance(call.input, dict) or box.call_tool == "off":
         return call
     target, args = call.input.get("name"), call.input.get("arguments", {})
     if not isinstance(target, str) or target not in box.catalog or not set(call.input) <= {
             "name", "arguments"}:
         return call
+    if box.call_tool == "readOnly" and not is_read_only(box.catalog.tool(target)):
+        return call  # refused by call_tool itself, saying why
     return Call(call.id, target, {} if args is None else args)
 
 

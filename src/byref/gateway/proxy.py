@@ -51,6 +51,8 @@ class ProxiedTool(Tool):
     upstream_schema: dict[str, Any] = field(default_factory=dict)
     call_upstream: Invoke | None = None
     passed: Passed | None = None
+    mcp_meta: dict[str, Any] = field(default_factory=dict)
+    """The server's title, annotations, icons and `_meta` for this tool (passed to clients)."""
     """Where the upstream's images, links and structuredContent wait for the client's answer."""
     _upstream_validator: jsonschema.Draft202012Validator | None = field(
         default=None, init=False, repr=False)
@@ -58,6 +60,12 @@ class ProxiedTool(Tool):
     @property
     def is_async(self) -> bool:
         return True
+
+    def declaration(self) -> dict[str, Any]:
+        out = super().declaration()
+        if self.mcp_meta:
+            out["mcp"] = self.mcp_meta  # read by `convert.mcp_tool` at the edge
+        return out
 
     @property
     def checks_input(self) -> bool:
@@ -119,7 +127,8 @@ class ProxiedTool(Tool):
 
 
 def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
-                 passed: Passed | None = None) -> ProxiedTool:
+                 passed: Passed | None = None,
+                 mcp_meta: dict[str, Any] | None = None) -> ProxiedTool:
     """The catalog tool for one upstream tool."""
     schema = listed.input_schema
     props = schema.get("properties") or {}
@@ -128,7 +137,7 @@ def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
         input_schema=rewrite_schema(schema), lazy=frozenset(props),
         capabilities=(capability(listed.server, listed),), wants_ctx=True,
         server=listed.server, upstream_name=listed.name, upstream_schema=schema,
-        call_upstream=call_upstream, passed=passed,
+        call_upstream=call_upstream, passed=passed, mcp_meta=dict(mcp_meta or {}),
     )
 
 
