@@ -195,10 +195,16 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
             "a bearer token mapped to a tenant and principal, e.g. \"byref\": {\"tokens\": "
             "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")
     server = build_server(gateway)
+    base = f"http://{_url_host(host)}:{port}"
     return server.streamable_http_app(
         streamable_http_path=path, host=host, json_response=True,
-        auth=AuthSettings(issuer_url=f"http://{_url_host(host)}:{port}",  # type: ignore[arg-type]
-                          resource_server_url=None),
+        # A request without a valid token gets 401 with `WWW-Authenticate: Bearer ...,
+        # resource_metadata="<base>/.well-known/oauth-protected-resource<path>"` (RFC 9728), and
+        # that document is served, so a client says "authorization needed" instead of failing to
+        # parse a 404. Tokens are checked by the verifier itself (static or JWT), not by resource.
+        auth=AuthSettings(issuer_url=base,  # type: ignore[arg-type]
+                          resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
+                          validate_token_resource=False),
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store)],
