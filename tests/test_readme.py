@@ -43,10 +43,36 @@ def test_readme_gateway_config_is_one_the_gateway_accepts() -> None:
 
     from byref.gateway.config import parse_config
 
-    (block,) = re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
+    [block] = [b for b in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
+               if '"usage"' in b]
     config = parse_config(json.loads(block), source="README", base=README.parent)
     assert [s.name for s in config.servers] == ["git", "filesystem"]
     assert config.usage == README.parent / "usage.jsonl"
+
+
+def test_readme_gateway_settings_example_is_read_as_the_text_says() -> None:
+    import json
+
+    from byref.gateway.config import ConfigError, parse_config
+
+    [block] = [b for b in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
+               if '"callTool"' in b]
+    raw = json.loads(block)
+    config = parse_config(raw, source="README", environ={"REMOTE_TOKEN": "t0k"})
+    assert [s.name for s in config.servers] == ["remote", "browser"]  # "old" is disabled
+    remote, browser = config.servers
+    assert remote.headers == {"Authorization": "Bearer t0k"} and remote.transport == "http"
+    assert not browser.keeps("browser_install") and browser.keeps("browser_snapshot")
+    assert (config.mode, config.always_load, config.call_tool) == (
+        "search", ("browser__browser_snapshot",), "readOnly")
+    try:
+        parse_config(raw, source="README", environ={})
+    except ConfigError as exc:
+        assert str(exc) == ("Config 'README' server 'remote': 'headers.Authorization' uses "
+                            "${REMOTE_TOKEN}, which is not set; set it or write "
+                            "${REMOTE_TOKEN:-default}.")
+    else:
+        raise AssertionError("an unset variable must stop the gateway")
 
 
 def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
