@@ -49,6 +49,7 @@ from byref.gateway.metadata import (
     tool_metadata,
     with_metadata_rows,
 )
+from byref.gateway.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
@@ -107,6 +108,10 @@ class Gateway:
                  policy: Policy | None = None, state: ConversationState | None = None) -> None:
         self.config = config
         self.emit = emit or Emitter()
+        self.metrics = _metrics(self)
+        """Prometheus metrics (None without prometheus-client); read from the events too."""
+        if self.metrics is not None:
+            self.emit = Emitter(MetricsSink(self.metrics, self.emit.sink), clock=self.emit.clock)
         self.store = store if store is not None else open_store(config.store or "memory://",
                                                                 emit=self.emit)
         self.policy = policy or Policy(auto_insert_bytes=config.auto_insert_bytes,
@@ -329,6 +334,11 @@ class Gateway:
                       arguments: dict[str, Any]) -> types.CallToolResult:
         return await self.upstreams[server].call(tool, arguments)
 
+    def indexed(self) -> dict[str, str]:
+        """Each upstream → `listed`, `failed` (reported to clients) or `pending` (readiness)."""
+        return {name: "listed" if name in self._listings else "failed" if name in self._errors
+                else "pending" for name in self.upstreams.upstreams}
+
     # -- serving -------------------------------------------------------------------------------
     async def toolbox_for(self, state: ScopeState) -> Toolbox:
         """The toolbox `state`'s grant sees: every tool, or only its servers' and tools' (a
@@ -356,6 +366,7 @@ class Gateway:
     async def call(self, state: ScopeState, name: str, arguments: Any, *,
                    connection: Connection | None = None) -> Part:
         """Run one client call in `state`'s scope and return the recorded result part."""
+        started = time.perf_counter()
         box = await self.toolbox_for(state)
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
         target = _unwrap(call, box)
@@ -385,6 +396,9 @@ class Gateway:
             fresh = state.unlogged(fold.catch_up(state.transcript))
             await anyio.to_thread.run_sync(self.usage.append, fresh)
         await state.persist()  # the call and result through the state port, one batch
+        if self.metrics is not None:
+            self.metrics.call(_server_of(box, target.name), target.name, part.is_error,
+                              time.perf_counter() - started)
         return part
 
     def _dispatcher(self, state: ScopeState, box: Toolbox) -> Dispatcher:
@@ -404,6 +418,19 @@ async def _append_when_free(state: ScopeState, role: Role, part: Part) -> int:
         async with state.lock:
             return state.transcript.append(role, [part]).seq
     return state.transcript.append(role, [part]).seq
+
+
+def _server_of(box: Toolbox, name: str) -> str:
+    """A metric's server label: the upstream of a catalog tool, else `byref` (its own)."""
+    server = box.catalog.entry(name).server if name in box.catalog else None
+    return server if server is not None else "byref"
+
+
+def _metrics(gateway: Gateway) -> GatewayMetrics | None:
+    try:
+        return GatewayMetrics(conversations=lambda: len(gateway.scopes.all()))
+    except RuntimeError:  # prometheus-client is not installed: no metrics, nothing else lost
+        return None
 
 
 def _local(box: Toolbox, name: str) -> bool:

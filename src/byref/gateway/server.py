@@ -31,6 +31,7 @@ from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import client_result
 from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
+from byref.gateway.ops import ops_routes
 from byref.gateway.passthrough import Passthrough, page
 from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState
@@ -207,7 +208,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                           validate_token_resource=False),
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
-        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store)],
+        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
+                                 *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
 
 

@@ -1,0 +1,81 @@
+"""Prometheus metrics for the gateway, with `prometheus-client` (the `byref[metrics]` extra).
+
+Owns `GatewayMetrics`: one registry per gateway (so two gateways in a process never share
+counts) holding calls, errors and latency per server and tool, results placed and the bytes they
+kept out of the context, refusals by reason, and open conversations. The law: metrics are read
+from what the gateway already knows — a call's recorded result part and the typed events its
+dispatch emits (`MetricsSink` sits in front of the event sink) — never by re-reading a result;
+labels are bounded (server and tool names from the catalog, `byref` for the gateway's own tools,
+reasons from dispatch's fixed set), never a value a model wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from byref.events import Event, EventSink
+
+NAMESPACE = "byref_gateway"
+
+
+def _client() -> Any:
+    try:
+        import prometheus_client
+    except ImportError:
+        raise RuntimeError("Gateway metrics need prometheus-client: pip install "
+                           "'byref[metrics]'") from None
+    return prometheus_client
+
+
+class GatewayMetrics:
+    def __init__(self, conversations: Callable[[], int] | None = None) -> None:
+        prom = _client()
+        self.registry = prom.CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.calls = prom.Counter(f"{NAMESPACE}_calls", "Client tool calls, by server, tool "
+                                  "and outcome (ok, error).", ["server", "tool", "outcome"],
+                                  registry=r)
+        self.latency = prom.Histogram(
+            f"{NAMESPACE}_call_seconds", "Seconds a client tool call took in the gateway, "
+            "upstream included.", ["server", "tool"], registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+        self.placed = prom.Counter(f"{NAMESPACE}_placed_results", "Results stored instead of "
+                                   "inserted into the context, by tool.", ["tool"], registry=r)
+        self.kept_out = prom.Counter(f"{NAMESPACE}_bytes_kept_out", "Bytes of results placed "
+                                     "in the store instead of the context.", registry=r)
+        self.refusals = prom.Counter(f"{NAMESPACE}_refusals", "Refusals told to the model, by "
+                                     "reason.", ["reason"], registry=r)
+        self.conversations = prom.Gauge(f"{NAMESPACE}_conversations", "Conversations held in "
+                                        "memory now.", registry=r)
+        if conversations is not None:
+            self.conversations.set_function(conversations)
+
+    def call(self, server: str, tool: str, is_error: bool, seconds: float) -> None:
+        self.calls.labels(server, tool, "error" if is_error else "ok").inc()
+        self.latency.labels(server, tool).observe(seconds)
+
+    def event(self, event: Event) -> None:
+        if event.name == "placed":
+            self.placed.labels(str(event.data.get("tool", "?"))).inc()
+            size = event.data.get("bytes")
+            if isinstance(size, int) and size > 0:
+                self.kept_out.inc(size)
+        elif event.name == "refused":
+            self.refusals.labels(str(event.data.get("reason", "unknown"))).inc()
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text format a Prometheus scrape reads, and its content type."""
+        prom = _client()
+        return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST
+
+
+class MetricsSink:
+    """Counts the events metrics read, then hands every event to the sink it stands before."""
+
+    def __init__(self, metrics: GatewayMetrics, inner: EventSink) -> None:
+        self.metrics, self.inner = metrics, inner
+
+    def emit(self, event: Event) -> None:
+        self.metrics.event(event)
+        self.inner.emit(event)
