@@ -273,3 +273,36 @@ async def test_a_cancelled_call_is_cancelled_upstream(world: World) -> None:
                 group.cancel_scope.cancel()
             answer = await c.call_tool("many__was_cancelled", {})
             assert text(answer) == "cancelled"
+
+
+async def test_a_2026_client_is_asked_through_input_required_results(world: World) -> None:
+    asked: list[str] = []
+
+    async def sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
+        asked.append(str(params.messages[0].content))
+        return types.CreateMessageResult(role="assistant", model="test-model", content=(
+            types.TextContent(type="text", text="modern answer")))
+
+    async def elicitation(_: Any, params: types.ElicitRequestParams) -> Any:
+        return types.ElicitResult(action="accept", content={"username": "u", "email": "e@x"})
+
+    with anyio.fail_after(60):
+        async with running(world, {"conformance": fixture("conformance_server.py")}) as (
+                _g, server), Client(server, sampling_callback=sampling,
+                                    elicitation_callback=elicitation) as c:
+            assert c.protocol_version == "2026-07-28"
+            sampled = await c.call_tool("conformance__test_sampling", {"prompt": "hello"})
+            assert text(sampled) == "LLM response: modern answer"
+            assert "hello" in asked[0]
+            elicited = await c.call_tool("conformance__test_elicitation", {"message": "who?"})
+            assert text(elicited) == ('User response: action=accept, content='
+                                      '{"username": "u", "email": "e@x"}')
+            # The first round by hand: the answer is the question, and a stale state is refused.
+            first = await c.session.call_tool("conformance__test_sampling", {"prompt": "again"},
+                                              allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.input_requests
+            with pytest.raises(MCPError) as err:
+                await c.session.call_tool("conformance__test_sampling", {"prompt": "again"},
+                                          request_state="forged", allow_input_required=True)
+            assert err.value.error.message.startswith(
+                "This requestState names no call waiting for input here")

@@ -29,6 +29,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
+from byref.gateway.inputs import Parked
+
 R = TypeVar("R", bound=BaseModel)
 
 LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
@@ -41,6 +43,8 @@ class Caller:
     """One client request being served: where replies to its upstream traffic go."""
 
     ctx: ServerRequestContext[Any, Any]
+    park: Parked | None = None
+    """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
 
     @property
     def connection(self) -> Connection | None:
@@ -74,12 +78,17 @@ class Caller:
         with one JSON body: then they go on the connection's standalone stream)."""
         return self.ctx.session.can_send_request
 
-    async def request(self, request: Any, result_type: type[R], *, scoped: bool) -> R:
+    async def request(self, request: Any, result_type: type[R], *,
+                      scoped: bool) -> R | types.ErrorData:
+        if self.park is not None:
+            return await self.park.ask(request, result_type)
         scoped = scoped and self.own_channel
         metadata = ServerMessageMetadata(related_request_id=self.ctx.request_id) if scoped else None
         return await self.ctx.session.send_request(request, result_type, metadata=metadata)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self.park is not None and self.park.answered_once:
+            return  # the request it belonged to has been answered (InputRequiredResult)
         if self.own_channel:
             await self.ctx.session.report_progress(progress, total, message)
         elif self.progress_token is not None:
@@ -100,9 +109,10 @@ CALLER: ContextVar[Caller | None] = ContextVar("byref_gateway_caller", default=N
 
 
 @contextlib.contextmanager
-def calling(ctx: ServerRequestContext[Any, Any]) -> Iterator[Caller]:
+def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None
+            ) -> Iterator[Caller]:
     """Mark the client request a handler serves, for every upstream operation it starts."""
-    caller = Caller(ctx)
+    caller = Caller(ctx, park)
     token = CALLER.set(caller)
     try:
         yield caller

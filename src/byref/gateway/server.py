@@ -24,6 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from byref.discovery.assembly import PLAIN
@@ -31,13 +32,13 @@ from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import client_result
 from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
+from byref.gateway.inputs import Parked, Parking
 from byref.gateway.ops import ops_routes
 from byref.gateway.passthrough import Passthrough, page
 from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
-from byref.lens.gateway import lens_route
 
 INSTRUCTIONS = (
     "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
@@ -123,12 +124,23 @@ def build_server(gateway: Gateway) -> GatewayServer:
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
         if ctx.request is not None:
             schemas.seen(await gateway.toolbox())
         name = own_name(await gateway.toolbox(), params.name)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and _may_ask(ctx):
+            # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
+            async def run(parked: Parked) -> types.CallToolResult:
+                with calling(ctx, parked):
+                    part = await gateway.call(state, name, params.arguments or {},
+                                              connection=_connection(ctx))
+                return await client_result(gateway, state, part)
+
+            answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
+                state, params.request_state, params.input_responses, run)
+            return answer
         with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
             part = await gateway.call(state, name, params.arguments or {},
                                       connection=_connection(ctx))
@@ -142,10 +154,12 @@ def build_server(gateway: Gateway) -> GatewayServer:
     from byref import __version__
 
     p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all)
+    parking = Parking()
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         return GatewayServer(
             "byref-gateway", version=__version__, instructions=INSTRUCTIONS,
+            lifespan=lambda _: parking.running(),
             on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
             get_tool_input_schema=schemas, on_list_resources=p.list_resources,
             on_list_resource_templates=p.list_templates, on_read_resource=p.read_resource,
@@ -165,6 +179,13 @@ def own_name(box: Toolbox, name: str) -> str:
         return name
     found = [e.tool.name for e in box.catalog if e.server is not None and e.original_name == name]
     return found[0] if len(found) == 1 else name
+
+
+def _may_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the client could answer an upstream's question (else none is parked for)."""
+    caps = ctx.session.client_capabilities
+    return caps is not None and any(
+        getattr(caps, c, None) is not None for c in ("sampling", "elicitation", "roots"))
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
@@ -207,8 +228,6 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                           resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
                           validate_token_resource=False),
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
-        # The lens at /lens: the caller's own conversations, behind the same bearer check.
-        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
 

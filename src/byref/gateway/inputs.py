@@ -1,0 +1,157 @@
+"""The 2026-07-28 input-required flow: an upstream's question to a client that cannot be asked.
+
+Owns parked calls. A 2026-07-28 client takes no server→client requests; it is asked by an
+`InputRequiredResult` answer and retries its call with the responses. An upstream asks mid-call
+(sampling, elicitation, roots), so a 2026-07-28 client's call runs in a task of its own: when the
+upstream asks, the client's request is answered `InputRequiredResult` (the questions, and an opaque
+`request_state` naming the parked call) while the upstream keeps waiting; the retry hands the
+responses to the upstream's questions and waits again, for the result or the next questions. The
+law: a parked call is resumed only by a retry of the same scope carrying its state (an unguessable
+token), each question is answered once, and nothing waits without a bound — an unanswered
+question fails the upstream's request after `ASK_TIMEOUT`, and a finished call nobody collects is
+forgotten after `KEEP_DONE`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
+
+R = TypeVar("R", bound=BaseModel)
+ASK_TIMEOUT = 300.0
+"""Seconds a question waits for the client's retry before the upstream is told it failed."""
+KEEP_DONE = 300.0
+"""Seconds a finished parked call waits to be collected."""
+
+
+@dataclass(eq=False)
+class _Question:
+    request: Any
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    answer: Any = None
+
+
+@dataclass(eq=False)
+class Parked:
+    """One client call running in its own task while its client is asked for input."""
+
+    token: str
+    owner: object
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    unsent: dict[str, _Question] = field(default_factory=dict)
+    waiting: dict[str, _Question] = field(default_factory=dict)
+    result: Any = None
+    error: BaseException | None = None
+    done_at: float | None = None
+    answered_once: bool = False
+    """Whether the client request that started it has been answered (progress has no stream)."""
+
+    async def ask(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
+        """The upstream's question, put to the client by the next answer of its call."""
+        key = f"q{secrets.token_hex(4)}"
+        question = _Question(request)
+        self.unsent[key] = question
+        self.changed.set()
+        with anyio.move_on_after(ASK_TIMEOUT):
+            await question.answered.wait()
+        if not question.answered.is_set():
+            self.waiting.pop(key, None)
+            self.unsent.pop(key, None)
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=(
+                f"byref gateway: the client did not answer {request.method} within "
+                f"{ASK_TIMEOUT:g} s."))
+        answer = question.answer
+        if isinstance(answer, types.ErrorData):
+            return answer
+        dumped = answer.model_dump(by_alias=True, mode="json", exclude_none=True) \
+            if isinstance(answer, BaseModel) else answer
+        return result_type.model_validate(dumped, by_name=False)
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        for key, response in responses.items():
+            question = self.waiting.pop(key, None)
+            if question is not None and not question.answered.is_set():
+                question.answer = response
+                question.answered.set()
+
+
+class Parking:
+    """Parked calls by token; their tasks run in the server's lifespan task group."""
+
+    def __init__(self) -> None:
+        self._parked: dict[str, Parked] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[dict[str, Any]]:
+        """The server's lifespan: parked calls' tasks live as long as it serves."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield {}
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    async def call(self, owner: object, state: str | None, responses: dict[str, Any] | None,
+                   run: Callable[[Parked], Awaitable[Any]]) -> Any:
+        """A call's answer: its result, or `InputRequiredResult` while its upstream asks."""
+        self._sweep()
+        if state is not None:
+            parked = self._parked.get(state)
+            if parked is None or parked.owner is not owner:
+                raise MCPError(types.INVALID_PARAMS, (
+                    "This requestState names no call waiting for input here (it finished, "
+                    "expired, or belongs to another session); call the tool again without it."))
+            parked.answer(responses or {})
+        else:
+            if self._group is None:
+                raise MCPError(types.INTERNAL_ERROR, "The gateway is not serving (no lifespan).")
+            parked = Parked(secrets.token_urlsafe(24), owner)
+            self._parked[parked.token] = parked
+            self._group.start_soon(self._run, parked, run)
+        return await self._next(parked)
+
+    async def _run(self, parked: Parked, run: Callable[[Parked], Awaitable[Any]]) -> None:
+        try:
+            parked.result = await run(parked)
+        except Exception as exc:  # the answer for the client's next request
+            parked.error = exc
+        finally:
+            parked.done_at = time.monotonic()
+            parked.changed.set()
+
+    async def _next(self, parked: Parked) -> Any:
+        while True:
+            if parked.unsent:
+                asks = dict(parked.unsent)
+                parked.unsent.clear()
+                parked.waiting.update(asks)
+                parked.changed = anyio.Event()
+                parked.answered_once = True
+                return types.InputRequiredResult(
+                    input_requests={k: q.request for k, q in asks.items()},
+                    request_state=parked.token)
+            if parked.done_at is not None:
+                self._parked.pop(parked.token, None)
+                if parked.error is not None:
+                    raise parked.error
+                return parked.result
+            await parked.changed.wait()
+            parked.changed = anyio.Event()
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for token, parked in list(self._parked.items()):
+            if parked.done_at is not None and now - parked.done_at > KEEP_DONE:
+                del self._parked[token]
