@@ -32,13 +32,14 @@ from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import client_result
 from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
-from byref.gateway.inputs import Parked, Parking
 from byref.gateway.ops import ops_routes
+from byref.gateway.inputs import Parked, Parking
 from byref.gateway.passthrough import Passthrough, page
 from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
+from byref.lens.gateway import lens_route
 
 INSTRUCTIONS = (
     "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
@@ -228,6 +229,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                           resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
                           validate_token_resource=False),
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
+        # The lens at /lens: the caller's own conversations, behind the same bearer check.
+        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
 
