@@ -32,8 +32,8 @@ from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import client_result
 from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
-from byref.gateway.ops import ops_routes
 from byref.gateway.inputs import Parked, Parking
+from byref.gateway.ops import ops_routes
 from byref.gateway.passthrough import Passthrough, page
 from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState
