@@ -13,7 +13,10 @@ the artifact store holds the bytes.
 
 Modules: `config` (the file), `upstream` (connections to the servers), `convert` (the edge),
 `proxy` (an upstream tool as a byref `Tool`), `scopes` (who a request runs as), `core` (the
-toolbox and the call sequence), `server` (the MCP handlers and transports), `bench`.
+toolbox and the call sequence), `server` (the MCP handlers and transports), `passthrough` (every
+non-tool feature: resources, prompts, completion, logging, roots), `resources` and `prompts`
+(their names, mapped back), `relay` (upstream → client traffic to the calling session), `inputs`
+(2026-07-28 input-required rounds), `bench`.
 """
 
 from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
