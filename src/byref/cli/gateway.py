@@ -39,6 +39,12 @@ def register(sub: Any) -> None:
                         help="conversation state URL (default: the config's byref.state, else "
                         "SQLite beside a file store, else memory://); e.g. "
                         "postgresql://host/db")
+    parser.add_argument("--trace", default=None, metavar="FILE",
+                        help="append the typed event trace (placed, refused, …) to FILE as JSON "
+                        "lines")
+    parser.add_argument("--otel", default=None, metavar="FILE",
+                        help="append OpenTelemetry spans to FILE as JSON lines (needs "
+                        "byref[otel])")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on")
     parser.add_argument("--port", type=int, default=8848, help="HTTP: port (0: any free port)")
     parser.set_defaults(run=run)
@@ -54,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from byref.conversations import ConversationError
+    from byref.events import Emitter, JsonLinesSink
     from byref.gateway import ConfigError, Gateway, listen_socket, load_config
     from byref.gateway.server import http_app, serve_http, serve_stdio
     from byref.store import StoreURLError, open_store
@@ -68,10 +75,15 @@ def run(args: argparse.Namespace) -> int:
             config = dataclasses.replace(config, state=args.state)
         url = args.store or config.store or "memory://"
         config = dataclasses.replace(config, store=url)  # conversation state goes beside it
-        store = open_store(url)
-        gateway = Gateway(config, store=store)
+        emit = Emitter(JsonLinesSink(args.trace)) if args.trace else Emitter()
+        store = open_store(url, emit=emit)
+        gateway = Gateway(config, store=store, emit=emit)
+        if args.otel:
+            from byref.gateway.telemetry import trace_to_file
+
+            trace_to_file(args.otel)
         gateway.scopes.conversations  # noqa: B018 -- opened now: a bad state URL exits here
-    except (ConfigError, StoreURLError, ConversationError) as exc:
+    except (ConfigError, StoreURLError, ConversationError, RuntimeError, OSError) as exc:
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
     sock = None
