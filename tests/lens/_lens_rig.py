@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,11 @@ SCREENSHOTS: list[Path] = []
 """Screenshots the browser tests saved; the terminal summary names them."""
 
 
-def artifacts_dir(base: Any) -> Path:
-    """Where screenshots go: $BYREF_TEST_ARTIFACTS, else the session's pytest temp dir."""
+def artifacts_dir() -> Path:
+    """Where screenshots go: $BYREF_TEST_ARTIFACTS, else byref-test-artifacts/lens in the
+    system temp dir (pytest's own temp dirs are rotated away by later runs)."""
     chosen = os.environ.get("BYREF_TEST_ARTIFACTS")
-    path = Path(chosen) if chosen else base.getbasetemp() / "artifacts"
+    path = Path(chosen) if chosen else Path(tempfile.gettempdir()) / "byref-test-artifacts" / "lens"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -85,7 +85,7 @@ def test_the_page_shows_the_demo_ledger(browser: Any, lens_url: str, demo_run: D
     seconds = load(browser, lens_url)
     record_property("lens_load_seconds", seconds)
     print(f"lens overview load time (demo run): {seconds:.3f} s")
-    shot = artifacts_dir(tmp_path_factory) / "lens-overview.png"
+    shot = artifacts_dir() / "lens-overview.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     SCREENSHOTS.append(shot)
     ledger = demo_run.report["byref"]
@@ -134,7 +134,7 @@ def test_the_pdf_preview_renders(browser: Any, lens_url: str,
     width, height = browser.execute_script(
         "return [arguments[0].naturalWidth, arguments[0].naturalHeight]", image)
     assert width > 500 and height > 300  # a decoded page image, not a broken icon
-    shot = artifacts_dir(tmp_path_factory) / "lens-pdf.png"
+    shot = artifacts_dir() / "lens-pdf.png"
     browser.save_screenshot(str(shot))
     SCREENSHOTS.append(shot)
 

@@ -24,3 +24,13 @@ def test_make_demo_prints_the_lens_command_for_its_own_run() -> None:
     out_dir = build_parser().parse_args(["demo"]).out  # where that `byref demo` writes
     assert lens_line.rstrip("\"'").endswith(f"byref lens {out_dir}")
     assert build_parser().parse_args(["lens", str(out_dir)]).path == out_dir
+
+
+def test_byref_lens_on_a_path_that_is_not_a_run_says_what_to_pass(tmp_path: Path) -> None:
+    from _lens_rig import BYREF
+
+    done = subprocess.run([*BYREF, "lens", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"byref lens: {str(tmp_path)!r} has no transcript.jsonl. Pass a run "
+                           "directory, as `byref demo --out DIR` writes it.\n")

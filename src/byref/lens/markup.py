@@ -86,6 +86,13 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, id_: str = "
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _times(visible: int, inlined: int) -> str:
+    """The factor a log scale hides, said in words next to the bar."""
+    if visible <= 0 or inlined <= visible * 1.05:
+        return ""
+    return f" ({inlined / visible:,.0f}× what the model saw)"
+
+
 def chart(turns: Sequence[Turn], measure: str, *, id_: str) -> str:
     """Horizontal bars per turn, visible beside inlined, on a log scale (the two differ by
     orders of magnitude; a linear scale would show the visible side as nothing)."""
@@ -109,11 +116,12 @@ def chart(turns: Sequence[Turn], measure: str, *, id_: str) -> str:
             f'<text x="{left + bar_w(vis) + 4:.1f}" y="{y + 10}">{vis:,}</text>'
             f'<rect class="inlined" x="{left}" y="{y + bar_h + 2}" width="{bar_w(inl):.1f}" '
             f'height="{bar_h}" fill="#b9c0cc"><title>inlined: {inl:,} {measure}</title></rect>'
-            f'<text x="{left + bar_w(inl) + 4:.1f}" y="{y + 2 * bar_h + 2}">{inl:,}</text></g>'
+            f'<text x="{left + bar_w(inl) + 4:.1f}" y="{y + 2 * bar_h + 2}">{inl:,}'
+            f"{_times(vis, inl)}</text></g>"
         )
     height = 30 + len(turns) * row_h
     legend = (f'<text x="{left}" y="12"><tspan fill="#2f6fde">■ model-visible</tspan> '
               f'<tspan fill="#8a93a3">■ inlining everything</tspan> ({esc(measure)}, log '
               'scale)</text>')
-    return (f'<svg id="{esc(id_)}" role="img" width="{left + width + 90}" height="{height}">'
+    return (f'<svg id="{esc(id_)}" role="img" width="{left + width + 260}" height="{height}">'
             f"{legend}{''.join(parts)}</svg>")

@@ -64,7 +64,10 @@ def _totals(turns: list[Turn]) -> str:
             f"inlining everything: {num(total(wrote, 'inlined', 'chars'), f'inlined_{key}_chars')}"
             f" chars, ≈{num(total(wrote, 'inlined', 'tokens'), f'inlined_{key}_tokens')} tokens")))
     kept = sum(t.inlined.chars - t.visible.chars for t in turns)
-    rows.append(("kept out of context", f"{num(kept, 'kept_chars')} chars"))
+    seen = sum(t.visible.chars for t in turns)
+    factor = f" (inlining would cost {(kept + seen) / seen:,.0f}× what the model saw)" if seen \
+        else ""
+    rows.append(("kept out of context", f"{num(kept, 'kept_chars')} chars{esc(factor)}"))
     rows.append(("how counted", esc(
         "Model-visible: each part's text as the model received or wrote it (the run's ledger). "
         "Inlined: each ref and opaque marker replaced by the value it stands for (binary as "
