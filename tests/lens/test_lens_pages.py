@@ -149,3 +149,22 @@ def test_a_path_that_is_not_a_run(tmp_path: Path) -> None:
     body = Lens(load_run(tmp_path)).respond("GET", "/").body.decode()
     assert "No trace.jsonl" in text_of(body) and "No store/ directory" in text_of(body)
     assert "No tool calls in this run." in text_of(body)
+
+
+def test_lineage_names_the_parents_an_artifact_was_made_from(
+        kinds: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    import shutil
+
+    from byref.store import FileStore, PutOptions
+
+    src, refs = kinds
+    out = tmp_path / "run"
+    shutil.copytree(src, out)
+    store = FileStore(out / "store")
+    child = store.put(SCOPE, b"u0,u1\n", PutOptions(kind="users/csv", media_type="text/csv",
+                                                     parent_refs=(refs["users"], MISSING))).ref
+    lens = Lens(load_run(out))
+    lineage = lens.respond("GET", f"/artifact/{child}").body.decode().split('id="lineage"')[1]
+    lineage = lineage.split("</div>")[0]
+    assert f'href="/artifact/{refs["users"]}"' in lineage and "users/json" in lineage
+    assert MISSING in lineage and "(absent)" in lineage
