@@ -200,3 +200,32 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
     assert {t["function"]["name"] for t in first["tools"]} >= {"weather", "read_result"}
     assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1",
                                       "content": '{"city":"Paris","temp_c":21}'}
+
+
+def test_readme_pydantic_ai_example_runs_with_its_openai_model_on_loopback(
+        monkeypatch: Any) -> None:
+    """The pydantic-ai example, unchanged, its `openai-chat:` model talking to a Chat
+    Completions endpoint on loopback that plays the model: the export, then `total` with the
+    ref it was shown, then the total as its answer."""
+    import json
+
+    import pytest
+
+    pytest.importorskip("pydantic_ai", reason="needs the pydantic-ai extra")
+    from integrations.helpers_integrations import ChatWire, chat_completion, chat_tool_results
+
+    def play(body: dict[str, Any]) -> dict[str, Any]:
+        results = chat_tool_results(body)
+        if not results:
+            return chat_completion(("export_orders", {"month": "March"}))
+        if len(results) == 1:
+            return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
+        return chat_completion(text=results[-1])
+
+    code = python_block("byref.integrations.pydantic_ai")
+    assert len(code.strip().splitlines()) <= 20
+    with ChatWire(play) as wire:
+        monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        assert run_example(code) == printed_comment(code)
+    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent

@@ -92,3 +92,89 @@ def harness_first_turn_chars() -> int:
                       discovery=Discovery(load_catalog(CATALOG_DIR)))
     harness.transcript.append("user", [Part(type="text", value=QUESTION)])
     return harness.request().chars()
+
+
+class ChatWire:
+    """An OpenAI Chat Completions endpoint on loopback that plays the model: `play(body)` reads
+    the request as the framework's real OpenAI client sent it and answers a completion. Every
+    body is kept, so a test can audit what crossed the wire."""
+
+    def __init__(self, play: Any) -> None:
+        self.play = play
+        self.bodies: list[dict[str, Any]] = []
+
+    def __enter__(self) -> ChatWire:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        wire = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                wire.bodies.append(body)
+                answer = json.dumps(wire.play(body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def sent(self) -> str:
+        return "\n".join(json.dumps(b) for b in self.bodies)
+
+
+def chat_completion(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
+    """A Chat Completions answer: tool calls (name, arguments) or a final text."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}_{name}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args) in enumerate(calls)]
+    return {"id": "chatcmpl-byref", "object": "chat.completion", "created": 0, "model": "gpt-5",
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def chat_tool_results(body: dict[str, Any]) -> list[str]:
+    """The tool results a Chat Completions request carries, oldest first, as text."""
+    out = []
+    for m in body["messages"]:
+        if m.get("role") == "tool":
+            content = m["content"]
+            out.append(content if isinstance(content, str) else "".join(
+                c.get("text", "") for c in content))
+    return out
+
+
+def status_report_over_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """The status-report scenario as a model on the wire plays it, reading refs it was shown."""
+    results = chat_tool_results(body)
+    if not results:
+        return chat_completion(("export_work_items", {"project": "ATLAS"}))
+    last = json.loads(results[-1])
+    if len(results) == 1:
+        return chat_completion(("query_json", {"source": last["value"], "path": "/items",
+                                               "filter": OPEN}))
+    if len(results) == 2:
+        return chat_completion(("generate_pdf", {"title": TITLE, "rows": last["value"]}))
+    return chat_completion(text="Done: the PDF status report is ready.")

@@ -320,3 +320,98 @@ def _replaced(text: str) -> bool:
     except ValueError:
         return False
     return isinstance(value, dict) and value.get("replaced") is True
+
+
+# -- one turn, several calls ---------------------------------------------------------------------
+def test_calls_of_one_turn_are_recorded_as_one_group_and_each_ref_is_exact() -> None:
+    """pydantic-ai runs a response's calls concurrently: each result gets its own part of the
+    turn's one tool message, and a later call can pass both by reference."""
+    got: list[tuple[list[int], list[int]]] = []
+
+    async def numbers(start: int) -> list[int]:
+        """Ten thousand numbers from start."""
+        return list(range(start, start + 10_000))
+
+    def pair(a: list[int], b: list[int]) -> str:
+        """Compare two lists."""
+        got.append((a, b))
+        return f"{len(a)} and {len(b)}"
+
+    def both(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("numbers", {"start": 0}, tool_call_id="c1"),
+                                    ToolCallPart("numbers", {"start": 5}, tool_call_id="c2")])
+
+    def refs(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        shown = {p.tool_call_id: json.loads(p.model_response_str()) for p in messages[-1].parts
+                 if isinstance(p, ToolReturnPart)}
+        return ModelResponse(parts=[ToolCallPart(
+            "pair", {"a": shown["c1"]["value"], "b": shown["c2"]["value"]})])
+
+    byref = Byref()
+    script = Scripted([both, refs, say("ok")])
+    Agent(script.model(), tools=[numbers, pair], capabilities=[byref]).run_sync("x")
+    assert got == [(list(range(10_000)), list(range(5, 10_005)))]
+    record = list(byref.bridge.transcript)
+    assert [(m.role, len(m.parts)) for m in record[:2]] == [("assistant", 2), ("tool", 2)]
+
+
+# -- pydantic-ai's own search hook ---------------------------------------------------------------
+def test_byref_search_behind_pydantic_ai_tool_search(tmp_path: Path) -> None:
+    from pydantic_ai import Tool
+    from pydantic_ai.capabilities import ToolSearch
+
+    from byref.integrations.pydantic_ai import byref_search
+
+    s = scenario(tmp_path, size=200_000)
+
+    def make(name: str, text: str) -> Tool[Any]:
+        def run(query: str) -> str:
+            return f"{name}: {query}"
+        return Tool.from_schema(run, name, text, {"type": "object", "properties": {
+            "query": {"type": "string"}}, "required": ["query"]})
+
+    others = [make(f"{area}_{verb}", f"{verb.title()} {area} records in the {area} system.")
+              for area in ("billing", "crm", "hr", "wiki", "tickets", "assets")
+              for verb in ("list", "get", "update", "delete")]
+    for t in others:
+        t.defer_loading = True
+    deferred = [Tool(s.export_work_items, defer_loading=True), *others]
+    script = Scripted([call("search_tools", {"queries": ["export the work items of a project"]}),
+                       call("export_work_items", {"project": "ATLAS"}), say("done")])
+    agent = Agent(script.model(), tools=deferred,
+                  capabilities=[ToolSearch(strategy=byref_search(limit=3)), Byref()])
+    result = agent.run_sync("export ATLAS")
+    assert "export_work_items" not in script.tools[0]  # deferred until found
+    assert "export_work_items" in script.tools[1]  # byref's ranking found it; pydantic-ai loaded it
+    assert last_result(result.all_messages())["kind"] == "export/work-items"  # and byref placed it
+    found = next(p for m in result.all_messages() for p in m.parts
+                 if isinstance(p, ToolReturnPart) and p.tool_name == "search_tools")
+    names = [t["name"] for t in found.content["discovered_tools"]]
+    assert names[0] == "export_work_items" and len(names) <= 3  # byref's ranking, its limit
+
+
+# -- over the wire -------------------------------------------------------------------------------
+def test_status_report_with_pydantic_ais_openai_model_over_a_loopback_wire(
+        tmp_path: Path) -> None:
+    """pydantic-ai's own OpenAI chat model and the real `openai` client, talking to a Chat
+    Completions endpoint on loopback: what crosses the wire is byref's surface."""
+    pytest.importorskip("openai", reason="pydantic-ai's OpenAI model needs the openai package")
+    from helpers_integrations import ChatWire, status_report_over_chat
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    s = scenario(tmp_path)
+    with ChatWire(status_report_over_chat) as wire:
+        model = OpenAIChatModel("gpt-5", provider=OpenAIProvider(base_url=wire.base_url,
+                                                                 api_key="test"))
+        agent = Agent(model, tools=[s.export_work_items, s.generate_pdf],
+                      capabilities=[Byref()])
+        result = agent.run_sync(QUESTION)
+    assert result.output.startswith("Done")
+    assert s.rows_identical()
+    sent = wire.sent()
+    assert len(wire.bodies) == 4 and len(sent) < 60_000  # the export never crossed the wire
+    assert not any(r in sent for r in RECIPES)
+    declared = {t["function"]["name"]: t["function"] for t in wire.bodies[0]["tools"]}
+    rows = declared["generate_pdf"]["parameters"]["properties"]["rows"]
+    assert "anyOf" in rows  # every argument accepts a $ref on the wire

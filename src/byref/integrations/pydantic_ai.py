@@ -9,26 +9,29 @@
 - with `search=True` (or a `catalog=`), declares search_tools / activate_tool and only the
   working set, projected from the run's own message history (`RunContext.messages`);
 - adds byref's sentence on references (and the discovery lines) to the instructions.
-With `budget=` (bytes), `prepare_model_request` fits each request's messages: older settled
-results become exact-reread stubs, sticky, so the prefix stays cacheable. A tool byref refuses
+Where pydantic-ai has its own search hook, byref's engine fits behind it:
+`ToolSearch(strategy=byref_search())`. With `budget=` (bytes), `prepare_model_request` fits
+each request's messages: older settled results become exact-reread stubs, sticky, so the
+prefix stays cacheable. A tool byref refuses
 (or one that raised) answers as a failed tool return (`ToolFailed`), never a crash.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from byref.context import RequestBudget
-from byref.discovery import Catalog
+from byref.discovery import Catalog, Searcher
 from byref.discovery.workingset import DEFAULT_BUDGET
 from byref.dispatch import Policy
 from byref.events import Emitter
 from byref.integrations.bridge import Bridge, Seen, plain_result
 from byref.jsonview import dumps
 from byref.store import ArtifactStore, Scope
+from byref.tools import Payload, Tool
 
 try:
     from pydantic_ai import ModelRetry, ToolFailed
@@ -55,7 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
 
-__all__ = ["Byref", "ByrefToolset", "seen"]
+__all__ = ["Byref", "ByrefToolset", "byref_search", "seen"]
 
 
 @dataclass(kw_only=True)
@@ -72,11 +75,14 @@ class ByrefToolset(WrapperToolset[Any]):
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         inner = await self.wrapped.get_tools(ctx)
+        # pydantic-ai's own kinds of tool (its tool search, output and external tools) keep
+        # their typed returns: they pass through as they are.
+        out: dict[str, ToolsetTool[Any]] = {n: t for n, t in inner.items() if _passes(t)}
+        inner = {n: t for n, t in inner.items() if n not in out}
         for name, t in inner.items():
             self.bridge.adopt(name, t.tool_def.description or "",
                               dict(t.tool_def.parameters_json_schema), convert=_convert)
         surface = self.bridge.surface(inner, seen(ctx.messages))
-        out: dict[str, ToolsetTool[Any]] = {}
         for d in surface.declarations:
             original = inner.get(d["name"])
             if original is not None:
@@ -95,7 +101,7 @@ class ByrefToolset(WrapperToolset[Any]):
 
     async def get_instructions(self, ctx: RunContext[Any]) -> Any:
         own = await self.wrapped.get_instructions(ctx)
-        inner = await self.wrapped.get_tools(ctx)
+        inner = {n: t for n, t in (await self.wrapped.get_tools(ctx)).items() if not _passes(t)}
         lines = self.bridge.surface(inner, seen(ctx.messages)).lines
         if own is None:
             return lines or None
@@ -104,7 +110,9 @@ class ByrefToolset(WrapperToolset[Any]):
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any],
                         tool: ToolsetTool[Any]) -> Any:
-        original = tool.original if isinstance(tool, _ByrefTool) else None
+        if not isinstance(tool, _ByrefTool):
+            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+        original = tool.original
         control: list[BaseException] = []
 
         async def execute(args: dict[str, Any]) -> Any:
@@ -174,6 +182,40 @@ class Byref(AbstractCapability[Any]):
         return request_context
 
 
+def _passes(tool: ToolsetTool[Any]) -> bool:
+    return tool.tool_def.kind != "function" or tool.tool_def.tool_kind is not None
+
+
+def byref_search(*, limit: int = 10) -> Callable[
+        [RunContext[Any], Sequence[str], Sequence[ToolDefinition]], list[str]]:
+    """byref's search engine behind pydantic-ai's native hook:
+    `ToolSearch(strategy=byref_search())` ranks the deferred tools with byref's field-boosted
+    BM25 and rarity re-rank (exact names win) instead of keyword overlap."""
+    searchers: dict[tuple[tuple[str, str], ...], Searcher] = {}
+
+    def search(ctx: RunContext[Any], queries: Sequence[str],
+               tools: Sequence[ToolDefinition]) -> list[str]:
+        key = tuple((t.name, t.description or "") for t in tools)
+        searcher = searchers.get(key)
+        if searcher is None:
+            searchers.clear()  # one deferred set at a time: the index follows it
+            searcher = searchers[key] = Searcher(Catalog(
+                Tool(name=t.name, description=t.description or "", fn=_listed,
+                     input_schema=dict(t.parameters_json_schema)) for t in tools))
+        names: list[str] = []
+        for query in queries:
+            for hit in searcher.search(query, limit=limit).results:
+                if hit.name not in names:
+                    names.append(hit.name)
+        return names[:limit]
+
+    return search
+
+
+def _listed(**_: Any) -> Any:
+    raise RuntimeError("A tool indexed for pydantic-ai's ToolSearch runs in pydantic-ai.")
+
+
 def seen(messages: Iterable[ModelMessage]) -> list[Seen]:
     """A pydantic-ai message history as the tool events the working set is projected from."""
     out: list[Seen] = []
@@ -212,8 +254,6 @@ def _convert(value: Any) -> Any:
     """What a pydantic-ai tool returned, as byref records it: models and dataclasses as JSON
     values, `BinaryContent` and bytes as stored binaries."""
     from pydantic_ai.messages import BinaryContent
-
-    from byref.tools import Payload
 
     if isinstance(value, BinaryContent):
         return Payload.from_bytes(value.data, value.media_type)
