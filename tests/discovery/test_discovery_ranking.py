@@ -8,6 +8,7 @@ import pytest
 from helpers_discovery import make_tool
 
 from byref.discovery import Catalog, FilterError, Filters, Ontology, Searcher
+from byref.discovery.index import Rerank
 
 
 def reader_catalog() -> Catalog:
@@ -23,8 +24,12 @@ def reader_catalog() -> Catalog:
     ])
 
 
-def test_seed_worked_example_weights_and_order() -> None:
-    ranking = reader_catalog().index().search("Excel file", filters=Filters(("file",)))
+@pytest.mark.parametrize("rerank", ["seed", "ties"])
+def test_seed_worked_example_weights_and_order(rerank: Rerank) -> None:
+    # Seed 001's example holds in its own re-rank and in the default, where its keys break
+    # BM25F's ties (text_reader and pdf_reader score alike).
+    index = reader_catalog().index(rerank=rerank)
+    ranking = index.search("Excel file", filters=Filters(("file",)))
     assert ranking.candidates == 3
     assert round(ranking.weights["excel"], 2) == 1.69
     assert round(ranking.weights["file"], 2) == 1.00
@@ -43,13 +48,32 @@ def test_rarity_is_computed_within_the_filtered_scope() -> None:
     assert math.isclose(ranking.weights["file"], 1.0)
 
 
-def test_coverage_beats_bm25() -> None:
-    catalog = Catalog([
-        make_tool("a_tool", "archive archive archive archive board"),
-        make_tool("b_tool", "archive a board and its cards"),
-    ])
-    hits = catalog.index().search("archive cards").hits
-    assert [h.entry.name for h in hits] == ["b_tool", "a_tool"]
+def coverage_catalog() -> Catalog:
+    # One rare word ("workbook") against two common ones: BM25F prefers the rare word, seed
+    # 001's coverage-first key the tools covering more query terms.
+    return Catalog([make_tool("convert_workbook", "Convert a workbook."),
+                    *(make_tool(f"sheet_{i}", "Sheet cells.") for i in range(6))])
+
+
+def test_coverage_beats_bm25_in_seed_rerank() -> None:
+    hits = coverage_catalog().index(rerank="seed").search("workbook sheet cells").hits
+    assert hits[0].entry.name == "sheet_0" and hits[0].matched == ("sheet", "cell")
+    # seed 001 re-orders the BM25F top 5: the rare-word tool falls behind four sheet tools
+    assert [h.entry.name for h in hits[:5]] == [*(f"sheet_{i}" for i in range(4)),
+                                                "convert_workbook"]
+
+
+def test_bm25f_order_without_the_seed_rerank() -> None:
+    for rerank in ("ties", "none"):
+        ranking = coverage_catalog().index(rerank=rerank).search("workbook sheet cells")
+        assert ranking.hits[0].entry.name == "convert_workbook"
+        scores = [h.score for h in ranking.hits]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_unknown_rerank_is_refused() -> None:
+    with pytest.raises(ValueError, match="Unknown rerank 'best'"):
+        Catalog([make_tool("a", "b")]).index(rerank="best")
 
 
 def test_repeating_a_query_word_buys_nothing() -> None:

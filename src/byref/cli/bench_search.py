@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     for label, key in (("lexical", "lexical"),
                        ("lexical, no synonym table", "lexical_without_synonyms"),
                        ("lexical, no re-rank", "lexical_without_rerank"),
+                       ("lexical, seed re-rank top 5", "lexical_seed_rerank"),
                        ("lexical, re-rank every match", "lexical_rerank_all"),
+                       ("embedding only (ONNX)", "embedding_only"),
                        ("hybrid", "hybrid"),
                        ("lexical, learned glossary", "lexical_learned"),
                        ("lexical, learned, no re-rank", "lexical_learned_without_rerank"),
@@ -63,6 +65,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {row['tools']:>6,} tools: search p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms; "
               f"build {row['build_ms']} ms; turn 1 {surface['turn1_chars']:,} chars, working "
               f"set {surface['working_set_chars']:,}, all {surface['all_declared_chars']:,}")
+    for row in mcp["sizes"]:
+        if "hybrid_search" in row:
+            h = row["hybrid_search"]
+            print(f"  {row['tools']:>6,} tools, interleaved: hybrid p50 {h['p50_ms']} ms "
+                  f"(ratio {h['p50_ratio']}), lexical p50 {h['lexical_p50_ms']} ms, "
+                  f"hybrid/lexical {h['hybrid_over_lexical_p50']}; document vectors "
+                  f"{h['document_vectors_s']} s")
+    if "retrieval" in figures:
+        _retrieval(figures["retrieval"], mcp["reference_ms"])
     for note in figures.get("notes", []):
         print(f"note: {note}")
     return 0
@@ -70,3 +81,30 @@ def run(args: argparse.Namespace) -> int:
 
 def _row(label: str, m: dict[str, float]) -> None:
     print(f"  {label:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}  MRR {m['mrr']:.3f}")
+
+
+def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
+    splits = ", ".join(f"{k} {v:,}" for k, v in r["dev_rows"].items())
+    fusion = r["fusion"]
+    print(f"Fusion weight (lexical share), dev splits ({splits} rows outside the sample):")
+    for weight, by_split in fusion["by_weight"].items():
+        cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
+                          for name, m in by_split.items())
+        mark = "  <- chosen on " + fusion["chosen_on"] if float(weight) == fusion["chosen"] else ""
+        print(f"  {weight:>4}  {cells}{mark}")
+    print("Re-rank (seed 001's keys), dev splits:")
+    for mode, by_split in r["rerank"].items():
+        cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
+                          for name, m in by_split.items())
+        print(f"  {mode:14} {cells}")
+    e = r["encode_1_thread"]
+    print(f"Query encode, ONNX int8, 1 thread: p50 {e['p50_ms']} ms, p95 {e['p95_ms']} ms "
+          f"(ratio {round(e['p50_ms'] / reference_ms, 3)})")
+    if "torch" in r:
+        t = r["torch"]
+        _row("PyTorch MiniLM, embedding", t["embedding_only"])
+        _row("PyTorch MiniLM, hybrid", t["hybrid"])
+        print(f"  PyTorch encode, 1 thread: p50 {t['encode_1_thread']['p50_ms']} ms")
+    i = r["install"]
+    print(f"byref[embeddings] installed here: {i['extra_mb']} MB beyond the core's "
+          f"{i['core_mb']} MB; largest {i['largest']}")

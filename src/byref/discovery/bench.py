@@ -151,13 +151,15 @@ def metatool(root: Path, *, ranker: Ranker | None = None,
         "queries": len(sample), "tools": len(plain), "baselines": BASELINES,
         "lexical": score(ranked(Searcher(plain)), sample),
         "lexical_without_synonyms": score(_index_ranked(plain.index(synonyms=())), sample),
-        "lexical_without_rerank": score(_index_ranked(plain.index(rerank_depth=0)), sample),
-        "lexical_rerank_all": score(_index_ranked(plain.index(rerank_depth=len(plain))), sample),
+        "lexical_without_rerank": score(_index_ranked(plain.index(rerank="none")), sample),
+        "lexical_seed_rerank": score(_index_ranked(plain.index(rerank="seed")), sample),
+        "lexical_rerank_all": score(_index_ranked(
+            plain.index(rerank="seed", rerank_depth=len(plain))), sample),
         "usage_rows": len(usage),
         "usage_rows_dropped_as_sample_duplicates": len(rest) - len(usage),
         "lexical_learned": score(ranked(Searcher(learned)), sample),
         "lexical_learned_without_rerank": score(
-            _index_ranked(learned.index(rerank_depth=0)), sample),
+            _index_ranked(learned.index(rerank="none")), sample),
         "lexical_learned_curve": {
             str(k): score(ranked(Searcher(learned_catalog(descriptions, per_tool(usage, k)))),
                           sample)
@@ -166,6 +168,8 @@ def metatool(root: Path, *, ranker: Ranker | None = None,
     }
     if ranker is not None:
         out["hybrid"] = score(ranked(Searcher(plain, ranker=ranker)), sample)
+        out["embedding_only"] = score(ranked(Searcher(plain, ranker=_alike(ranker, 0.0))),
+                                      sample)
         out["hybrid_learned"] = score(ranked(Searcher(learned, ranker=ranker)), sample)
     return out
 
@@ -204,9 +208,9 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def latency(catalog: Catalog, queries: Iterable[str] = LATENCY_QUERIES,
-            rounds: int = 5) -> dict[str, float]:
+            rounds: int = 5, ranker: Ranker | None = None) -> dict[str, float]:
     """search_tools' work (filters, ranking, excerpts) per query; half the runs filtered."""
-    searcher = Searcher(catalog)
+    searcher = Searcher(catalog, ranker=ranker)
     index = searcher.index
     roots = catalog.capability_roots()
     plan: list[tuple[str, Filters | None]] = []
@@ -264,13 +268,23 @@ def surface(catalog: Catalog, budget: int = DEFAULT_BUDGET) -> dict[str, int]:
     }
 
 
-def mcp(root: Path, sizes: Sequence[int] = (2565, 10_000)) -> dict[str, Any]:
+def mcp(root: Path, sizes: Sequence[int] = (2565, 10_000),
+        ranker: Ranker | None = None) -> dict[str, Any]:
+    """Latency, build time and surface at each size; hybrid search latency too, when a ranker
+    is given (lexical and hybrid interleaved query by query, one thread each)."""
     listed = read_listings(root / "mcp-catalog")
     out: dict[str, Any] = {"reference_ms": round(_reference_ms(), 3), "sizes": []}
     for size in sizes:
         catalog = catalog_from_listings(replicate(listed, size))
         row: dict[str, Any] = {"tools": len(catalog), "build_ms": build_ms(catalog)}
         row["search"] = latency(catalog)
+        if ranker is not None:
+            from byref.discovery.bench_retrieval import hybrid_latency
+
+            row["hybrid_search"] = hybrid_latency(catalog, ranker, LATENCY_QUERIES)
+            for key in ("p50", "p95"):
+                row["hybrid_search"][f"{key}_ratio"] = round(
+                    row["hybrid_search"][f"{key}_ms"] / out["reference_ms"], 3)
         row["search"]["p50_ratio"] = round(row["search"]["p50_ms"] / out["reference_ms"], 3)
         row["search"]["p95_ratio"] = round(row["search"]["p95_ms"] / out["reference_ms"], 3)
         row["build_ratio"] = round(row["build_ms"] / out["reference_ms"], 1)
@@ -314,15 +328,29 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
     notes = []
     if hybrid:
         try:
+            from byref.discovery.bench_retrieval import Memo
             from byref.discovery.embed import HybridRanker
+            from byref.discovery.encoder import OnnxMiniLM
 
-            ranker = HybridRanker()
-            _ = ranker.encoder
+            ranker = HybridRanker(Memo(OnnxMiniLM()))
         except ImportError as exc:
             ranker = None
             notes.append(str(exc))
-    out: dict[str, Any] = {"metatool": metatool(root, ranker=ranker), "mcp": mcp(root),
+    out: dict[str, Any] = {"metatool": metatool(root, ranker=ranker),
+                           "mcp": mcp(root, ranker=ranker),
                            "param_boost_mrr": param_boost_sweep(root)}
+    if ranker is not None:
+        from byref.discovery import bench_retrieval
+
+        out["retrieval"] = bench_retrieval.run(root, ranker, notes)
     if notes:
         out["notes"] = notes
     return out
+
+
+def _alike(ranker: Ranker, lexical_weight: float) -> Ranker:
+    """The hybrid ranker with another weight, sharing its encoder and vectors."""
+    from byref.discovery.embed import HybridRanker
+
+    assert isinstance(ranker, HybridRanker)
+    return ranker.with_weight(lexical_weight)

@@ -172,3 +172,114 @@ def extra_size(extra: str = "embeddings", project: str = "byref") -> dict[str, A
             "largest": sorted(((k, round(v / 1e6, 1)) for k, v in beyond.items()),
                               key=lambda kv: -kv[1])[:5],
             "not_installed": missing}
+
+
+# -- encoders and latency ----------------------------------------------------------------------
+class Memo:
+    """An encoder that remembers every text it encoded (the benchmark asks the same queries of
+    many settings; never used on the search path, where `HybridRanker` keeps a bounded cache)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._known: dict[str, Any] = {}
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        fresh = [t for t in dict.fromkeys(texts) if t not in self._known]
+        if fresh:
+            self._known.update(zip(fresh, self.inner.encode(fresh), strict=True))
+        return np.stack([self._known[t] for t in texts])
+
+
+_COPY = re.compile(r"^(.*?) r\d+: ")
+
+
+class _Replicas:
+    """Encodes a replicated tool (`<name>_r<k>`, same description) as its original: the
+    latency of a search does not depend on the vectors' values, and encoding 7,435 copies
+    would only heat the machine."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return self.inner.encode([_COPY.sub(r"\1: ", t, count=1) for t in texts])
+
+
+def hybrid_latency(catalog: Catalog, ranker: Any, queries: Sequence[str],
+                   rounds: int = 3) -> dict[str, Any]:
+    """search_tools' work per query, lexical and hybrid interleaved query by query (half the
+    runs filtered); the hybrid one encodes every query afresh on one thread (no query cache)."""
+    from byref.discovery.embed import HybridRanker
+    from byref.discovery.index import Filters
+
+    raw = ranker.encoder
+    raw = raw.inner if isinstance(raw, Memo) else raw
+    hybrid = HybridRanker(_Replicas(Memo(raw) if not isinstance(ranker.encoder, Memo)
+                                    else ranker.encoder), query_cache=0)
+    started = time.perf_counter()
+    hybrid.vectors(catalog.index())
+    vectors_s = time.perf_counter() - started
+    hybrid._encoder = _Replicas(raw)  # documents are in place; queries go to the model
+    lexical, fused = Searcher(catalog), Searcher(catalog, ranker=hybrid)
+    roots = catalog.capability_roots()
+    plan = [(q, f) for i, q in enumerate(queries)
+            for f in (None, Filters(capabilities=(roots[i % len(roots)],)))]
+    for q, f in plan:
+        lexical.search(q, filters=f)
+        fused.search(q, filters=f)
+    times: dict[str, list[float]] = {"lexical": [], "hybrid": []}
+    for _ in range(rounds):
+        for q, f in plan:
+            for name, searcher in (("lexical", lexical), ("hybrid", fused)):
+                start = time.perf_counter()
+                searcher.search(q, filters=f)
+                times[name].append((time.perf_counter() - start) * 1e3)
+    lex_p50 = statistics.median(times["lexical"])
+    hyb_p50 = statistics.median(times["hybrid"])
+    return {"searches": len(times["hybrid"]), "p50_ms": round(hyb_p50, 3),
+            "p95_ms": round(sorted(times["hybrid"])[int(0.95 * (len(plan) * rounds - 1))], 3),
+            "lexical_p50_ms": round(lex_p50, 3),
+            "hybrid_over_lexical_p50": round(hyb_p50 / lex_p50, 2) if lex_p50 else None,
+            "document_vectors_s": round(vectors_s, 1)}
+
+
+def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
+    """Dev-split figures: fusion weight, re-rank modes, encoders, encode latency, extra size."""
+    from byref.discovery.bench import (
+        LATENCY_QUERIES,
+        metatool_catalog,
+        metatool_data,
+        ranked,
+        score,
+    )
+    from byref.discovery.embed import HybridRanker
+
+    descriptions, sample, rest = metatool_data(root)
+    dev_a, dev_b = dev_splits(sample, rest)
+    splits: dict[str, Rows] = {"A": dev_a, "B": dev_b}
+    plain = metatool_catalog(descriptions)
+    out: dict[str, Any] = {"dev_rows": {"A": len(dev_a), "B": len(dev_b)}}
+    out["fusion"] = fusion_sweep(plain, splits, lambda w: ranker.with_weight(w))
+    out["rerank"] = rerank_table(plain, splits, lambda mode: ranker.with_weight(
+        ranker.lexical_weight, rerank=mode))
+    raw = ranker.encoder.inner if isinstance(ranker.encoder, Memo) else ranker.encoder
+    out["encode_1_thread"] = encode_ms(raw, LATENCY_QUERIES)
+    try:
+        from byref.discovery.encoder import TorchMiniLM
+
+        torch = TorchMiniLM()
+    except ImportError as exc:
+        notes.append(f"PyTorch reference not measured: {exc}")
+    else:
+        memo = Memo(torch)
+        out["torch"] = {
+            "embedding_only": score(ranked(Searcher(plain, ranker=HybridRanker(
+                memo, lexical_weight=0.0))), sample),
+            "hybrid": score(ranked(Searcher(plain, ranker=HybridRanker(
+                memo, lexical_weight=ranker.lexical_weight))), sample),
+            "encode_1_thread": encode_ms(torch, LATENCY_QUERIES),
+        }
+    out["install"] = extra_size()
+    return out

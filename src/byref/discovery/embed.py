@@ -57,6 +57,7 @@ class HybridRanker:
         *,
         lexical_weight: float = LEXICAL_WEIGHT,
         rerank: Rerank = HYBRID_RERANK,
+        query_cache: int = QUERY_CACHE,
     ) -> None:
         if not 0.0 <= lexical_weight <= 1.0:
             raise ValueError(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
@@ -67,8 +68,19 @@ class HybridRanker:
         self._by_text: dict[str, Any] = {}
         """Document text → its vector, for the latest index: a rebuilt index (a tool added, a
         description changed, a glossary learned) re-encodes only the texts that changed."""
+        self.query_cache = query_cache
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
+
+    def with_weight(self, lexical_weight: float, rerank: Rerank | None = None) -> HybridRanker:
+        """Another weight (or re-rank) over the same encoder, document and query vectors."""
+        other = HybridRanker(self._encoder, lexical_weight=lexical_weight,
+                             rerank=self.rerank if rerank is None else rerank,
+                             query_cache=self.query_cache)
+        with self._lock:
+            other._by_text = self._by_text
+            other._queries = self._queries
+        return other
 
     @property
     def encoder(self) -> Encoder:
@@ -103,9 +115,11 @@ class HybridRanker:
                 self._queries.move_to_end(query)
                 return vector
         vector = self.encoder.encode([query])[0]
+        if self.query_cache <= 0:
+            return vector
         with self._lock:
             self._queries[query] = vector
-            while len(self._queries) > QUERY_CACHE:
+            while len(self._queries) > self.query_cache:
                 self._queries.popitem(last=False)
         return vector
 

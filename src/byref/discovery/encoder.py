@@ -68,7 +68,7 @@ class OnnxMiniLM:
         try:
             import numpy as np
             import onnxruntime as ort
-            from tokenizers.implementations import BertWordPieceTokenizer
+            from tokenizers import BertWordPieceTokenizer
         except ImportError as exc:
             raise ImportError(INSTALL_HINT) from exc
         named = model if model is not None else os.environ.get(MODEL_ENV)
