@@ -226,6 +226,16 @@ async def test_a_start_abandoned_at_its_timeout_ends_the_whole_process_group(
             await _until_gone(_pids(pidfile))  # abandoned: gone while the gateway runs on
 
 
+async def test_a_handshake_timeout_quotes_what_the_server_wrote(world: World) -> None:
+    servers = {"mumble": _crashy(world, "mumble", timeout=1)}
+    with anyio.fail_after(30):
+        async with running(world, servers) as (gateway, _server):
+            box = await gateway.toolbox(wait=20)
+            assert box.unavailable == {"mumble": (
+                "Server 'mumble' could not be started: it did not complete the MCP handshake "
+                "within 1 s; its stderr: crashy 1.0 / waiting for the license server.")}
+
+
 async def test_a_child_the_server_leaves_behind_ends_with_the_gateway(world: World) -> None:
     pidfile = world.root / "leave.pids"
     servers = {"leave": _crashy(world, "leave", str(pidfile))}
