@@ -16,7 +16,9 @@ Modules: `config` (the file), `upstream` (connections to the servers), `convert`
 toolbox and the call sequence), `server` (the MCP handlers and transports), `passthrough` (every
 non-tool feature: resources, prompts, completion, logging, roots), `resources` and `prompts`
 (their names, mapped back), `relay` (upstream → client traffic to the calling session), `inputs`
-(2026-07-28 input-required rounds), `bench`.
+(2026-07-28 input-required rounds), `spawn` (upstream processes: their groups, their stderr),
+`health` (start-up checks), `content` (images, links, structuredContent beside a result's text),
+`metadata` (tool metadata, modes, what call_tool may run), `bench`.
 """
 
 from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
