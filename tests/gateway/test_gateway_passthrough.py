@@ -22,7 +22,7 @@ from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from byref.gateway.passthrough import PAGE
+from byref.gateway.pages import PAGE
 from byref.gateway.resources import namespaced
 
 pytestmark = pytest.mark.anyio
@@ -306,3 +306,42 @@ async def test_a_2026_client_is_asked_through_input_required_results(world: Worl
                                           request_state="forged", allow_input_required=True)
             assert err.value.error.message.startswith(
                 "This requestState names no call waiting for input here")
+
+
+async def test_a_listen_stream_watches_its_resources_upstream(world: World) -> None:
+    uri = namespaced("many", "item://3")
+    with anyio.fail_after(60):
+        async with running(world, {"many": fixture("passthrough_server.py")}) as (
+                _g, server), Client(server) as c:
+            assert c.protocol_version == "2026-07-28"
+            async with c.listen(resource_subscriptions=[uri]) as subscription:
+                touched = await c.call_tool("many__touch", {"uri": "item://3"})
+                assert text(touched) == "touched"
+                event = await subscription.__anext__()
+            assert type(event).__name__ == "ResourceUpdated" and event.uri == uri
+
+
+async def test_unsubscribing_the_last_subscriber_unsubscribes_upstream(world: World) -> None:
+    uri = namespaced("many", "item://5")
+    with anyio.fail_after(60):
+        async with running(world, {"many": fixture("passthrough_server.py")}) as (
+                _g, server), Client(server, mode="legacy") as c:
+            with deprecated_ok():
+                await c.subscribe_resource(uri)
+            assert text(await c.call_tool("many__touch", {"uri": "item://5"})) == "touched"
+            with deprecated_ok():
+                await c.unsubscribe_resource(uri)
+            assert text(await c.call_tool("many__touch", {"uri": "item://5"})) == "not subscribed"
+
+
+async def test_a_template_argument_completes_on_its_server(world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, everything()) as (_g, server), Client(server, mode="legacy") \
+                as c:
+            templates = (await c.list_resource_templates()).resource_templates
+            template = next(t.uri_template for t in templates if "dynamic/text" in t.uri_template)
+            done = await c.complete(types.ResourceTemplateReference(type="ref/resource",
+                                                                    uri=template),
+                                    {"name": "resourceId", "value": "1"})
+            assert done.completion.values and all(v.startswith("1")
+                                                   for v in done.completion.values)

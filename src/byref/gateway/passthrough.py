@@ -12,12 +12,9 @@ asked directly, and the gateway's own lists paginate (`PAGE` items, an opaque cu
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import json
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -28,6 +25,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 
+from byref.gateway.pages import page
 from byref.gateway.prompts import PromptIndex
 from byref.gateway.relay import calling
 from byref.gateway.resources import (
@@ -44,29 +42,8 @@ from byref.gateway.upstream import Upstream, UpstreamError
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
-PAGE = 100
-"""Items in one page of the gateway's own lists."""
 _PAGES = 100
 """Upstream pages followed at most (a paginator that never ends cannot hang the gateway)."""
-
-
-def page(items: Sequence[T], cursor: str | None) -> tuple[list[T], str | None]:
-    """One page of a list and the cursor of the next (None on the last page)."""
-    start = 0
-    if cursor:
-        try:
-            start = int(json.loads(base64.urlsafe_b64decode(cursor.encode()))["offset"])
-        except (ValueError, KeyError, TypeError, binascii.Error):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back the "
-                           "nextCursor of the previous page.") from None
-        if start < 0 or start > len(items):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: the list has "
-                           f"{len(items)} items now; start again without a cursor.")
-    end = start + PAGE
-    more = end < len(items)
-    next_cursor = base64.urlsafe_b64encode(json.dumps({"offset": end}).encode()).decode() \
-        if more else None
-    return list(items[start:end]), next_cursor
 
 
 class Passthrough:
@@ -82,6 +59,8 @@ class Passthrough:
         self._connections: dict[int, Connection] = {}
         """Handshake-era connections seen, told of resource and prompt list changes."""
         self._wired: set[int] = set()
+        self._listening: dict[tuple[str, str], int] = {}
+        """(server, URI) → 2026-07-28 listen streams watching it."""
 
     # -- plumbing ------------------------------------------------------------------------------
     def seen(self, ctx: Ctx) -> None:
@@ -212,21 +191,66 @@ class Passthrough:
             server, uri = await self._owner(asked)
             if not isinstance(connection, Connection):
                 raise MCPError(types.INVALID_REQUEST, "This connection cannot take updates.")
-            if self.subscriptions.add((server, uri), connection, asked):
-
-                async def sub(client: Client) -> None:
-                    caps = client.server_capabilities.resources
-                    if caps is None or not caps.subscribe:
-                        raise MCPError(types.INVALID_REQUEST, (
-                            f"Server {server!r} does not offer resource subscriptions."))
-                    await client.subscribe_resource(uri)
-
+            first = not self._interest((server, uri))
+            self.subscriptions.add((server, uri), connection, asked)
+            if first:
                 try:
-                    await self._on(server, f"subscribing to {uri!r}", sub)
+                    await self._subscribe_upstream(server, uri)
                 except MCPError:
                     self.subscriptions.remove((server, uri), connection)
                     raise
         return types.EmptyResult()
+
+    def _interest(self, pair: tuple[str, str]) -> int:
+        return len(self.subscriptions.of(pair)) + self._listening.get(pair, 0)
+
+    async def _subscribe_upstream(self, server: str, uri: str) -> None:
+        async def sub(client: Client) -> None:
+            caps = client.server_capabilities.resources
+            if caps is None or not caps.subscribe:
+                raise MCPError(types.INVALID_REQUEST, (
+                    f"Server {server!r} does not offer resource subscriptions."))
+            with warnings.catch_warnings():  # removed in 2026-07-28; upstreams are handshake-era
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(uri)
+
+        await self._on(server, f"subscribing to {uri!r}", sub)
+
+    async def _unsubscribe_upstream(self, server: str, uri: str) -> None:
+        async def unsub(client: Client) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.unsubscribe_resource(uri)
+
+        await self._on(server, f"unsubscribing from {uri!r}", unsub)
+
+    @contextlib.asynccontextmanager
+    async def listening(self, ctx: Ctx, params: types.SubscriptionsListenRequestParams
+                        ) -> AsyncIterator[None]:
+        """A 2026-07-28 listen stream's resource URIs are subscribed upstream while it is open
+        (its updates arrive on the scope's bus, `notice`)."""
+        self.seen(ctx)
+        pairs: list[tuple[str, str]] = []
+        with calling(ctx):
+            for asked in params.notifications.resource_subscriptions or ():
+                with contextlib.suppress(MCPError):  # a URI no server offers never updates
+                    pair = await self._owner(asked)
+                    first = not self._interest(pair)
+                    self._listening[pair] = self._listening.get(pair, 0) + 1
+                    pairs.append(pair)
+                    if first:
+                        await self._subscribe_upstream(*pair)
+        try:
+            yield
+        finally:
+            for pair in pairs:
+                self._listening[pair] -= 1
+                if not self._listening[pair]:
+                    del self._listening[pair]
+                if not self._interest(pair):
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5), \
+                            contextlib.suppress(MCPError):
+                        await self._unsubscribe_upstream(*pair)
 
     async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams
                           ) -> types.EmptyResult:
@@ -236,12 +260,8 @@ class Passthrough:
         with calling(ctx):
             server, uri = await self._owner(asked)
             if isinstance(connection, Connection) and self.subscriptions.remove(
-                    (server, uri), connection):
-
-                async def unsub(client: Client) -> None:
-                    await client.unsubscribe_resource(uri)
-
-                await self._on(server, f"unsubscribing from {uri!r}", unsub)
+                    (server, uri), connection) and not self._interest((server, uri)):
+                await self._unsubscribe_upstream(server, uri)
         return types.EmptyResult()
 
     # -- prompts -------------------------------------------------------------------------------

@@ -106,14 +106,11 @@ class Subscriptions:
 
     _subs: dict[tuple[str, str], dict[int, tuple[Connection, str]]] = field(default_factory=dict)
 
-    def add(self, pair: tuple[str, str], connection: Connection, asked: str) -> bool:
-        """Record it; True when it is the pair's first subscriber (subscribe upstream)."""
+    def add(self, pair: tuple[str, str], connection: Connection, asked: str) -> None:
         subs = self._subs.setdefault(pair, {})
-        first = not subs
         if id(connection) not in subs:
             connection.exit_stack.callback(self._forget, connection)
         subs[id(connection)] = (connection, asked)
-        return first
 
     def remove(self, pair: tuple[str, str], connection: Connection) -> bool:
         """Forget it; True when no subscriber is left (unsubscribe upstream)."""

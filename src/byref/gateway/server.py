@@ -34,7 +34,8 @@ from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
 from byref.gateway.inputs import Parked, Parking
 from byref.gateway.ops import ops_routes
-from byref.gateway.passthrough import Passthrough, page
+from byref.gateway.pages import page
+from byref.gateway.passthrough import Passthrough
 from byref.gateway.relay import calling
 from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
@@ -150,7 +151,9 @@ def build_server(gateway: Gateway) -> GatewayServer:
     async def listen(ctx: ServerRequestContext[Any, Any],
                      params: types.SubscriptionsListenRequestParams
                      ) -> types.SubscriptionsListenResult:
-        return await scope_of(ctx).listen(ctx, params)
+        state = scope_of(ctx)
+        async with p.listening(ctx, params):  # its resource URIs are watched upstream meanwhile
+            return await state.listen(ctx, params)
 
     from byref import __version__
 
