@@ -15,7 +15,8 @@ from byref.cli import plugins
 from byref.cli.progress import progress
 from byref.demo.data import parse_size
 
-_PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway")
+_PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway",
+            "byref.cli.bench_conversations")
 
 
 def register(sub: Any) -> None:

@@ -15,7 +15,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -124,7 +124,9 @@ class MemoryConversations:
                     _Spill(self._spill_dir) if self._keep_spilled else [])
                 record = self._records[scope] = _Record(
                     Conversation(scope, start, 0, self._expires(now), expired=expired), lines)
-            record.conversation = replace(record.conversation, expires_at=self._expires(now))
+            c = record.conversation
+            record.conversation = Conversation(c.scope, c.origin, c.length, self._expires(now),
+                                               c.working_set, c.usage, c.expired)
             return record.conversation
 
     def find(self, scope: Scope) -> Conversation | None:
@@ -151,10 +153,11 @@ class MemoryConversations:
             else:
                 record.lines.extend([bytes(line) for line in lines])  # whole, or not at all
             record.usage.extend(usage)
-            record.conversation = replace(
-                conv, length=conv.length + len(lines), expires_at=self._expires(now),
-                usage=conv.usage + len(usage),
-                working_set=conv.working_set if working_set is None else tuple(working_set))
+            # Built directly, not with dataclasses.replace: this runs once a gateway call.
+            record.conversation = Conversation(
+                conv.scope, conv.origin, conv.length + len(lines), self._expires(now),
+                conv.working_set if working_set is None else tuple(working_set),
+                conv.usage + len(usage), conv.expired)
 
     def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
         with self._lock:
