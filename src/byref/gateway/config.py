@@ -14,7 +14,13 @@ picks the transport, and VS Code's `"servers"` file is read like `"mcpServers"`.
                     "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
      "byref": {"scope": "me", "timeout": 60, "autoInsertBytes": 24576, "workingSet": 8,
                "store": "file://.byref", "usage": "usage.jsonl",
-               "tokens": {"<bearer token>": {"tenant": "acme", "principal": "alice"}}}}
+               "tokens": {"<bearer token>": {"tenant": "acme", "principal": "alice"},
+                          "sha256:<hex digest of a token>": {"tenant": "acme", "principal": "bob",
+                                                             "servers": ["git"]}},
+               "state": "sqlite:///.byref/state.db", "conversation": "session",
+               "conversationTtl": 604800,
+               "jwt": {"issuer": "https://login.example", "audience": "byref",
+                       "jwksUri": "https://login.example/jwks", "tenant": "acme"}}}
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from byref.conversations import (
     ConversationError,
     ConversationState,
     ConversationTranscript,
+    SeqConflict,
     default_state_url,
     open_state,
 )
@@ -164,6 +165,12 @@ class ScopeState:
                 await anyio.to_thread.run_sync(self._flush)
             else:
                 self._flush()
+        except SeqConflict as exc:
+            # Another process continued this record: two gateways on one --conversation, or
+            # replicas sharing a principal's conversation (not supported: one writer each).
+            print(f"byref gateway: conversation {str(self.scope)!r} is being written by another "
+                  f"process too; run one gateway per conversation. Its newest messages are "
+                  f"kept in this process only: {exc}", file=sys.stderr)
         except (ConversationError, OSError) as exc:
             print(f"byref gateway: conversation {str(self.scope)!r} not saved (kept in memory, "
                   f"retried with the next call): {exc}", file=sys.stderr)

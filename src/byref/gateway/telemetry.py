@@ -30,7 +30,7 @@ def install_tracing(exporter: Any, *, batch: bool = True) -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     sdk_trace = _sdk()
-    provider = trace.get_tracer_provider()
+    provider: Any = trace.get_tracer_provider()
     if not isinstance(provider, sdk_trace.TracerProvider):
         provider = sdk_trace.TracerProvider(
             resource=Resource.create({"service.name": "byref-gateway"}))
