@@ -25,6 +25,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from byref.conversations import MemoryConversations
 from byref.gateway import Gateway, build_server, listen_socket, serve_http
 from byref.gateway.config import parse_config
+from byref.jsonview import encode
 
 pytestmark = pytest.mark.anyio
 
@@ -108,6 +109,9 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
     small, big = "a small result\n", "a placed result line\n" * 3_000
     (world.files / "small.txt").write_text(small)
     (world.files / "big.txt").write_text(big)
+    items = [{"id": i, "status": ("open", "closed")[i % 2]} for i in range(2_000)]
+    (world.files / "items.json").write_text(json.dumps(items))
+    expected = encode([row for row in items if row["status"] == "open"])
     conv = "resumed-conversation"
     with anyio.fail_after(120):
         async with resumed(world, servers, conv, **options) as (gateway, server), Client(
@@ -121,6 +125,14 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
                                 "field": "value"}}
             blob = placed["value"]
             assert blob["$ref"]["type"] == "Blob"
+            # A local tool's result: a server recipe (JsonQuery) shown as a Message ref.
+            stored = json.loads(await _call(client, READ, {"path": str(world.files /
+                                                                     "items.json")}))
+            query = await client.call_tool("query_json", {
+                "source": stored["value"], "filter": [{"field": "status", "eq": "open"}]})
+            assert not query.is_error, text(query)
+            recipe = json.loads(text(query))["value"]
+            assert recipe["$ref"]["type"] == "Message" and "JsonQuery" not in text(query)
             before = gateway.scopes.state(gateway.scopes.stdio_scope)
             origin, declared = before.transcript.origin, before.declared
             assert WRITE in declared
@@ -130,11 +142,12 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
             assert state.transcript.storage == "state" and state.transcript.origin == origin
             assert state.declared == declared  # the working set came back with the record
             assert WRITE in {t.name for t in (await client.list_tools()).tools}
-            for n, (ref, want) in enumerate([(inline, small), (through, big), (blob, big)]):
+            for n, (ref, want) in enumerate([(inline, small.encode()), (through, big.encode()),
+                                              (blob, big.encode()), (recipe, expected)]):
                 target = world.files / f"copy{n}.txt"
                 result = await client.call_tool(WRITE, {"path": str(target), "content": ref})
                 assert not result.is_error, text(result)
-                assert target.read_text() == want, n
+                assert target.read_bytes() == want, n
         # Without --conversation a new process is a new conversation: the old seqs are refused.
         async with resumed(world, servers, None, **options) as (gateway, server), Client(
                 server) as client:
