@@ -229,3 +229,30 @@ def test_readme_pydantic_ai_example_runs_with_its_openai_model_on_loopback(
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         assert run_example(code) == printed_comment(code)
     assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
+
+
+def test_readme_langchain_example_runs_with_chat_openai_on_loopback(monkeypatch: Any) -> None:
+    """The LangChain example, unchanged: `openai:gpt-5` is LangChain's ChatOpenAI, here talking
+    to a Chat Completions endpoint on loopback that plays the model."""
+    import json
+
+    import pytest
+
+    pytest.importorskip("langchain_openai", reason="needs the langchain-test extra")
+    from integrations.helpers_integrations import ChatWire, chat_completion, chat_tool_results
+
+    def play(body: dict[str, Any]) -> dict[str, Any]:
+        results = chat_tool_results(body)
+        if not results:
+            return chat_completion(("export_orders", {"month": "March"}))
+        if len(results) == 1:
+            return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
+        return chat_completion(text=results[-1])
+
+    code = python_block("byref.integrations.langchain")
+    assert len(code.strip().splitlines()) <= 20
+    with ChatWire(play) as wire:
+        monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        assert run_example(code) == printed_comment(code)
+    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
