@@ -100,3 +100,43 @@ def test_the_packaged_sentence_model_finds_by_meaning() -> None:
     ])
     hybrid = Searcher(cat, ranker=HybridRanker())
     assert hybrid.search("will it rain tomorrow in Oslo?").results[0].name == "get_forecast"
+
+
+def test_weight_one_is_the_lexical_order_and_zero_the_cosine_order() -> None:
+    cat = Catalog([make_tool(f"tool_{i}", text) for i, text in enumerate([
+        "Change the colour of a widget.", "Change the size of a widget.",
+        "Recolor a board.", "List the members of a team.", "Widget widget colour board."])])
+    encoder = Trigrams()
+    lexical = [h.doc for h in cat.index(rerank="none").search("widget colour", limit=5).hits]
+    ranker = HybridRanker(encoder, lexical_weight=1.0)
+    assert [h.doc for h in ranker.rank(cat.index(), "widget colour", None, 5).hits][
+        :len(lexical)] == lexical
+    cosine = ranker.with_weight(0.0)
+    similarity = cosine.vectors(cat.index()) @ encoder.encode(["widget colour"])[0]
+    expected = sorted(range(5), key=lambda d: (-similarity[d], d))
+    assert [h.doc for h in cosine.rank(cat.index(), "widget colour", None, 5).hits] == expected
+
+
+def test_fused_scores_are_a_convex_combination_in_order() -> None:
+    ranker = HybridRanker(Trigrams(), lexical_weight=0.3)
+    cat = catalog()
+    _, _, fused = ranker.fused(cat.index(), "widget colour", None)
+    assert fused.min() >= 0.0 and fused.max() <= 1.0 + 1e-9
+    hits = ranker.rank(cat.index(), "widget colour", None, 4).hits
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].score == pytest.approx(fused.max())
+
+
+def test_a_weight_outside_the_unit_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"lexical_weight 1.5 must lie in \[0, 1\]"):
+        HybridRanker(Trigrams(), lexical_weight=1.5)
+
+
+def test_another_weight_shares_the_vectors() -> None:
+    encoder = Trigrams()
+    first = HybridRanker(encoder)
+    Searcher(catalog(), ranker=first).search("widget")
+    seen = len(encoder.encoded)
+    cat = catalog()
+    Searcher(cat, ranker=first.with_weight(0.8)).search("widget")
+    assert len(encoder.encoded) == seen  # same texts, same query: nothing encoded again
