@@ -260,3 +260,42 @@ async def test_sessions_have_their_own_conversation_unless_shared(world: World,
                 assert kept is None
             else:
                 assert kept is not None and kept.length == 6  # activate, read, copy: 3 calls
+
+
+class Flaky(MemoryConversations):
+    """State whose next `fail` appends fail as an unreachable database's would."""
+
+    fail = 0
+
+    def append(self, *args: Any, **kw: Any) -> None:
+        if self.fail:
+            self.fail -= 1
+            from byref.conversations import ConversationError
+
+            raise ConversationError("the database went away")
+        super().append(*args, **kw)
+
+
+async def test_a_failed_save_keeps_the_record_and_goes_with_the_next_call(
+        world: World, capfd: pytest.CaptureFixture[str]) -> None:
+    servers = world.need("filesystem")
+    (world.files / "a.txt").write_text("still answered\n")
+    state = Flaky()
+    config = parse_config({"mcpServers": servers}, source="test")
+    with anyio.fail_after(60), world.log.open("a") as errlog:
+        async with Gateway(config, errlog=errlog, state=state) as gateway, Client(
+                build_server(gateway)) as client:
+            state.fail = 1
+            assert await _call(client, READ, {"path": str(world.files / "a.txt")}) == (
+                "still answered\n")
+            scope = gateway.scopes.stdio_scope
+            saved = state.find(scope)
+            assert saved is not None and saved.length == 0  # not saved …
+            seq = _last_seq(gateway)
+            ref = {"$ref": {"type": "Message", "seq": seq, "part": 0}}
+            await _call(client, WRITE, {"path": str(world.files / "b.txt"), "content": ref})
+            assert (world.files / "b.txt").read_text() == "still answered\n"  # … yet answered
+            saved = state.find(scope)
+            assert saved is not None and saved.length == 4  # both calls, in the next batch
+    assert (f"byref gateway: conversation {str(scope)!r} not saved (kept in memory, retried "
+            "with the next call): the database went away") in capfd.readouterr().err

@@ -22,6 +22,7 @@ forgotten when it closes.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import uuid
@@ -130,20 +131,29 @@ class ScopeState:
         self._usage_pending.extend((u.query, u.tool) for u in fresh)
         return fresh
 
+    def _take(self) -> tuple[tuple[str, ...] | None, list[tuple[str, str]]]:
+        """What the next batch saves besides the lines: a changed working set, new usage."""
+        declared = self.declared if self.declared != self._saved_declared else None
+        usage, self._usage_pending = self._usage_pending, []
+        return declared, usage
+
+    def _saved(self, declared: tuple[str, ...] | None) -> None:
+        if declared is not None:
+            self._saved_declared = declared
+        assert isinstance(self.transcript, ConversationTranscript)
+        self.touched = self.transcript.lines.state.clock()
+
     def _flush(self) -> None:
         transcript = self.transcript
         if not isinstance(transcript, ConversationTranscript):
             return
-        declared = self.declared if self.declared != self._saved_declared else None
-        usage, self._usage_pending = self._usage_pending, []
+        declared, usage = self._take()
         try:
             transcript.lines.flush(working_set=declared, usage=usage)
         except BaseException:
             self._usage_pending[:0] = usage  # kept for the next flush
             raise
-        if declared is not None:
-            self._saved_declared = declared
-        self.touched = transcript.lines.state.clock()
+        self._saved(declared)
 
     @property
     def unsaved(self) -> bool:
@@ -160,20 +170,27 @@ class ScopeState:
             return
         transcript = self.transcript
         assert isinstance(transcript, ConversationTranscript)
+        # The batch is taken here, on the loop; only a remote round trip runs in a thread.
+        declared, usage = self._take()
+        write = functools.partial(transcript.lines.flush, working_set=declared, usage=usage)
         try:
             if transcript.lines.state.remote:
-                await anyio.to_thread.run_sync(self._flush)
+                await anyio.to_thread.run_sync(write)
             else:
-                self._flush()
+                write()
         except SeqConflict as exc:
+            self._usage_pending[:0] = usage
             # Another process continued this record: two gateways on one --conversation, or
             # replicas sharing a principal's conversation (not supported: one writer each).
             print(f"byref gateway: conversation {str(self.scope)!r} is being written by another "
                   f"process too; run one gateway per conversation. Its newest messages are "
                   f"kept in this process only: {exc}", file=sys.stderr)
         except (ConversationError, OSError) as exc:
+            self._usage_pending[:0] = usage
             print(f"byref gateway: conversation {str(self.scope)!r} not saved (kept in memory, "
                   f"retried with the next call): {exc}", file=sys.stderr)
+        else:
+            self._saved(declared)
 
     def close(self) -> None:
         """Save what is unsaved and release the record's memory."""
