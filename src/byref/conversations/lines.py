@@ -14,10 +14,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from byref.conversations.port import Conversation, ConversationState
-from byref.transcript import DEFAULT_CACHE, Message, Transcript, TranscriptLookupError
+from byref.conversations.port import Conversation, ConversationState, SeqConflict
+from byref.transcript import (
+    DEFAULT_CACHE,
+    Message,
+    Part,
+    Role,
+    Transcript,
+    TranscriptLookupError,
+)
 from byref.transcript_lines import TranscriptClosedError
 
+SHARED_TRIES = 50
+"""Appends a shared writer retries after losing the race, before it gives up."""
 READ_BLOCK = 32
 """Lines read from the state at once (a replay reads in order)."""
 BLOCK_BYTES = 1 << 20
@@ -87,6 +96,23 @@ class ConversationLines:
                 self._flushed += len(batch)
             return len(batch)
 
+    def refresh(self) -> None:
+        """Learn how far the record has grown (other writers' lines become readable); only
+        with nothing waiting, since waiting lines were numbered after what was known."""
+        conversation = self.state.find(self.scope)
+        if conversation is None or conversation.origin != self.origin:
+            raise SeqConflict(f"Conversation {str(self.scope)!r} is no longer the record this "
+                              "transcript began (it expired or was deleted); open it again.")
+        with self._lock:
+            if self._pending:
+                raise RuntimeError("refresh() with lines still waiting to be flushed")
+            self._flushed = max(self._flushed, conversation.length)
+
+    def discard(self) -> None:
+        """Forget the waiting lines (a shared append lost the race and will be renumbered)."""
+        with self._lock:
+            self._pending.clear()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -95,13 +121,42 @@ class ConversationLines:
 
 class ConversationTranscript(Transcript):
     """A transcript over a conversation's lines; a seq from a record that expired is refused
-    saying so."""
+    saying so.
+
+    `shared=True`: other processes append to the same record (replicas). Each append then
+    learns the record's length, numbers its message after it and writes it at once; a writer
+    that lost the race forgets its numbering and tries again, so every message lands at the
+    seq it was numbered with and no two writers ever hold one seq. A lookup past the end learns
+    the length first, so another writer's messages answer here too. Each append is then a
+    synchronous round trip (two): the price of sharing.
+    """
 
     def __init__(self, state: ConversationState, conversation: Conversation, *,
-                 cache: int = DEFAULT_CACHE) -> None:
+                 cache: int = DEFAULT_CACHE, shared: bool = False) -> None:
         self.conversation = conversation
         self.lines = ConversationLines(state, conversation)
+        self.shared = shared
+        self._sharing = threading.Lock()
         super().__init__(origin=conversation.origin, cache=cache, lines=self.lines)
+
+    def append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
+        if not self.shared:
+            return super().append(role, parts)
+        with self._sharing:
+            for _ in range(SHARED_TRIES):
+                self.lines.refresh()
+                message = super().append(role, parts)
+                try:
+                    self.lines.flush()
+                except SeqConflict:
+                    self.lines.discard()
+                    with self._lock:
+                        self._cache.pop(message.seq, None)  # that numbering is void
+                    continue
+                return message
+        raise SeqConflict(f"Conversation {str(self.lines.scope)!r}: {SHARED_TRIES} appends in "
+                          "a row lost the race to other writers; nothing of this one was "
+                          "written.")
 
     def message(self, seq: int) -> Message:
         expired = self.conversation.expired
@@ -110,4 +165,6 @@ class ConversationTranscript(Transcript):
                 f"message {seq} belonged to this conversation's earlier record, which expired "
                 "(it sat idle past its retention) and was deleted. Call the tool that produced "
                 "it again to get a fresh reference.")
+        if self.shared and seq >= self.origin + len(self.lines) and not self.lines.pending:
+            self.lines.refresh()  # another writer may have appended it
         return super().message(seq)
