@@ -345,3 +345,23 @@ async def test_a_template_argument_completes_on_its_server(world: World) -> None
                                     {"name": "resourceId", "value": "1"})
             assert done.completion.values and all(v.startswith("1")
                                                    for v in done.completion.values)
+
+
+@pytest.mark.parametrize("mode", GENERATIONS)
+async def test_prompts_and_reads_that_ask_their_client_are_answered(world: World,
+                                                                    mode: str) -> None:
+    async def sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
+        return types.CreateMessageResult(role="assistant", model="m", content=(
+            types.TextContent(type="text", text="tides")))
+
+    async def elicitation(_: Any, params: types.ElicitRequestParams) -> Any:
+        return types.ElicitResult(action="accept", content={"name": "ada"})
+
+    with anyio.fail_after(60):
+        async with running(world, {"many": fixture("passthrough_server.py")}) as (
+                _g, server), Client(server, mode=mode, sampling_callback=sampling,
+                                    elicitation_callback=elicitation) as c:
+            got = await c.get_prompt("many__p1")
+            assert got.messages[0].content.text == "Write about tides."  # type: ignore[union-attr]
+            read = await c.read_resource(namespaced("many", "ask://name"))
+            assert read.contents[0].text == "for ada"  # type: ignore[union-attr]

@@ -24,10 +24,12 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from byref.gateway.inputs import Parked, Parking
 from byref.gateway.pages import page
 from byref.gateway.prompts import PromptIndex
-from byref.gateway.relay import calling
+from byref.gateway.relay import calling, may_ask
 from byref.gateway.resources import (
     ResourceIndex,
     Subscriptions,
@@ -50,9 +52,13 @@ class Passthrough:
     """The non-tool features of every upstream, behind the gateway's names."""
 
     def __init__(self, upstreams: Callable[[], dict[str, Upstream]],
-                 scopes: Callable[[], list[Any]]) -> None:
+                 scopes: Callable[[], list[Any]], *, parking: Parking | None = None,
+                 owner: Callable[[Ctx], object] | None = None) -> None:
         self._upstreams = upstreams
         self._scopes = scopes
+        self._parking = parking
+        self._owner_of = owner
+        """Who may resume a parked request (the scope a request runs in)."""
         self.resources = ResourceIndex()
         self.prompts = PromptIndex()
         self.subscriptions = Subscriptions()
@@ -108,14 +114,7 @@ class Passthrough:
     # -- resources -----------------------------------------------------------------------------
     async def _all_resources(self) -> dict[str, list[types.Resource]]:
         async def fetch(client: Client) -> list[types.Resource]:
-            out: list[types.Resource] = []
-            cursor: str | None = None
-            for _ in range(_PAGES):
-                got = await client.list_resources(cursor=cursor)
-                out.extend(got.resources)
-                if not (cursor := got.next_cursor):
-                    break
-            return out
+            return await _follow(lambda c: client.list_resources(cursor=c), "resources")
 
         found = await self._each("listing its resources", _has_resources, fetch)
         for server, resources in found.items():
@@ -124,14 +123,8 @@ class Passthrough:
 
     async def _all_templates(self) -> dict[str, list[types.ResourceTemplate]]:
         async def fetch(client: Client) -> list[types.ResourceTemplate]:
-            out: list[types.ResourceTemplate] = []
-            cursor: str | None = None
-            for _ in range(_PAGES):
-                got = await client.list_resource_templates(cursor=cursor)
-                out.extend(got.resource_templates)
-                if not (cursor := got.next_cursor):
-                    break
-            return out
+            return await _follow(lambda c: client.list_resource_templates(cursor=c),
+                                 "resource_templates")
 
         found = await self._each("listing its resource templates", _has_resources, fetch)
         for server, templates in found.items():
@@ -171,17 +164,36 @@ class Passthrough:
         return owners[0], uri
 
     async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams
-                            ) -> types.ReadResourceResult:
+                            ) -> types.ReadResourceResult | types.InputRequiredResult:
         self.seen(ctx)
         asked = str(params.uri)
-        with calling(ctx):
+
+        async def run() -> types.ReadResourceResult:
             server, uri = await self._owner(asked)
 
             async def read(client: Client) -> types.ReadResourceResult:
                 return await client.read_resource(uri)
 
             result = await self._on(server, f"reading {uri!r}", read)
-        return renamed_contents(result, server, asked, uri)
+            return renamed_contents(result, server, asked, uri)
+
+        return await self._asking(ctx, params, run)
+
+    async def _asking(self, ctx: Ctx, params: types.InputResponseRequestParams,
+                      run: Callable[[], Awaitable[T]]) -> T | types.InputRequiredResult:
+        """Run under the request's mark; a 2026-07-28 client that can answer questions has it
+        parked, so an upstream's question becomes its InputRequiredResult (`inputs`)."""
+        if self._parking is not None and self._owner_of is not None and \
+                ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
+            async def parked(park: Parked) -> T:
+                with calling(ctx, park):
+                    return await run()
+
+            answer: T | types.InputRequiredResult = await self._parking.call(
+                self._owner_of(ctx), params.request_state, params.input_responses, parked)
+            return answer
+        with calling(ctx):
+            return await run()
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         self.seen(ctx)
@@ -275,14 +287,7 @@ class Passthrough:
 
     async def _all_prompts(self) -> dict[str, list[types.Prompt]]:
         async def fetch(client: Client) -> list[types.Prompt]:
-            out: list[types.Prompt] = []
-            cursor: str | None = None
-            for _ in range(_PAGES):
-                got = await client.list_prompts(cursor=cursor)
-                out.extend(got.prompts)
-                if not (cursor := got.next_cursor):
-                    break
-            return out
+            return await _follow(lambda c: client.list_prompts(cursor=c), "prompts")
 
         return await self._each("listing its prompts", lambda c: c.prompts is not None, fetch)
 
@@ -296,15 +301,18 @@ class Passthrough:
         return found
 
     async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams
-                         ) -> types.GetPromptResult:
+                         ) -> types.GetPromptResult | types.InputRequiredResult:
         self.seen(ctx)
-        with calling(ctx):
+
+        async def run() -> types.GetPromptResult:
             server, name = await self._prompt(params.name)
 
             async def get(client: Client) -> types.GetPromptResult:
                 return await client.get_prompt(name, params.arguments)
 
             return await self._on(server, f"getting prompt {name!r}", get)
+
+        return await self._asking(ctx, params, run)
 
     # -- completion, logging, roots ------------------------------------------------------------
     async def complete(self, ctx: Ctx, params: types.CompleteRequestParams
@@ -390,6 +398,18 @@ class Passthrough:
             with contextlib.suppress(Exception):
                 await state.bus.publish(PromptsListChanged() if prompts else
                                         ResourcesListChanged())
+
+
+async def _follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> list[Any]:
+    """Every item of an upstream list, following its cursor (at most `_PAGES` pages)."""
+    out: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGES):
+        got = await fetch(cursor)
+        out.extend(getattr(got, items))
+        if not (cursor := got.next_cursor):
+            break
+    return out
 
 
 def _has_resources(caps: types.ServerCapabilities) -> bool:

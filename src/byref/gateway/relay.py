@@ -120,6 +120,13 @@ def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None
         CALLER.reset(token)
 
 
+def may_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the request's client could answer an upstream's question at all."""
+    caps = ctx.session.client_capabilities
+    return caps is not None and any(
+        getattr(caps, c, None) is not None for c in ("sampling", "elicitation", "roots"))
+
+
 def current() -> Caller | None:
     return CALLER.get()
 

@@ -36,7 +36,7 @@ from byref.gateway.inputs import Parked, Parking
 from byref.gateway.ops import ops_routes
 from byref.gateway.pages import page
 from byref.gateway.passthrough import Passthrough
-from byref.gateway.relay import calling
+from byref.gateway.relay import calling, may_ask
 from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
@@ -132,7 +132,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
         if ctx.request is not None:
             schemas.seen(await gateway.toolbox())
         name = own_name(await gateway.toolbox(), params.name)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and _may_ask(ctx):
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
             # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
             async def run(parked: Parked) -> types.CallToolResult:
                 with calling(ctx, parked):
@@ -157,8 +157,9 @@ def build_server(gateway: Gateway) -> GatewayServer:
 
     from byref import __version__
 
-    p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all)
     parking = Parking()
+    p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
+                    owner=scope_of)
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         return GatewayServer(
@@ -183,13 +184,6 @@ def own_name(box: Toolbox, name: str) -> str:
         return name
     found = [e.tool.name for e in box.catalog if e.server is not None and e.original_name == name]
     return found[0] if len(found) == 1 else name
-
-
-def _may_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
-    """Whether the client could answer an upstream's question (else none is parked for)."""
-    caps = ctx.session.client_capabilities
-    return caps is not None and any(
-        getattr(caps, c, None) is not None for c in ("sampling", "elicitation", "roots"))
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
