@@ -256,3 +256,40 @@ def test_readme_langchain_example_runs_with_chat_openai_on_loopback(monkeypatch:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         assert run_example(code) == printed_comment(code)
     assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
+
+
+def test_readme_openai_agents_example_runs_with_the_sdks_openai_model_on_loopback(
+        monkeypatch: Any) -> None:
+    """The Agents SDK example, unchanged: `model="gpt-5"` is the SDK's OpenAI model (here on its
+    Chat Completions API), talking to an endpoint on loopback that plays the model."""
+    import json
+
+    import pytest
+
+    pytest.importorskip("agents", reason="needs the openai-agents extra")
+    from agents import set_default_openai_api, set_tracing_disabled
+    from agents.models import _openai_shared
+
+    from integrations.helpers_integrations import ChatWire, chat_completion, chat_tool_results
+
+    def play(body: dict[str, Any]) -> dict[str, Any]:
+        results = chat_tool_results(body)
+        if not results:
+            return chat_completion(("export_orders", {"month": "March"}))
+        if len(results) == 1:
+            return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
+        return chat_completion(text=results[-1])
+
+    code = python_block("byref.integrations.openai_agents")
+    assert len(code.strip().splitlines()) <= 20
+    responses = _openai_shared.get_use_responses_by_default()
+    set_tracing_disabled(True)  # traces would go to api.openai.com; nothing else reads them
+    set_default_openai_api("chat_completions")
+    try:
+        with ChatWire(play) as wire:
+            monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
+            monkeypatch.setenv("OPENAI_API_KEY", "test")
+            assert run_example(code) == printed_comment(code)
+    finally:
+        set_default_openai_api("responses" if responses else "chat_completions")
+    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent

@@ -177,6 +177,12 @@ class Bridge:
             self.catalog.add(tool)
         return tool
 
+    def own_tools(self) -> list[Tool]:
+        """The tools byref runs itself: the readers, search_tools / activate_tool and the
+        catalog's tools, name-sorted."""
+        return sorted((t for n, t in self.dispatcher.tools.items() if n not in self._adopted),
+                      key=lambda t: t.name)
+
     def is_byref(self, name: str) -> bool:
         """A tool byref runs itself (a read or search tool, or one from the catalog)."""
         return name in self.dispatcher.tools and name not in self._adopted
@@ -209,6 +215,20 @@ class Bridge:
             return []
         return working_set(self.project(seen), self.discovery.catalog,
                            budget=self.discovery.budget)
+
+    def recorded(self) -> list[Seen]:
+        """byref's own record of the calls it dispatched, as history events (for a framework
+        whose tool hooks cannot see its message history)."""
+        out: list[Seen] = []
+        for message in self.transcript:
+            for part in message.parts:
+                if part.type == "tool_call":
+                    value = part.value if isinstance(part.value, dict) else {}
+                    out.append(Seen("call", part.call_id or "", part.tool or "",
+                                    value.get("input")))
+                elif part.type == "tool_result":
+                    out.append(Seen("result", part.call_id or "", is_error=part.is_error))
+        return out
 
     def project(self, seen: Iterable[Seen]) -> Transcript:
         """The framework's history as a transcript of calls and results (a projection's input);
