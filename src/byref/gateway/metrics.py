@@ -50,10 +50,17 @@ class GatewayMetrics:
                                         "memory now.", registry=r)
         if conversations is not None:
             self.conversations.set_function(conversations)
+        self._children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
 
     def call(self, server: str, tool: str, is_error: bool, seconds: float) -> None:
-        self.calls.labels(server, tool, "error" if is_error else "ok").inc()
-        self.latency.labels(server, tool).observe(seconds)
+        key = (server, tool)
+        children = self._children.get(key)
+        if children is None:  # labels() is the costly part: each (server, tool) once
+            children = self._children[key] = (self.calls.labels(server, tool, "ok"),
+                                              self.calls.labels(server, tool, "error"),
+                                              self.latency.labels(server, tool))
+        children[1 if is_error else 0].inc()
+        children[2].observe(seconds)
 
     def event(self, event: Event) -> None:
         if event.name == "placed":
