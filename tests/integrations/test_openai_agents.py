@@ -335,3 +335,43 @@ def test_status_report_with_the_sdks_chat_completions_model_over_a_loopback_wire
     assert not any(r in sent for r in RECIPES)
     declared = {t["function"]["name"]: t["function"] for t in wire.bodies[0]["tools"]}
     assert "anyOf" in declared["generate_pdf"]["parameters"]["properties"]["rows"]
+
+
+# -- MCP servers ---------------------------------------------------------------------------------
+def test_an_mcp_servers_tool_takes_a_ref_through_byref() -> None:
+    """A real MCP server (mcp-server-time, over stdio) behind the SDK's MCPServerStdio: its tool
+    is listed into byref, and an argument written as a ref reaches the server as its value."""
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    server_bin = str(Path(sys.executable).parent / "mcp-server-time")
+    if not Path(server_bin).exists():
+        pytest.skip("mcp-server-time is not installed (the gateway-test extra)")
+
+    @function_tool
+    def office_zone() -> str:
+        """The time zone of the office."""
+        return "Europe/Paris"
+
+    def ask(items: list[Any]) -> list[Any]:
+        zone = {"$ref": {"type": "Message", "seq": 1, "part": 0}}
+        return call("get_current_time", {"timezone": zone})(items)
+
+    async def main() -> Any:
+        byref = Byref()
+        model = Scripted([call("office_zone", {}), ask, say("done")])
+        async with MCPServerStdio(params={"command": server_bin, "args": []},
+                                  cache_tools_list=True) as server:
+            agent = await byref.agent_with_mcp(Agent(name="clock", model=model,
+                                                     tools=[office_zone], mcp_servers=[server]))
+            result = await Runner.run(agent, "What time is it at the office?",
+                                      run_config=byref.run_config(NO_TRACES))
+        return model, result
+
+    model, result = asyncio.run(main())
+    assert "get_current_time" in model.tools[0]
+    schema_text = model.texts[0]
+    assert '"timezone"' in schema_text and "anyOf" in schema_text
+    answer = outputs(result.to_input_list())[-1]
+    assert "Europe/Paris" in answer, answer

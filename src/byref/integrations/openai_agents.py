@@ -16,7 +16,8 @@ input, for any `Model` the SDK runs.
 - `byref.run_config()` sets `RunConfig.call_model_input_filter`: byref's lines join the
   instructions and, with `budget=` (bytes), older settled `function_call_output`s become
   exact-reread stubs in the input sent (the run's items keep the real results).
-Hosted tools and MCP servers pass through untouched. The SDK runs a turn's calls concurrently
+`await byref.agent_with_mcp(agent)` brings the agent's MCP servers' tools in the same way;
+hosted tools pass through untouched. The SDK runs a turn's calls concurrently
 without showing a call its siblings, so byref records them one after another.
 """
 
@@ -77,6 +78,16 @@ class Byref:
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
         """A clone of `agent` whose tools go through byref (with byref's own tools added)."""
         return agent.clone(tools=self.tools(agent.tools))
+
+    async def agent_with_mcp(self, agent: Agent[Any]) -> Agent[Any]:
+        """`agent(agent)` with its MCP servers' tools too: they are listed now (call it with the
+        servers connected, inside `async with server:`) and go through byref like function
+        tools, so their arguments accept refs and their large answers are stored."""
+        from agents.mcp import MCPUtil
+
+        listed = await MCPUtil.get_all_function_tools(
+            agent.mcp_servers, False, RunContextWrapper(context=None), agent)
+        return agent.clone(tools=self.tools([*agent.tools, *listed]), mcp_servers=[])
 
     def tools(self, tools: Sequence[Tool]) -> list[Tool]:
         """`tools` through byref, plus the readers (and search tools, and the catalog's)."""
