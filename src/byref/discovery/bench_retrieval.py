@@ -282,4 +282,54 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
             "encode_1_thread": encode_ms(torch, LATENCY_QUERIES),
         }
     out["install"] = extra_size()
+    out["task_queries"] = task_queries(root, ranker)
+    return out
+
+
+# -- task-style queries on the real catalog ----------------------------------------------------
+TASK_QUERIES = Path(__file__).with_name("task_queries.txt")
+
+
+def read_task_queries(path: Path = TASK_QUERIES) -> list[tuple[str, frozenset[str]]]:
+    """(query, acceptable tool names) per line of `path`."""
+    out = []
+    for line in path.read_text("utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        query, *tools = line.split("\t")
+        out.append((query, frozenset(tools)))
+    return out
+
+
+def task_queries(root: Path, ranker: Ranker | None) -> dict[str, Any]:
+    """Recall@1/@5 of the hand-written task-style queries on the 2,565-tool catalog, lexical
+    (with and without the synonym table) and hybrid."""
+    from byref.discovery.mcp import catalog_from_listings, read_listings
+
+    catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
+    queries = read_task_queries()
+    known = {e.name for e in catalog}
+    unknown = sorted({t for _, tools in queries for t in tools} - known)
+    if unknown:
+        raise ValueError(f"task_queries.txt names tools the catalog lacks: {unknown!r}")
+
+    def measure(rank: Callable[[str], list[str]]) -> dict[str, float]:
+        r1 = r5 = 0
+        for query, tools in queries:
+            names = rank(query)
+            r1 += bool(names) and names[0] in tools
+            r5 += bool(tools.intersection(names[:5]))
+        return {"recall@1": round(r1 / len(queries), 3), "recall@5": round(r5 / len(queries), 3)}
+
+    def by_index(index: Any) -> Callable[[str], list[str]]:
+        return lambda q: [h.entry.name for h in index.search(q, limit=5).hits]
+
+    out: dict[str, Any] = {"queries": len(queries),
+                           "lexical": measure(by_index(catalog.index())),
+                           "lexical_without_synonyms": measure(by_index(
+                               catalog.index(synonyms=())))}
+    if ranker is not None:
+        index = catalog.index()
+        out["hybrid"] = measure(
+            lambda q: [h.entry.name for h in ranker.rank(index, q, None, 5).hits])
     return out
