@@ -365,3 +365,19 @@ async def test_prompts_and_reads_that_ask_their_client_are_answered(world: World
             assert got.messages[0].content.text == "Write about tides."  # type: ignore[union-attr]
             read = await c.read_resource(namespaced("many", "ask://name"))
             assert read.contents[0].text == "for ada"  # type: ignore[union-attr]
+
+
+async def test_a_servers_prompt_list_change_reaches_a_client_that_listed_tools(
+        world: World) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.PromptListChangedNotification):
+            changed.set()
+
+    with anyio.fail_after(60):
+        async with running(world, {"many": fixture("passthrough_server.py")}) as (
+                _g, server), Client(server, mode="legacy", message_handler=on_message) as c:
+            await c.list_tools()
+            await c.call_tool("many__change_prompts", {})
+            await changed.wait()

@@ -119,6 +119,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
         connection = _connection(ctx)
         if connection is not None:
             state.remember(connection)
+        p.seen(ctx)  # told of resource and prompt list changes too
         if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
             schemas.seen(await gateway.toolbox())
         with calling(ctx):  # an upstream started now asks this client for what it needs
