@@ -65,3 +65,26 @@ def test_learning_from_the_rows_outside_the_sample_lifts_recall() -> None:
     learned = score(ranked(Searcher(learned_catalog(descriptions, usage))), rows)
     assert learned["recall@5"] >= 0.72 > zero_shot["recall@5"]
     assert learned["recall@1"] > zero_shot["recall@1"] + 0.1
+
+
+@pytest.mark.skipif(not (EVAL / "metatool").is_dir(), reason=EVAL_MISSING)
+def test_dev_splits_are_disjoint_and_never_ask_a_sample_query() -> None:
+    from byref.discovery.bench_retrieval import dev_splits
+
+    _, sample, rest = metatool_data(EVAL)
+    a, b = dev_splits(sample, rest)
+    assert len(a) == len(b) == 2000
+    assert not {id(r) for r in a} & {id(r) for r in b}
+    asked = {query_key(r["Query"]) for r in sample}
+    assert not asked & {query_key(r["Query"]) for r in a + b}
+    assert dev_splits(sample, rest) == (a, b)  # seeded: the same rows every run
+
+
+def test_task_queries_name_real_tools_and_lexical_search_runs_on_them() -> None:
+    from byref.discovery.bench_retrieval import read_task_queries, task_queries
+
+    queries = read_task_queries()
+    assert len(queries) >= 30 and all(tools for _, tools in queries)
+    figures = task_queries(EVAL, None)  # raises if a named tool is not in the catalog
+    assert figures["queries"] == len(queries) and "hybrid" not in figures
+    assert 0.0 <= figures["lexical"]["recall@1"] <= figures["lexical"]["recall@5"] <= 1.0
