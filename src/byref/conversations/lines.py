@@ -158,6 +158,27 @@ class ConversationTranscript(Transcript):
                           "a row lost the race to other writers; nothing of this one was "
                           "written.")
 
+    def append_at(self, seq: int, role: Role, parts: list[Part] | tuple[Part, ...]
+                  ) -> Message | None:
+        """Append only if the message lands at `seq` (a result whose refs were rendered with
+        it); None, with nothing written, when the record has moved past it."""
+        with self._sharing:
+            if self.shared:
+                self.lines.refresh()
+            if self.origin + len(self.lines) != seq:
+                return None
+            message = super().append(role, parts)
+            if not self.shared:
+                return message
+            try:
+                self.lines.flush()
+            except SeqConflict:
+                self.lines.discard()
+                with self._lock:
+                    self._cache.pop(message.seq, None)
+                return None
+            return message
+
     def message(self, seq: int) -> Message:
         expired = self.conversation.expired
         if expired is not None and expired[0] <= seq <= expired[1]:

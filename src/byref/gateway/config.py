@@ -43,7 +43,7 @@ DEFAULT_TIMEOUT = 60.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
                          "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
-                         "state", "conversation", "conversationTtl", "jwt"})
+                         "state", "conversation", "conversationTtl", "jwt", "replicas"})
 _VAR = re.compile(r"\$\{([^}]*)\}")
 _VAR_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
 TRANSPORTS = ("stdio", "http", "sse")
@@ -160,6 +160,10 @@ class GatewayConfig:
     """Over stdio, the conversation to resume (`--conversation ID`); None: a new one."""
     jwt: JwtConfig | None = None
     """HTTP bearer JWT validation, beside (or instead of) the static tokens."""
+    replicas: bool = False
+    """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
+    request may land on any replica) and a principal's conversation is written by all of
+    them (shared writers)."""
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -473,6 +477,15 @@ def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
                           "session its own conversation) or 'principal' (one shared by a "
                           f"principal's sessions), got {mode!r}.")
     out["conversation"] = mode
+    replicas = opts.get("replicas", False)
+    if not isinstance(replicas, bool):
+        raise ConfigError(f"Config {where}: byref.replicas must be true or false, got "
+                          f"{replicas!r}.")
+    if replicas and not (isinstance(state, str) and state.startswith(("postgresql:",
+                                                                        "postgres:"))):
+        raise ConfigError(f"Config {where}: byref.replicas needs byref.state on PostgreSQL "
+                          "(postgresql://…), which every replica shares.")
+    out["replicas"] = replicas
     if "conversationTtl" in opts:
         ttl = opts["conversationTtl"]
         if isinstance(ttl, bool) or ttl != 0:

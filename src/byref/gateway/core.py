@@ -62,6 +62,8 @@ from byref.tools.read_result import make_read_result
 from byref.transcript import Part, Role, Transcript
 
 CALL_TOOL = "call_tool"
+RESULT_TRIES = 20
+"""Times a local call runs again when another replica wrote between its call and its result."""
 LIST_GRACE = 8.0
 """Seconds a tools/list waits for upstreams still starting (under the MCP Inspector's 10 s request
 timeout; a normal start takes 0.3-3 s); later ones are indexed on arrival and announced."""
@@ -184,8 +186,8 @@ class Gateway:
         list change.
         """
         box = self._box
-        if box is not None and not self._stale and not self._errors and not self._pending and len(
-                self._listings) == len(self.upstreams.upstreams):
+        if box is not None and not self._dirty and not self._stale and not self._errors and (
+                not self._pending and len(self._listings) == len(self.upstreams.upstreams)):
             return box  # every upstream listed and nothing changed: no lock on the hot path
         self._start_listings()
         if self._pending:
@@ -373,9 +375,12 @@ class Gateway:
         dispatcher = self._dispatcher(state, box)
         if _local(box, target.name):
             async with state.lock:
-                call_seq = state.transcript.append("assistant", [dispatcher.call_part(call)]).seq
-                part = await _dispatch(dispatcher, target, call_seq)
-                state.transcript.append("tool", [part])
+                for _ in range(RESULT_TRIES):  # more than one only when replicas write too
+                    call_seq = state.transcript.append(
+                        "assistant", [dispatcher.call_part(call)]).seq
+                    part = await _dispatch(dispatcher, target, call_seq)
+                    if state.record_result(call_seq, part):
+                        break
         else:
             call_seq = await _append_when_free(state, "assistant", dispatcher.call_part(call))
             part = await _dispatch(dispatcher, target, call_seq)

@@ -53,7 +53,7 @@ from byref.dispatch import Dispatcher
 from byref.gateway.auth import BearerVerifier, restriction
 from byref.gateway.config import GatewayConfig, Grant
 from byref.store import Scope
-from byref.transcript import Transcript, fresh_origin
+from byref.transcript import Part, Transcript, fresh_origin
 
 CONVERSATION = "gateway"
 """The conversation id a principal's sessions share (`"conversation": "principal"`)."""
@@ -201,6 +201,15 @@ class ScopeState:
             self.transcript.close()
             self.dispatchers = None
 
+    def record_result(self, call_seq: int, part: Part) -> bool:
+        """Append a local call's result right after its call (its recipes name that seq);
+        False, with nothing written, if another replica wrote in between (run it again)."""
+        transcript = self.transcript
+        if isinstance(transcript, ConversationTranscript):
+            return transcript.append_at(call_seq + 1, "tool", [part]) is not None
+        transcript.append("tool", [part])
+        return True
+
     # -- connections ---------------------------------------------------------------------------
     def remember(self, connection: Connection) -> None:
         """Keep an open connection to notify it of list changes; forgotten when it closes."""
@@ -281,7 +290,8 @@ class Scopes:
             conversations.sweep()
         conversation = conversations.open(state.scope, fresh_origin())
         state.transcript = ConversationTranscript(conversations, conversation,
-                                                  cache=TRANSCRIPT_CACHE)
+                                                  cache=TRANSCRIPT_CACHE,
+                                                  shared=self.config.replicas)
         state.declared = state._saved_declared = conversation.working_set
         state.usage_logged, state._usage_folded = conversation.usage, 0
         state.touched = conversations.clock()
@@ -334,7 +344,7 @@ class Scopes:
         tenant, principal = str(claims["tenant"]), str(claims["principal"])
         grant = restriction(claims)
         session = connection.session_id if connection is not None else None
-        if self.config.conversation == "principal" or not session:
+        if self.config.conversation == "principal" or self.config.replicas or not session:
             scope = Scope(tenant, principal, CONVERSATION)
         else:
             scope = Scope(tenant, principal, SESSION_PREFIX + session)

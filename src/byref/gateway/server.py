@@ -219,6 +219,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     base = f"http://{_url_host(host)}:{port}"
     return server.streamable_http_app(
         streamable_http_path=path, host=host, json_response=True,
+        stateless_http=gateway.config.replicas,  # replicas: any request, any replica
         # A request without a valid token gets 401 with `WWW-Authenticate: Bearer ...,
         # resource_metadata="<base>/.well-known/oauth-protected-resource<path>"` (RFC 9728), and
         # that document is served, so a client says "authorization needed" instead of failing to
