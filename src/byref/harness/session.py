@@ -67,7 +67,8 @@ class Session:
 
     `tools` are `Tool`s or `ToolSource`s (their tools are listed once, here). With `discovery`,
     those are the scaffolding, always declared; the catalog's tools are declared while the
-    working set holds them and are callable throughout.
+    working set holds them and are callable throughout. `readers`: the built-in read tools to
+    declare (default: `builtin_tools()` whenever a result can be stored).
     """
 
     def __init__(self, tools: Sequence[Tool | ToolSource] = (), *,
@@ -75,7 +76,8 @@ class Session:
                  scope: Scope | None = None, policy: Policy | None = None,
                  transcript: Transcript | None = None, emit: Emitter | None = None,
                  caps: Caps | None = None, read_limits: ReadLimits | None = None,
-                 discovery: Discovery | None = None) -> None:
+                 discovery: Discovery | None = None,
+                 readers: Sequence[Tool] | None = None) -> None:
         self.policy = policy or Policy()
         if read_limits is not None:
             # The explicit-read limit is the reads' dial; placement follows it for reads.
@@ -90,10 +92,12 @@ class Session:
         self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
         self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
         declared = collect(tools)
-        if self.store is not None and self.policy.refs:
+        if readers is None:
             # A stored result's note names these readers: whoever can store, declares them.
-            have = {t.name for t in declared}
-            declared.extend(t for t in builtin_tools(self.read_limits) if t.name not in have)
+            readers = (builtin_tools(self.read_limits)
+                       if self.store is not None and self.policy.refs else ())
+        have = {t.name for t in declared}
+        declared.extend(t for t in readers if t.name not in have)
         self.discovery = discovery
         self.scaffolding: list[Tool] = (
             [*declared, *discovery.tools] if discovery is not None else declared)

@@ -32,9 +32,9 @@ from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import PLAIN
 from byref.discovery.workingset import DEFAULT_BUDGET, working_set
-from byref.dispatch import Call, Dispatcher, Policy
+from byref.dispatch import Call, Policy
 from byref.events import Emitter
-from byref.harness.session import SYSTEM_NOTE
+from byref.harness.session import SYSTEM_NOTE, Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
@@ -120,12 +120,11 @@ class Bridge:
         working_set: int = DEFAULT_BUDGET,
         budget: RequestBudget | int | None = None,
     ) -> None:
-        self.policy = policy or Policy()
-        self.transcript = Transcript()
-        self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
-        self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
-        self.limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes)
-        self.assembler = (ContextAssembler(budget, store=self.store, scope=self.scope, emit=emit)
+        policy = policy or Policy()
+        own_store = MemoryStore(emit=emit) if store == "memory" else store
+        scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        self.limits = ReadLimits(auto_insert_bytes=policy.auto_insert_bytes)
+        self.assembler = (ContextAssembler(budget, store=own_store, scope=scope, emit=emit)
                           if budget is not None else None)
         self.assembled: list[Assembled[Any]] = []
         """One entry per fitted request: its bytes and which groups it replaced."""
@@ -135,17 +134,21 @@ class Bridge:
         self.catalog = catalog
         self.discovery = (Discovery(catalog, budget=working_set, emit=emit)
                           if catalog is not None else None)
-        builtins: list[Tool] = []
-        if self.policy.refs and (self.store is not None or self.assembler is not None):
+        builtins: tuple[Tool, ...] = ()
+        if policy.refs and (own_store is not None or self.assembler is not None):
             room = self.assembler.room if self.assembler is not None else None
-            builtins = list(builtin_tools(self.limits, room, present=False))
-        self.builtins = tuple(builtins)
-        tools = [*builtins, *(self.discovery.tools if self.discovery is not None else ())]
-        if catalog is not None:
-            have = {t.name for t in tools}
-            tools.extend(t for t in catalog.tools() if t.name not in have)
-        self.dispatcher = Dispatcher(tools, transcript=self.transcript, store=self.store,
-                                     scope=self.scope, policy=self.policy, emit=emit)
+            builtins = builtin_tools(self.limits, room, present=False)
+        self.builtins = builtins
+        # byref's own half is a Session (transcript, store, scope, dispatcher): the framework's
+        # tools join its dispatcher as they are adopted.
+        self.session = Session(store=own_store, scope=scope, policy=policy, emit=emit,
+                               read_limits=self.limits, discovery=self.discovery,
+                               readers=builtins)
+        self.policy = self.session.policy
+        self.transcript = self.session.transcript
+        self.store = self.session.store
+        self.scope = self.session.scope
+        self.dispatcher = self.session.dispatcher
         self._adopted: dict[str, tuple[tuple[str, str], Tool]] = {}
         self._results: dict[str, Part] = {}
         self._open: _Batch | None = None
