@@ -29,11 +29,20 @@ def register_bench(bench_sub: Any) -> None:
                         help="calls in the long session (its first and last fifth are compared)")
     parser.add_argument("--no-surface", action="store_true",
                         help="skip the first-turn surface (which starts the reference servers)")
+    parser.add_argument("--replicas", type=int, default=None, metavar="N",
+                        help="instead: N gateways behind HAProxy on shared PostgreSQL state "
+                        "against one (throughput, p50/p95), and RSS over large results")
+    parser.add_argument("--rss-calls", type=int, default=5_000,
+                        help="--replicas: calls with large results before RSS is read again")
+    parser.add_argument("--rss-mb", type=int, default=10,
+                        help="--replicas: size of each large result in MB")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.replicas is not None:
+        return run_replicas(args)
     try:
         from byref.gateway.bench import gateway_bench
         from byref.gateway.bench_calls import FULL, QUICK
@@ -113,3 +122,26 @@ def format_report(report: dict[str, Any]) -> list[str]:
     for name, why in report.get("missing", {}).items():
         out.append(f"missing {name}: {why}")
     return out
+
+
+def run_replicas(args: argparse.Namespace) -> int:
+    from byref.gateway.bench_replicas import format_replicas, replicas_bench
+
+    if args.replicas < 2:
+        print(f"byref bench gateway: --replicas must be at least 2, got {args.replicas!r}",
+              file=sys.stderr)
+        return 2
+
+    def log(line: str) -> None:
+        if sys.stderr.isatty():
+            print(f"… {line}", file=sys.stderr)
+
+    quick = {"sessions": 4, "calls": 10, "rounds": 2} if args.quick else {}
+    try:
+        report = replicas_bench(args.replicas, rss_calls=args.rss_calls, rss_mb=args.rss_mb,
+                                log=log, **quick)
+    except RuntimeError as exc:
+        print(f"byref bench gateway: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report) if args.json else format_replicas(report))
+    return 0
