@@ -3,7 +3,8 @@
 Owns what a test of an agent built on byref needs and byref's own tests use: a scripted model
 that reads what it was shown (`ScriptedModel`, `call`, `say`, `parallel`, `last_result`,
 `ref_from_last_result`), the results of a run (`results`), and the artifact-store battery every
-adapter runs (`StoreBattery`, `battery_for_url`, `assert_store_conforms`). The law: nothing here
+adapter runs (`StoreBattery`, `battery_for_url`, `assert_store_conforms`, and `Damage` /
+`register_damage` for an adapter's damage hooks). The law: nothing here
 fakes a component — the scripted model is a real `Model`, the battery runs real stores — and
 nothing here imports a test framework (a failed check raises `AssertionError`).
 
@@ -38,6 +39,7 @@ from byref.store.conformance import (
     format_report,
     run_conformance,
 )
+from byref.store.corruption import Damage, find_damage, register_damage
 from byref.transcript import Part
 
 
@@ -72,7 +74,7 @@ def assert_store_conforms(battery: StoreBattery | str, cases: Sequence[Case] = C
 
 
 __all__ = [
-    "CASES", "Report", "ScriptExhaustedError", "ScriptedModel", "Step", "StoreBattery",
-    "assert_store_conforms", "battery_for_url", "call", "format_report", "last_result",
-    "parallel", "ref_from_last_result", "results", "say",
+    "CASES", "Damage", "Report", "ScriptExhaustedError", "ScriptedModel", "Step", "StoreBattery",
+    "assert_store_conforms", "battery_for_url", "call", "find_damage", "format_report",
+    "last_result", "parallel", "ref_from_last_result", "register_damage", "results", "say",
 ]

@@ -62,14 +62,16 @@ def test_bad_url_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> Non
 def test_get_of_damaged_bytes_leaves_no_file_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from byref.store.file import stage_rewrite
+    from byref.store.corruption import find_damage
 
     url = f"file://{tmp_path / 'store'}"
     store = open_store(url)
     scope = Scope("acme")
     data = bytes(3 << 20)
     meta = store.put(scope, data, PutOptions(kind="k", digest=True))
-    stage_rewrite(store, scope, meta.ref, data[:-1] + b"\x01")  # type: ignore[arg-type]
+    damage = find_damage("file")
+    assert damage is not None
+    damage.rewrite(store, scope, meta.ref, data[:-1] + b"\x01")
     out = tmp_path / "out.bin"
     assert main(["store", "get", url, meta.ref, "--tenant", "acme", "-o", str(out)]) == 2
     assert capsys.readouterr().err == (

@@ -28,7 +28,7 @@ def _damage(store: Any, scope: Scope, ref: str) -> None:
     """Overwrite the record (not the payload) beside the port."""
     if hasattr(store, "root"):
         next(Path(store.root).rglob(f"{ref}.json")).write_bytes(GARBAGE)
-    elif hasattr(store, "_rewrite_chunks"):
+    elif hasattr(store, "_write"):  # the SQL adapters
         with store._write() as tx:
             tx.count("UPDATE {a} SET meta = ? WHERE ref = ?", (GARBAGE.decode(), ref))
     else:

@@ -1,5 +1,6 @@
 """The store scheme registry: a package's adapter joins through a real `byref.stores` entry
-point (a dist-info on sys.path, as pip installs one), opens by URL, and runs the battery; an
+point (a dist-info on sys.path, as pip installs one), opens by URL, and runs the battery; its
+damage hooks join the battery the same way (`byref.store_damage`), never from the adapter; an
 unknown scheme is an unknown URL everywhere, the CLI's `store check` included."""
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import pytest
 import byref
 from byref.cli import main
 from byref.store import MemoryStore, StoreURLError, open_store
-from byref.store.conformance import harness_for_url, run_conformance
+from byref.store.conformance import (
+    CASES,
+    Case,
+    format_report,
+    harness_for_url,
+    run_case,
+    run_conformance,
+)
+from byref.store.corruption import BUILTIN_DAMAGE, find_damage, register_damage
 from byref.store.schemes import StoreScheme, find_scheme, register_scheme
 
 ADAPTER = '''
@@ -29,6 +38,13 @@ def open_vault(u):
     return store
 
 SCHEME = StoreScheme("vault://NAME", open_vault)
+'''
+
+DAMAGE = '''
+from byref.store.corruption import BUILTIN_DAMAGE, Damage
+
+MEMORY = BUILTIN_DAMAGE["memory"]  # a vault is a MemoryStore underneath
+DAMAGE = Damage(MEMORY.read, MEMORY.write)
 '''
 
 
@@ -48,9 +64,20 @@ def vault_package(tmp_path: Path) -> Iterator[None]:
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("byref_vault_demo", None)
-        from byref.store import schemes
+        sys.modules.pop("byref_vault_demo_testing", None)
+        from byref.store import corruption, schemes
 
         schemes._registered.pop("vault", None)
+        corruption._registered.pop("vault", None)
+
+
+def _with_damage(root: Path) -> None:
+    """The same package, now also shipping its damage hooks in a testing module."""
+    (root / "byref_vault_demo_testing.py").write_text(DAMAGE)
+    points = root / "byref_vault_demo-1.0.dist-info" / "entry_points.txt"
+    points.write_text(points.read_text()
+                      + "[byref.store_damage]\nvault = byref_vault_demo_testing:DAMAGE\n")
+    importlib.invalidate_caches()
 
 
 def test_an_entry_point_adapter_opens_by_url_and_passes_the_battery(vault_package: None) -> None:
@@ -62,13 +89,58 @@ def test_an_entry_point_adapter_opens_by_url_and_passes_the_battery(vault_packag
     report = run_conformance(harness_for_url("vault://x"))
     outcomes = {r.name: r.outcome for r in report.results}
     assert outcomes["round-trip"] == outcomes["one-absence"] == "passed"
-    # No damage module: the damage cases say a hook is missing instead of passing silently.
+    # No damage registered: the damage cases say a hook is missing instead of passing silently.
     assert outcomes["corrupt-refused-by-get"] == "failed"
     assert "corrupt" in next(r.detail for r in report.results
                              if r.name == "corrupt-refused-by-get")
     # Once loaded, the scheme is listed among the accepted forms of an unknown URL.
     with pytest.raises(StoreURLError, match=r"s3://bucket/prefix, vault://NAME \(for example"):
         open_store("ftp://x")
+
+
+def test_an_adapters_damage_hooks_join_the_battery_through_an_entry_point(
+        vault_package: None, tmp_path: Path) -> None:
+    _with_damage(tmp_path)
+    assert find_damage("vault") is not None
+    report = run_conformance(harness_for_url("vault://x"))
+    outcomes = {r.name: r.outcome for r in report.results}
+    assert outcomes["corrupt-refused-by-get"] == "passed"
+    assert outcomes["damaged-bytes-refused-everywhere"] == "passed", format_report(report)
+
+
+def test_registering_damage_at_run_time_and_its_mistakes() -> None:
+    register_scheme("scratch", StoreScheme("scratch://", lambda u: MemoryStore(**u.common)))
+    try:
+        assert run_case(_case("corrupt-refused-by-get"),
+                        harness_for_url("scratch://")).outcome == "failed"
+        register_damage("scratch", BUILTIN_DAMAGE["memory"])
+        assert run_case(_case("corrupt-refused-by-get"),
+                        harness_for_url("scratch://")).outcome == "passed"
+    finally:
+        from byref.store import corruption, schemes
+
+        schemes._registered.pop("scratch", None)
+        corruption._registered.pop("scratch", None)
+    with pytest.raises(byref.InvalidValue) as caught:
+        register_damage("s3", BUILTIN_DAMAGE["memory"])
+    assert str(caught.value) == "Store scheme 's3' is byref's own; its damage is built in."
+
+
+def test_no_adapter_module_carries_a_damage_hook() -> None:
+    import byref.store._sql as sql
+    import byref.store.file as file
+    import byref.store.memory as memory
+    import byref.store.postgres as postgres
+    import byref.store.s3 as s3
+    import byref.store.sqlite as sqlite
+
+    for module in (memory, file, sqlite, postgres, s3, sql):
+        source = Path(module.__file__ or "").read_text()
+        assert "stage_" not in source and "_flip_first_chunk" not in source, module.__name__
+
+
+def _case(name: str) -> Case:
+    return next(c for c in CASES if c.name == name)
 
 
 def test_an_unknown_scheme_is_an_unknown_store_url_for_the_battery_too(

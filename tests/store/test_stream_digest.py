@@ -14,8 +14,8 @@ from byref.cli.bench_store import format_bench
 from byref.store import ArtifactIntegrityError, ArtifactMeta, MemoryStore, Scope, StreamedArtifact
 from byref.store.bench import stream_digest_cost
 from byref.store.conformance import CASES, Harness, run_case
+from byref.store.corruption import BUILTIN_DAMAGE
 from byref.store.kit import rechunk, verified
-from byref.store.memory import stage_rewrite
 
 
 def _meta(data: bytes, *, digest: bool = True) -> ArtifactMeta:
@@ -119,7 +119,7 @@ def _damage_case():  # type: ignore[no-untyped-def]
 ])
 def test_the_battery_catches_streams_of_wrong_bytes(store: type[MemoryStore], why: str) -> None:
     harness = Harness(name="under-test", create_store=store,
-                      rewrite=stage_rewrite)  # type: ignore[arg-type]
+                      rewrite=BUILTIN_DAMAGE["memory"].rewrite)
     result = run_case(_damage_case(), harness)
     assert result.outcome == "failed"
     assert result.detail == f"CaseFailed: digested, byte 0 flipped: {why}"

@@ -230,21 +230,6 @@ class SqlStore(ABC):
             tx.count("DELETE FROM {a} WHERE ref = ?", (ref,))
             tx.count("DELETE FROM {c} WHERE ref = ?", (ref,))
 
-    def _flip_first_chunk(self, ref: str) -> None:
-        """Damage a payload from outside the port's verbs (the battery's `corrupt` hook)."""
-        with self._write() as tx:
-            rows = tx.rows("SELECT data FROM {c} WHERE ref = ? AND seq = 0", (ref,))
-            data = bytearray(rows[0][0])
-            data[len(data) // 2] ^= 0xFF
-            tx.count("UPDATE {c} SET data = ? WHERE ref = ? AND seq = 0", (bytes(data), ref))
-
-    def _rewrite_chunks(self, ref: str, data: bytes) -> None:
-        """Replace a payload's rows with `data`, bypassing the verbs (the `rewrite` hook)."""
-        with self._write() as tx:
-            tx.count("DELETE FROM {c} WHERE ref = ?", (ref,))
-            for seq, piece in enumerate(regroup([data], CHUNK)):
-                tx.count("INSERT INTO {c} (ref, seq, data) VALUES (?, ?, ?)", (ref, seq, piece))
-
 
 def _meta(raw: str, ref: str) -> ArtifactMeta:
     return parse_record(raw, f"the artifacts table, row {ref}")

@@ -240,6 +240,7 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
     def bounded(max_bytes: int) -> ArtifactStore:
         return open_store(url, retention=Retention(max_bytes_per_scope=max_bytes))
 
+    from byref.store.corruption import find_damage
     from byref.store.open import unknown_url
     from byref.store.schemes import find_scheme
 
@@ -247,6 +248,7 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
     found = find_scheme(scheme)
     if found is None:  # say so before any case runs, as open_store would
         raise unknown_url(url)
+    damage = find_damage(scheme)
     shared = scheme != "memory"
     declared: dict[CaseName, str] = {}
     if not shared:
@@ -255,8 +257,8 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
         declared["crash-mid-put-invisible"] = reason
     return Harness(
         name=name or url, create_store=create, advance_time=advance,
-        corrupt=_staged(found.damage, "stage_corruption"),
-        rewrite=_staged(found.damage, "stage_rewrite"),
+        corrupt=None if damage is None else damage.corrupt,
+        rewrite=None if damage is None else damage.rewrite,
         bounded_store=bounded,
         reopen=(lambda store: functools.partial(open_store, url))
         if shared else None,
@@ -266,17 +268,3 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
 
 battery_for_url = harness_for_url
 """`harness_for_url` under the battery's own name."""
-
-
-def _staged(module: str | None, hook: str) -> Callable[..., None] | None:
-    """The scheme's staging function (damage done beside the port, never through it), or
-    `None` when its adapter ships none (the cases needing it then report the missing hook)."""
-    if module is None:
-        return None
-
-    def staged(store: ArtifactStore, *args: object) -> None:
-        import importlib
-
-        getattr(importlib.import_module(module), hook)(store, *args)
-
-    return staged

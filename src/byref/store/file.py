@@ -295,19 +295,6 @@ def _running(pid: int) -> bool:
     return True
 
 
-def stage_corruption(store: FileStore, scope: Scope, ref: str) -> None:
-    """Damage a stored payload from outside the port (for the conformance battery)."""
-    path = store._payload(scope, ref)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
-def stage_rewrite(store: FileStore, scope: Scope, ref: str, data: bytes) -> None:
-    """Replace a stored payload with `data` from outside the port (for the battery)."""
-    store._payload(scope, ref).write_bytes(data)
-
-
 def _read_chunks(fh: object) -> Iterator[bytes]:
     import io
 

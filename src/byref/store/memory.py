@@ -3,7 +3,7 @@
 Keeps every promise of the port in process memory, bounded by default (256 MiB and 10,000
 artifacts per scope) so a runaway agent cannot eat the host. Payloads are private to the instance
 and process, so the battery's two-process cases are declared, not faked; its damage cases reach
-the stored bytes through `stage_corruption` / `stage_rewrite` in the same process.
+the stored bytes in the same process (`byref.store.corruption`).
 """
 
 from __future__ import annotations
@@ -158,18 +158,3 @@ class MemoryStore:
         del self._items[scope][ref]
         self._owner.pop(ref, None)
         self.emit("expired", ref=ref, scope=str(scope))
-
-
-def stage_rewrite(store: MemoryStore, scope: Scope, ref: str, data: bytes) -> None:
-    """Replace a stored payload, keeping its record (for the battery's damage cases; the bytes
-    are reachable only from inside this process)."""
-    with store._lock:
-        meta, _ = store._items[scope][ref]
-        store._items[scope][ref] = (meta, bytes(data))
-
-
-def stage_corruption(store: MemoryStore, scope: Scope, ref: str) -> None:
-    """Flip one byte of a stored payload (for the battery's `corrupt` hook)."""
-    data = bytearray(store._items[scope][ref][1])
-    data[len(data) // 2] ^= 0xFF
-    stage_rewrite(store, scope, ref, bytes(data))

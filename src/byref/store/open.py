@@ -103,12 +103,12 @@ def _s3(u: StoreURL) -> ArtifactStore:
 
 
 BUILTIN.update({
-    "memory": StoreScheme("memory://", _memory, damage="byref.store.memory"),
-    "file": StoreScheme("file://DIR", _file, damage="byref.store.file"),
-    "sqlite": StoreScheme("sqlite:///PATH", _sqlite, damage="byref.store.sqlite"),
-    "postgresql": StoreScheme("postgresql://…", _postgres, damage="byref.store.postgres"),
-    "postgres": StoreScheme("postgresql://…", _postgres, damage="byref.store.postgres"),
-    "s3": StoreScheme("s3://bucket/prefix", _s3, damage="byref.store.s3"),
+    "memory": StoreScheme("memory://", _memory),
+    "file": StoreScheme("file://DIR", _file),
+    "sqlite": StoreScheme("sqlite:///PATH", _sqlite),
+    "postgresql": StoreScheme("postgresql://…", _postgres),
+    "postgres": StoreScheme("postgresql://…", _postgres),
+    "s3": StoreScheme("s3://bucket/prefix", _s3),
 })
 
 

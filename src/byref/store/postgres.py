@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from byref.events import Emitter
 from byref.store._sql import SqlStore, Tx, schema
-from byref.store.port import Scope, StoreUnavailableError, StoreURLError
+from byref.store.port import StoreUnavailableError, StoreURLError
 from byref.store.retention import Retention
 
 if TYPE_CHECKING:
@@ -143,13 +143,3 @@ class PostgresStore(SqlStore):
     def close(self) -> None:
         self._writer.close()
         self._reader.close()
-
-
-def stage_corruption(store: PostgresStore, scope: Scope, ref: str) -> None:
-    """Damage a stored payload with raw SQL, outside the port (for the conformance battery)."""
-    store._flip_first_chunk(ref)
-
-
-def stage_rewrite(store: PostgresStore, scope: Scope, ref: str, data: bytes) -> None:
-    """Replace a stored payload with `data` via raw SQL, outside the port (for the battery)."""
-    store._rewrite_chunks(ref, data)

@@ -273,15 +273,3 @@ def _credentials_given(settings: dict[str, Any]) -> bool:
     env = {k.lower().removeprefix("aws_") for k, v in os.environ.items()
            if k.startswith("AWS_") and v}
     return any(key in given or key in env for key in _CREDENTIAL_KEYS)
-
-
-def stage_corruption(store: S3Store, scope: Scope, ref: str) -> None:
-    """Overwrite a stored payload object directly, outside the port (for the battery)."""
-    data = bytearray(store._obs.get(store._store, store._bin(scope, ref)).bytes())
-    data[len(data) // 2] ^= 0xFF
-    store._obs.put(store._store, store._bin(scope, ref), bytes(data), use_multipart=False)
-
-
-def stage_rewrite(store: S3Store, scope: Scope, ref: str, data: bytes) -> None:
-    """Replace a stored payload object with `data`, outside the port (for the battery)."""
-    store._obs.put(store._store, store._bin(scope, ref), data, use_multipart=False)

@@ -9,8 +9,8 @@ an entry point in the `byref.stores` group, named by the scheme, whose object is
     gcs = "byref_gcs:SCHEME"        # SCHEME = StoreScheme("gcs://bucket/prefix", open_gcs)
 
 An entry point is loaded only when its scheme is opened, so an installed adapter costs nothing
-until used. A scheme without a `damage` module has no battery damage hooks: the battery then
-skips the cases that need them, saying so.
+until used. Nothing here is for tests: how the conformance battery damages a scheme's stores
+is registered beside it, in `byref.store.corruption`.
 """
 
 from __future__ import annotations
@@ -58,12 +58,11 @@ class StoreURL:
 
 @dataclass(frozen=True)
 class StoreScheme:
-    """One URL scheme: the form shown in errors, the opener, and optionally the module whose
-    `stage_corruption` / `stage_rewrite` let the conformance battery damage a store of it."""
+    """One URL scheme: the form shown in errors (`form`) and the function opening a store from a
+    parsed URL (`open`)."""
 
     form: str
     open: Callable[[StoreURL], ArtifactStore]
-    damage: str | None = None
     name: str = field(default="", compare=False)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from byref.events import Emitter
 from byref.store._sql import SqlStore, Tx, schema
-from byref.store.port import Scope, StoreUnavailableError
+from byref.store.port import StoreUnavailableError
 from byref.store.retention import Retention
 
 BUSY_TIMEOUT_MS = 60_000
@@ -105,13 +105,3 @@ class SqliteStore(SqlStore):
     def close(self) -> None:
         self._writer.close()
         self._reader.close()
-
-
-def stage_corruption(store: SqliteStore, scope: Scope, ref: str) -> None:
-    """Damage a stored payload with raw SQL, outside the port (for the conformance battery)."""
-    store._flip_first_chunk(ref)
-
-
-def stage_rewrite(store: SqliteStore, scope: Scope, ref: str, data: bytes) -> None:
-    """Replace a stored payload with `data` via raw SQL, outside the port (for the battery)."""
-    store._rewrite_chunks(ref, data)
