@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from mcp import Client
 from mcp.server.connection import Connection
@@ -31,8 +32,13 @@ from byref.gateway.pages import page
 from byref.gateway.prompts import PromptIndex
 from byref.gateway.relay import calling, may_ask
 from byref.gateway.resources import (
+    ARTIFACT_TEMPLATE,
     ResourceIndex,
     Subscriptions,
+    artifact_contents,
+    artifact_missing,
+    artifact_ref,
+    artifact_resource,
     listed_resource,
     listed_template,
     namespaced,
@@ -41,11 +47,14 @@ from byref.gateway.resources import (
     unresolved,
 )
 from byref.gateway.upstream import Upstream, UpstreamError
+from byref.store import ArtifactMeta, ArtifactStore
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
 _PAGES = 100
 """Upstream pages followed at most (a paginator that never ends cannot hang the gateway)."""
+ARTIFACTS_LISTED = 1000
+"""The caller's newest artifacts resources/list names (any other still reads by its URI)."""
 
 
 class Passthrough:
@@ -53,8 +62,11 @@ class Passthrough:
 
     def __init__(self, upstreams: Callable[[], dict[str, Upstream]],
                  scopes: Callable[[], list[Any]], *, parking: Parking | None = None,
-                 owner: Callable[[Ctx], object] | None = None) -> None:
+                 owner: Callable[[Ctx], Any] | None = None,
+                 store: ArtifactStore | None = None) -> None:
         self._upstreams = upstreams
+        self._store = store
+        """byref's artifacts, read as resources in the scope `owner` gives (both needed)."""
         self._scopes = scopes
         self._parking = parking
         self._owner_of = owner
@@ -137,8 +149,38 @@ class Passthrough:
         with calling(ctx):
             found = await self._all_resources()
         items = [listed_resource(s, r) for s, rs in found.items() for r in rs]
+        items += [artifact_resource(m) for m in await self._artifacts(ctx)]
         got, cursor = page(items, params.cursor if params else None)
         return types.ListResourcesResult(resources=got, next_cursor=cursor)
+
+    async def _artifacts(self, ctx: Ctx) -> list[ArtifactMeta]:
+        """The caller's own artifacts, newest first (none without a store or a scope)."""
+        store, owner = self._store, self._owner_of
+        if store is None or owner is None:
+            return []
+        scope = owner(ctx).scope
+
+        def listed() -> list[ArtifactMeta]:
+            out: list[ArtifactMeta] = []
+            cursor: str | None = None
+            while len(out) < ARTIFACTS_LISTED:
+                got = store.list(scope, cursor=cursor, limit=min(100, ARTIFACTS_LISTED - len(out)))
+                out.extend(got)
+                if not (cursor := got.next_cursor):
+                    break
+            return out
+
+        return await anyio.to_thread.run_sync(listed)
+
+    async def _read_artifact(self, ctx: Ctx, uri: str, ref: str) -> types.ReadResourceResult:
+        store, owner = self._store, self._owner_of
+        scope = owner(ctx).scope if owner is not None else None
+        found = None
+        if store is not None and scope is not None:
+            found = await anyio.to_thread.run_sync(store.get, scope, ref)
+        if found is None:
+            raise artifact_missing(uri, ref)
+        return types.ReadResourceResult(contents=[artifact_contents(uri, found)])
 
     async def list_templates(self, ctx: Ctx, params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
@@ -146,6 +188,8 @@ class Passthrough:
         with calling(ctx):
             found = await self._all_templates()
         items = [listed_template(s, t) for s, ts in found.items() for t in ts]
+        if self._store is not None and self._owner_of is not None:
+            items.append(ARTIFACT_TEMPLATE)
         got, cursor = page(items, params.cursor if params else None)
         return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
 
@@ -167,6 +211,9 @@ class Passthrough:
                             ) -> types.ReadResourceResult | types.InputRequiredResult:
         self.seen(ctx)
         asked = str(params.uri)
+        ref = artifact_ref(asked)
+        if ref is not None:  # byref's own: read from the store, in the caller's scope
+            return await self._read_artifact(ctx, asked, ref)
 
         async def run() -> types.ReadResourceResult:
             server, uri = await self._owner(asked)

@@ -7,12 +7,18 @@ stays a template (its expressions are untouched, so expanding the listed one giv
 form of the URI the server's template expands to). A client may also name a resource by its own
 URI, as it would talking to the server: that resolves when exactly one server lists the URI or
 has a template matching it (else the refusal names the candidates). Contents come back named the
-way the client asked. The law: every URI the gateway hands out maps back to one (server, URI)
-pair, and an update from a server reaches only the client sessions subscribed to that pair.
+way the client asked. byref's own stored artifacts are resources too, as `byref:artifact/<ref>`
+(no `//`, so never a `byref://<server>/` URI; template `byref:artifact/{ref}`), listed and read
+in the caller's scope only. The law: every URI the gateway hands out maps back to one (server,
+URI) pair or to one artifact of the caller's scope, another scope's ref reads exactly as one
+that never existed, and an update from a server reaches only the client sessions subscribed to
+that pair.
 """
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -21,7 +27,18 @@ from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from byref.store import Artifact, ArtifactMeta
+
 PREFIX = "byref://"
+ARTIFACT_PREFIX = "byref:artifact/"
+"""byref's own artifacts: `byref:artifact/<ref>` (an upstream's are `byref://<server>/<uri>`)."""
+ARTIFACT_TEMPLATE = types.ResourceTemplate(
+    uri_template=ARTIFACT_PREFIX + "{ref}", name="byref-artifact", title="byref artifact",
+    description="A result byref stored in this conversation, by its ref (art_…): the bytes as "
+                "stored. Only your own conversation's artifacts can be read.")
+_REF = re.compile(r"art_[0-9A-Za-z]{22}")
+_TEXT_TYPES = ("application/json", "application/x-ndjson", "application/xml",
+               "application/yaml", "application/javascript", "application/csv")
 
 
 def namespaced(server: str, uri: str) -> str:
@@ -140,3 +157,51 @@ def listed_resource(server: str, r: types.Resource) -> types.Resource:
 def listed_template(server: str, t: types.ResourceTemplate) -> types.ResourceTemplate:
     return t.model_copy(update={"uri_template": namespaced(server, t.uri_template)})
 
+
+
+# -- byref's own artifacts ---------------------------------------------------------------------
+def artifact_uri(ref: str) -> str:
+    return ARTIFACT_PREFIX + ref
+
+
+def artifact_ref(uri: str) -> str | None:
+    """The ref an artifact URI names; None when `uri` is not in the artifact form at all."""
+    if not uri.startswith(ARTIFACT_PREFIX):
+        return None
+    return uri[len(ARTIFACT_PREFIX):]
+
+
+def artifact_resource(meta: ArtifactMeta) -> types.Resource:
+    return types.Resource(uri=artifact_uri(meta.ref), name=meta.ref, title=meta.label,
+                          description=f"byref artifact ({meta.kind})",
+                          mime_type=meta.media_type, size=meta.bytes)
+
+
+def artifact_contents(uri: str, artifact: Artifact
+                      ) -> types.TextResourceContents | types.BlobResourceContents:
+    """Text when the media type is textual and the bytes are UTF-8; else base64 bytes."""
+    media = artifact.meta.media_type
+    if _textual(media):
+        try:
+            return types.TextResourceContents(uri=uri, mime_type=media,
+                                              text=artifact.data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass  # labelled text, stored bytes: pass them as they are
+    return types.BlobResourceContents(uri=uri, mime_type=media,
+                                      blob=base64.b64encode(artifact.data).decode("ascii"))
+
+
+def _textual(media: str) -> bool:
+    base = media.split(";", 1)[0].strip().lower()
+    return base.startswith("text/") or base in _TEXT_TYPES or base.endswith(("+json", "+xml"))
+
+
+def artifact_missing(uri: str, ref: str) -> MCPError:
+    """One answer for a malformed ref, an unknown one, an expired one and another scope's."""
+    if not _REF.fullmatch(ref):
+        return MCPError(types.INVALID_PARAMS, (
+            f"Resource {uri!r} names no artifact: after {ARTIFACT_PREFIX!r} comes a ref, 'art_' "
+            "followed by 22 letters or digits."))
+    return MCPError(types.INVALID_PARAMS, (
+        f"Artifact {ref!r} is not available in this conversation: it is missing, expired, or "
+        "was never stored under this scope."))

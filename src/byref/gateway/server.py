@@ -160,7 +160,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
 
     parking = Parking()
     p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
-                    owner=scope_of)
+                    owner=scope_of, store=gateway.store)
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         return GatewayServer(

@@ -1,0 +1,172 @@
+"""byref's stored artifacts as MCP resources, in the caller's scope only: resources/list names the
+caller's own `byref:artifact/<ref>` URIs, the template `byref:artifact/{ref}` is listed, and
+resources/read returns the stored bytes (text or base64); another scope's ref reads exactly as
+one that never existed. Over HTTP with two bearer tokens and over stdio with two conversations
+on one file store, through real `byref gateway` processes and the official client."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from _gateway_rig import World
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from byref.gateway.resources import ARTIFACT_PREFIX, artifact_ref, split
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "a-long-random-token-for-alice-0001"
+BOB = "a-long-random-token-for-bob-00000002"
+NEVER = "art_" + "Z" * 22
+
+
+def _gateway(*args: str) -> list[str]:
+    return [sys.executable, "-m", "byref.cli", "gateway", *args]
+
+
+def _config(world: World, **byref: Any) -> Path:
+    path = world.root / "gateway.json"
+    path.write_text(json.dumps({"mcpServers": {"media": world.fixture("media_server.py")},
+                                "byref": byref}))
+    return path
+
+
+async def _screenshot(client: Client) -> tuple[str, bytes]:
+    """(the stored screenshot's ref, the image bytes the client was shown)."""
+    result = await client.call_tool("call_tool", {"name": "media__screenshot",
+                                                  "arguments": {"size": 3000}})
+    assert not result.is_error
+    text, image = result.content
+    assert isinstance(text, types.TextContent) and isinstance(image, types.ImageContent)
+    return json.loads(text.text)[1]["value"]["$ref"]["key"], base64.b64decode(image.data)
+
+
+async def _long_note(client: Client) -> str:
+    result = await client.call_tool("call_tool", {"name": "media__long_note", "arguments": {}})
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    key: str = json.loads(block.text)["value"]["$ref"]["key"]
+    return key
+
+
+async def _mine(client: Client) -> dict[str, types.Resource]:
+    listed = await client.list_resources()
+    return {str(r.uri): r for r in listed.resources if str(r.uri).startswith(ARTIFACT_PREFIX)}
+
+
+async def _refused(client: Client, uri: str) -> str:
+    with pytest.raises(MCPError) as caught:
+        await client.read_resource(uri)
+    return str(caught.value.error.message)
+
+
+def test_the_artifact_uri_cannot_be_taken_for_an_upstream_one() -> None:
+    uri = ARTIFACT_PREFIX + NEVER
+    assert split(uri, ["artifact", "byref", "media"]) is None  # never `byref://<server>/...`
+    assert artifact_ref(uri) == NEVER
+    assert artifact_ref(f"byref://artifact/{NEVER}") is None  # an upstream named 'artifact'
+
+
+@asynccontextmanager
+async def _http(world: World) -> AsyncIterator[str]:
+    config = _config(world, tokens={ALICE: {"tenant": "t", "principal": "alice"},
+                                    BOB: {"tenant": "t", "principal": "bob"}})
+    with world.log.open("a") as errlog:
+        async with await anyio.open_process(
+                _gateway("--config", str(config), "--transport", "http", "--port", "0"),
+                stderr=subprocess.PIPE, stdout=errlog) as process:
+            try:
+                assert process.stderr is not None
+                seen = b""
+                while b"listening on " not in seen or not seen.endswith(b"\n"):
+                    seen += await process.stderr.receive()
+                yield seen.decode().split("listening on ", 1)[1].split()[0]
+            finally:
+                process.terminate()
+
+
+def _as(url: str, token: str) -> Client:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def test_over_http_each_token_lists_and_reads_only_its_own_artifacts(world: World) -> None:
+    with anyio.fail_after(60):
+        async with _http(world) as url, _as(url, ALICE) as alice, _as(url, BOB) as bob:
+            ref, shown = await _screenshot(alice)
+            note = await _long_note(alice)
+            uri = ARTIFACT_PREFIX + ref
+            mine = await _mine(alice)
+            assert set(mine) == {uri, ARTIFACT_PREFIX + note}
+            assert (mine[uri].name, mine[uri].mime_type, mine[uri].size) == (
+                ref, "image/png", 3000)
+            (blob,) = (await alice.read_resource(uri)).contents
+            assert isinstance(blob, types.BlobResourceContents)
+            assert (str(blob.uri), blob.mime_type) == (uri, "image/png")
+            assert base64.b64decode(blob.blob) == shown
+            (text,) = (await alice.read_resource(ARTIFACT_PREFIX + note)).contents
+            assert isinstance(text, types.TextResourceContents)
+            assert text.text == "line of the long note\n" * 400
+
+            templates = (await alice.list_resource_templates()).resource_templates
+            assert ARTIFACT_PREFIX + "{ref}" in [t.uri_template for t in templates]
+
+            # Bob's scope: Alice's artifacts are not listed, and reading one answers exactly as
+            # a ref that never existed.
+            assert await _mine(bob) == {}
+            stolen = await _refused(bob, uri)
+            assert stolen == (f"Artifact {ref!r} is not available in this conversation: it is "
+                              "missing, expired, or was never stored under this scope.")
+            assert await _refused(bob, ARTIFACT_PREFIX + NEVER) == stolen.replace(ref, NEVER)
+            bob_ref, _ = await _screenshot(bob)
+            assert set(await _mine(bob)) == {ARTIFACT_PREFIX + bob_ref}
+            assert ARTIFACT_PREFIX + bob_ref not in await _mine(alice)
+            assert await _refused(alice, ARTIFACT_PREFIX + "art_short") == (
+                f"Resource {ARTIFACT_PREFIX + 'art_short'!r} names no artifact: after "
+                f"{ARTIFACT_PREFIX!r} comes a ref, 'art_' followed by 22 letters or digits.")
+
+
+@asynccontextmanager
+async def _stdio(world: World, conversation: str) -> AsyncIterator[Client]:
+    config = _config(world, scope="me")
+    command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store",
+                              "--conversation", conversation)
+    with world.log.open("a") as errlog:
+        async with Client(stdio_client(StdioServerParameters(
+                command=command, args=args, env=dict(os.environ)), errlog=errlog)) as client:
+            yield client
+
+
+async def test_over_stdio_a_conversation_reads_its_artifacts_and_no_other(world: World) -> None:
+    with anyio.fail_after(90):
+        async with _stdio(world, "first") as first:
+            ref, shown = await _screenshot(first)
+            uri = ARTIFACT_PREFIX + ref
+            assert set(await _mine(first)) == {uri}
+            (blob,) = (await first.read_resource(uri)).contents
+            assert isinstance(blob, types.BlobResourceContents)
+            assert base64.b64decode(blob.blob) == shown
+        # Another conversation on the same file store: a different scope.
+        async with _stdio(world, "second") as second:
+            assert await _mine(second) == {}
+            assert (await _refused(second, uri)).startswith(f"Artifact {ref!r} is not available")
+        # The first conversation, resumed by a new process, still reads its own.
+        async with _stdio(world, "first") as again:
+            (blob,) = (await again.read_resource(uri)).contents
+            assert isinstance(blob, types.BlobResourceContents)
+            assert base64.b64decode(blob.blob) == shown
