@@ -27,6 +27,28 @@ one place (`byref.cli.main`).
 
 from __future__ import annotations
 
+from typing import Literal
+
+RefusalReason = Literal[
+    # dispatch: the call itself
+    "refused", "unknown-tool", "invalid-input", "invalid-arguments", "internal-error",
+    # dispatch: references in the input and `wants` arguments
+    "bad-ref", "missing-or-expired", "kind-mismatch", "integrity",
+    # a tool body declining, or failing
+    "tool-refused", "tool-error", "upstream-error", "not-permitted",
+    # recording a result
+    "truncated", "over-ceiling", "unserializable-result",
+    # a store's damaged record
+    "damaged-record",
+    # read_result
+    "gone", "not-readable", "parse-error",
+    # run_python
+    "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall",
+    "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
+]
+"""Every code a refusal carries (`Refused.reason`, the `reason` of a `refused` event): a closed
+set, so a typo is a type error and a dashboard can list them all."""
+
 
 class ByrefError(Exception):
     """The root of every error byref raises on purpose."""
@@ -36,7 +58,7 @@ class Refused(ByrefError):
     """Model-facing: the tool did not run, and `text` tells the model what went wrong and what
     would fit. `reason` is a short code recorded on the `refused` event."""
 
-    reason: str = "refused"
+    reason: RefusalReason = "refused"
 
 
 class DeveloperError(ByrefError):
@@ -51,4 +73,6 @@ class OperatorError(ByrefError):
     """The deployment failed byref: a store, a config file, an upstream server, the host."""
 
 
-__all__ = ["ByrefError", "DeveloperError", "InvalidValue", "OperatorError", "Refused"]
+__all__ = [
+    "ByrefError", "DeveloperError", "InvalidValue", "OperatorError", "RefusalReason", "Refused",
+]

@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from byref.errors import RefusalReason
+
 EventName = Literal[
     "minted", "resolved", "placed", "presented", "refused", "expired", "evicted",
     "searched", "activated", "covered", "learned",
@@ -100,7 +102,7 @@ class RefusedEvent(_Typed):
     """Something was refused or absent: `reason` is the short code, `op` the stage (dispatch,
     validate, record, ceiling, net, present, run; empty for a store's absence)."""
 
-    reason: str
+    reason: RefusalReason
     op: str = ""
     tool: str = ""
     call_id: str = ""

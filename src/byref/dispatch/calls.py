@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from byref.errors import Refused
+from byref.errors import RefusalReason, Refused
 from byref.jsonview.codec import MAX_DEPTH, unrecordable
 from byref.refs import quote
 
@@ -34,7 +34,7 @@ class Call:
 class Refusal(Refused):
     """The tool did not run (or its result was refused); `text` is what the model is told."""
 
-    def __init__(self, text: str, reason: str, *, ref: str | None = None,
+    def __init__(self, text: str, reason: RefusalReason, *, ref: str | None = None,
                  detail: str | None = None) -> None:
         super().__init__(text)
         self.text = text

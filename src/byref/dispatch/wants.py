@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from byref.errors import RefusalReason
 from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope, quote
 from byref.resolve import Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
@@ -23,7 +24,7 @@ LIVE_LIMIT = 10
 @dataclass(frozen=True, slots=True)
 class WantsRefusal(Exception):
     text: str
-    reason: str
+    reason: RefusalReason
     ref: str | None
     detail: str
 
@@ -66,8 +67,8 @@ def redeem(
             args[arg] = resolver.value(Blob(key=key))
         except RefRefusal as exc:
             cause = exc.__cause__
-            reason = "integrity" if isinstance(cause, ArtifactIntegrityError) else \
-                "missing-or-expired"
+            reason: RefusalReason = (
+                "integrity" if isinstance(cause, ArtifactIntegrityError) else "missing-or-expired")
             detail = f"{arg!r} = {key!r} could not be read: {exc}"
             raise _refuse(tool, detail, reason, key, kind, store, scope) from exc
         wanted[arg] = meta
@@ -107,7 +108,7 @@ def live_refs(store: ArtifactStore, scope: Scope, kind: str) -> str:
     return f"Live {kind!r} refs in scope: {shown}. Pass one of these."
 
 
-def _refuse(tool: Tool, detail: str, reason: str, ref: str | None, kind: str,
+def _refuse(tool: Tool, detail: str, reason: RefusalReason, ref: str | None, kind: str,
             store: ArtifactStore, scope: Scope) -> WantsRefusal:
     detail = f"{detail} {live_refs(store, scope, kind)}"
     text = (f"Tool {tool.name!r} was not executed: its declared artifact argument did not "

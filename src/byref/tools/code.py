@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from byref.errors import RefusalReason
 from byref.jsonview import encode
 from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope
 from byref.store.port import CanGetStream
@@ -38,6 +39,11 @@ _LIMIT_WORDS = {
     "file-size": "its file-size limit", "processes": "its process-count limit",
     "output-files": "the output file-count limit",
     "output-bytes": "the output size limit",
+}
+_LIMIT_REASONS: dict[str, RefusalReason] = {
+    "cpu": "limit-cpu", "memory": "limit-memory", "wall": "limit-wall",
+    "file-size": "limit-file-size", "processes": "limit-processes",
+    "output-files": "limit-output-files", "output-bytes": "limit-output-bytes",
 }
 
 _SCHEMA: dict[str, Any] = {
@@ -189,21 +195,23 @@ def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
             limits: Limits) -> Any:
     stdout = outcome.stdout[-limits.max_stdout_chars:]
     if outcome.stopped in ("cpu", "memory", "wall", "file-size", "processes"):
-        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=f"limit-{outcome.stopped}")
+        reason = _LIMIT_REASONS[outcome.stopped]
+        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=reason)
         raise ToolRefusal(
             f"Your program was stopped at {_LIMIT_WORDS[outcome.stopped]} and produced no "
             f"result. Make it do less work (sample, aggregate, stream). Last output: "
-            f"{(outcome.stderr or stdout)[-600:]!r}", f"limit-{outcome.stopped}")
+            f"{(outcome.stderr or stdout)[-600:]!r}", reason)
     if outcome.exit_code != 0:
         raise ToolRefusal(
             f"Your program exited with code {outcome.exit_code}. stderr (last 2,000 chars): "
             f"{outcome.stderr[-2_000:]}", "code-error")
     if outcome.stopped in ("output-files", "output-bytes"):
-        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=f"limit-{outcome.stopped}")
+        reason = _LIMIT_REASONS[outcome.stopped]
+        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=reason)
         raise ToolRefusal(
             f"Your program's output went over {_LIMIT_WORDS[outcome.stopped]} "
             f"({limits.max_output_files} files, {limits.max_output_bytes >> 20} MB); nothing "
-            "was kept. Write fewer, smaller files.", f"limit-{outcome.stopped}")
+            "was kept. Write fewer, smaller files.", reason)
     parents = tuple(dict.fromkeys(s.ref for s in staged if s.ref))
     files = [_mint(path, parents, ctx) for path in outcome.outputs or []]
     result: dict[str, Any] = {"exitCode": 0, "stdout": stdout, "files": files}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 import jsonschema
 import msgspec
 
-from byref.errors import InvalidValue, Refused
+from byref.errors import InvalidValue, RefusalReason, Refused
 from byref.refs import RefRefusal, envelope, is_ref
 from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
@@ -35,7 +35,7 @@ class ToolInputError(RefRefusal):
 class ToolRefusal(Refused):
     """Raised by a tool body to decline: the text goes to the model as-is, marked as an error."""
 
-    def __init__(self, text: str, reason: str = "tool-refused") -> None:
+    def __init__(self, text: str, reason: RefusalReason = "tool-refused") -> None:
         super().__init__(text)
         self.text = text
         self.reason = reason
