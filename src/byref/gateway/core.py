@@ -98,6 +98,8 @@ class Toolbox:
     catalog tool; search mode: byref.alwaysLoad)."""
     call_tool: str = "all"
     """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
+    starting: tuple[str, ...] = ()
+    """Servers still starting when this box was built (their tools are not in it yet)."""
 
 
 class Gateway:
@@ -285,7 +287,7 @@ class Gateway:
         return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
                        dict(self._errors), pinned=pinned(
                            catalog, mode=self.config.mode, always_load=self.config.always_load),
-                       call_tool=self.config.call_tool)
+                       call_tool=self.config.call_tool, starting=tuple(starting))
 
     def _learn(self, catalog: Catalog, usage: UsageLog) -> None:
         """Teach the catalog its usage log; a damaged log is reported, never fatal."""
@@ -312,6 +314,8 @@ class Gateway:
             raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
                               "it directly.", "unknown-tool")
         if box is not None and name not in box.catalog:
+            if (refusal := _still_starting(box, name)) is not None:
+                raise ToolRefusal(refusal, "upstream-error")
             for server, why in sorted(box.unavailable.items()):
                 if name.startswith(f"{server_slug(server)}__"):  # a tool of a server that failed
                     raise ToolRefusal(f"{name!r} cannot run now: {why}", "upstream-error")
@@ -378,7 +382,8 @@ class Gateway:
                 for _ in range(RESULT_TRIES):  # more than one only when replicas write too
                     call_seq = state.transcript.append(
                         "assistant", [dispatcher.call_part(call)]).seq
-                    part = await _dispatch(dispatcher, target, call_seq)
+                    part = _starting_part(dispatcher, box, target) or await _dispatch(
+                        dispatcher, target, call_seq)
                     if state.record_result(call_seq, part):
                         break
         else:
@@ -447,6 +452,28 @@ def _local(box: Toolbox, name: str) -> bool:
 def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
     entry = catalog.entry(name)
     return entry.server, entry.original_name
+
+
+def _still_starting(box: Toolbox, name: str) -> str | None:
+    """The refusal for a tool of a server still starting (not yet listed), else None."""
+    for server in box.starting:
+        if name.startswith(f"{server_slug(server)}__"):
+            return (f"{name!r} cannot run yet: server {server!r} is still starting (its tools are "
+                    "announced when it is ready); try again then.")
+    return None
+
+
+def _starting_part(dispatcher: Dispatcher, box: Toolbox, call: Call) -> Part | None:
+    """A direct call of a starting server's tool, refused saying so (not "no tool ...")."""
+    if not box.starting or call.name in box.catalog or any(
+            t.name == call.name for t in box.scaffolding):
+        return None  # the usual case first: no set is built on the hot path
+    refusal = _still_starting(box, call.name)
+    if refusal is None:
+        return None
+    text = dispatcher.error_text(call, refusal)
+    return Part(type="tool_result", value=text, rendered=text, tool=call.name, call_id=call.id,
+                is_error=True)
 
 
 async def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
