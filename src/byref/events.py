@@ -184,7 +184,10 @@ EVENT_TYPES: dict[EventName, type[TypedEvent]] = {
 
 
 class EventSink(Protocol):
-    def emit(self, event: Event) -> None: ...
+    """Where events go: anything with `emit(event)`."""
+
+    def emit(self, event: Event) -> None:
+        """Record one event; must not raise for a well-formed event."""
 
 
 class MemorySink:
@@ -195,6 +198,7 @@ class MemorySink:
         self._lock = threading.Lock()
 
     def emit(self, event: Event) -> None:
+        """Keep the event in `events` (thread-safe)."""
         with self._lock:
             self.events.append(event)
 
@@ -217,13 +221,16 @@ class JsonLinesSink:
         self._encoder = msgspec.json.Encoder()
 
     def emit(self, event: Event) -> None:
+        """Append the event as one JSON line to the file."""
         line = self._encoder.encode(event.to_json()) + b"\n"
         with self._lock, self.path.open("ab") as fh:
             fh.write(line)
 
 
 class NullSink:
+    """A sink that drops every event (the default when nobody listens)."""
     def emit(self, event: Event) -> None:
+        """Drop the event."""
         return None
 
 
@@ -235,4 +242,5 @@ class Emitter:
         self.clock = clock
 
     def __call__(self, name: EventName, **data: Any) -> None:
+        """Emit event `name` with `data`, stamped with this emitter's clock."""
         self.sink.emit(Event(name, self.clock(), data))

@@ -60,6 +60,7 @@ class Message:
     field: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """This address in its wire form (`{"type": "Message", ...}`)."""
         out: dict[str, Any] = {"type": "Message"}
         if self.seq is not None:
             out["seq"] = self.seq
@@ -81,6 +82,7 @@ class Blob:
             raise ValueError("Blob needs exactly one of key= or source=")
 
     def to_json(self) -> dict[str, Any]:
+        """This address in its wire form: by `key`, or by the recipe it derives from."""
         if self.key is not None:
             return {"type": "Blob", "key": self.key}
         assert self.source is not None
@@ -98,13 +100,16 @@ class Clause:
 
     @staticmethod
     def equals(field_name: str, value: Any) -> Clause:
+        """A clause matching items whose `field_name` equals `value`."""
         return Clause(field_name, eq=value, has_eq=True)
 
     @staticmethod
     def containing(field_name: str, text: str) -> Clause:
+        """A clause matching items whose `field_name` contains the substring `text`."""
         return Clause(field_name, contains=text)
 
     def to_json(self) -> dict[str, Any]:
+        """This clause in its wire form (`eq` or `contains`)."""
         if self.has_eq:
             return {"field": self.field, "eq": self.eq}
         return {"field": self.field, "contains": self.contains}
@@ -118,6 +123,7 @@ class JsonPointer:
     path: str
 
     def to_json(self) -> dict[str, Any]:
+        """This recipe in its wire form."""
         return {"type": "JsonPointer", "source": self.source.to_json(), "path": self.path}
 
 
@@ -130,6 +136,7 @@ class JsonQuery:
     filter: tuple[Clause, ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
+        """This recipe in its wire form, its filter clauses included."""
         return {
             "type": "JsonQuery",
             "source": self.source.to_json(),
@@ -200,10 +207,12 @@ def near_envelope(value: object) -> str | None:
 
 
 def is_ref(value: object) -> bool:
+    """Whether `value` is a parsed reference (an address or a recipe)."""
     return isinstance(value, Message | Blob | JsonPointer | JsonQuery)
 
 
 def is_recipe(ref: Ref) -> bool:
+    """Whether `ref` is a recipe (derived from another ref) rather than an address."""
     return isinstance(ref, JsonPointer | JsonQuery)
 
 

@@ -68,12 +68,14 @@ class BytesSource:
         return io.BytesIO(artifact.data)
 
     def chunks(self) -> Iterator[bytes]:
+        """The payload in 64 KiB chunks, read from a fresh reader."""
         reader = self.open()
         while chunk := reader.read(1 << 16):
             yield chunk
 
     @property
     def where(self) -> str:
+        """The artifact this source reads, for messages."""
         return f"artifact {self.meta.ref!r}"
 
 

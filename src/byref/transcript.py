@@ -45,6 +45,8 @@ class TranscriptCorruptError(OperatorError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Part:
+    """One part of a recorded message: text, a tool call or a tool result, as recorded and as
+    rendered."""
     type: PartType
     value: Any
     """Full-fidelity recorded value: text, the call's `{name, id, input}`, or the tool's result."""
@@ -57,6 +59,7 @@ class Part:
     """Server recipes keyed by the dot-path field they stand for (e.g. "value")."""
 
     def to_json(self) -> dict[str, Any]:
+        """The part as one transcript line holds it (unset fields left out)."""
         out: dict[str, Any] = {"type": self.type, "value": self.value}
         for key in ("rendered", "tool", "call_id"):
             if getattr(self, key) is not None:
@@ -69,6 +72,7 @@ class Part:
 
     @staticmethod
     def from_json(raw: dict[str, Any]) -> Part:
+        """A part read back from its recorded form."""
         return Part(
             type=raw["type"], value=raw.get("value"), rendered=raw.get("rendered"),
             tool=raw.get("tool"), call_id=raw.get("call_id"),
@@ -79,11 +83,13 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """A recorded message: its position (`seq`), who spoke, and its parts."""
     seq: int
     role: Role
     parts: tuple[Part, ...]
 
     def to_json(self) -> dict[str, Any]:
+        """The message as one transcript line."""
         return {"seq": self.seq, "role": self.role, "parts": [p.to_json() for p in self.parts]}
 
 
@@ -137,6 +143,8 @@ class Transcript:
 
     # -- writing -------------------------------------------------------------------------------
     def append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
+        """Record a message of `role` with `parts` and return it; raises `ValueError` for no
+        parts or a value that cannot be recorded, leaving the transcript unchanged."""
         if not parts:
             raise ValueError("a message needs at least one part")
         with self._lock:
@@ -183,10 +191,12 @@ class Transcript:
 
     @property
     def last_seq(self) -> int | None:
+        """The seq of the newest message, or None when nothing is recorded."""
         count = len(self._lines)
         return self.origin + count - 1 if count else None
 
     def message(self, seq: int) -> Message:
+        """The message at `seq`; raises `TranscriptLookupError` saying which messages exist."""
         index = seq - self.origin
         count = len(self._lines)
         if 0 <= index < count:
@@ -204,6 +214,7 @@ class Transcript:
         )
 
     def part(self, seq: int, part: int) -> Part:
+        """Part `part` of message `seq`; raises `TranscriptLookupError` naming the parts it has."""
         message = self.message(seq)
         if 0 <= part < len(message.parts):
             return message.parts[part]

@@ -29,10 +29,16 @@ _CLOSED = "This transcript is closed; its messages were released."
 
 
 class Lines(Protocol):
+    """Where a transcript keeps its encoded lines: in memory or in a file."""
     def __len__(self) -> int: ...
-    def append(self, line: bytes) -> None: ...
-    def line(self, index: int) -> bytes: ...
-    def close(self) -> None: ...
+    def append(self, line: bytes) -> None:
+        """Add one encoded line at the end."""
+
+    def line(self, index: int) -> bytes:
+        """The line at `index` (0 is the first kept)."""
+
+    def close(self) -> None:
+        """Release the storage; later reads raise `TranscriptClosedError`."""
 
 
 class MemoryLines:
@@ -45,12 +51,15 @@ class MemoryLines:
         return len(self._lines) if self._lines is not None else 0
 
     def append(self, line: bytes) -> None:
+        """Add one encoded line at the end."""
         self._open().append(line)
 
     def line(self, index: int) -> bytes:
+        """The line at `index`."""
         return self._open()[index]
 
     def close(self) -> None:
+        """Drop the lines."""
         self._lines = None
 
     def _open(self) -> list[bytes]:
@@ -99,6 +108,7 @@ class FileLines:
         return len(self._starts)
 
     def append(self, line: bytes) -> None:
+        """Write one encoded line at the end of the file (all of it, or nothing visible)."""
         with self._lock:
             writer = self._open_writer()
             start = self._size
@@ -118,6 +128,7 @@ class FileLines:
             self._size = start + len(line)
 
     def line(self, index: int) -> bytes:
+        """The line at `index`, read from the file; raises `TranscriptClosedError` once closed."""
         with self._lock:
             if self._closed or self._reader is None:
                 raise TranscriptClosedError(_CLOSED)
@@ -137,6 +148,7 @@ class FileLines:
             fh.truncate(size)
 
     def close(self) -> None:
+        """Close the file handles."""
         with self._lock:
             self._closed = True
             for fh in {id(f): f for f in (self._reader, self._writer) if f is not None}.values():

@@ -75,6 +75,8 @@ def _sig(x: float) -> float:
 
 
 def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Put and get rates for each payload size against the store at `url`, with ratios against
+    `base` (a baseline measured in the same run)."""
     store, scope = open_store(url), Scope("bench", "throughput", mint_ref())
     out: dict[str, Any] = {}
     try:

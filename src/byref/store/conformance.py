@@ -72,11 +72,13 @@ class Harness:
                 raise ValueError(f"Harness {self.name!r} declares {name!r} without a reason.")
 
     def dispose(self, store: ArtifactStore) -> None:
+        """Dispose of a store the battery made (`dispose_store`, else `close`)."""
         (self.dispose_store or (lambda s: s.close()))(store)
 
 
 @dataclass(frozen=True)
 class CaseResult:
+    """One case's outcome, with the law it checks, why it did not pass, and its time."""
     name: CaseName
     law: str
     outcome: Outcome
@@ -84,26 +86,31 @@ class CaseResult:
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """This result as JSON (for `byref store check --json`)."""
         return {"case": self.name, "law": self.law, "outcome": self.outcome,
                 "detail": self.detail, "seconds": round(self.seconds, 3)}
 
 
 @dataclass(frozen=True)
 class Report:
+    """Every case's result for one harness."""
     harness: str
     results: tuple[CaseResult, ...]
 
     @property
     def ok(self) -> bool:
+        """Whether no case failed or went stale."""
         return all(r.outcome not in ("failed", "stale") for r in self.results)
 
     def counts(self) -> dict[str, int]:
+        """How many cases had each outcome."""
         out: dict[str, int] = {}
         for r in self.results:
             out[r.outcome] = out.get(r.outcome, 0) + 1
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """The report as JSON: outcome counts and every case."""
         return {"harness": self.harness, "ok": self.ok, "counts": self.counts(),
                 "cases": [r.to_json() for r in self.results]}
 
@@ -151,6 +158,8 @@ def run_conformance(
     harness: Harness, cases: Sequence[Case] = CASES,
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> Report:
+    """Run `cases` in order against the harness, calling `on_result` after each; returns the
+    report."""
     results = []
     for case in cases:
         result = run_case(case, harness)
@@ -161,6 +170,8 @@ def run_conformance(
 
 
 def format_report(report: Report) -> str:
+    """The report as text: one line a case, the law and reason under each that did not pass, then
+    PASS or FAIL."""
     marks = {"passed": "ok  ", "failed": "FAIL", "not-applicable": "n/a ", "declared": "decl",
              "stale": "STALE"}
     lines = [f"Artifact store conformance: {report.harness}"]

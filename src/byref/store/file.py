@@ -58,6 +58,8 @@ _CHUNK = 1 << 20
 
 
 class FileStore:
+    """The `file://` adapter: one JSON record and one payload file per artifact under `root`,
+    safe across threads and processes."""
     def __init__(
         self,
         root: str | Path = ".byref",
@@ -78,16 +80,22 @@ class FileStore:
 
     @property
     def url(self) -> str:
+        """The URL that reopens this store."""
         return "file://" + str(self.root.absolute())
 
     # -- the five verbs ------------------------------------------------------------------------
     def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
+        """Store `data` under a new ref in `scope`, applying retention; returns its metadata."""
         return self.put_stream(scope, [bytes(data)], len(data), options)
 
     def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        """The metadata of `ref` in `scope`, or None when it is absent, expired or another
+        scope's."""
         return self._live(scope, ref)
 
     def get(self, scope: Scope, ref: str) -> Artifact | None:
+        """The artifact `ref` in `scope` with its bytes verified, or None when absent; raises
+        `ArtifactIntegrityError` for damaged bytes."""
         meta = self._live(scope, ref)
         if meta is None:
             return None
@@ -100,6 +108,7 @@ class FileStore:
         return Artifact(meta, data)
 
     def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove `ref` from `scope`; returns whether it was there."""
         if not is_ref(ref):
             return False
         with self._scope_lock(scope, create=False) as locked:
@@ -114,9 +123,12 @@ class FileStore:
         self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
         limit: int | None = None,
     ) -> ArtifactPage:
+        """One page of `scope`'s live artifacts, newest first, optionally of one `kind`,
+        continuing from `cursor`."""
         return paginate(self._sweep(scope), kind, cursor, limit)
 
     def close(self) -> None:
+        """Nothing to release: files are opened per call."""
         return None
 
     # -- optional streaming members ------------------------------------------------------------

@@ -67,6 +67,7 @@ class Meter:
 
     @property
     def digest(self) -> str | None:
+        """The `sha256:` digest of the bytes fed so far, or None when not asked for."""
         return None if self._hasher is None else "sha256:" + self._hasher.hexdigest()
 
     def _mismatch(self, delivered: str) -> ArtifactSizeMismatchError:
@@ -85,6 +86,7 @@ class Stamp:
         self._lock = threading.Lock()
 
     def __call__(self, now: float) -> float:
+        """A creation time at least `now` and strictly after the last one handed out."""
         with self._lock:
             self._last = max(now, math.nextafter(self._last, math.inf))
             return self._last
@@ -105,6 +107,7 @@ def new_meta(
 
 
 def rechunk(data: bytes, size: int) -> Iterator[bytes]:
+    """`data` as consecutive pieces of at most `size` bytes."""
     view = memoryview(data)
     for start in range(0, len(data), size):
         yield bytes(view[start : start + size])
@@ -220,6 +223,7 @@ def _short(meta: ArtifactMeta, seen: int) -> ArtifactIntegrityError:
 
 
 def encode_cursor(meta: ArtifactMeta) -> str:
+    """The list cursor that continues after `meta`."""
     return cursor_at(meta.created_at, meta.ref)
 
 
@@ -242,11 +246,13 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
 
 
 def check_limit(limit: int | None) -> None:
+    """Raise `ValueError` unless `limit` is None or a positive number of items."""
     if limit is not None and limit <= 0:
         raise ValueError(f"list limit must be a positive number of items, got {limit!r}")
 
 
 def newest_first(metas: Iterable[ArtifactMeta]) -> list[ArtifactMeta]:
+    """`metas` sorted newest first (ties broken by ref), the order `list` pages in."""
     return sorted(metas, key=lambda m: (m.created_at, m.ref), reverse=True)
 
 
@@ -278,6 +284,7 @@ def damaged(emit: Emitter, scope: Scope, ref: str, error: ArtifactIntegrityError
 
 
 def evicted(emit: Emitter, scope: Scope, refs: Iterable[str]) -> tuple[str, ...]:
+    """Emit an `evicted` event for each of `refs`; returns them as a tuple."""
     done = tuple(refs)
     for ref in done:
         emit("evicted", ref=ref, scope=str(scope), reason="retention")

@@ -40,6 +40,7 @@ DEFAULT_RETENTION = Retention(max_bytes_per_scope=256 << 20, max_count_per_scope
 
 
 class MemoryStore:
+    """The `memory://` adapter: artifacts in process memory, bounded per scope."""
     def __init__(
         self,
         *,
@@ -57,20 +58,26 @@ class MemoryStore:
 
     @property
     def url(self) -> str:
+        """The URL that opens a store of this kind (`memory://`; not this instance)."""
         return "memory://"
 
     # -- the five verbs ------------------------------------------------------------------------
     def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
+        """Store `data` under a new ref in `scope`, applying retention; returns its metadata."""
         data = bytes(data)
         refuse_oversize(len(data), self.retention)
         digest = sha256_digest(data) if options.digest else None
         return self._commit(scope, data, options, digest)
 
     def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        """The metadata of `ref` in `scope`, or None when it is absent, expired or another
+        scope's."""
         found = self._live(scope, ref)
         return None if found is None else found[0]
 
     def get(self, scope: Scope, ref: str) -> Artifact | None:
+        """The artifact `ref` in `scope` with its bytes verified, or None when absent; raises
+        `ArtifactIntegrityError` for damaged bytes."""
         found = self._live(scope, ref)
         if found is None:
             return None
@@ -78,6 +85,7 @@ class MemoryStore:
         return Artifact(found[0], found[1])
 
     def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove `ref` from `scope`; returns whether it was there."""
         with self._lock:
             gone = self._items.get(scope, {}).pop(ref, None) is not None
             if gone:
@@ -88,12 +96,15 @@ class MemoryStore:
         self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
         limit: int | None = None,
     ) -> ArtifactPage:
+        """One page of `scope`'s live artifacts, newest first, optionally of one `kind`,
+        continuing from `cursor`."""
         with self._lock:
             self._sweep(scope, self.clock())
             metas = [m for m, _ in self._items.get(scope, {}).values()]
         return paginate(metas, kind, cursor, limit)
 
     def close(self) -> None:
+        """Nothing to release; the artifacts stay until the store is dropped."""
         return None
 
     # -- optional streaming members ------------------------------------------------------------

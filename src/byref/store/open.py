@@ -48,6 +48,7 @@ def open_store(
 
 
 def unknown_url(url: str) -> StoreURLError:
+    """The error for a URL no registered scheme opens, listing the accepted forms."""
     forms = [*SUPPORTED, *(s.form for s in registered_schemes())]
     return StoreURLError(
         f"Unknown store URL {url!r}; use one of: {', '.join(forms)} (for example file://.byref)."

@@ -95,6 +95,7 @@ class ArtifactMeta:
     evicted: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
+        """The record in its stored JSON form (camelCase keys)."""
         return {
             "ref": self.ref, "kind": self.kind, "mediaType": self.media_type,
             "bytes": self.bytes, "createdAt": self.created_at, "expiresAt": self.expires_at,
@@ -104,6 +105,7 @@ class ArtifactMeta:
 
     @staticmethod
     def from_json(raw: dict[str, Any]) -> ArtifactMeta:
+        """The record read back from its stored JSON form."""
         return ArtifactMeta(
             ref=raw["ref"], kind=raw["kind"], media_type=raw["mediaType"], bytes=raw["bytes"],
             created_at=raw["createdAt"], expires_at=raw.get("expiresAt"),
@@ -115,6 +117,7 @@ class ArtifactMeta:
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
+    """A stored artifact read whole: its metadata and its bytes."""
     meta: ArtifactMeta
     data: bytes
 
@@ -139,6 +142,8 @@ class ArtifactPage(builtins.list[ArtifactMeta]):
 
 @dataclass(frozen=True, slots=True)
 class PutOptions:
+    """What a put records beside the bytes: kind, media type, label, lineage, expiry and whether
+    to digest."""
     kind: str
     media_type: str = "application/octet-stream"
     label: str | None = None
@@ -197,19 +202,34 @@ class ArtifactNotFoundError(ArtifactError):
 class ArtifactStore(Protocol):
     """Five verbs, scope first. Five is the ceiling: no query(), no transform()."""
 
-    def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta: ...
-    def head(self, scope: Scope, ref: str) -> ArtifactMeta | None: ...
-    def get(self, scope: Scope, ref: str) -> Artifact | None: ...
-    def delete(self, scope: Scope, ref: str) -> bool: ...
+    def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
+        """Store `data` under a new ref in `scope`, applying retention; returns its metadata."""
+
+    def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        """The metadata of `ref` in `scope`, or None when it is absent, expired or another
+        scope's."""
+
+    def get(self, scope: Scope, ref: str) -> Artifact | None:
+        """The artifact `ref` in `scope` with its bytes verified, or None when absent; raises
+        `ArtifactIntegrityError` for damaged bytes."""
+
+    def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove `ref` from `scope`; returns whether it was there."""
+
     def list(
         self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
         limit: int | None = None,
-    ) -> ArtifactPage: ...
-    def close(self) -> None: ...
+    ) -> ArtifactPage:
+        """One page of `scope`'s live artifacts, newest first, optionally of one `kind`,
+        continuing from `cursor`."""
+
+    def close(self) -> None:
+        """Release connections and handles; the store is not used afterwards."""
 
 
 @runtime_checkable
 class PutStreamStore(ArtifactStore, Protocol):
+    """A store that can also take a payload as chunks without holding it whole."""
     def put_stream(
         self, scope: Scope, chunks: Iterable[bytes], declared_bytes: int, options: PutOptions
     ) -> ArtifactMeta:
@@ -221,6 +241,7 @@ class PutStreamStore(ArtifactStore, Protocol):
 
 @runtime_checkable
 class GetStreamStore(ArtifactStore, Protocol):
+    """A store that can also hand a payload out as verified chunks."""
     def get_stream(self, scope: Scope, ref: str) -> StreamedArtifact | None:
         """Read a payload as chunks without holding it whole. Size and `meta.digest` are
         verified while streaming; the last chunk is held back until they match, and a mismatch
@@ -257,6 +278,7 @@ def parse_record(raw: bytes | str, where: str) -> ArtifactMeta:
 
 
 def sha256_digest(data: bytes) -> str:
+    """The `sha256:<hex>` digest of `data`, as records carry it."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

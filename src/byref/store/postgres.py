@@ -69,6 +69,8 @@ class _PgTx:
 
 
 class PostgresStore(SqlStore):
+    """The `postgresql://` adapter: records and chunked payloads in two tables, shared by every
+    process that connects."""
     def __init__(
         self,
         conninfo: str,
@@ -114,6 +116,7 @@ class PostgresStore(SqlStore):
 
     @property
     def url(self) -> str:
+        """The URL that reopens this store (with its table)."""
         sep = "&" if "?" in self.conninfo else "?"
         return f"{self.conninfo}{sep}table={self.table}"
 
@@ -141,5 +144,6 @@ class PostgresStore(SqlStore):
             tx.count("DROP TABLE IF EXISTS {c}")
 
     def close(self) -> None:
+        """Close both connections."""
         self._writer.close()
         self._reader.close()

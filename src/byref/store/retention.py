@@ -15,6 +15,8 @@ from byref.store.port import ArtifactMeta, ArtifactTooLargeError
 
 @dataclass(frozen=True, slots=True)
 class Retention:
+    """How long artifacts live and how much a scope may hold; a put that would overflow evicts
+    the oldest first."""
     ttl: float | None = None
     """Default seconds an artifact lives (a put may ask for less or more)."""
     max_bytes_per_scope: int | None = None
@@ -33,11 +35,14 @@ class Retention:
 
 
 def expiry(now: float, requested_ttl: float | None, retention: Retention) -> float | None:
+    """When an artifact put at `now` expires: the put's own ttl, else the retention's; None for
+    never."""
     ttl = requested_ttl if requested_ttl is not None else retention.ttl
     return None if ttl is None else now + ttl
 
 
 def is_expired(meta: ArtifactMeta, now: float) -> bool:
+    """Whether `meta` has expired at `now`."""
     return meta.expires_at is not None and meta.expires_at <= now
 
 

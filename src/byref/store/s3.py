@@ -68,6 +68,8 @@ def _obstore() -> Any:
 
 
 class S3Store:
+    """The `s3://` adapter (via obstore): a JSON record and a payload object per artifact under
+    `prefix`."""
     def __init__(
         self,
         bucket: str,
@@ -117,12 +119,14 @@ class S3Store:
 
     @property
     def url(self) -> str:
+        """The URL that reopens this store, without secrets."""
         safe = {k: v for k, v in self.config.items() if "secret" not in k and "token" not in k}
         query = f"?{urlencode(safe)}" if safe else ""
         return f"s3://{self.bucket}/{self.prefix}{query}"
 
     # -- the five verbs ------------------------------------------------------------------------
     def put(self, scope: Scope, data: bytes, options: PutOptions) -> ArtifactMeta:
+        """Store `data` under a new ref in `scope`, applying retention; returns its metadata."""
         data = bytes(data)
         refuse_oversize(len(data), self.retention)
         ref = mint_ref()
@@ -132,9 +136,13 @@ class S3Store:
         )
 
     def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        """The metadata of `ref` in `scope`, or None when it is absent, expired or another
+        scope's."""
         return self._live(scope, ref)
 
     def get(self, scope: Scope, ref: str) -> Artifact | None:
+        """The artifact `ref` in `scope` with its bytes verified, or None when absent; raises
+        `ArtifactIntegrityError` for damaged bytes."""
         meta = self._live(scope, ref)
         if meta is None:
             return None
@@ -147,6 +155,7 @@ class S3Store:
         return Artifact(meta, data)
 
     def delete(self, scope: Scope, ref: str) -> bool:
+        """Remove `ref` from `scope`; returns whether it was there."""
         if not is_ref(ref) or self._read_meta(scope, ref) is None:
             return False
         self._obs.delete(self._store, [self._json(scope, ref), self._bin(scope, ref)])
@@ -156,9 +165,12 @@ class S3Store:
         self, scope: Scope, kind: str | None = None, *, cursor: str | None = None,
         limit: int | None = None,
     ) -> ArtifactPage:
+        """One page of `scope`'s live artifacts, newest first, optionally of one `kind`,
+        continuing from `cursor`."""
         return paginate(self._sweep(scope), kind, cursor, limit)
 
     def close(self) -> None:
+        """Nothing to release: obstore holds no connection to close."""
         return None
 
     # -- optional streaming members ------------------------------------------------------------

@@ -39,6 +39,8 @@ class _SqliteTx:
 
 
 class SqliteStore(SqlStore):
+    """The `sqlite://` adapter: records and chunked payloads in one SQLite file, safe across
+    processes."""
     def __init__(
         self,
         path: str | Path,
@@ -67,6 +69,7 @@ class SqliteStore(SqlStore):
 
     @property
     def url(self) -> str:
+        """The URL that reopens this store (with its table)."""
         return f"sqlite:///{self.path.absolute()}?table={self.table}"
 
     def _connect(self) -> sqlite3.Connection:
@@ -103,5 +106,6 @@ class SqliteStore(SqlStore):
         return None  # BEGIN IMMEDIATE already holds the database's single write lock
 
     def close(self) -> None:
+        """Close both connections."""
         self._writer.close()
         self._reader.close()
