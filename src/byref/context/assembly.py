@@ -40,6 +40,8 @@ class ContextBudgetError(DeveloperError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class RequestBudget:
+    """The byte budget of one model request, and the fill level past which old results are
+    replaced by refs."""
     max_bytes: int
     """The most bytes one request may carry (system, declarations and every message)."""
     low_water: float = 0.6
@@ -59,6 +61,8 @@ class RequestBudget:
 
 @dataclass(frozen=True)
 class Assembled(Generic[R]):
+    """One request fitted to its budget: the request, its size, which result groups are replaced
+    (and which newly), a note for the model, and the room left."""
     request: R
     bytes: int
     budget: int
@@ -77,17 +81,22 @@ class Room:
         self._left: int | None = None
 
     def available(self) -> int | None:
+        """Bytes still free in this request, or None when unbounded."""
         return self._left
 
     def consume(self, n: int) -> None:
+        """Count `n` bytes against the room (never below zero)."""
         if self._left is not None:
             self._left = max(0, self._left - n)
 
     def reset(self, n: int | None) -> None:
+        """Start again with `n` bytes free (None: unbounded)."""
         self._left = None if n is None else max(0, n)
 
 
 class ContextAssembler:
+    """Fits a conversation into a `RequestBudget`, replacing the oldest tool results by refs; a
+    replacement stays replaced so the request prefix stays stable."""
     def __init__(
         self, budget: RequestBudget | int, *, store: ArtifactStore | None = None,
         scope: Scope | None = None, emit: Emitter | None = None,
@@ -102,6 +111,7 @@ class ContextAssembler:
 
     @property
     def replaced(self) -> frozenset[Address]:
+        """Every result address replaced by a ref so far."""
         return frozenset(self._replaced)
 
     def assemble(

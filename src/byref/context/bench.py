@@ -45,6 +45,7 @@ def fetch_doc(n: int, kb: int = 18) -> dict[str, Any]:
 
 
 def bench_tools() -> list[Tool]:
+    """The tools the context benchmark's scripted run calls."""
     return [fetch_doc]
 
 
@@ -58,6 +59,7 @@ def prepare(store: ArtifactStore, scope: Scope) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PlannedCall:
+    """One tool call the benchmark's script makes: tool name and input."""
     tool: str
     input: dict[str, Any]
 
@@ -96,6 +98,7 @@ def wire(request: Any, *, strip_note: bool = False) -> list[bytes]:
 
 
 def common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix of `a` and `b`, in bytes."""
     n = min(len(a), len(b))
     lo, hi = 0, n
     while lo < hi:  # bisect on equality of prefixes: fast on long identical runs

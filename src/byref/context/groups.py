@@ -27,6 +27,8 @@ Address = tuple[int, int]
 
 @dataclass(frozen=True, slots=True)
 class Group:
+    """One assistant turn's calls with their results: where they sit in the transcript and the
+    addresses of the results."""
     index: int
     call_seq: int
     result_seq: int | None

@@ -19,6 +19,7 @@ REFUSAL_MAX = 1_800
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """One tool call as the model made it: id, tool name, input."""
     id: str
     name: str
     input: Any

@@ -64,6 +64,9 @@ class _Ready:
 
 
 class Dispatcher:
+    """Runs model tool calls end to end: finds the tool, resolves refs, validates, runs, and
+    settles the result; anything a model writes or a tool does comes back as a result or a
+    refusal, never an exception."""
     def __init__(
         self,
         tools: Sequence[Tool],

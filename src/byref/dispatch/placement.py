@@ -40,6 +40,8 @@ def settle(
     is_error: bool, policy: Policy, store: ArtifactStore | None, scope: Scope,
     explicit_read: bool = False,
 ) -> Placed:
+    """Decide how a tool's result text reaches the model (inline, previewed, or stored and shown
+    as a ref) under `policy` and `ceiling`; returns what is shown and what is recorded."""
     if is_error:
         return _net(text, shown, policy, note=None)
     if ceiling is not None and len(text) > ceiling:

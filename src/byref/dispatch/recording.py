@@ -28,6 +28,8 @@ from byref.transcript import Part
 
 @dataclass(frozen=True)
 class Recorder:
+    """Turns a tool's return value into the transcript part recorded for it, storing payloads and
+    oversized results in the store."""
     policy: Policy
     store: ArtifactStore | None
     scope: Scope

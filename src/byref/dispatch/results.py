@@ -23,6 +23,8 @@ from byref.tools.payload import Payload
 
 @dataclass
 class Shaped:
+    """A tool result walked for recording: the value kept, the value shown, and the refs derived
+    from its payloads."""
     recorded: Any
     shown: Any
     derived: dict[str, Ref] = field(default_factory=dict)
@@ -33,6 +35,8 @@ def shape_result(
     value: Any, *, tool: str, seq: int, part: int, policy: Policy, store: ArtifactStore | None,
     scope: Scope,
 ) -> Shaped:
+    """Walk a tool's return value, storing any `Payload` in the store and replacing it by its
+    ref; returns what to record and what to show."""
     out = Shaped(recorded=None, shown=None)
     out.recorded, out.shown = _walk(value, (), out, tool=tool, seq=seq, part=part,
                                     policy=policy, store=store, scope=scope)
@@ -96,4 +100,5 @@ def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: 
 
 
 def render(shown: Any) -> str:
+    """The text a shown value is sent as: itself if a string, else compact JSON."""
     return shown if isinstance(shown, str) else dumps(shown)

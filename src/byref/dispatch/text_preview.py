@@ -39,6 +39,8 @@ class Text(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TextPreview:
+    """A bounded preview of a long text result: the text shown and how many of its lines were
+    lifted for holding an error word."""
     text: str
     errors: int
     """Lines shown first because they contain an error word."""

@@ -23,6 +23,8 @@ LIVE_LIMIT = 10
 
 @dataclass(frozen=True, slots=True)
 class WantsRefusal(Exception):
+    """A `wants` argument could not be resolved: the model-facing text, its reason code, the ref
+    and the detail for the trace."""
     text: str
     reason: RefusalReason
     ref: str | None
@@ -98,6 +100,8 @@ def _key(value: Any, resolver: Resolver, call_seq: int, cap: int) -> str | None:
 
 
 def live_refs(store: ArtifactStore, scope: Scope, kind: str) -> str:
+    """A hint naming the live refs of `kind` in scope (at most `LIVE_LIMIT`), or saying there are
+    none or they cannot be listed."""
     try:
         metas = list(store.list(scope, kind, limit=LIVE_LIMIT))
     except ArtifactError:  # the listing is a hint; a store that cannot list loses only that

@@ -19,6 +19,8 @@ class JsonEncodeError(DeveloperError, TypeError):
 
 
 def encode(value: Any) -> bytes:
+    """`value` as compact JSON bytes; raises `JsonEncodeError` for text that is not valid
+    Unicode."""
     try:
         return _encoder.encode(value)
     except UnicodeEncodeError as exc:
@@ -121,8 +123,10 @@ def _utf8_ok(text: str) -> bool:
 
 
 def dumps(value: Any) -> str:
+    """`value` as compact JSON text (see `encode`)."""
     return encode(value).decode()
 
 
 def decode(data: bytes | str) -> Any:
+    """The JSON value in `data`."""
     return _decoder.decode(data)

@@ -43,6 +43,7 @@ class ChunkReader:
         self._buffer = b""
 
     def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes (all that is left when negative), pulling chunks as needed."""
         if size < 0:
             rest = self._buffer + b"".join(self._chunks)
             self._buffer = b""
@@ -58,6 +59,8 @@ class ChunkReader:
 
 # -- in memory ---------------------------------------------------------------------------------
 def resolve_pointer(document: Any, path: str, *, where: str = "the source") -> Any:
+    """The value at JSON Pointer `path` in `document`; raises `StaleSelectionError` when it does
+    not exist."""
     try:
         return jsonpointer.resolve_pointer(document, path)
     except (jsonpointer.JsonPointerException, TypeError, KeyError, IndexError) as exc:
@@ -69,6 +72,8 @@ def resolve_pointer(document: Any, path: str, *, where: str = "the source") -> A
 def query_value(
     document: Any, path: str, clauses: tuple[Clause, ...], *, where: str = "the source"
 ) -> list[Any]:
+    """The items of the array at `path` matching every clause; raises `StaleSelectionError` when
+    `path` is missing or not an array."""
     array = resolve_pointer(document, path, where=where)
     if not isinstance(array, list):
         raise StaleSelectionError(

@@ -27,6 +27,8 @@ CATALOG_HEAD: Final = (
 
 @dataclass(frozen=True, slots=True)
 class CatalogEntry:
+    """One stored result as the catalog lists it: ref, kind, size, when acquired, and its fields
+    and row count when known."""
     ref: str
     kind: str
     bytes: int
@@ -38,6 +40,7 @@ class CatalogEntry:
 
     @staticmethod
     def of(meta: ArtifactMeta) -> CatalogEntry:
+        """The entry for a stored artifact, using its result version when it has one."""
         v = ResultVersion.from_meta(meta)
         if v is None:
             return CatalogEntry(meta.ref, meta.kind, meta.bytes, meta.created_at, meta.label)
@@ -45,6 +48,7 @@ class CatalogEntry:
                             v.fields, v.row_count, v.number)
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as the model sees it (unknown fields left out)."""
         out: dict[str, Any] = {"resultRef": self.ref, "kind": self.kind, "bytes": self.bytes,
                                "acquiredAt": round(self.acquired_at, 3)}
         if self.label:
@@ -69,6 +73,7 @@ class ResultCatalog:
         """Kind prefixes to list (None: every artifact in scope)."""
 
     def entries(self, limit: int = 200) -> list[CatalogEntry]:
+        """Up to `limit` entries, newest first, of the catalog's kinds."""
         out: list[CatalogEntry] = []
         cursor: str | None = None
         while len(out) < limit:

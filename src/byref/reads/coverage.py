@@ -56,11 +56,14 @@ class Gap:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
+        """The gap as JSON: where it starts and ends, and why."""
         return {"start": self.start, "end": self.end, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
+    """What a read covered of a result: rows requested, loaded and in all, the range, gaps, and
+    whether the input was read completely."""
     requested: int
     loaded: int
     total: int
@@ -80,6 +83,7 @@ class Coverage:
 
     @property
     def reason(self) -> str | None:
+        """The first reason the read is incomplete, or None when it is complete."""
         return self.reasons[0] if self.reasons else None
 
     @property
@@ -88,6 +92,7 @@ class Coverage:
         return self.input_complete and self.start == 0 and not self.has_more
 
     def to_json(self) -> dict[str, Any]:
+        """The coverage as the model sees it (camelCase keys)."""
         out: dict[str, Any] = {
             "requested": self.requested, "loaded": self.loaded, "total": self.total,
             "range": [self.start, self.stop], "hasMore": self.has_more,
@@ -108,6 +113,7 @@ class Coverage:
 
 @dataclass
 class Selection:
+    """The records a read selected, its coverage, and how often each requested field was missing."""
     records: list[Any]
     coverage: Coverage
     missing_fields: dict[str, int] = field(default_factory=dict)

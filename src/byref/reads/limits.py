@@ -24,6 +24,8 @@ STORAGE_BYTES: Final = 64 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
+    """The bounds of reading results: the largest kept version, how much is inserted inline, and
+    page sizes."""
     storage_bytes: int = STORAGE_BYTES
     """Capacity of one kept result version; a larger result is refused, never cut."""
     auto_insert_bytes: int = AUTO_INSERT_BYTES
@@ -49,9 +51,11 @@ class ReadRoom(Protocol):
     `consume` lets two reads in one turn share the room instead of each claiming all of it.
     """
 
-    def available(self) -> int | None: ...
+    def available(self) -> int | None:
+        """Bytes the current request can still take, or None when unbounded."""
 
-    def consume(self, n: int) -> None: ...
+    def consume(self, n: int) -> None:
+        """Count `n` bytes against the room."""
 
 
 @dataclass(frozen=True, slots=True)

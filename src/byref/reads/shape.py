@@ -22,6 +22,7 @@ _FIELD_SAMPLE: Final = 200
 
 @dataclass(frozen=True, slots=True)
 class Shape:
+    """Where the records of a JSON value are, how many there are, and their field names."""
     path: str
     """JSON Pointer of the records ('' when the value itself is the array)."""
     rows: int | None
@@ -45,6 +46,8 @@ def records_of(value: Any) -> tuple[str, list[Any] | None]:
 
 
 def describe(value: Any) -> Shape:
+    """The shape of `value`: its records' pointer and count, and field names sampled from the
+    first rows."""
     path, rows = records_of(value)
     if rows is None:
         return Shape(path, None, ())
@@ -56,6 +59,7 @@ def describe(value: Any) -> Shape:
 
 
 def is_json_lines(media_type: str) -> bool:
+    """Whether `media_type` (parameters ignored) is a JSON Lines type."""
     base = media_type.split(";")[0].strip().lower()
     return base in JSON_LINES
 

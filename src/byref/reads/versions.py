@@ -37,6 +37,8 @@ class ResultVersionError(ArtifactError):
 
 @dataclass(frozen=True, slots=True)
 class ResultVersion:
+    """One kept version of a tool's result: the call that made it, its series and number, and
+    what it holds."""
     ref: str
     tool: str
     arguments: dict[str, Any]
@@ -59,6 +61,8 @@ class ResultVersion:
 
     @staticmethod
     def from_meta(meta: ArtifactMeta) -> ResultVersion | None:
+        """The version recorded in an artifact's metadata, or None for an artifact that is not a
+        result version."""
         raw = meta.metadata.get(META_KEY)
         if not isinstance(raw, dict):
             return None
@@ -165,6 +169,7 @@ class ResultVersions:
         return Refreshed(kept)
 
     def head(self, ref: str) -> ResultVersion | None:
+        """The version stored as `ref`, or None when absent or not a version."""
         meta = self.store.head(self.scope, ref)
         return ResultVersion.from_meta(meta) if meta is not None else None
 
@@ -181,6 +186,7 @@ class ResultVersions:
 
     def latest(self, tool: str, arguments: dict[str, Any], *,
                tool_version: str = "") -> ResultVersion | None:
+        """The newest version of the series for `tool` called with `arguments`, or None."""
         series = series_key(tool, arguments, self.scope, tool_version)
         best: ResultVersion | None = None
         for version in self.all(tool):

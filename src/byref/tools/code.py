@@ -74,6 +74,8 @@ class PackageInventory:
         self.listeners: list[Callable[[list[str]], None]] = []
 
     def current(self) -> list[str]:
+        """The installed distribution names, re-read when older than `interval`; listeners hear a
+        change."""
         if self.clock() - self._at >= self.interval:
             self._at = self.clock()
             names = self._read()
@@ -90,6 +92,8 @@ def _installed() -> list[str]:
 
 
 def describe(packages: list[str], limits: Limits) -> str:
+    """The run_python tool's description: how inputs and outputs work, the limits, and the
+    importable packages."""
     shown = ", ".join(packages[:120]) + (" …" if len(packages) > 120 else "")
     return (
         "Run a Python program. Data you pass in `inputs` (name → ref) is staged as files: read "
@@ -107,6 +111,8 @@ def make_run_python_tool(
     *, runner: CodeRunner | None = None, limits: Limits | None = None,
     inventory: PackageInventory | None = None,
 ) -> Tool:
+    """The `run_python` tool: runs model-written code in a sandbox with staged ref inputs,
+    returning stdout and output files as refs."""
     runner = runner or SubprocessRunner()
     limits = limits or Limits()
     inventory = inventory or PackageInventory()

@@ -29,17 +29,21 @@ class ScopedArtifacts:
     def put(self, data: bytes, *, kind: str, media_type: str = "application/octet-stream",
             label: str | None = None, ttl: float | None = None, digest: bool = False,
             parent_refs: tuple[str, ...] = ()) -> ArtifactMeta:
+        """Store `data` in the tool's scope; returns its metadata."""
         return self._store.put(self._scope, data, PutOptions(
             kind=kind, media_type=media_type, label=label, ttl=ttl, digest=digest,
             parent_refs=parent_refs))
 
     def head(self, ref: str) -> ArtifactMeta | None:
+        """The metadata of `ref` in the tool's scope, or None."""
         return self._store.head(self._scope, ref)
 
     def get(self, ref: str) -> Artifact | None:
+        """The artifact `ref` in the tool's scope, or None."""
         return self._store.get(self._scope, ref)
 
     def list(self, kind: str | None = None, limit: int = 50) -> list[ArtifactMeta]:
+        """Up to `limit` live artifacts in the tool's scope, newest first."""
         return list(self._store.list(self._scope, kind, limit=limit))
 
 
@@ -59,10 +63,12 @@ class ToolContext:
 
     @property
     def has_artifacts(self) -> bool:
+        """Whether a store is attached (so `artifacts` can be used)."""
         return self.store is not None
 
     @property
     def artifacts(self) -> ScopedArtifacts:
+        """The store, bound to the tool's scope; raises `RuntimeError` when no store is attached."""
         if self.store is None:
             raise RuntimeError(
                 f"Tool {self.tool_name!r} used ctx.artifacts but no artifact store is attached; "

@@ -15,6 +15,7 @@ _CHUNK = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class Payload:
+    """Bytes a tool returns to be stored rather than shown: the model gets a ref to them."""
     open_chunks: Callable[[], Iterator[bytes]]
     size: int
     media_type: str = "application/octet-stream"
@@ -24,11 +25,13 @@ class Payload:
     @staticmethod
     def from_bytes(data: bytes, media_type: str = "application/octet-stream", *,
                    kind: str | None = None, label: str | None = None) -> Payload:
+        """A payload of `data` held in memory."""
         return Payload(lambda: iter([data]), len(data), media_type, kind, label)
 
     @staticmethod
     def from_path(path: str | Path, media_type: str = "application/octet-stream", *,
                   kind: str | None = None, label: str | None = None) -> Payload:
+        """A payload read from the file at `path` when stored."""
         p = Path(path)
         return Payload(lambda: _read(p), p.stat().st_size, media_type, kind, label)
 
@@ -36,6 +39,7 @@ class Payload:
     def from_chunks(chunks: Callable[[], Iterable[bytes]], size: int,
                     media_type: str = "application/octet-stream", *, kind: str | None = None,
                     label: str | None = None) -> Payload:
+        """A payload of `size` bytes streamed from `chunks()` when stored."""
         return Payload(lambda: iter(chunks()), size, media_type, kind, label)
 
 

@@ -75,6 +75,8 @@ def _key(value: Any, ctx: ToolContext) -> str | None:
 
 
 def make_present_tool() -> Tool:
+    """The present tool: shows an artifact to the user by ref, without its bytes entering the
+    model's context."""
     return Tool(
         name=PRESENT_TOOL_NAME,
         description=DESCRIPTION,

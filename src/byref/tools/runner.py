@@ -90,6 +90,8 @@ _FORK_FAILED = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """The resource limits of one run_python run: CPU, memory, wall time, files, processes,
+    output."""
     cpu_seconds: int = 20
     memory_bytes: int = 1 << 30
     wall_seconds: float = 60.0
@@ -103,6 +105,7 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class StagedInput:
+    """One input staged for the code: its name, file, media type and size."""
     name: str
     path: Path
     media_type: str
@@ -113,6 +116,7 @@ class StagedInput:
 
 @dataclass
 class RunOutcome:
+    """How a run ended: exit code, output, which limit stopped it, and the files it wrote."""
     exit_code: int
     stdout: str
     stderr: str
@@ -129,7 +133,9 @@ class RunOutcome:
 
 
 class CodeRunner(Protocol):
-    def run(self, code: str, stage: StagingArea, limits: Limits) -> RunOutcome: ...
+    """Runs code in a staging area under limits."""
+    def run(self, code: str, stage: StagingArea, limits: Limits) -> RunOutcome:
+        """Run `code` in `stage` under `limits`; returns how it ended."""
 
 
 class StagingArea:
@@ -150,6 +156,7 @@ class StagingArea:
         self.manifest = self.root / "inputs.json"
 
     def close(self) -> None:
+        """Remove the directory and everything in it."""
         self._tmp.cleanup()
 
     def __enter__(self) -> StagingArea:
@@ -183,6 +190,8 @@ class SubprocessRunner:
             self.sandbox.backend(self.python)
 
     def run(self, code: str, stage: StagingArea, limits: Limits) -> RunOutcome:
+        """Run `code` in a sandboxed child process; raises `IsolationUnavailable` when it cannot
+        isolate (warning once)."""
         try:
             self.check()
         except IsolationUnavailable as exc:

@@ -54,6 +54,7 @@ class IsolationUnavailable(OperatorError, RuntimeError):
 
 
 def developer_message(reason: str) -> str:
+    """What a developer is told when code cannot be isolated, and how to fix it."""
     return (f"run_python cannot isolate code on this host: {reason}. Install bubblewrap "
             "('bwrap') or util-linux 'unshare' with user namespaces enabled, or, for trusted "
             "local use only, pass SubprocessRunner(isolation='none').")
@@ -61,6 +62,7 @@ def developer_message(reason: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Mount:
+    """One mount inside the sandbox: its kind, where it appears, and its source."""
     kind: Literal["ro", "rw", "link", "proc", "dev"]
     """'ro' or 'rw' (a bind of `source`), 'link' (a symlink to `source`), 'proc' or 'dev'."""
     dest: str
@@ -128,6 +130,7 @@ class Sandbox:
         return found
 
     def unavailable(self, python: str = sys.executable) -> str | None:
+        """Why isolation cannot work here, or None when it can."""
         try:
             self.backend(python)
         except IsolationUnavailable as exc:

@@ -23,6 +23,7 @@ from byref.refs import MODEL_REF_SCHEMA, Ref
 
 
 def is_ref_annotation(annotation: Any) -> bool:
+    """Whether a parameter annotation is `Ref`."""
     return annotation is Ref or annotation == Ref
 
 
@@ -74,6 +75,8 @@ class SchemaCache:
     def rewrite(
         self, original: dict[str, Any], keep: frozenset[str] = frozenset()
     ) -> dict[str, Any]:
+        """`original` rewritten to accept `$ref` arguments (properties in `keep` left as they
+        are), cached."""
         key = (id(original), keep)
         with self._lock:
             hit = self._cache.get(key)

@@ -49,6 +49,8 @@ def artifact_ref_schema(kind: str) -> dict[str, Any]:
 
 @dataclass(eq=False)
 class Tool:
+    """A tool the model can call: name, description, function, input schema, and how dispatch
+    treats its arguments and results."""
     name: str
     description: str
     fn: Callable[..., Any]
@@ -102,6 +104,7 @@ class Tool:
 
     @property
     def required(self) -> tuple[str, ...]:
+        """The schema's required argument names."""
         return tuple(self.input_schema.get("required", ()))
 
     def declaration(self) -> dict[str, Any]:
