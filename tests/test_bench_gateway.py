@@ -37,7 +37,8 @@ def report() -> dict[str, Any]:
 
 
 def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
-    assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results"}
+    assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results",
+                           "direct_mode"}
     assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
     for path in ("activated", "call_tool"):
         _row(report["stdio"][path], ROW_P95)
@@ -53,6 +54,16 @@ def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str,
                         for what in ("start_mib", "end_mib", "kib_per_call")}
     if sys.platform == "linux":  # read from /proc: each side's own process was found
         assert all(isinstance(v, float | int) for v in rss.values()), rss
+
+
+def test_direct_mode_is_timed_beside_search_mode(report: dict[str, Any]) -> None:
+    direct = report["direct_mode"]
+    assert direct["calls"] == report["plan"]["calls"]
+    assert direct["declared"] > 2  # the upstream's tools beside the scaffolding, unactivated
+    _row(direct["direct_mode"], ROW_P95)
+    _row(direct["search_mode"], ROW_P95)
+    ratio = direct["direct_mode"]["gateway_p50_ms"] / direct["search_mode"]["gateway_p50_ms"]
+    assert abs(direct["direct_mode_vs_search_mode_p50"] - ratio) < 0.02  # of unrounded medians
 
 
 def test_large_results_are_placed_and_scale_is_shown(report: dict[str, Any]) -> None:
@@ -71,7 +82,8 @@ def test_the_text_report_names_every_section(report: dict[str, Any]) -> None:
     text = "\n".join(format_report(report))
     for needle in ("stdio,", "activated tool by name", "through call_tool", "HTTP,", "tools/list",
                    "search_tools vs a call", "one session of", "RSS per call",
-                   "large results", "log ×4"):
+                   "large results", "log ×4", 'byref.mode "direct"', "direct mode, by name",
+                   "search mode, activated"):
         assert needle in text, needle
     assert "first turn" not in text  # --no-surface
 
@@ -91,6 +103,11 @@ def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     turn = anyio.run(first_turn, servers, config)
+    direct = tmp_path / "gateway-direct.json"
+    direct.write_text(json.dumps({"mcpServers": servers, "byref": {"mode": "direct"}}))
+    direct_turn = anyio.run(first_turn, servers, direct)
+    # Direct mode declares every upstream tool as well as the scaffolding.
+    assert direct_turn["gateway_tools"] >= turn["direct_tools"] + 2
     assert set(turn) == {"servers", "direct_tools", "direct_chars", "direct_tokens",
                          "gateway_tools", "gateway_chars", "gateway_tokens", "ratio_tokens"}
     assert turn["direct_tools"] == sum(turn["servers"].values()) > 0

@@ -112,13 +112,21 @@ def format_report(report: dict[str, Any]) -> list[str]:
     x4 = r["log_x4_vs_log"]
     out.append(f"  log ×4 the size costs ×{x4['gateway']} through the gateway, ×{x4['direct']} "
                "direct")
-    turn = report.get("first_turn")
-    if turn:
-        out.append(f"first turn: {turn['direct_tools']} tools declared directly = "
-                   f"{turn['direct_tokens']:,} tokens ({turn['direct_chars']:,} chars); through "
-                   f"the gateway {turn['gateway_tools']} tools + instructions = "
-                   f"{turn['gateway_tokens']:,} tokens ({turn['gateway_chars']:,} chars); ratio "
-                   f"{turn['ratio_tokens']}")
+    d = report.get("direct_mode")
+    if d:
+        out += [f"byref.mode \"direct\" (stdio, {d['calls']} calls, {d['declared']} tools "
+                "declared, no activation):",
+                f"  direct mode, by name     {_pair(d['direct_mode'])}",
+                f"  search mode, activated   {_pair(d['search_mode'])}",
+                f"  direct mode ÷ search mode p50 ×{d['direct_mode_vs_search_mode_p50']}"]
+    for key, mode in (("first_turn", "search"), ("first_turn_direct", "direct")):
+        turn = report.get(key)
+        if turn:
+            out.append(f"first turn ({mode} mode): {turn['direct_tools']} tools declared "
+                       f"directly = {turn['direct_tokens']:,} tokens ({turn['direct_chars']:,} "
+                       f"chars); through the gateway {turn['gateway_tools']} tools + "
+                       f"instructions = {turn['gateway_tokens']:,} tokens "
+                       f"({turn['gateway_chars']:,} chars); ratio {turn['ratio_tokens']}")
     for name, why in report.get("missing", {}).items():
         out.append(f"missing {name}: {why}")
     return out

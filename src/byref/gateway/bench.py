@@ -178,6 +178,12 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
             report["missing"] = missing
             if servers:
                 report["first_turn"] = await first_turn(servers, surface_config)
+                # The same servers in direct mode: every tool declared (clients that defer
+                # tools natively), so the gateway's surface is the servers' plus scaffolding.
+                direct_config = root / "gateway-direct.json"
+                direct_config.write_text(json.dumps({"mcpServers": servers,
+                                                     "byref": {"mode": "direct"}}))
+                report["first_turn_direct"] = await first_turn(servers, direct_config)
         return report
 
 

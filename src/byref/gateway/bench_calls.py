@@ -1,15 +1,18 @@
 """The per-call figures of `byref bench gateway`: the bench upstream called directly and through
 `byref gateway`, every figure a ratio to the direct call in the same run.
 
-Owns four sections, each with its own fresh processes (all started together, then timed one
+Owns five sections, each with its own fresh processes (all started together, then timed one
 section at a time while the others idle, so no figure is taken while processes start): `stdio`
 (an activated tool called by name, and the same tool through `call_tool`), `http` (a call,
 `tools/list` and `search_tools` over streamable HTTP; the gateway's upstream stays on stdio, as
 a client's servers usually are), `session` (one long session: p50 of its first and last calls,
-and RSS growth per call of the gateway process beside the directly-served upstream's), and
+and RSS growth per call of the gateway process beside the directly-served upstream's),
 `results` (a large plain text, a large log with an error every other line, and one four times
-its size to show how the cost scales). The law: sides are timed interleaved, never one after
-the other, and a figure is compared only with the direct call that does the same thing.
+its size to show how the cost scales), and `direct_mode` (a gateway in `byref.mode: "direct"`,
+whose tools are declared without activation, called by name beside the search-mode gateway's
+activated tool and the direct call, all three interleaved). The law: sides are timed
+interleaved, never one after the other, and a figure is compared only with the direct call
+that does the same thing.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from byref.gateway.bench_rig import (
     stdio_client,
     upstream_command,
     upstream_stdio,
+    write_config,
 )
 from byref.gateway.convert import qualified_name
 
@@ -63,7 +67,7 @@ class Plan:
 
     def steps(self) -> int:
         """Interleaved rounds in all sections (for a progress bar)."""
-        return (4 * (self.warmup + self.calls) + self.warmup + self.session
+        return (5 * (self.warmup + self.calls) + self.warmup + self.session
                 + 3 * (1 + self.rounds))
 
 
@@ -92,7 +96,7 @@ def _listing(client: Client) -> Callable[[], Awaitable[Any]]:
 async def call_figures(plan: Plan, config: Path, tick: Tick) -> dict[str, Any]:
     """All four sections: started together, timed one at a time, closed together."""
     runs = {"stdio": stdio_figures, "http": http_figures, "session": session_figures,
-            "results": results_figures}
+            "results": results_figures, "direct_mode": direct_mode_figures}
     stage, out = Stage(len(runs)), {}
 
     async def one(name: str) -> None:
@@ -118,6 +122,30 @@ async def stdio_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> d
             "call_tool": row(t["direct"], t["call_tool"]),
             "call_tool_vs_activated_p50": round(
                 statistics.median(t["call_tool"]) / statistics.median(t["activated"]), 2)}
+
+
+async def direct_mode_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
+                              ) -> dict[str, Any]:
+    """A direct-mode gateway's declared tool by name, beside the search-mode gateway's activated
+    tool and the direct call (interleaved, one run)."""
+    direct_config = write_config(config.with_name(f"{config.stem}-direct.json"), mode="direct")
+    async with stdio_client(upstream_stdio()) as direct, \
+            stdio_client(gateway_stdio(direct_config)) as direct_mode, \
+            stdio_client(gateway_stdio(config)) as search_mode:
+        declared = {t.name for t in (await direct_mode.list_tools()).tools}
+        if ECHO not in declared:
+            raise RuntimeError(f"the direct-mode gateway does not declare {ECHO!r}: {declared!r}")
+        await _call(search_mode, "activate_tool", {"names": [ECHO]})()
+        sides = {"direct": _call(direct, "echo", ECHO_ARGS),
+                 "direct_mode": _call(direct_mode, ECHO, ECHO_ARGS),
+                 "search_mode": _call(search_mode, ECHO, ECHO_ARGS)}
+        async with stage.turn():
+            t = await interleaved(sides, plan.calls, plan.warmup, tick)
+    return {"calls": plan.calls, "declared": len(declared),
+            "direct_mode": row(t["direct"], t["direct_mode"]),
+            "search_mode": row(t["direct"], t["search_mode"]),
+            "direct_mode_vs_search_mode_p50": round(
+                statistics.median(t["direct_mode"]) / statistics.median(t["search_mode"]), 2)}
 
 
 async def http_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> dict[str, Any]:

@@ -47,12 +47,15 @@ def upstream_stdio(label: str | None = None) -> StdioServerParameters:
     return StdioServerParameters(command=command, args=args, env=_env())
 
 
-def write_config(path: Path) -> Path:
-    """A gateway config with the bench upstream (over stdio) and one bearer token for HTTP."""
+def write_config(path: Path, mode: str | None = None) -> Path:
+    """A gateway config with the bench upstream (over stdio) and one bearer token for HTTP;
+    `mode` sets byref.mode ('search' when None)."""
     command, *args = upstream_command()
+    byref: dict[str, Any] = {"tokens": {TOKEN: {"tenant": "bench", "principal": "bench"}}}
+    if mode is not None:
+        byref["mode"] = mode
     path.write_text(json.dumps({
-        "mcpServers": {UPSTREAM: {"command": command, "args": args}},
-        "byref": {"tokens": {TOKEN: {"tenant": "bench", "principal": "bench"}}}}))
+        "mcpServers": {UPSTREAM: {"command": command, "args": args}}, "byref": byref}))
     return path
 
 
