@@ -18,6 +18,7 @@ _COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `byref` argument parser, with every command module's subcommands."""
     parser = argparse.ArgumentParser(
         prog="byref",
         description="The model routes references; the bytes stay below the context boundary.",
@@ -39,6 +40,8 @@ def plugins(names: Sequence[str]) -> Iterator[ModuleType]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `byref` command line with `argv` (default: sys.argv); returns the exit code, 2 for
+    a store that cannot be opened."""
     from byref.store.port import StoreUnavailableError, StoreURLError
 
     args = build_parser().parse_args(argv)

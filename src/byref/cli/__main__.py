@@ -1,3 +1,5 @@
+"""`python -m byref.cli`: the `byref` command line."""
+
 import sys
 
 from byref.cli import main

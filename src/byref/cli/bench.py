@@ -20,6 +20,7 @@ _PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_
 
 
 def register(sub: Any) -> None:
+    """Add the `bench` command to the CLI's subparsers."""
     parser = sub.add_parser("bench", help="run a benchmark and print its figures")
     bench = parser.add_subparsers(dest="bench", required=True)
     context = bench.add_parser(
@@ -45,6 +46,8 @@ def register(sub: Any) -> None:
 
 
 def run_context(args: argparse.Namespace) -> int:
+    """`byref bench context`: model-visible size, time and memory of the demo round trip per
+    export size; returns the exit code."""
     if args.turns is not None:
         return run_context_turns(args)
     from byref.demo.bench import context_bench
@@ -92,6 +95,8 @@ def context_turns(turns: int, budget: int | None = None) -> dict[str, Any]:
 
 
 def run_context_turns(args: argparse.Namespace) -> int:
+    """`byref bench context --turns N`: request size and prefix reuse over a long conversation
+    under a budget; returns the exit code."""
     if args.turns < 2:
         print(f"byref bench context: --turns must be at least 2, got {args.turns!r}",
               file=sys.stderr)
@@ -113,6 +118,8 @@ def run_context_turns(args: argparse.Namespace) -> int:
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
+    """`byref bench dispatch`: per-call dispatch overhead and digest-read cost; returns the exit
+    code."""
     from byref.dispatch.bench import digest_read_bench, dispatch_bench
 
     report = dispatch_bench()

@@ -10,6 +10,7 @@ from typing import Any
 
 
 def register_bench(bench_subparsers: Any) -> None:
+    """Add `byref bench conversations` to the bench subcommands."""
     parser = bench_subparsers.add_parser(
         "conversations", help="conversation state: cost per gateway call against the in-memory "
         "record, resume time, RSS of a long conversation")
@@ -23,6 +24,8 @@ def register_bench(bench_subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref bench conversations`: cost per gateway call, resume time and RSS for each
+    conversation-state implementation; returns the exit code."""
     from byref.conversations.bench import bench_conversations, format_report
 
     urls = {"memory": "memory://", "sqlite": "sqlite:///{tmp}/state.db"}

@@ -15,6 +15,7 @@ from typing import Any
 
 
 def register_bench(bench_sub: Any) -> None:
+    """Add `byref bench search` to the bench subcommands."""
     parser = bench_sub.add_parser(
         "search", help="tool-discovery benchmarks (MetaTool, latency, standing surface)",
         description="Measure tool discovery: MetaTool retrieval, search latency, index build "
@@ -28,6 +29,8 @@ def register_bench(bench_sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref bench search`: tool-discovery retrieval, latency and surface figures; returns the
+    exit code, 2 without evaluation data."""
     from byref.discovery import bench
 
     try:

@@ -16,6 +16,7 @@ import msgspec
 
 
 def register_bench(bench_subparsers: Any) -> None:
+    """Add `byref bench store` to the bench subcommands."""
     parser = bench_subparsers.add_parser("store", help="artifact store throughput and memory")
     parser.add_argument("--url", action="append", default=[], metavar="NAME=URL",
                         help="an adapter to measure (repeatable); default: memory, file, sqlite")
@@ -44,6 +45,8 @@ def _urls(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref bench store`: throughput and streamed-put memory of each store adapter; returns the
+    exit code."""
     from byref.store.bench import bench_store
 
     def log(line: str) -> None:
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_bench(report: dict[str, Any]) -> str:
+    """The store bench report as a text table, with ratios against the baseline."""
     lines = [f"{'adapter':9} {'size':6} {'put µs':>9} {'get µs':>9}  {'put MB/s (×base)':>19} "
              f"{'get MB/s (×base)':>19} {'put ops/s':>10}"]
     for label, base in report["baseline"].items():

@@ -15,6 +15,7 @@ from byref.demo.data import parse_size
 
 
 def register(sub: Any) -> None:
+    """Add the `demo` command to the CLI's subparsers."""
     parser = sub.add_parser(
         "demo", help="filter a JSON export to its open items and make a PDF, by reference",
         description="Run the status-report scenario offline with a scripted model and print the "
@@ -33,6 +34,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref demo`: run the status-report scenario offline and print its ledger; returns the
+    exit code."""
     from byref.demo.scenario import run_demo
 
     try:

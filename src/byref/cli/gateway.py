@@ -17,6 +17,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
+    """Add the `gateway` command to the CLI's subparsers."""
     parser = sub.add_parser(
         "gateway", help="serve your MCP servers through one: search instead of declaration, "
         "results by reference",
@@ -51,6 +52,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref gateway`: serve the configured MCP servers through byref until stopped; returns the
+    exit code, 2 when the MCP SDK is missing."""
     try:
         import mcp  # noqa: F401
     except ModuleNotFoundError:

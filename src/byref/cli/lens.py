@@ -9,6 +9,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
+    """Add the `lens` command to the CLI's subparsers."""
     parser = sub.add_parser(
         "lens", help="see a run in a browser: what stayed out of the context, and where refs went",
         description="Start a local read-only web page over a run directory (as `byref demo "
@@ -25,6 +26,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref lens`: serve a read-only web page over a run directory and print its URL; returns
+    the exit code."""
     from byref.lens import Lens, RunDirectoryError, load_run, make_server, url_of
     from byref.lens.run import parse_scope
     from byref.store import open_store

@@ -9,11 +9,15 @@ from typing import Protocol
 
 
 class Advance(Protocol):
-    def __call__(self, amount: float) -> None: ...
+    """Moves a progress bar on by `amount`."""
+    def __call__(self, amount: float) -> None:
+        """Move the bar on by `amount` units."""
 
 
 @contextmanager
 def progress(label: str, total: float) -> Iterator[Advance]:
+    """A progress bar on stderr labelled `label` (a no-op when stderr is not a terminal); yields
+    its `Advance`."""
     if not sys.stderr.isatty():
         yield lambda amount: None
         return

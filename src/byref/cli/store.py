@@ -32,6 +32,7 @@ from byref.store import (
 
 
 def register(subparsers: Any) -> None:
+    """Add the `store` command to the CLI's subparsers."""
     parser = subparsers.add_parser("store", help="check and inspect an artifact store")
     sub = parser.add_subparsers(dest="store_command", required=True)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
+    """Add the `tools` command to the CLI's subparsers."""
     parser = sub.add_parser("tools", help="search a tool catalog; measure its standing surface",
                             description="Tool discovery over an MCP tools/list catalog.")
     tools_sub = parser.add_subparsers(dest="tools_command", required=True)
@@ -78,6 +79,8 @@ def _queries(path: Path) -> Iterator[str]:
 
 
 def run_search(args: argparse.Namespace) -> int:
+    """`byref tools search`: rank a catalog's tools for a query or a file of queries; returns the
+    exit code."""
     from byref.discovery import FilterError, Filters, ListingError, Searcher, load_catalog
     from byref.discovery.usage import learn_glossary, read_usage
 
@@ -127,6 +130,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_usage(args: argparse.Namespace) -> int:
+    """`byref tools usage`: the tool usage recorded in transcripts; returns the exit code."""
     from byref.discovery.usage import usage_from_transcript
     from byref.transcript import Transcript, TranscriptCorruptError
 
@@ -145,6 +149,7 @@ def run_usage(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    """`byref tools stats`: a catalog's standing tool surface; returns the exit code."""
     from byref.discovery import ListingError, load_catalog
     from byref.discovery.bench import surface
 

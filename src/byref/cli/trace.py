@@ -12,6 +12,7 @@ _COLUMNS = ("tool", "op", "reason", "ref", "kind", "bytes")
 
 
 def register(sub: Any) -> None:
+    """Add the `trace` command to the CLI's subparsers."""
     parser = sub.add_parser("trace", help="show an event trace written as JSON lines")
     parser.add_argument("path", type=Path)
     parser.add_argument("--json", action="store_true", help="print the events as a JSON array")
@@ -21,6 +22,7 @@ def register(sub: Any) -> None:
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The events of a JSON Lines trace; raises `ValueError` naming the line that does not parse."""
     events = []
     with path.open() as fh:
         for number, line in enumerate(fh, 1):
@@ -34,6 +36,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`byref trace`: print a trace's events, optionally only some names; returns the exit code."""
     try:
         events = read_trace(args.path)
     except (OSError, ValueError) as exc:

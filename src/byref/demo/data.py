@@ -42,6 +42,7 @@ def parse_size(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ExportInfo:
+    """A written export: its path, size, and how many items (and open items) it holds."""
     path: Path
     bytes: int
     items: int
@@ -83,6 +84,8 @@ def write_export(
     path: Path, size: int = DEFAULT_SIZE, *, open_items: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> ExportInfo:
+    """Write a deterministic work-item export of about `size` bytes to `path`; returns what it
+    holds."""
     items, open_items = plan(size, open_items)
     rng = random.Random(2026)
     # Open items spread evenly through the export, the rest take the other statuses.

@@ -33,6 +33,7 @@ OPEN = [{"field": "status", "eq": "open"}]
 
 
 def byref_script() -> ScriptedModel:
+    """The scripted model of the byref path: export, query the open items by ref, make the PDF."""
     return ScriptedModel([
         call("export_work_items", {"project": "ATLAS"}),
         call("query_json", lambda r: {"source": last_result(r)["value"], "path": "/items",
@@ -43,6 +44,8 @@ def byref_script() -> ScriptedModel:
 
 
 def naive_script() -> ScriptedModel:
+    """The scripted model of the naive path: it reads the whole export and writes the open rows
+    back out."""
     def retype(request: Request) -> dict[str, Any]:
         # The model read the whole export in its context and writes the open rows back out.
         export = last_result(request)
@@ -57,6 +60,7 @@ def naive_script() -> ScriptedModel:
 
 @dataclass
 class DemoResult:
+    """A demo run's report and the requests the model was sent."""
     report: dict[str, Any]
     requests: list[Request]
 
@@ -109,11 +113,14 @@ def provider_usage(model: Model | None) -> dict[str, int] | None:
 
 
 def model_label(model: Model | None) -> str:
+    """`provider:model` for a real model, `scripted` otherwise."""
     provider, name = getattr(model, "provider", None), getattr(model, "model", None)
     return f"{provider}:{name}" if provider and name else "scripted"
 
 
 def run_naive(export: Path, out: Path) -> tuple[dict[str, Any], Delivered]:
+    """Run the naive path on `export`, writing its PDF under `out`; returns its ledger and what
+    was delivered."""
     delivered = Delivered()
     tools = [*make_tools(export, out / "naive-report.pdf", delivered), *BUILTIN_JSON_TOOLS]
     harness = Harness(naive_script(), tools, policy=Policy.naive(),
@@ -153,6 +160,8 @@ def run_demo(
     progress: Callable[[str, int], Callable[[float], None]] | None = None,
     model: Model | None = None,
 ) -> DemoResult:
+    """Write an export of `size` bytes under `out` and run the scenario through byref (and the
+    naive path when asked); returns the report."""
     out.mkdir(parents=True, exist_ok=True)
     export = out / "export.json"
     advance = progress("generating export", size) if progress else None

@@ -18,6 +18,9 @@ class Delivered:
 
 
 def make_tools(export_path: Path, pdf_path: Path, delivered: Delivered) -> list[Tool]:
+    """The demo's tools over the export at `export_path`: export the work items and generate the
+    PDF at `pdf_path`."""
+
     @tool(capabilities=("work_items.export",), entities=("work_item",))
     def export_work_items(project: str) -> Payload:
         """Export every work item of a project as one JSON document
@@ -41,6 +44,8 @@ def make_tools(export_path: Path, pdf_path: Path, delivered: Delivered) -> list[
 
 
 def write_pdf(path: Path, title: str, rows: list[dict[str, Any]]) -> None:
+    """Write a PDF table of `rows` titled `title` to `path`; raises `RuntimeError` when reportlab
+    is missing."""
     try:
         from reportlab.lib import colors
         from reportlab.lib.pagesizes import A4, landscape

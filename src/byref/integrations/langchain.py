@@ -80,10 +80,12 @@ class ByrefMiddleware(AgentMiddleware[Any, Any, Any]):
     # -- the model's side ----------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], Any]) -> Any:
+        """Send the model request with old tool results replaced by refs to fit the budget."""
         return handler(self._request(request))
 
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]], Awaitable[Any]]) -> Any:
+        """The async form of `wrap_model_call`."""
         return await handler(self._request(request))
 
     def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
@@ -110,6 +112,8 @@ class ByrefMiddleware(AgentMiddleware[Any, Any, Any]):
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
                        ) -> ToolMessage | Command[Any]:
+        """Run the tool call through byref's dispatch (refs resolved, results recorded and
+        placed)."""
         async def execute(args: dict[str, Any]) -> Any:
             return _outcome(handler(request.override(tool_call={**request.tool_call,
                                                                 "args": args})), control)
@@ -122,6 +126,7 @@ class ByrefMiddleware(AgentMiddleware[Any, Any, Any]):
             self, request: ToolCallRequest,
             handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
     ) -> ToolMessage | Command[Any]:
+        """The async form of `wrap_tool_call`."""
         async def execute(args: dict[str, Any]) -> Any:
             return _outcome(await handler(request.override(tool_call={**request.tool_call,
                                                                       "args": args})), control)

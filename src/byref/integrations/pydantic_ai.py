@@ -74,6 +74,8 @@ class ByrefToolset(WrapperToolset[Any]):
     bridge: Bridge = field(default_factory=Bridge)
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """The wrapped toolset's tools with byref's schemas (pydantic-ai's own kinds pass
+        through)."""
         inner = await self.wrapped.get_tools(ctx)
         # pydantic-ai's own kinds of tool (its tool search, output and external tools) keep
         # their typed returns: they pass through as they are.
@@ -100,6 +102,7 @@ class ByrefToolset(WrapperToolset[Any]):
         return out
 
     async def get_instructions(self, ctx: RunContext[Any]) -> Any:
+        """The wrapped toolset's instructions plus byref's surface lines."""
         own = await self.wrapped.get_instructions(ctx)
         inner = {n: t for n, t in (await self.wrapped.get_tools(ctx)).items() if not _passes(t)}
         lines = self.bridge.surface(inner, seen(ctx.messages)).lines
@@ -110,6 +113,7 @@ class ByrefToolset(WrapperToolset[Any]):
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any],
                         tool: ToolsetTool[Any]) -> Any:
+        """Call a tool through byref's dispatch (refs resolved, result recorded and placed)."""
         if not isinstance(tool, _ByrefTool):
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
         original = tool.original
@@ -167,13 +171,16 @@ class Byref(AbstractCapability[Any]):
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
+        """None: this capability holds live state and is not serializable."""
         return None  # holds live state (a transcript and a store), not spec-serializable
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        """Wrap `toolset` so its calls go through byref."""
         return ByrefToolset(toolset, bridge=self.bridge)
 
     async def prepare_model_request(self, ctx: RunContext[Any],
                                     request_context: ModelRequestContext) -> ModelRequestContext:
+        """Fit the request's messages to the budget, replacing old tool results by refs."""
         messages = list(request_context.messages)
         fixed = _fixed_bytes(request_context)
         request_context.messages = self.bridge.fit(

@@ -28,6 +28,7 @@ PDF_SCALE = 1.2
 
 
 def artifact_page(run: Run, ref: str, *, page: int = 1, path: str = "", base: str = "") -> str:
+    """The HTML page of artifact `ref`: its record, lineage and a rendering of its bytes."""
     found = run.head(ref)
     if found is None:
         return gap(f"Artifact {ref!r} is absent: missing, expired, or not stored under this "
@@ -38,6 +39,7 @@ def artifact_page(run: Run, ref: str, *, page: int = 1, path: str = "", base: st
 
 
 def meta_card(meta: ArtifactMeta, scope: Scope) -> str:
+    """The HTML card of an artifact's record."""
     rows = [("ref", f"<code>{esc(meta.ref)}</code>"), ("kind", esc(meta.kind)),
             ("mediaType", esc(meta.media_type)), ("bytes", num(meta.bytes, "bytes")),
             ("label", esc(meta.label or "—")), ("created", esc(_when(meta.created_at))),
@@ -49,6 +51,7 @@ def meta_card(meta: ArtifactMeta, scope: Scope) -> str:
 
 
 def lineage_card(run: Run, meta: ArtifactMeta, base: str) -> str:
+    """The HTML card of an artifact's parents and the results made from it."""
     def named(ref: str) -> str:
         there = run.head(ref)
         if there is None:
@@ -63,6 +66,7 @@ def lineage_card(run: Run, meta: ArtifactMeta, base: str) -> str:
 
 
 def body(run: Run, meta: ArtifactMeta, *, page: int, path: str, base: str) -> str:
+    """The HTML rendering of an artifact's bytes, chosen by media type."""
     href = f"{base}/artifact/{path_part(meta.ref)}"
     mt = meta.media_type.split(";")[0].strip().lower()
     if mt in INLINE_IMAGES:
@@ -84,6 +88,7 @@ def body(run: Run, meta: ArtifactMeta, *, page: int, path: str, base: str) -> st
 
 
 def json_body(data: bytes, path: str, page: int, href: str) -> str:
+    """The HTML rendering of a JSON artifact, or of the items at `path`, one page at a time."""
     try:
         document = decode(data) if not path else None
     except Exception:  # msgspec.DecodeError: say it, show the text instead
@@ -116,6 +121,7 @@ def json_body(data: bytes, path: str, page: int, href: str) -> str:
 
 
 def text_body(data: bytes) -> str:
+    """The first lines of a text artifact as HTML."""
     text = data.decode("utf-8", "replace")
     lines = text.splitlines()
     shown = "".join(f"<span>{esc(line)}</span>" for line in lines[:TEXT_LINES])
@@ -125,6 +131,7 @@ def text_body(data: bytes) -> str:
 
 
 def pdf_preview(run: Run, meta: ArtifactMeta, href: str, page: int) -> str:
+    """The HTML preview of one page of a PDF artifact, with page links."""
     pages = pdf_pages(run, meta.ref)
     if isinstance(pages, str):
         return gap(pages)

@@ -20,6 +20,7 @@ from byref.transcript import Part
 
 @dataclass
 class RefUse:
+    """A reference in a call or result: where it sits and what it names."""
     path: str
     """The dot-path it sits at in the call's part or the result's."""
     ref: Ref
@@ -41,11 +42,13 @@ class RefUse:
 
     @property
     def text(self) -> str:
+        """The reference as JSON text."""
         return dumps(self.ref.to_json())
 
 
 @dataclass
 class Result:
+    """A tool result as recorded: its place, rendered text, value and refs."""
     seq: int
     part: int
     rendered: str
@@ -55,6 +58,7 @@ class Result:
 
     @property
     def coverage(self) -> dict[str, Any] | None:
+        """The read coverage the result reports, or None."""
         value = self.value
         if isinstance(value, dict) and isinstance(value.get("coverage"), dict):
             cov: dict[str, Any] = value["coverage"]
@@ -64,6 +68,7 @@ class Result:
 
 @dataclass
 class Call:
+    """A tool call in a run with its result and the refs it used."""
     call_id: str
     tool: str
     seq: int
@@ -75,6 +80,7 @@ class Call:
 
 
 def calls(run: Run) -> list[Call]:
+    """Every tool call in the run's transcript, paired with its result."""
     found: list[Call] = []
     by_id: dict[str, Call] = {}
     for message in run.transcript:

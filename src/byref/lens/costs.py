@@ -29,12 +29,14 @@ SAMPLE_CHARS = 200_000
 
 @dataclass(frozen=True, slots=True)
 class Size:
+    """A size in characters and tokens."""
     chars: int
     tokens: int
 
 
 @dataclass(frozen=True, slots=True)
 class Turn:
+    """One message's sizes: what the model saw, and what it would have seen with refs inlined."""
     seq: int
     role: str
     label: str
@@ -60,6 +62,7 @@ class Costs:
         """Stand-ins whose full size could not be measured, and why (counted as 0)."""
 
     def turns(self) -> list[Turn]:
+        """Each message's visible and inlined sizes."""
         out: list[Turn] = []
         for message in self.run.transcript:
             vis_c = vis_t = inl_c = inl_t = 0
@@ -78,6 +81,7 @@ class Costs:
         return out
 
     def inlined(self, role: str, seq: int, index: int, part: Part, shown: Size) -> Size:
+        """The size of a part with every ref replaced by the value it names."""
         roots = _roots(dict(part.derived))
         if not roots:
             return shown
@@ -95,6 +99,7 @@ class Costs:
         return Size(sum(s.chars for s in sizes), sum(s.tokens for s in sizes))
 
     def full(self, ref: Ref) -> Size:
+        """The size of the value `ref` names (unknown values are noted and counted as 0)."""
         key = dumps(ref.to_json())
         if key not in self._full:
             try:

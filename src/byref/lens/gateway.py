@@ -116,6 +116,7 @@ def _run(scope: Scope, transcript: Transcript, store: ArtifactStore | None,
 
 
 async def send_response(send: Any, response: Response, *, head_only: bool = False) -> None:
+    """Send `response` over an ASGI `send` (the body left out for HEAD)."""
     headers = [(b"content-type", response.content_type.encode()),
                (b"content-length", str(len(response.body)).encode())]
     headers += [(k.lower().encode(), v.encode()) for k, v in response.headers.items()]

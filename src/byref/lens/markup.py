@@ -40,6 +40,7 @@ CSP = ("default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; "
 
 
 def esc(value: object) -> str:
+    """`value` as HTML-escaped text."""
     return html.escape(str(value), quote=True)
 
 
@@ -50,15 +51,18 @@ def num(value: int, name: str | None = None) -> str:
 
 
 def link(href: str, text: str, **attrs: str) -> str:
+    """An HTML link to `href` with escaped `text` and attributes."""
     extra = "".join(f' {k.replace("_", "-")}="{esc(v)}"' for k, v in attrs.items())
     return f'<a href="{esc(href)}"{extra}>{esc(text)}</a>'
 
 
 def path_part(text: str) -> str:
+    """`text` percent-encoded as one URL path segment."""
     return quote(text, safe="")
 
 
 def page(title: str, body: str, *, base: str = "") -> str:
+    """A whole HTML page with the lens header."""
     home = link(base + "/", "byref lens")
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -76,10 +80,12 @@ def card(title: str, rows: Iterable[tuple[str, str]], *, cls: str = "", id_: str
 
 
 def gap(text: str) -> str:
+    """An HTML card saying something is missing or unreadable."""
     return f'<div class="card gap">{esc(text)}</div>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, id_: str = "") -> str:
+    """An HTML table; cells are HTML already, headers are escaped."""
     ident = f' id="{esc(id_)}"' if id_ else ""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)

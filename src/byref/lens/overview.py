@@ -22,6 +22,7 @@ SEARCH_EVENTS = ("searched", "activated")
 
 
 def overview(run: Run, costs: Costs, *, base: str = "") -> str:
+    """The lens's front page: totals, each turn's sizes, and the calls."""
     turns = costs.turns()
     found = calls(run)
     sections = [

@@ -24,14 +24,17 @@ class ReadOnlyStore:
 
     @property
     def scopes(self) -> frozenset[Scope]:
+        """The scopes this view may read."""
         return self.__scopes
 
     def head(self, scope: Scope, ref: str) -> ArtifactMeta | None:
+        """The metadata of `ref`, or None outside the allowed scopes."""
         if scope not in self.__scopes:
             return None
         return self.__store.head(scope, ref)
 
     def get(self, scope: Scope, ref: str) -> Artifact | None:
+        """The artifact `ref`, or None outside the allowed scopes."""
         if scope not in self.__scopes:
             return None
         return self.__store.get(scope, ref)

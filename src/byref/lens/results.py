@@ -20,6 +20,7 @@ VALUE_CHARS = 200_000
 
 def result_page(run: Run, seq: int, index: int, field: str | None, *, page: int = 1,
                 base: str = "") -> str:
+    """The HTML page of one recorded tool result, or of one of its fields."""
     try:
         part = run.transcript.part(seq, index)
     except RefRefusal as exc:

@@ -45,6 +45,7 @@ class Run:
 
     @property
     def scopes(self) -> list[Scope]:
+        """The run's store scopes, sorted."""
         return sorted(self.store.scopes, key=str) if self.store is not None else []
 
     def head(self, ref: str) -> tuple[Scope, ArtifactMeta] | None:
@@ -59,6 +60,7 @@ class Run:
         return None
 
     def get(self, ref: str) -> tuple[ArtifactMeta, bytes] | None:
+        """The record and bytes of `ref` in whichever run scope holds it, or None."""
         found = self.head(ref)
         if found is None or self.store is None:
             return None
@@ -143,6 +145,7 @@ def copy_transcript(path: Path) -> Transcript:
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The events of the run's JSON Lines trace (none when the file is missing)."""
     if not path.is_file():
         return []
     out: list[dict[str, Any]] = []

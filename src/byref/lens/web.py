@@ -30,6 +30,7 @@ _RESULT = re.compile(r"^/result/(\d{1,20})/(\d{1,6})$")
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """One HTTP response of the lens: status, content type, body and headers."""
     status: int
     content_type: str
     body: bytes
@@ -46,6 +47,7 @@ class Lens:
         self._lock = threading.Lock()
 
     def respond(self, method: str, target: str) -> Response:
+        """The response to a GET or HEAD of `target` (405 for any other method)."""
         if method not in ("GET", "HEAD"):
             return html_response(405, "Read-only", gap("The lens only reads: GET and HEAD."),
                                  self.base, {"Allow": "GET, HEAD"})
@@ -106,6 +108,7 @@ _SAFE = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": CSP,
 
 def html_response(status: int, title: str, body: str, base: str,
                   extra: dict[str, str] | None = None) -> Response:
+    """An HTML response with the lens's safety headers."""
     return Response(status, "text/html; charset=utf-8",
                     page(title, body, base=base).encode(), {**_SAFE, **(extra or {})})
 
@@ -163,6 +166,7 @@ def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0) -> Threading
 
 
 def url_of(server: ThreadingHTTPServer) -> str:
+    """The http:// URL a running server listens on."""
     host, port = server.server_address[:2]
     host = host.decode() if isinstance(host, bytes) else str(host)
     shown = f"[{host}]" if ":" in host else host
