@@ -1,5 +1,6 @@
-"""Every public symbol of the library's front layers has a docstring (ruff's D1 rules), so
-`help()` and editors show what each name is for."""
+"""Every public symbol of the library has a docstring (ruff's D1 rules), so `help()` and editors
+show what each name is for. The packages still being written are listed in `PENDING` (and in
+pyproject's per-file-ignores); a name leaves the list when its package is done."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "byref"
-COVERED = ["__init__.py", "errors.py", "testing.py", "harness", "tools/sources.py",
-           "store/schemes.py"]
+PENDING = ["gateway", "conversations", "discovery", "cli/bench_gateway.py"]
 
 
 def test_public_symbols_have_docstrings() -> None:
@@ -21,6 +21,7 @@ def test_public_symbols_have_docstrings() -> None:
         pytest.skip("ruff is not installed (it comes with the dev extra)")
     done = subprocess.run(
         [ruff, "check", "--isolated", "--select", "D100,D101,D102,D103,D104",
-         "--output-format", "concise", *(str(SRC / c) for c in COVERED)],
+         "--output-format", "concise",
+         *(f"--extend-exclude={SRC / p}" for p in PENDING), str(SRC)],
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
