@@ -60,8 +60,8 @@ def context_bench(
     sizes: list[int], *, open_items: int | None = None, workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """For each export size, run the demo's byref and naive paths in child processes and report
-    model-visible characters, wall time and peak RSS."""
+    """For each export size, run the demo's byref round trip in a child process and report
+    model-visible characters, wall time and peak RSS, each with its ratio to the smallest size."""
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         root = Path(tmp)
         _, idle_kib = _spawn(["--idle"])

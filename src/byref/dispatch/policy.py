@@ -13,8 +13,8 @@ EXPLICIT_READ_FRAME = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Which ref features dispatch offers: ref arguments, payload interception, result placement
-    limits."""
+    """How dispatch treats refs and results: ref arguments, payload interception, placement and
+    its byte limits, the result ceiling, and schema validation."""
     refs: bool = True
     """Accept `$ref` arguments and declare them in every schema."""
     intercept_payloads: bool = True

@@ -51,7 +51,7 @@ def meta_card(meta: ArtifactMeta, scope: Scope) -> str:
 
 
 def lineage_card(run: Run, meta: ArtifactMeta, base: str) -> str:
-    """The HTML card of an artifact's parents and the results made from it."""
+    """The HTML card of an artifact's parents and of this run's artifacts derived from it."""
     def named(ref: str) -> str:
         there = run.head(ref)
         if there is None:

@@ -25,7 +25,7 @@ STORAGE_BYTES: Final = 64 * 1024 * 1024
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
     """The bounds of reading results: the largest kept version, how much is inserted inline, and
-    page sizes."""
+    how much (bytes, entries) one explicit read returns."""
     storage_bytes: int = STORAGE_BYTES
     """Capacity of one kept result version; a larger result is refused, never cut."""
     auto_insert_bytes: int = AUTO_INSERT_BYTES

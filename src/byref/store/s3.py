@@ -170,7 +170,7 @@ class S3Store:
         return paginate(self._sweep(scope), kind, cursor, limit)
 
     def close(self) -> None:
-        """Nothing to release: obstore holds no connection to close."""
+        """Nothing to release; the store holds no handle of its own."""
         return None
 
     # -- optional streaming members ------------------------------------------------------------

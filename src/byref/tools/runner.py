@@ -90,8 +90,8 @@ _FORK_FAILED = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The resource limits of one run_python run: CPU, memory, wall time, files, processes,
-    output."""
+    """The resource limits of one run_python run: CPU, memory, wall time, file size, processes,
+    output files and bytes, and stdout shown."""
     cpu_seconds: int = 20
     memory_bytes: int = 1 << 30
     wall_seconds: float = 60.0
