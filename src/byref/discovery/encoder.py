@@ -59,6 +59,14 @@ def packaged_model() -> Path:
     return path
 
 
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: a query is encoded on one thread; documents,
     encoded once per catalog version, in batches on `batch_threads` threads."""
@@ -80,7 +88,7 @@ class OnnxMiniLM:
         self._tokenizer.enable_truncation(max_tokens)
         self._ort = ort
         self._query = self._session(1)
-        self._batch_threads = batch_threads or min(4, os.cpu_count() or 1)
+        self._batch_threads = batch_threads or min(4, _usable_cpus())
         self._bulk: Any = None
         self._lock = threading.Lock()
         names = {i.name for i in self._query.get_inputs()}
@@ -93,6 +101,10 @@ class OnnxMiniLM:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = self._ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle pool threads must not spin: on a shared machine a spinning pool left by a batch
+        # of documents takes the CPU the next query needs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         return self._ort.InferenceSession(str(self.path), options,
                                           providers=["CPUExecutionProvider"])
 
