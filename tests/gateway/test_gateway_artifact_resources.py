@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,12 +20,12 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import World
+from _gateway_rig import World, running
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from byref.gateway.resources import ARTIFACT_PREFIX, artifact_ref, split
 
@@ -125,6 +126,15 @@ async def test_over_http_each_token_lists_and_reads_only_its_own_artifacts(world
 
             templates = (await alice.list_resource_templates()).resource_templates
             assert ARTIFACT_PREFIX + "{ref}" in [t.uri_template for t in templates]
+            template = types.ResourceTemplateReference(type="ref/resource",
+                                                       uri=ARTIFACT_PREFIX + "{ref}")
+            done = await alice.complete(template, {"name": "ref", "value": "art_"})
+            assert sorted(done.completion.values) == sorted([ref, note])
+            done = await alice.complete(template, {"name": "ref", "value": ref[:12]})
+            assert ref in done.completion.values and all(
+                v.startswith(ref[:12]) for v in done.completion.values)
+            assert (await bob.complete(template, {"name": "ref", "value": ""})
+                    ).completion.values == []
 
             # Bob's scope: Alice's artifacts are not listed, and reading one answers exactly as
             # a ref that never existed.
@@ -170,3 +180,19 @@ async def test_over_stdio_a_conversation_reads_its_artifacts_and_no_other(world:
             (blob,) = (await again.read_resource(uri)).contents
             assert isinstance(blob, types.BlobResourceContents)
             assert base64.b64decode(blob.blob) == shown
+
+
+async def test_an_artifact_subscription_is_accepted_for_ones_own_only(world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, {"media": world.fixture("media_server.py")}) as (
+                _gateway, server), Client(server, mode="legacy") as client:
+            ref, _ = await _screenshot(client)
+            with warnings.catch_warnings():  # subscribe is handshake-era only
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(ARTIFACT_PREFIX + ref)  # bytes never change
+                await client.unsubscribe_resource(ARTIFACT_PREFIX + ref)
+                with pytest.raises(MCPError) as caught:
+                    await client.subscribe_resource(ARTIFACT_PREFIX + NEVER)
+            assert caught.value.error.message == (
+                f"Artifact {NEVER!r} is not available in this conversation: it is missing, "
+                "expired, or was never stored under this scope.")

@@ -7,7 +7,9 @@ answer them (resource updates, list changes). Names and URIs are the gateway's (
 call does (`Upstream.request`), and under the client request's mark (`relay`), so what the server
 sends meanwhile reaches that client. The law: a server that lacks a capability contributes
 nothing to its list (never an error), one that fails is left out of a list and named when it is
-asked directly, and the gateway's own lists paginate (`PAGE` items, an opaque cursor).
+asked directly, and the gateway's own lists paginate (`PAGE` items, an opaque cursor). byref's own
+artifacts (`byref:artifact/<ref>`) are answered from the store in the caller's scope
+(`artifact_resources`), never by an upstream.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 from mcp import Client
 from mcp.server.connection import Connection
@@ -27,6 +28,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from byref.gateway.artifact_resources import ArtifactResources
 from byref.gateway.inputs import Parked, Parking
 from byref.gateway.pages import page
 from byref.gateway.prompts import PromptIndex
@@ -35,10 +37,7 @@ from byref.gateway.resources import (
     ARTIFACT_TEMPLATE,
     ResourceIndex,
     Subscriptions,
-    artifact_contents,
-    artifact_missing,
     artifact_ref,
-    artifact_resource,
     listed_resource,
     listed_template,
     namespaced,
@@ -47,14 +46,12 @@ from byref.gateway.resources import (
     unresolved,
 )
 from byref.gateway.upstream import Upstream, UpstreamError
-from byref.store import ArtifactMeta, ArtifactStore
+from byref.store import ArtifactStore
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
 _PAGES = 100
 """Upstream pages followed at most (a paginator that never ends cannot hang the gateway)."""
-ARTIFACTS_LISTED = 1000
-"""The caller's newest artifacts resources/list names (any other still reads by its URI)."""
 
 
 class Passthrough:
@@ -65,8 +62,9 @@ class Passthrough:
                  owner: Callable[[Ctx], Any] | None = None,
                  store: ArtifactStore | None = None) -> None:
         self._upstreams = upstreams
-        self._store = store
-        """byref's artifacts, read as resources in the scope `owner` gives (both needed)."""
+        self.artifacts = (ArtifactResources(store, lambda ctx: owner(ctx).scope)
+                          if store is not None and owner is not None else None)
+        """byref's own artifacts, as resources in the scope `owner` gives (both needed)."""
         self._scopes = scopes
         self._parking = parking
         self._owner_of = owner
@@ -149,38 +147,10 @@ class Passthrough:
         with calling(ctx):
             found = await self._all_resources()
         items = [listed_resource(s, r) for s, rs in found.items() for r in rs]
-        items += [artifact_resource(m) for m in await self._artifacts(ctx)]
+        if self.artifacts is not None:
+            items += await self.artifacts.resources(ctx)
         got, cursor = page(items, params.cursor if params else None)
         return types.ListResourcesResult(resources=got, next_cursor=cursor)
-
-    async def _artifacts(self, ctx: Ctx) -> list[ArtifactMeta]:
-        """The caller's own artifacts, newest first (none without a store or a scope)."""
-        store, owner = self._store, self._owner_of
-        if store is None or owner is None:
-            return []
-        scope = owner(ctx).scope
-
-        def listed() -> list[ArtifactMeta]:
-            out: list[ArtifactMeta] = []
-            cursor: str | None = None
-            while len(out) < ARTIFACTS_LISTED:
-                got = store.list(scope, cursor=cursor, limit=min(100, ARTIFACTS_LISTED - len(out)))
-                out.extend(got)
-                if not (cursor := got.next_cursor):
-                    break
-            return out
-
-        return await anyio.to_thread.run_sync(listed)
-
-    async def _read_artifact(self, ctx: Ctx, uri: str, ref: str) -> types.ReadResourceResult:
-        store, owner = self._store, self._owner_of
-        scope = owner(ctx).scope if owner is not None else None
-        found = None
-        if store is not None and scope is not None:
-            found = await anyio.to_thread.run_sync(store.get, scope, ref)
-        if found is None:
-            raise artifact_missing(uri, ref)
-        return types.ReadResourceResult(contents=[artifact_contents(uri, found)])
 
     async def list_templates(self, ctx: Ctx, params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
@@ -188,7 +158,7 @@ class Passthrough:
         with calling(ctx):
             found = await self._all_templates()
         items = [listed_template(s, t) for s, ts in found.items() for t in ts]
-        if self._store is not None and self._owner_of is not None:
+        if self.artifacts is not None:
             items.append(ARTIFACT_TEMPLATE)
         got, cursor = page(items, params.cursor if params else None)
         return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
@@ -212,8 +182,8 @@ class Passthrough:
         self.seen(ctx)
         asked = str(params.uri)
         ref = artifact_ref(asked)
-        if ref is not None:  # byref's own: read from the store, in the caller's scope
-            return await self._read_artifact(ctx, asked, ref)
+        if ref is not None and self.artifacts is not None:  # byref's own, in the caller's scope
+            return await self.artifacts.read(ctx, asked, ref)
 
         async def run() -> types.ReadResourceResult:
             server, uri = await self._owner(asked)
@@ -246,6 +216,10 @@ class Passthrough:
         self.seen(ctx)
         asked = str(params.uri)
         connection = getattr(ctx.session, "_connection", None)
+        ref = artifact_ref(asked)
+        if ref is not None and self.artifacts is not None:  # stored bytes never change
+            await self.artifacts.check(ctx, asked, ref)
+            return types.EmptyResult()
         with calling(ctx):
             server, uri = await self._owner(asked)
             if not isinstance(connection, Connection):
@@ -316,6 +290,8 @@ class Passthrough:
         self.seen(ctx)
         asked = str(params.uri)
         connection = getattr(ctx.session, "_connection", None)
+        if artifact_ref(asked) is not None and self.artifacts is not None:
+            return types.EmptyResult()  # nothing was watched
         with calling(ctx):
             server, uri = await self._owner(asked)
             if isinstance(connection, Connection) and self.subscriptions.remove(
@@ -366,6 +342,9 @@ class Passthrough:
                        ) -> types.CompleteResult:
         self.seen(ctx)
         ref = params.ref
+        if isinstance(ref, types.ResourceTemplateReference) and self.artifacts is not None and \
+                ref.uri == ARTIFACT_TEMPLATE.uri_template:  # the caller's own refs
+            return await self.artifacts.complete(ctx, params.argument.value)
         with calling(ctx):
             upstream_ref: types.PromptReference | types.ResourceTemplateReference
             if isinstance(ref, types.PromptReference):
