@@ -30,6 +30,7 @@ import mcp_types as types
 from mcp.server.connection import Connection
 
 from byref.conversations import ConversationState
+from byref.conversations.postgres import PostgresConversations
 from byref.discovery import Catalog, Discovery
 from byref.discovery.assembly import assemble, capability_line
 from byref.discovery.mcp import server_slug
@@ -42,6 +43,7 @@ from byref.gateway.config import GatewayConfig, Grant
 from byref.gateway.content import Passed
 from byref.gateway.convert import distinct_name, listing, qualified_name
 from byref.gateway.health import check_store
+from byref.gateway.listchanges import ListChanges
 from byref.gateway.metadata import (
     GATEWAY_EXPLICIT_READ_BYTES,
     is_read_only,
@@ -144,6 +146,10 @@ class Gateway:
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._upstreams: UpstreamManager | None = None
+        self._list_changes: ListChanges | None = None
+        """Replicas: the PostgreSQL channel other replicas' tool-list changes arrive on."""
+        self._heard: set[str] = set()
+        """Servers being re-listed because another replica said so (not told back)."""
         # One automatic-insertion dial: reads see the value placement uses. An explicit read
         # (read_result is marked so) is bounded by the explicit-read limit instead.
         self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes,
@@ -160,6 +166,14 @@ class Gateway:
         self._upstreams = UpstreamManager(self.config.servers, self._group,
                                           on_change=self._upstream_changed, errlog=self._errlog)
         self._stack = stack
+        if self.config.replicas:
+            state = self.scopes.conversations
+            if isinstance(state, PostgresConversations):
+                self._list_changes = ListChanges(
+                    state.conninfo, state.table, [s.name for s in self.config.servers],
+                    self._replica_changed, errlog=self._errlog)
+                stack.push_async_callback(self._list_changes.close)
+                await self._group.start(self._list_changes.run)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -217,12 +231,18 @@ class Gateway:
             got: list[types.Tool] | str = await self.upstreams[name].list_tools()
         except Exception as exc:  # an upstream that cannot list is reported, not fatal
             got = str(exc)
+        before = self._listings.get(name, self._errors.get(name))
+        heard = name in self._heard
+        self._heard.discard(name)
         if isinstance(got, str):
             self._errors[name] = got
             self._listings.pop(name, None)
         else:
             self._errors.pop(name, None)
             self._listings[name] = got
+        if self._list_changes is not None and before is not None and got != before and not heard:
+            assert self._group is not None  # re-indexed here: the other replicas re-list it
+            self._group.start_soon(self._list_changes.announce, name)
         self._dirty = True
         self._pending.pop(name).set()
         if name in self._served_early:  # a client was answered without it: tell it now
@@ -329,6 +349,11 @@ class Gateway:
         self._stale.add(server)
         if self._group is not None:
             self._group.start_soon(self._reannounce)
+
+    async def _replica_changed(self, server: str) -> None:
+        """Another replica's `server` changed its tools: re-list ours, tell our clients."""
+        self._heard.add(server)
+        await self._upstream_changed(server)
 
     async def _reannounce(self) -> None:
         box = await self.toolbox()

@@ -1,0 +1,124 @@
+"""Tool-list changes between replicas, over PostgreSQL LISTEN/NOTIFY.
+
+Owns the channel replicas (`byref.replicas`) tell each other on that an upstream's tool list
+changed. Upstream processes are per replica, so a replica that hears of a change re-lists that
+server from its own process and announces a list change to its own clients; what travels is only
+`{"replica": <id>, "server": <name>}`, never a listing.
+
+Why PostgreSQL and not Redis pub/sub: replicas already share their conversation state in
+PostgreSQL (replicas require it), so NOTIFY needs no further service to run, secure and watch;
+its payloads are small and delivered to every listening session, which is all a "re-list this
+server" hint needs (a notice missed while disconnected is covered by re-listing every server on
+reconnect). The channel is named after the state's table prefix, so gateways on one database but
+different tables never hear each other.
+
+The law: a replica never acts on its own notices, a notice makes the hearer re-list (never
+trust a payload's contents beyond a server name it has configured), and a lost connection is
+an operator message and a retry, never a failed request.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+
+RETRY_AFTER = 2.0
+"""Seconds before listening again after the connection dropped."""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise RuntimeError(
+            "byref.replicas needs psycopg 3: pip install 'byref[postgres]'") from None
+    return psycopg
+
+
+class ListChanges:
+    """One replica's end of the channel: `announce(server)` tells the others; `run` hears them
+    and calls `heard(server)` for each configured server another replica named."""
+
+    def __init__(self, conninfo: str, table: str, servers: Collection[str],
+                 heard: Callable[[str], Awaitable[None]], *, errlog: TextIO | None = None
+                 ) -> None:
+        self.conninfo = conninfo
+        self.channel = f"{table}_tool_lists"
+        self.replica = uuid.uuid4().hex
+        self._servers = frozenset(servers)
+        self._heard = heard
+        self._errlog = errlog if errlog is not None else sys.stderr
+        self._sender: Any = None
+        self._send_lock = anyio.Lock()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Listen until cancelled; `task_status.started()` once LISTEN is in effect (so a
+        gateway serves only after it can hear), reconnecting after a drop."""
+        psycopg = _psycopg()
+        started = False
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True,
+                                                             connect_timeout=10)
+                async with conn:
+                    await conn.execute(psycopg.sql.SQL("LISTEN {}").format(
+                        psycopg.sql.Identifier(self.channel)))
+                    if not started:
+                        started = True
+                        task_status.started()
+                    else:  # notices sent while we were away are lost: re-list everything
+                        for server in sorted(self._servers):
+                            await self._heard(server)
+                    async for notice in conn.notifies():
+                        named = self._server_of(notice.payload)
+                        if named is not None:
+                            await self._heard(named)
+            except psycopg.Error as exc:
+                print(f"byref gateway: not hearing other replicas' tool-list changes "
+                      f"(channel {self.channel!r}): {_first_line(exc)}; retrying in "
+                      f"{RETRY_AFTER:g} s", file=self._errlog, flush=True)
+                if not started:
+                    started = True
+                    task_status.started()  # serve anyway: this replica's own lists still work
+                await anyio.sleep(RETRY_AFTER)
+
+    def _server_of(self, payload: str) -> str | None:
+        try:
+            got = json.loads(payload)
+        except ValueError:
+            return None
+        if not isinstance(got, dict) or got.get("replica") == self.replica:
+            return None
+        server = got.get("server")
+        return server if isinstance(server, str) and server in self._servers else None
+
+    async def announce(self, server: str) -> None:
+        """Tell the other replicas `server`'s tool list changed (a failure is reported)."""
+        psycopg = _psycopg()
+        payload = json.dumps({"replica": self.replica, "server": server})
+        async with self._send_lock:
+            try:
+                if self._sender is None or self._sender.closed:
+                    self._sender = await psycopg.AsyncConnection.connect(
+                        self.conninfo, autocommit=True, connect_timeout=10)
+                await self._sender.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
+            except psycopg.Error as exc:
+                print(f"byref gateway: other replicas not told that {server!r} changed its "
+                      f"tools: {_first_line(exc)}", file=self._errlog, flush=True)
+
+    async def close(self) -> None:
+        if self._sender is not None:
+            await self._sender.close()
+            self._sender = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else repr(exc)

@@ -1,0 +1,71 @@
+"""Replicas hear each other's tool-list changes (PostgreSQL LISTEN/NOTIFY): three
+`byref gateway --transport http` processes on one PostgreSQL state, each with its own copy of an
+upstream whose tool list lives in a shared file. A tool call on the first replica changes the
+list and only that replica's upstream says so; clients listening on the second and third are
+told, and those replicas have re-listed their own upstream (the new tool runs there)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from _gateway_rig import World, text
+from test_gateway_replicas import TOKENS, _replica, client, postgres_state
+
+pytestmark = pytest.mark.anyio
+__all__ = ["postgres_state"]  # the fixture, imported to be used here
+
+TOKEN = next(iter(TOKENS))
+NEW = "shared__prune_hedge_0"
+
+
+def _config(world: World, state: str, tools: Path) -> Path:
+    config = world.root / "lists.json"
+    config.write_text(json.dumps({
+        "mcpServers": {"shared": world.fixture("shared_list.py", env={
+            "SHARED_TOOLS": str(tools)})},
+        "byref": {"tokens": TOKENS, "replicas": True, "state": state,
+                  "store": f"file://{world.root / 'store'}"}}))
+    return config
+
+
+async def test_a_list_change_on_one_replica_reaches_the_others(
+        world: World, postgres_state: str) -> None:
+    config = _config(world, postgres_state, world.root / "tools.json")
+    procs: list[subprocess.Popen[str]] = []
+    with world.log.open("a") as log:
+        try:
+            ports = []
+            for _ in range(3):
+                proc, port = _replica(config, log)
+                procs.append(proc)
+                ports.append(port)
+            a, b, c = (f"http://127.0.0.1:{p}/mcp" for p in ports)
+            with anyio.fail_after(60):
+                async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b, \
+                        client(c, TOKEN) as on_c:
+                    for other in (on_b, on_c):  # each indexed the list before the change
+                        before = await other.call_tool("call_tool", {"name": NEW})
+                        assert before.is_error, text(before)
+                    async with on_b.listen(tools_list_changed=True) as heard_b, \
+                            on_c.listen(tools_list_changed=True) as heard_c:
+                        grown = await on_a.call_tool("call_tool", {"name": "shared__grow"})
+                        assert not grown.is_error, text(grown)
+                        for heard in (heard_b, heard_c):
+                            event = await heard.__anext__()
+                            assert type(event).__name__ == "ToolsListChanged"
+                    for other in (on_b, on_c):  # re-listed from its own upstream
+                        ran = await other.call_tool("call_tool", {"name": NEW})
+                        assert not ran.is_error, text(ran)
+                        assert text(ran) == f"pruned by {NEW.removeprefix('shared__')}"
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
