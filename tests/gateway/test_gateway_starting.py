@@ -54,3 +54,23 @@ async def test_a_call_to_a_starting_servers_tool_says_it_is_starting(
             up = await client.call_tool("call_tool", {"name": "time__get_current_time",
                                                       "arguments": {"timezone": "UTC"}})
             assert not up.is_error and json.loads(text(up))["timezone"] == "UTC"
+
+
+async def test_a_starting_server_delays_only_the_first_request_not_every_call(
+        world: World) -> None:
+    servers = {**world.need("time"), "hung": _hung(world)}
+    with anyio.fail_after(40):
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            gateway.list_grace = 3.0
+            with anyio.fail_after(20):  # the time server is listed on its own
+                while "time__get_current_time" not in (await gateway.toolbox(wait=0)).catalog:
+                    await anyio.sleep(0.05)
+            await client.list_tools()  # told 'hung' is starting
+            started = anyio.current_time()
+            for _ in range(3):  # then no call waits for it again: 'hung' is announced later
+                up = await client.call_tool("call_tool", {"name": "time__get_current_time",
+                                                          "arguments": {"timezone": "UTC"}})
+                assert not up.is_error
+                refused = await client.call_tool("call_tool", {"name": "hung__echo"})
+                assert text(refused) == STARTING
+            assert anyio.current_time() - started < 3.0  # six calls: less than one grace

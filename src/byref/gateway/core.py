@@ -141,6 +141,8 @@ class Gateway:
         """Servers being listed now, each in its own task; the event is set when it ends."""
         self._served_early: set[str] = set()
         """Servers still listing when a toolbox was handed out: their arrival is announced."""
+        self._waited: set[str] = set()
+        """Servers a request already waited the full `list_grace` for (not waited for again)."""
         self._dirty = False
         self._version = 0
         self._stack: AsyncExitStack | None = None
@@ -199,17 +201,22 @@ class Gateway:
         Each upstream is listed in its own task, so one slow or hung server delays no other.
         This waits for listings in flight at most `wait` seconds (default `list_grace`); a
         server still starting then is indexed when it arrives and announced to every scope by a
-        list change.
+        list change, and is not waited for again (its tools' calls are refused as starting).
         """
         box = self._box
         if box is not None and not self._dirty and not self._stale and not self._errors and (
                 not self._pending and len(self._listings) == len(self.upstreams.upstreams)):
             return box  # every upstream listed and nothing changed: no lock on the hot path
         self._start_listings()
-        if self._pending:
+        # A start costs at most one full wait: once a request waited `list_grace` for a server,
+        # it is announced when it arrives and no later request (a call) waits for it again.
+        waiting = [done for name, done in self._pending.items() if name not in self._waited]
+        if waiting:
             with anyio.move_on_after(self.list_grace if wait is None else wait):
-                for done in list(self._pending.values()):
+                for done in waiting:
                     await done.wait()
+            if wait is None:
+                self._waited.update(self._pending)
         async with self._box_lock:
             if self._box is None or self._dirty:
                 self._rebuild()
@@ -245,6 +252,7 @@ class Gateway:
             self._group.start_soon(self._list_changes.announce, name)
         self._dirty = True
         self._pending.pop(name).set()
+        self._waited.discard(name)
         if name in self._served_early:  # a client was answered without it: tell it now
             self._served_early.discard(name)
             await self._reannounce()
