@@ -7,9 +7,10 @@ answer them (resource updates, list changes). Names and URIs are the gateway's (
 call does (`Upstream.request`), and under the client request's mark (`relay`), so what the server
 sends meanwhile reaches that client. The law: a server that lacks a capability contributes
 nothing to its list (never an error), one that fails is left out of a list and named when it is
-asked directly, and the gateway's own lists paginate (`PAGE` items, an opaque cursor). byref's own
-artifacts (`byref:artifact/<ref>`) are answered from the store in the caller's scope
-(`artifact_resources`), never by an upstream.
+asked directly, a grant naming servers sees only their resources and prompts (another's read
+as ones no server offers), and the gateway's own lists paginate (`PAGE` items, an opaque
+cursor). byref's own artifacts (`byref:artifact/<ref>`) are answered from the store in the
+caller's scope (`artifact_resources`), never by an upstream.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.artifact_resources import ArtifactResources
+from byref.gateway.auth import permits_server
 from byref.gateway.inputs import Parked, Parking
 from byref.gateway.pages import page
-from byref.gateway.prompts import PromptIndex
+from byref.gateway.prompts import PromptIndex, prompt_not_offered
 from byref.gateway.relay import calling, may_ask
 from byref.gateway.resources import (
     ARTIFACT_TEMPLATE,
@@ -94,6 +96,12 @@ class Passthrough:
     def _upstream(self, server: str) -> Upstream:
         return self._upstreams()[server]
 
+    def _sees(self, ctx: Ctx) -> Callable[[str], bool]:
+        """Whether the request's grant sees a server (resources and prompts are granted by
+        server; an unseen one's are never listed and read as ones no server offers)."""
+        grant = getattr(self._owner_of(ctx), "grant", None) if self._owner_of else None
+        return lambda server: permits_server(grant, server)
+
     async def _each(self, doing: str, has: Callable[[types.ServerCapabilities], bool],
                     op: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
         """`op` on every server that has the capability (in parallel, config order kept);
@@ -146,7 +154,8 @@ class Passthrough:
         self.seen(ctx)
         with calling(ctx):
             found = await self._all_resources()
-        items = [listed_resource(s, r) for s, rs in found.items() for r in rs]
+        sees = self._sees(ctx)
+        items = [listed_resource(s, r) for s, rs in found.items() if sees(s) for r in rs]
         if self.artifacts is not None:
             items += await self.artifacts.resources(ctx)
         got, cursor = page(items, params.cursor if params else None)
@@ -157,22 +166,25 @@ class Passthrough:
         self.seen(ctx)
         with calling(ctx):
             found = await self._all_templates()
-        items = [listed_template(s, t) for s, ts in found.items() for t in ts]
+        sees = self._sees(ctx)
+        items = [listed_template(s, t) for s, ts in found.items() if sees(s) for t in ts]
         if self.artifacts is not None:
             items.append(ARTIFACT_TEMPLATE)
         got, cursor = page(items, params.cursor if params else None)
         return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
 
-    async def _owner(self, uri: str) -> tuple[str, str]:
-        """(server, its URI) for a URI a client sent: the gateway's form, or a server's own."""
+    async def _owner(self, uri: str, sees: Callable[[str], bool] | None = None
+                     ) -> tuple[str, str]:
+        """(server, its URI) for a URI a client sent: the gateway's form, or a server's own
+        (among the servers `sees` admits: the caller's grant)."""
         pair = split(uri, self._upstreams())
         if pair is not None:
             return pair
-        owners = self.resources.owners(uri)
+        owners = [s for s in self.resources.owners(uri) if sees is None or sees(s)]
         if len(owners) != 1:  # not known yet, or known as several: ask the servers again
             await self._all_resources()
             await self._all_templates()
-            owners = self.resources.owners(uri)
+            owners = [s for s in self.resources.owners(uri) if sees is None or sees(s)]
         if len(owners) != 1:
             raise unresolved(uri, owners)
         return owners[0], uri
@@ -186,7 +198,9 @@ class Passthrough:
             return await self.artifacts.read(ctx, asked, ref)
 
         async def run() -> types.ReadResourceResult:
-            server, uri = await self._owner(asked)
+            server, uri = await self._owner(asked, self._sees(ctx))
+            if not self._sees(ctx)(server):
+                raise unresolved(asked, [])
 
             async def read(client: Client) -> types.ReadResourceResult:
                 return await client.read_resource(uri)
@@ -221,7 +235,9 @@ class Passthrough:
             await self.artifacts.check(ctx, asked, ref)
             return types.EmptyResult()
         with calling(ctx):
-            server, uri = await self._owner(asked)
+            server, uri = await self._owner(asked, self._sees(ctx))
+            if not self._sees(ctx)(server):
+                raise unresolved(asked, [])
             if not isinstance(connection, Connection):
                 raise MCPError(types.INVALID_REQUEST, "This connection cannot take updates.")
             first = not self._interest((server, uri))
@@ -267,7 +283,9 @@ class Passthrough:
         with calling(ctx):
             for asked in params.notifications.resource_subscriptions or ():
                 with contextlib.suppress(MCPError):  # a URI no server offers never updates
-                    pair = await self._owner(asked)
+                    pair = await self._owner(asked, self._sees(ctx))
+                    if not self._sees(ctx)(pair[0]):
+                        continue
                     first = not self._interest(pair)
                     self._listening[pair] = self._listening.get(pair, 0) + 1
                     pairs.append(pair)
@@ -305,6 +323,8 @@ class Passthrough:
         self.seen(ctx)
         with calling(ctx):
             items = self.prompts.listed(await self._all_prompts())
+        sees = self._sees(ctx)
+        items = [p for p in items if sees(self.prompts.names[p.name][0])]
         got, cursor = page(items, params.cursor if params else None)
         return types.ListPromptsResult(prompts=got, next_cursor=cursor)
 
@@ -314,11 +334,12 @@ class Passthrough:
 
         return await self._each("listing its prompts", lambda c: c.prompts is not None, fetch)
 
-    async def _prompt(self, name: str) -> tuple[str, str]:
-        found = self.prompts.resolve(name)
+    async def _prompt(self, name: str, sees: Callable[[str], bool] | None = None
+                      ) -> tuple[str, str]:
+        found = self.prompts.resolve(name, sees)
         if found is None:
             self.prompts.listed(await self._all_prompts())
-            found = self.prompts.resolve(name)
+            found = self.prompts.resolve(name, sees)
         if found is None:
             raise self.prompts.unresolved(name)
         return found
@@ -328,7 +349,9 @@ class Passthrough:
         self.seen(ctx)
 
         async def run() -> types.GetPromptResult:
-            server, name = await self._prompt(params.name)
+            server, name = await self._prompt(params.name, self._sees(ctx))
+            if not self._sees(ctx)(server):
+                raise prompt_not_offered(params.name)
 
             async def get(client: Client) -> types.GetPromptResult:
                 return await client.get_prompt(name, params.arguments)
@@ -349,9 +372,13 @@ class Passthrough:
             upstream_ref: types.PromptReference | types.ResourceTemplateReference
             if isinstance(ref, types.PromptReference):
                 server, name = await self._prompt(ref.name)
+                if not self._sees(ctx)(server):
+                    raise prompt_not_offered(ref.name)
                 upstream_ref = ref.model_copy(update={"name": name})
             else:
                 server, uri = await self._template_owner(str(ref.uri))
+                if not self._sees(ctx)(server):
+                    raise unresolved(str(ref.uri), [])
                 upstream_ref = ref.model_copy(update={"uri": uri})
             context = params.context.arguments if params.context is not None else None
 

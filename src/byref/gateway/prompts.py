@@ -9,6 +9,7 @@ server lists that name. The law: every name the gateway lists maps back to one p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import mcp_types as types
@@ -41,10 +42,12 @@ class PromptIndex:
                 out.append(p.model_copy(update={"name": name}))
         return out
 
-    def resolve(self, name: str) -> tuple[str, str] | None:
+    def resolve(self, name: str, sees: Callable[[str], bool] | None = None
+                ) -> tuple[str, str] | None:
+        """The pair a name stands for; a server's own name counts only servers `sees` admits."""
         if name in self.names:
             return self.names[name]
-        servers = self.own.get(name, set())
+        servers = {s for s in self.own.get(name, set()) if sees is None or sees(s)}
         if len(servers) == 1:
             return next(iter(servers)), name
         return None
@@ -56,6 +59,11 @@ class PromptIndex:
                 f"Prompt {name!r} is offered by several servers "
                 f"({', '.join(map(repr, servers))}); ask for one of "
                 f"{', '.join(repr(qualified_name(s, name)) for s in servers)}."))
-        return MCPError(types.INVALID_PARAMS, (
-            f"Prompt {name!r} is not offered by any server behind this gateway; prompts/list "
-            "names each as <server>__<prompt>."))
+        return prompt_not_offered(name)
+
+
+def prompt_not_offered(name: str) -> MCPError:
+    """A prompt no server offers — or one of a server the caller's grant does not see."""
+    return MCPError(types.INVALID_PARAMS, (
+        f"Prompt {name!r} is not offered by any server behind this gateway; prompts/list "
+        "names each as <server>__<prompt>."))
