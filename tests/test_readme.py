@@ -293,3 +293,41 @@ def test_readme_openai_agents_example_runs_with_the_sdks_openai_model_on_loopbac
     finally:
         set_default_openai_api("responses" if responses else "chat_completions")
     assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
+
+
+def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> None:
+    """"Running byref for a team": the config is read by byref's own loader as the text says,
+    the three commands by byref's own parser, and the haproxy.cfg by `haproxy -c` (when
+    HAProxy is installed) with its servers on the ports the commands listen on."""
+    import json
+    import shlex
+    import shutil
+    import subprocess
+
+    from byref.cli import build_parser
+    from byref.gateway.config import parse_config
+
+    section = README.read_text().split("## Running byref for a team\n", 1)[1].split("\n## ")[0]
+    [block] = re.findall(r"```json\n(.*?)```", section, flags=re.S)
+    config = parse_config(json.loads(block), source="README")
+    assert config.replicas and config.state is not None and config.store is not None
+    assert config.state.startswith("postgresql://") and config.store.startswith("s3://")
+    assert config.jwt is not None and config.jwt.principal_claim == "sub"
+    [(token, grant)] = config.tokens.items()
+    assert token.startswith("sha256:") and grant.servers == ("git",)
+    [commands] = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    *gateways, balancer = commands.strip().splitlines()
+    ports = []
+    for line in gateways:
+        args = build_parser().parse_args(shlex.split(line)[1:])
+        assert (args.command, args.config, args.transport) == ("gateway", "team.json", "http")
+        ports.append(str(args.port))
+    assert len(set(ports)) == 3 and balancer == "haproxy -f haproxy.cfg"
+    [cfg] = re.findall(r"```haproxy\n(.*?)```", section, flags=re.S)
+    assert re.findall(r"server \w+ 127\.0\.0\.1:(\d+) check", cfg) == ports
+    haproxy = shutil.which("haproxy")
+    if haproxy is not None:
+        (tmp_path / "haproxy.cfg").write_text(cfg)
+        checked = subprocess.run([haproxy, "-c", "-f", str(tmp_path / "haproxy.cfg")],
+                                 capture_output=True, text=True, timeout=30)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
