@@ -2,7 +2,9 @@
 `byref gateway --transport http` processes on one PostgreSQL state, each with its own copy of an
 upstream whose tool list lives in a shared file. A tool call on the first replica changes the
 list and only that replica's upstream says so; clients listening on the second and third are
-told, and those replicas have re-listed their own upstream (the new tool runs there)."""
+told, and those replicas have re-listed their own upstream (the new tool runs there). An
+activation on one replica changes the principal's shared working set: a client of that
+principal listening on another replica is told, and is declared the tool there."""
 
 from __future__ import annotations
 
@@ -61,6 +63,37 @@ async def test_a_list_change_on_one_replica_reaches_the_others(
                         ran = await other.call_tool("call_tool", {"name": NEW})
                         assert not ran.is_error, text(ran)
                         assert text(ran) == f"pruned by {NEW.removeprefix('shared__')}"
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+async def test_an_activation_on_one_replica_is_announced_on_another(
+        world: World, postgres_state: str) -> None:
+    config = _config(world, postgres_state, world.root / "tools.json")
+    procs: list[subprocess.Popen[str]] = []
+    with world.log.open("a") as log:
+        try:
+            ports = []
+            for _ in range(2):
+                proc, port = _replica(config, log)
+                procs.append(proc)
+                ports.append(port)
+            a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
+            with anyio.fail_after(60):
+                async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
+                    assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
+                    async with on_b.listen(tools_list_changed=True) as heard:
+                        got = await on_a.call_tool("activate_tool", {"names": ["shared__grow"]})
+                        assert not got.is_error, text(got)
+                        event = await heard.__anext__()
+                        assert type(event).__name__ == "ToolsListChanged"
+                    assert "shared__grow" in {t.name for t in (await on_b.list_tools()).tools}
         finally:
             for proc in procs:
                 proc.terminate()

@@ -173,7 +173,8 @@ class Gateway:
             if isinstance(state, PostgresConversations):
                 self._list_changes = ListChanges(
                     state.conninfo, state.table, [s.name for s in self.config.servers],
-                    self._replica_changed, errlog=self._errlog)
+                    self._replica_changed, heard_scope=self._replica_scope_changed,
+                    errlog=self._errlog)
                 stack.push_async_callback(self._list_changes.close)
                 await self._group.start(self._list_changes.run)
         return self
@@ -363,6 +364,24 @@ class Gateway:
         self._heard.add(server)
         await self._upstream_changed(server)
 
+    async def _replica_scope_changed(self, key: str) -> None:
+        """Another replica changed a shared conversation's working set: if this replica holds
+        it, re-read how far its record has grown and tell its clients here."""
+        for state in self.scopes.all():
+            if state.scope.key() != key:
+                continue
+            lines = getattr(state.transcript, "lines", None)
+            async with state.lock:  # no local call's lines waiting while the record is re-read
+                if lines is not None and not lines.pending:
+                    try:
+                        await anyio.to_thread.run_sync(lines.refresh)
+                    except Exception as exc:  # expired or unreachable: the next call says so
+                        if self._errlog is not None:
+                            print(f"byref gateway: conversation {key!r} not re-read after "
+                                  f"another replica's activation: {exc}", file=self._errlog)
+            state.declared = tuple(self.working_set(state, await self.toolbox_for(state)))
+            await state.announce()
+
     async def _reannounce(self) -> None:
         box = await self.toolbox()
         for state in self.scopes.all():
@@ -428,7 +447,8 @@ class Gateway:
             await _append_when_free(state, "tool", part)
         # One projection per call, compared with what this scope's clients were last told.
         now = tuple(self.working_set(state, box))
-        if now != state.declared:
+        changed = now != state.declared
+        if changed:
             state.declared = now
             await state.announce(connection)
         if self.usage is not None and target.name == ACTIVATE and not part.is_error:
@@ -439,6 +459,9 @@ class Gateway:
             fresh = state.unlogged(fold.catch_up(state.transcript))
             await anyio.to_thread.run_sync(self.usage.append, fresh)
         await state.persist()  # the call and result through the state port, one batch
+        if changed and self._list_changes is not None and self._group is not None:
+            # After the write: a replica told re-reads the record and finds the activation.
+            self._group.start_soon(self._list_changes.announce_scope, state.scope.key())
         if self.metrics is not None:
             self.metrics.call(_server_of(box, target.name), target.name, part.is_error,
                               time.perf_counter() - started)

@@ -1,9 +1,11 @@
 """Tool-list changes between replicas, over PostgreSQL LISTEN/NOTIFY.
 
-Owns the channel replicas (`byref.replicas`) tell each other on that an upstream's tool list
-changed. Upstream processes are per replica, so a replica that hears of a change re-lists that
-server from its own process and announces a list change to its own clients; what travels is only
-`{"replica": <id>, "server": <name>}`, never a listing.
+Owns the channel replicas (`byref.replicas`) tell each other on that a list changed: an
+upstream's tool list (`{"replica": <id>, "server": <name>}`) or a conversation's working set
+(`{"replica": <id>, "scope": <scope key>}`, after an activation on one replica). Upstream
+processes are per replica, so a replica that hears of a server re-lists it from its own process,
+and one that hears of a conversation re-reads how far its shared record has grown; either way it
+announces a list change to its own clients. What travels is a name, never a listing.
 
 Why PostgreSQL and not Redis pub/sub: replicas already share their conversation state in
 PostgreSQL (replicas require it), so NOTIFY needs no further service to run, secure and watch;
@@ -46,13 +48,15 @@ class ListChanges:
     and calls `heard(server)` for each configured server another replica named."""
 
     def __init__(self, conninfo: str, table: str, servers: Collection[str],
-                 heard: Callable[[str], Awaitable[None]], *, errlog: TextIO | None = None
-                 ) -> None:
+                 heard: Callable[[str], Awaitable[None]], *,
+                 heard_scope: Callable[[str], Awaitable[None]] | None = None,
+                 errlog: TextIO | None = None) -> None:
         self.conninfo = conninfo
         self.channel = f"{table}_tool_lists"
         self.replica = uuid.uuid4().hex
         self._servers = frozenset(servers)
         self._heard = heard
+        self._heard_scope = heard_scope
         self._errlog = errlog if errlog is not None else sys.stderr
         self._sender: Any = None
         self._send_lock = anyio.Lock()
@@ -77,9 +81,14 @@ class ListChanges:
                         for server in sorted(self._servers):
                             await self._heard(server)
                     async for notice in conn.notifies():
-                        named = self._server_of(notice.payload)
-                        if named is not None:
-                            await self._heard(named)
+                        got = self._parse(notice.payload)
+                        if got is None:
+                            continue
+                        kind, name = got
+                        if kind == "server":
+                            await self._heard(name)
+                        elif self._heard_scope is not None:
+                            await self._heard_scope(name)
             except psycopg.Error as exc:
                 print(f"byref gateway: not hearing other replicas' tool-list changes "
                       f"(channel {self.channel!r}): {_first_line(exc)}; retrying in "
@@ -89,20 +98,30 @@ class ListChanges:
                     task_status.started()  # serve anyway: this replica's own lists still work
                 await anyio.sleep(RETRY_AFTER)
 
-    def _server_of(self, payload: str) -> str | None:
+    def _parse(self, payload: str) -> tuple[str, str] | None:
+        """("server", a configured name) or ("scope", a key) from another replica; else None."""
         try:
             got = json.loads(payload)
         except ValueError:
             return None
         if not isinstance(got, dict) or got.get("replica") == self.replica:
             return None
-        server = got.get("server")
-        return server if isinstance(server, str) and server in self._servers else None
+        server, scope = got.get("server"), got.get("scope")
+        if isinstance(server, str) and server in self._servers:
+            return "server", server
+        return ("scope", scope) if isinstance(scope, str) else None
 
     async def announce(self, server: str) -> None:
         """Tell the other replicas `server`'s tool list changed (a failure is reported)."""
+        await self._send({"replica": self.replica, "server": server}, repr(server))
+
+    async def announce_scope(self, key: str) -> None:
+        """Tell the other replicas a conversation's working set changed."""
+        await self._send({"replica": self.replica, "scope": key}, "a conversation")
+
+    async def _send(self, message: dict[str, str], what: str) -> None:
         psycopg = _psycopg()
-        payload = json.dumps({"replica": self.replica, "server": server})
+        payload = json.dumps(message)
         async with self._send_lock:
             try:
                 if self._sender is None or self._sender.closed:
@@ -110,7 +129,7 @@ class ListChanges:
                         self.conninfo, autocommit=True, connect_timeout=10)
                 await self._sender.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
             except psycopg.Error as exc:
-                print(f"byref gateway: other replicas not told that {server!r} changed its "
+                print(f"byref gateway: other replicas not told that {what} changed its "
                       f"tools: {_first_line(exc)}", file=self._errlog, flush=True)
 
     async def close(self) -> None:
