@@ -98,7 +98,7 @@ def test_the_packaged_sentence_model_finds_by_meaning() -> None:
         make_tool("send_invoice", "Email an invoice to a customer."),
         make_tool("list_pods", "List Kubernetes pods in a namespace."),
     ])
-    hybrid = Searcher(cat, ranker=HybridRanker())
+    hybrid = Searcher(cat, ranker=HybridRanker(vector_cache="off"))
     assert hybrid.search("will it rain tomorrow in Oslo?").results[0].name == "get_forecast"
 
 

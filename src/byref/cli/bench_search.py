@@ -25,6 +25,8 @@ def register_bench(bench_sub: Any) -> None:
                         help="evaluation data directory (default: ../shared/eval)")
     parser.add_argument("--no-hybrid", action="store_true", help="skip the embedding runs")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--first-search", action="store_true",
+                        help="only the first hybrid search, cold vs warm vector cache")
     parser.set_defaults(run=run)
 
 
@@ -33,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     exit code, 2 without evaluation data."""
     from byref.discovery import bench
 
+    if args.first_search:
+        return _first_search(args)
     try:
         figures = bench.run(args.eval, hybrid=not args.no_hybrid)
     except FileNotFoundError as exc:
@@ -77,9 +81,38 @@ def run(args: argparse.Namespace) -> int:
                   f"{h['document_vectors_s']} s")
     if "retrieval" in figures:
         _retrieval(figures["retrieval"], mcp["reference_ms"])
+    if "first_search" in figures:
+        _print_first_search(figures["first_search"])
     for note in figures.get("notes", []):
         print(f"note: {note}")
     return 0
+
+
+def _first_search(args: argparse.Namespace) -> int:
+    from byref.discovery import bench
+    from byref.discovery.bench_retrieval import first_search
+
+    root = args.eval or bench.eval_dir()
+    if not (root / "mcp-catalog").is_dir():
+        print(f"byref bench search: no mcp-catalog/ under {str(root)!r}", file=sys.stderr)
+        return 2
+    try:
+        f = first_search(root)
+    except ImportError as exc:
+        print(f"byref bench search: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(f, indent=2))
+        return 0
+    _print_first_search(f)
+    return 0
+
+
+def _print_first_search(f: dict[str, Any]) -> None:
+    print(f"First hybrid search, {f['tools']:,} tools ({f['query']!r}), fresh encoder each: "
+          f"cold cache {f['cold_s']} s ({f['cold_encoded']:,} texts encoded), warm cache "
+          f"{f['warm_s']} s ({f['warm_encoded']:,} encoded); cold/warm {f['cold_over_warm']}; "
+          f"cache file {f['cache_mb']} MB; same results {f['same_results']}")
 
 
 def _row(label: str, m: dict[str, float]) -> None:

@@ -343,6 +343,7 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
         from byref.discovery import bench_retrieval
 
         out["retrieval"] = bench_retrieval.run(root, ranker, notes)
+        out["first_search"] = bench_retrieval.first_search(root)
     if notes:
         out["notes"] = notes
     return out

@@ -286,6 +286,34 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     return out
 
 
+# -- the on-disk vector cache ----------------------------------------------------------------
+def first_search(root: Path, query: str = "create a github issue") -> dict[str, Any]:
+    """The first hybrid search on the real catalog (2,565 tools) as a fresh process sees it:
+    encoder built, document vectors made, one search, with an empty vector cache (cold) and
+    then, in a new ranker and encoder, with the cache the cold run wrote (warm)."""
+    import tempfile
+
+    from byref.discovery.embed import HybridRanker
+    from byref.discovery.encoder import OnnxMiniLM
+    from byref.discovery.mcp import catalog_from_listings, read_listings
+
+    catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
+    out: dict[str, Any] = {"tools": len(catalog), "query": query}
+    with tempfile.TemporaryDirectory(prefix="byref-vectors-") as tmp:
+        names = {}
+        for run_name in ("cold", "warm"):
+            start = time.perf_counter()
+            ranker = HybridRanker(OnnxMiniLM(), vector_cache=tmp)
+            hits = Searcher(catalog, ranker=ranker).search(query).results
+            out[f"{run_name}_s"] = round(time.perf_counter() - start, 3)
+            out[f"{run_name}_encoded"] = ranker.encoded
+            names[run_name] = [h.name for h in hits]
+        out["cache_mb"] = round(sum(p.stat().st_size for p in Path(tmp).glob("*.vec")) / 1e6, 1)
+    out["cold_over_warm"] = round(out["cold_s"] / out["warm_s"], 1) if out["warm_s"] else None
+    out["same_results"] = names["cold"] == names["warm"]
+    return out
+
+
 # -- task-style queries on the real catalog ----------------------------------------------------
 TASK_QUERIES = Path(__file__).with_name("task_queries.txt")
 

@@ -7,13 +7,15 @@ Fusion is a convex combination over the filtered candidates of the BM25F score d
 best one and the cosine similarity min-max scaled over the candidates: one weight,
 `LEXICAL_WEIGHT`, chosen on a MetaTool dev split outside the reported sample and confirmed on a
 second disjoint one (`bench.fusion`). An exact tool name still ranks first. Document vectors
-are computed once per catalog version, and only for texts that changed.
+are computed once per catalog version, and only for texts that changed; an encoder with a
+`model_id` also keeps them on disk (`vectorcache`), so a restart encodes only new texts.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from byref.discovery.encoder import INSTALL_HINT, Encoder, OnnxMiniLM
@@ -27,6 +29,7 @@ from byref.discovery.index import (
     arrange,
 )
 from byref.discovery.text import split_words
+from byref.discovery.vectorcache import VectorCache, cache_dir
 
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text"]
 
@@ -54,7 +57,11 @@ def document_text(index: SearchIndex, doc: int) -> str:
 
 
 class HybridRanker:
-    """Implements `search.Ranker`: lexical scores fused with embedding similarity."""
+    """Implements `search.Ranker`: lexical scores fused with embedding similarity.
+
+    `vector_cache` is the directory of the on-disk document vectors (default $BYREF_VECTOR_CACHE,
+    else the user's cache dir; `"off"` disables it). It is used only when the encoder has a
+    `model_id`."""
 
     def __init__(
         self,
@@ -63,6 +70,7 @@ class HybridRanker:
         lexical_weight: float = LEXICAL_WEIGHT,
         rerank: Rerank = HYBRID_RERANK,
         query_cache: int = QUERY_CACHE,
+        vector_cache: str | Path | None = None,
     ) -> None:
         if not 0.0 <= lexical_weight <= 1.0:
             raise ValueError(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
@@ -76,12 +84,16 @@ class HybridRanker:
         self.query_cache = query_cache
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
+        self.vector_cache = vector_cache
+        self.cache_dir = cache_dir(vector_cache)
+        self.encoded = 0
+        """Document texts this ranker sent to the encoder (neither in memory nor on disk)."""
 
     def with_weight(self, lexical_weight: float, rerank: Rerank | None = None) -> HybridRanker:
         """Another weight (or re-rank) over the same encoder, document and query vectors."""
         other = HybridRanker(self._encoder, lexical_weight=lexical_weight,
                              rerank=self.rerank if rerank is None else rerank,
-                             query_cache=self.query_cache)
+                             query_cache=self.query_cache, vector_cache=self.vector_cache)
         with self._lock:
             other._by_text = self._by_text
             other._queries = self._queries
@@ -89,11 +101,21 @@ class HybridRanker:
 
     @property
     def encoder(self) -> Encoder:
+        """The sentence encoder (the packaged ONNX MiniLM unless one was given), built on use."""
         if self._encoder is None:
             self._encoder = OnnxMiniLM()
         return self._encoder
 
+    def disk_cache(self) -> VectorCache | None:
+        """The on-disk vectors of this encoder's model, or None (cache off, or an encoder
+        without a `model_id`)."""
+        model_id = getattr(self.encoder, "model_id", None)
+        if self.cache_dir is None or not isinstance(model_id, str):
+            return None
+        return VectorCache(self.cache_dir, model_id)
+
     def vectors(self, index: SearchIndex) -> Any:
+        """One unit-length row per document of `index` (cached per index and per text)."""
         with self._lock:
             hit = self._vectors.get(id(index))
             if hit is not None and hit[0] is index:
@@ -104,8 +126,18 @@ class HybridRanker:
         with self._lock:
             known = self._by_text
         fresh = list(dict.fromkeys(t for t in texts if t not in known))
+        disk = self.disk_cache() if fresh else None
+        if disk is not None:
+            stored = disk.lookup(fresh)
+            known = {**known, **stored}
+            fresh = [t for t in fresh if t not in stored]
         if fresh:
-            known = {**known, **dict(zip(fresh, self.encoder.encode(fresh), strict=True))}
+            made = dict(zip(fresh, self.encoder.encode(fresh), strict=True))
+            known = {**known, **made}
+            with self._lock:
+                self.encoded += len(fresh)
+            if disk is not None:
+                disk.store(made, used=texts)
         dim = next(iter(known.values())).shape[0] if known else 0
         matrix = np.stack([known[t] for t in texts]) if texts else np.zeros((0, dim))
         with self._lock:
@@ -114,6 +146,7 @@ class HybridRanker:
         return matrix
 
     def query_vector(self, query: str) -> Any:
+        """The query's vector (from a bounded LRU of recent queries)."""
         with self._lock:
             vector = self._queries.get(query)
             if vector is not None:
@@ -157,6 +190,7 @@ class HybridRanker:
 
     def rank(self, index: SearchIndex, query: str, filters: Filters | None,
              limit: int) -> Ranking:
+        """The top `limit` of the fused order (an exact name first), as `search.Ranker` asks."""
         import numpy as np
 
         if not len(index):

@@ -34,6 +34,9 @@ BATCH = 32
 
 
 class Encoder(Protocol):
+    """Turns texts into unit-length vectors. An encoder may also have `model_id`, a hex digest
+    naming the model and its settings: only then are its document vectors kept on disk."""
+
     def encode(self, texts: Sequence[str]) -> Any:
         """Unit-length vectors, one row per text (a NumPy array)."""
 
@@ -59,6 +62,14 @@ def packaged_model() -> Path:
     return path
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def _usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask, not the machine's count)."""
     try:
@@ -69,7 +80,8 @@ def _usable_cpus() -> int:
 
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: a query is encoded on one thread; documents,
-    encoded once per catalog version, in batches on `batch_threads` threads."""
+    encoded once per catalog version, in length-sorted batches of `BATCH` on `batch_threads`
+    threads (default: every CPU in this process's affinity mask)."""
 
     def __init__(self, model: Path | str | None = None, *, batch_threads: int | None = None,
                  max_tokens: int = MAX_TOKENS) -> None:
@@ -88,13 +100,25 @@ class OnnxMiniLM:
         self._tokenizer.enable_truncation(max_tokens)
         self._ort = ort
         self._query = self._session(1)
-        self._batch_threads = batch_threads or min(4, _usable_cpus())
+        self._batch_threads = batch_threads or _usable_cpus()
+        self._max_tokens = max_tokens
+        self._model_id: str | None = None
         self._bulk: Any = None
         self._lock = threading.Lock()
         names = {i.name for i in self._query.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
             raise ModelError(f"{str(self.path)!r} is not a BERT encoder (inputs {sorted(names)!r})")
         self._types = "token_type_ids" in names
+
+    @property
+    def model_id(self) -> str:
+        """sha256 over the model file's sha256, the vocabulary's and the token limit: the key
+        under which this encoder's document vectors are cached on disk."""
+        if self._model_id is None:
+            parts = [_file_sha256(self.path), _file_sha256(VOCAB), str(self._max_tokens),
+                     "mean-pool, l2"]
+            self._model_id = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        return self._model_id
 
     def _session(self, threads: int) -> Any:
         options = self._ort.SessionOptions()
@@ -109,6 +133,7 @@ class OnnxMiniLM:
                                           providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str]) -> Any:
+        """Unit-length float32 rows, one per text (one text: the 1-thread query session)."""
         np = self._np
         texts = list(texts)
         if len(texts) <= 1:
@@ -169,6 +194,7 @@ class TorchMiniLM:
         self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> Any:
+        """Unit-length rows, one per text."""
         with self._lock:
             return self._model.encode(list(texts), batch_size=64, normalize_embeddings=True,
                                       show_progress_bar=False, convert_to_numpy=True)
