@@ -14,11 +14,14 @@ the artifact store holds the bytes.
 Modules: `config` (the file), `upstream` (connections to the servers), `convert` (the edge),
 `proxy` (an upstream tool as a byref `Tool`), `scopes` (who a request runs as), `core` (the
 toolbox and the call sequence), `server` (the MCP handlers and transports), `passthrough` (every
-non-tool feature: resources, prompts, completion, logging, roots), `resources` and `prompts`
-(their names, mapped back), `relay` (upstream → client traffic to the calling session), `inputs`
-(2026-07-28 input-required rounds), `spawn` (upstream processes: their groups, their stderr),
-`health` (start-up checks), `content` (images, links, structuredContent beside a result's text),
-`metadata` (tool metadata, modes, what call_tool may run), `bench`.
+non-tool feature: prompts, completion, logging, roots, list changes), `passthrough_resources`
+(resources: lists, reads, subscriptions, listen streams), `fanout` (their requests to every
+upstream or to the one that owns a name), `resources` and `prompts` (their names, mapped back),
+`artifact_resources` (byref's own artifacts as resources), `relay` (upstream → client traffic
+to the calling session), `inputs` (2026-07-28 input-required rounds), `spawn` (upstream
+processes: their groups, their stderr), `health` (start-up checks), `content` (images, links,
+structuredContent beside a result's text), `metadata` (tool metadata, modes, what call_tool may
+run), `bench`.
 """
 
 from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
