@@ -18,6 +18,7 @@ from typing import Any
 
 
 def register_bench(bench_sub: Any) -> None:
+    """Add `byref bench gateway` and its options to the `bench` subparsers."""
     parser = bench_sub.add_parser(
         "gateway", help="per-call cost of byref gateway as a ratio to a direct call (stdio, "
         "HTTP, a long session, large results), and the first-turn tool surface")
@@ -41,6 +42,8 @@ def register_bench(bench_sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the gateway benchmark the arguments ask for and print its report; the exit status (2
+    when the `mcp` extra is missing or an argument is out of range)."""
     if args.replicas is not None:
         return run_replicas(args)
     try:
@@ -133,6 +136,8 @@ def format_report(report: dict[str, Any]) -> list[str]:
 
 
 def run_replicas(args: argparse.Namespace) -> int:
+    """Run `--replicas N` (N gateways behind HAProxy against one) and print its report; the exit
+    status (2 when N < 2 or the rig cannot start)."""
     from byref.gateway.bench_replicas import format_replicas, replicas_bench
 
     if args.replicas < 2:

@@ -46,6 +46,8 @@ def _rss_mib() -> float:
 
 def bench_conversations(urls: dict[str, str], *, calls: int = 400, rounds: int = 5,
                         resume_messages: int = 2_000, long_calls: int = 5_000) -> dict[str, Any]:
+    """Time each state in `urls` against the spilled in-memory transcript, interleaved over
+    `rounds`: per-call cost, its ratio, resume time and RSS growth over a long session."""
     work = Path(tempfile.mkdtemp(prefix="byref-bench-conv-"))
     # Memory state spilled, as the gateway keeps it when nothing is durable.
     opened = {name: open_state(url.replace("{tmp}", str(work)), spill=work)
@@ -122,6 +124,7 @@ def bench_conversations(urls: dict[str, str], *, calls: int = 400, rounds: int =
 
 
 def format_report(report: dict[str, Any]) -> str:
+    """The report of `bench_conversations` as the lines the CLI prints."""
     lines = [f"conversation state per gateway call (2 appends + 1 flush), {report['calls']} calls "
              f"× {report['rounds']} interleaved rounds; baseline: the spilled in-memory "
              f"transcript, {report['baseline_us']:.1f} µs a call"]

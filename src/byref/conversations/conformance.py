@@ -33,6 +33,9 @@ class CaseFailed(Exception):
 
 @dataclass(frozen=True)
 class StateHarness:
+    """How the battery makes, ages and reopens one implementation's state; `declared` maps a case
+    name to why that implementation is known to fail it."""
+
     name: str
     create: Callable[[], ConversationState]
     """A usable state with ttl=TTL (cases use their own scopes, so storage may be shared)."""
@@ -44,15 +47,20 @@ class StateHarness:
 
 @dataclass(frozen=True)
 class Kit:
+    """What a case is given: the state, a token unique to this run, its clock and its opener."""
+
     state: ConversationState
     token: str
     advance: Callable[[float], None]
     reopen: Callable[[], ConversationState] | None
 
     def scope(self, label: str = "main") -> Scope:
+        """A scope unique to this run (so cases never see each other's conversations)."""
         return Scope(f"battery-{self.token}", "principal", label)
 
     def opener(self) -> Callable[[], ConversationState]:
+        """The picklable opener of a second instance; raises CaseFailed when the harness has
+        none."""
         if self.reopen is None:
             raise CaseFailed("this case needs a second process (the harness's reopen)")
         return self.reopen
@@ -60,6 +68,8 @@ class Kit:
 
 @dataclass(frozen=True)
 class Case:
+    """One law (`law`), the function that checks it, and whether it needs a second process."""
+
     name: str
     law: str
     run: Callable[[Kit], None]
@@ -68,6 +78,8 @@ class Case:
 
 @dataclass(frozen=True)
 class Result:
+    """How one case went for one implementation."""
+
     name: str
     law: str
     outcome: str
@@ -76,11 +88,13 @@ class Result:
 
 
 def check(ok: bool, what: str) -> None:
+    """Raise CaseFailed saying `what` unless `ok`."""
     if not ok:
         raise CaseFailed(what)
 
 
 def equal(got: Any, want: Any, what: str) -> None:
+    """Raise CaseFailed naming both values unless `got == want`."""
     if got != want:
         raise CaseFailed(f"{what}: expected {want!r}, got {got!r}")
 
@@ -92,6 +106,7 @@ def line(seq: int, size: int = 40) -> bytes:
 
 
 def conflicts(fn: Callable[[], None]) -> bool:
+    """Whether `fn` raised SeqConflict."""
     try:
         fn()
     except SeqConflict:
@@ -101,6 +116,7 @@ def conflicts(fn: Callable[[], None]) -> bool:
 
 # -- the cases ----------------------------------------------------------------------------------
 def round_trip(kit: Kit) -> None:
+    """Lines appended are read back byte for byte under their seqs."""
     s, scope = kit.state, kit.scope()
     conv = s.open(scope, 1_000)
     equal((conv.origin, conv.length, conv.expired), (1_000, 0, None), "a new conversation")
@@ -116,6 +132,8 @@ def round_trip(kit: Kit) -> None:
 
 
 def continues_exactly(kit: Kit) -> None:
+    """An append that does not continue the record exactly is refused (SeqConflict) and writes
+    nothing."""
     s, scope = kit.state, kit.scope()
     s.open(scope, 10)
     s.append(scope, 10, [line(10)])
@@ -128,6 +146,7 @@ def continues_exactly(kit: Kit) -> None:
 
 
 def batch_all_or_nothing(kit: Kit) -> None:
+    """A batch that fails part way leaves lines, working set and usage as they were."""
     s, scope = kit.state, kit.scope()
     s.open(scope, 0)
     s.append(scope, 0, [line(0)], working_set=["a"], usage=[("q", "a")])
@@ -148,6 +167,7 @@ def batch_all_or_nothing(kit: Kit) -> None:
 
 
 def scopes_apart(kit: Kit) -> None:
+    """Conversations differing only in case or in one field share nothing."""
     s = kit.state
     base = kit.scope("Conv")
     alike = [Scope(base.tenant, base.principal, "conv"), Scope(base.tenant.upper(),
@@ -164,6 +184,8 @@ def scopes_apart(kit: Kit) -> None:
 
 
 def saved_with_the_record(kit: Kit) -> None:
+    """The working set and usage evidence are kept with the record and come back when it is opened
+    again."""
     s, scope = kit.state, kit.scope()
     s.open(scope, 7)
     s.append(scope, 7, [line(7)], working_set=["x", "y"], usage=[("find x", "x")])
@@ -177,6 +199,8 @@ def saved_with_the_record(kit: Kit) -> None:
 
 
 def seen_by_another_instance(kit: Kit) -> None:
+    """A second instance over the same storage sees the record and cannot continue it from a stale
+    seq."""
     other = kit.opener()()
     try:
         s, scope = kit.state, kit.scope()
@@ -193,6 +217,8 @@ def seen_by_another_instance(kit: Kit) -> None:
 
 
 def expiry(kit: Kit) -> None:
+    """A conversation idle past its ttl is gone; its seq range is remembered and a new record
+    begins after it; a touch restarts the idle time."""
     s, scope, keep = kit.state, kit.scope(), kit.scope("kept")
     s.open(scope, 100)
     s.open(keep, 0)
@@ -218,6 +244,7 @@ def expiry(kit: Kit) -> None:
 
 
 def sweep(kit: Kit) -> None:
+    """sweep expires idle conversations and only those."""
     s = kit.state
     old, fresh = kit.scope("old"), kit.scope("fresh")
     s.open(old, 0)
@@ -232,6 +259,7 @@ def sweep(kit: Kit) -> None:
 
 
 def delete(kit: Kit) -> None:
+    """delete forgets a conversation entirely."""
     s, scope = kit.state, kit.scope()
     s.open(scope, 20)
     s.append(scope, 20, [line(20)], usage=[("q", "t")])
@@ -244,6 +272,7 @@ def delete(kit: Kit) -> None:
 
 
 def bounds(kit: Kit) -> None:
+    """Reads outside the record answer fewer or no lines, never others'."""
     s, scope = kit.state, kit.scope()
     s.open(scope, 10)
     s.append(scope, 10, [line(10), line(11), line(12)])
@@ -274,6 +303,8 @@ def _writer(opener: Callable[[], ConversationState], scope: Scope, who: int, cou
 
 
 def two_writers(kit: Kit) -> None:
+    """Two processes continuing one record lose nothing and mix nothing up (the loser of a race
+    retries)."""
     opener, scope, count = kit.opener(), kit.scope(), 30
     kit.state.open(scope, 0)
     ctx = multiprocessing.get_context("spawn")
@@ -315,6 +346,8 @@ def _crasher(opener: Callable[[], ConversationState], scope: Scope, out: Any) ->
 
 
 def kill_mid_write(kit: Kit) -> None:
+    """A writer killed with SIGKILL mid-write leaves whole batches only; nothing torn is ever read
+    back, and the record continues."""
     opener, scope = kit.opener(), kit.scope()
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
@@ -385,6 +418,8 @@ CASES: tuple[Case, ...] = (
 
 
 def run_case(case: Case, harness: StateHarness) -> Result:
+    """Run one case on a fresh state of the harness (closed after); its Result, `declared` when it
+    failed for a reason the harness gave."""
     state = harness.create()
     try:
         kit = Kit(state, secrets.token_hex(6), lambda s: harness.advance(state, s),
@@ -406,6 +441,7 @@ def run_case(case: Case, harness: StateHarness) -> Result:
 
 
 def run_battery(harness: StateHarness) -> list[Result]:
+    """Every case of the battery on the harness, in order."""
     return [run_case(case, harness) for case in CASES]
 
 

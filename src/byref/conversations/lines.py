@@ -34,6 +34,9 @@ BLOCK_BYTES = 1 << 20
 
 
 class ConversationLines:
+    """A transcript's lines over a ConversationState: appends wait in memory until `flush` writes
+    them as one batch."""
+
     def __init__(self, state: ConversationState, conversation: Conversation) -> None:
         self.state = state
         self.scope = conversation.scope
@@ -54,6 +57,7 @@ class ConversationLines:
         return len(self._pending)
 
     def append(self, line: bytes) -> None:
+        """Hold a line until the next flush; raises TranscriptClosedError once closed."""
         with self._lock:
             if self._closed:
                 raise TranscriptClosedError("This conversation is closed; nothing more can be "
@@ -61,6 +65,9 @@ class ConversationLines:
             self._pending.append(line)
 
     def line(self, index: int) -> bytes:
+        """The line at `index` (from the record's origin), from memory or the state; raises
+        TranscriptClosedError once closed, TranscriptLookupError when the record no longer has
+        it."""
         with self._lock:
             if self._closed:
                 raise TranscriptClosedError("This conversation is closed; its messages were "
@@ -114,6 +121,7 @@ class ConversationLines:
             self._pending.clear()
 
     def close(self) -> None:
+        """Release what memory holds; later appends and reads raise TranscriptClosedError."""
         with self._lock:
             self._closed = True
             self._block = (0, [])
@@ -140,6 +148,8 @@ class ConversationTranscript(Transcript):
         super().__init__(origin=conversation.origin, cache=cache, lines=self.lines)
 
     def append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
+        """Append a message; shared, it is numbered after the record's current length and written
+        at once, retried up to SHARED_TRIES times when another writer wins."""
         if not self.shared:
             return super().append(role, parts)
         with self._sharing:
@@ -180,6 +190,8 @@ class ConversationTranscript(Transcript):
             return message
 
     def message(self, seq: int) -> Message:
+        """The message at `seq`; raises TranscriptLookupError when it belonged to a record that
+        expired (shared: the record's length is learnt first)."""
         expired = self.conversation.expired
         if expired is not None and expired[0] <= seq <= expired[1]:
             raise TranscriptLookupError(

@@ -114,6 +114,7 @@ class MemoryConversations:
         del self._records[scope]
 
     def open(self, scope: Scope, origin: int) -> Conversation:
+        """See `ConversationState.open`."""
         with self._lock:
             now = self.clock()
             record = self._live(scope, now)
@@ -130,6 +131,7 @@ class MemoryConversations:
             return record.conversation
 
     def find(self, scope: Scope) -> Conversation | None:
+        """See `ConversationState.find`."""
         with self._lock:
             record = self._live(scope, self.clock())
             return None if record is None else record.conversation
@@ -137,6 +139,8 @@ class MemoryConversations:
     def append(self, scope: Scope, first_seq: int, lines: Sequence[bytes], *,
                working_set: Sequence[str] | None = None,
                usage: Sequence[tuple[str, str]] = ()) -> None:
+        """See `ConversationState.append`; raises SeqConflict when the record is gone or
+        `first_seq` does not continue it."""
         with self._lock:
             now = self.clock()
             record = self._live(scope, now)
@@ -160,6 +164,7 @@ class MemoryConversations:
                 conv.usage + len(usage), conv.expired)
 
     def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
+        """See `ConversationState.lines`."""
         with self._lock:
             record = self._live(scope, self.clock())
             if record is None or count <= 0:
@@ -172,11 +177,13 @@ class MemoryConversations:
             return record.lines[index:index + count]
 
     def usage(self, scope: Scope) -> list[tuple[str, str]]:
+        """See `ConversationState.usage`."""
         with self._lock:
             record = self._live(scope, self.clock())
             return [] if record is None else list(record.usage)
 
     def delete(self, scope: Scope) -> bool:
+        """See `ConversationState.delete` (a remembered expired range counts as existing)."""
         with self._lock:
             tombstone = scope in self._expired
             self._expired.pop(scope, None)
@@ -186,6 +193,7 @@ class MemoryConversations:
             return record is not None or tombstone
 
     def sweep(self) -> int:
+        """See `ConversationState.sweep`."""
         with self._lock:
             now = self.clock()
             due = [s for s, r in self._records.items()
@@ -195,6 +203,7 @@ class MemoryConversations:
             return len(due)
 
     def close(self) -> None:
+        """Forget every conversation and delete their spill files."""
         with self._lock:
             for record in self._records.values():
                 if isinstance(record.lines, _Spill):

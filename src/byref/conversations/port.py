@@ -45,6 +45,7 @@ class Conversation:
 
     @property
     def next_seq(self) -> int:
+        """The seq the next appended line must have."""
         return self.origin + self.length
 
 
@@ -101,4 +102,5 @@ class ConversationState(Protocol):
         """Expire every conversation idle past its ttl (their lines are deleted); how many."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release connections and files; the state is unusable after."""

@@ -54,6 +54,9 @@ class _PgTx:
 
 
 class PostgresConversations(SqlConversations):
+    """Conversation state in a PostgreSQL table: durable, shared by every process that opens the
+    same table (replicas)."""
+
     remote = True
 
     def __init__(self, conninfo: str, *, table: str = "byref", ttl: float | None = DEFAULT_TTL,
@@ -80,6 +83,7 @@ class PostgresConversations(SqlConversations):
 
     @property
     def url(self) -> str:
+        """The state URL that opens this table again (the conninfo, as given, with `table=`)."""
         sep = "&" if "?" in self.conninfo else "?"
         return f"{self.conninfo}{sep}table={self.table}"
 
@@ -104,6 +108,7 @@ class PostgresConversations(SqlConversations):
                 tx.count(f"DROP TABLE IF EXISTS {name}")
 
     def close(self) -> None:
+        """Close both connections."""
         with self._wlock, self._rlock:
             self._writer.close()
             self._reader.close()

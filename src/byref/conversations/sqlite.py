@@ -39,6 +39,9 @@ class _SqliteTx:
 
 
 class SqliteConversations(SqlConversations):
+    """Conversation state in a SQLite file: durable, shared by processes on this machine that open
+    the same file and table."""
+
     def __init__(self, path: str | Path, *, table: str = "byref",
                  ttl: float | None = DEFAULT_TTL,
                  clock: Callable[[], float] | None = None) -> None:
@@ -60,6 +63,7 @@ class SqliteConversations(SqlConversations):
 
     @property
     def url(self) -> str:
+        """The state URL that opens this file and table again."""
         return f"sqlite:///{self.path.absolute()}?table={self.table}"
 
     def _connect(self) -> sqlite3.Connection:
@@ -91,6 +95,7 @@ class SqliteConversations(SqlConversations):
                 self._reader.execute("COMMIT")
 
     def close(self) -> None:
+        """Close both connections."""
         with self._wlock, self._rlock:
             self._writer.close()
             self._reader.close()
