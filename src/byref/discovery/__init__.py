@@ -63,6 +63,7 @@ class Discovery:
     def assemble(
         self, scaffolding: Sequence[Tool], transcript: Transcript, *, refs: bool = True
     ) -> Assembly:
+        """This request's declarations and system lines (`assembly.assemble` with this budget)."""
         return assemble(self.catalog, scaffolding, transcript, budget=self.budget, refs=refs)
 
     def learn(

@@ -27,6 +27,8 @@ their seven parameters cost 1,275 characters of every turn (measured on the MCP 
 
 @dataclass(frozen=True)
 class Assembly:
+    """What one model request declares and appends to its system text."""
+
     declarations: list[dict[str, Any]]
     """Name-sorted tool declarations for the request."""
     system_lines: list[str]
@@ -40,6 +42,7 @@ class Assembly:
 
 
 def instruction(catalog: Catalog, budget: int) -> str:
+    """The standing system line that explains search_tools, activate_tool and the budget."""
     return (
         f"Your declared tools are a working set, not the whole catalog: {len(catalog)} tools "
         "exist, grouped by the capability roots below. Find tools with search_tools (free text "
@@ -51,10 +54,12 @@ def instruction(catalog: Catalog, budget: int) -> str:
 
 
 def capability_line(catalog: Catalog) -> str:
+    """The catalog's capability roots as one `<tool_capabilities>` line."""
     return f"<tool_capabilities>{', '.join(catalog.capability_roots())}</tool_capabilities>"
 
 
 def loaded_line(count: int, budget: int) -> str:
+    """How many of the budget's activated tools are loaded (the one line that varies)."""
     return f"You currently have {count} of {budget} activated tools loaded."
 
 

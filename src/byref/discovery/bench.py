@@ -72,6 +72,7 @@ def metatool_data(root: Path) -> tuple[dict[str, str], list[dict[str, str]], lis
 
 
 def metatool_catalog(descriptions: dict[str, str]) -> Catalog:
+    """A catalog of MetaTool's tools (provider-safe names, the original kept), no parameters."""
     catalog = Catalog()
     for name, description in descriptions.items():
         catalog.add(Tool(name=safe_name(name), description=description, fn=_noop,
@@ -85,6 +86,7 @@ def _noop() -> None:
 
 
 def score(rank: Callable[[str], list[str]], rows: Sequence[dict[str, str]]) -> dict[str, float]:
+    """recall@1, recall@5 and MRR of `rank` (query → lower-cased names) over MetaTool rows."""
     r1 = r5 = 0
     mrr = 0.0
     for row in rows:
@@ -100,6 +102,7 @@ def score(rank: Callable[[str], list[str]], rows: Sequence[dict[str, str]]) -> d
 
 
 def ranked(searcher: Searcher) -> Callable[[str], list[str]]:
+    """query → the searcher's top 10 server-side tool names, lower-cased."""
     return lambda q: [r.tool.lower() for r in searcher.search(q, limit=10).results]
 
 
@@ -117,6 +120,7 @@ def training_usage(sample: Sequence[dict[str, str]], rest: Sequence[dict[str, st
 
 
 def learned_catalog(descriptions: dict[str, str], usage: Sequence[Usage]) -> Catalog:
+    """`metatool_catalog` after learning a glossary from `usage` (every tool must exist)."""
     catalog = metatool_catalog(descriptions)
     unknown = catalog.learn(learn_glossary(usage))
     if unknown:
@@ -231,6 +235,7 @@ def latency(catalog: Catalog, queries: Iterable[str] = LATENCY_QUERIES,
 
 
 def build_ms(catalog: Catalog, rounds: int = 3) -> float:
+    """Fastest of `rounds` search-index builds, in milliseconds."""
     times = []
     for _ in range(rounds):
         start = time.perf_counter()

@@ -41,6 +41,7 @@ def dev_splits(sample: Rows, rest: Rows, size: int = DEV_SIZE,
 
 
 def recall(rank: Callable[[str], list[str]], rows: Rows) -> dict[str, float]:
+    """recall@1 and recall@5 of `rank` (query → lower-cased names) over MetaTool rows."""
     r1 = r5 = 0
     for row in rows:
         names = rank(row["Query"])
@@ -184,6 +185,7 @@ class Memo:
         self._known: dict[str, Any] = {}
 
     def encode(self, texts: Sequence[str]) -> Any:
+        """The inner encoder's rows, encoding only texts not seen before."""
         import numpy as np
 
         fresh = [t for t in dict.fromkeys(texts) if t not in self._known]

@@ -40,18 +40,22 @@ class Entry:
 
     @property
     def name(self) -> str:
+        """The catalog name (unique in the catalog)."""
         return self.tool.name
 
     @property
     def description(self) -> str:
+        """The tool's current description."""
         return self.tool.description
 
     @property
     def capabilities(self) -> tuple[str, ...]:
+        """The tool's capability tags."""
         return self.tool.capabilities
 
     @property
     def domains(self) -> tuple[str, ...]:
+        """The tool's domain tags."""
         return self.tool.domains
 
     def glossary_text(self) -> list[str]:
@@ -93,6 +97,8 @@ class Catalog:
         original_name: str | None = None,
         relationships: Iterable[str] = (),
     ) -> Entry:
+        """Add `tool`, its glossary widened by the ontology; a duplicate name raises ValueError.
+        `original_name` is the server's name for it (default: the catalog name)."""
         rels = tuple(dict.fromkeys(relationships))
         endpoints = [e for r in rels for e in relationship_endpoints(r)]
         entities = tuple(dict.fromkeys((*tool.entities, *endpoints)))
@@ -152,19 +158,23 @@ class Catalog:
         return iter(list(self._entries.values()))
 
     def entry(self, name: str) -> Entry:
+        """The entry named `name`; KeyError says which names are close."""
         try:
             return self._entries[name]
         except KeyError:
             raise KeyError(self.unknown_text([name])) from None
 
     def tool(self, name: str) -> Tool:
+        """The tool named `name` (KeyError as `entry`)."""
         return self.entry(name).tool
 
     @property
     def names(self) -> list[str]:
+        """Catalog names in the order they were added."""
         return list(self._entries)
 
     def tools(self) -> list[Tool]:
+        """The tools in the order they were added."""
         return [e.tool for e in self._entries.values()]
 
     def capability_roots(self) -> list[str]:

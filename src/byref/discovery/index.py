@@ -70,15 +70,20 @@ class FilterError(Refused, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Filters:
+    """search_tools' filters: any value within an axis, every given axis (capabilities match
+    by prefix)."""
+
     capabilities: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
     relationships: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
+        """True when any axis has a value."""
         return bool(self.capabilities or self.domains or self.entities or self.relationships)
 
     def to_json(self) -> dict[str, list[str]]:
+        """The non-empty axes as lists."""
         return {k: list(v) for k, v in (
             ("capabilities", self.capabilities), ("domains", self.domains),
             ("entities", self.entities), ("relationships", self.relationships)) if v}
@@ -86,6 +91,8 @@ class Filters:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
+    """One ranked tool: its doc number in the index, entry, score and covered terms."""
+
     doc: int
     entry: Entry
     score: float
@@ -98,6 +105,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class Ranking:
+    """One search's ordered hits, with the query's terms and their weights in scope."""
+
     terms: tuple[str, ...]
     weights: dict[str, float]
     candidates: int
@@ -124,6 +133,7 @@ class Scored:
     """Bit i set: the doc covers `terms[i]`."""
 
     def covered(self, doc: int) -> tuple[str, ...]:
+        """The query terms `doc` covers, in query order."""
         mask = self.masks.get(doc, 0)
         return tuple(t for i, t in enumerate(self.terms) if mask >> i & 1)
 
@@ -210,6 +220,8 @@ class SearchIndex:
 
     # -- building ------------------------------------------------------------------------------
     def field_texts(self, entry: Entry) -> dict[str, list[str]]:
+        """The texts indexed for `entry`, by field (name variants, description, tags,
+        glossary, parameters)."""
         name_texts = [split_words(entry.name)]
         if entry.original_name != entry.name:
             name_texts.append(split_words(entry.original_name))
@@ -366,6 +378,7 @@ class SearchIndex:
     def search(
         self, query: str, *, filters: Filters | None = None, limit: int = 10
     ) -> Ranking:
+        """The lexical top `limit` within the filters (no query terms: the tools by name)."""
         scored = self.score(query, filters)
         if not scored.terms:
             return self._browse(scored.cands, scored.candidates, scored.exact, limit)

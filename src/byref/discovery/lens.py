@@ -30,12 +30,15 @@ TAIL = "…"
 
 @dataclass(frozen=True, slots=True)
 class Window:
+    """A span of a description (start, end) and the query terms it shows."""
+
     start: int
     end: int
     terms: frozenset[str]
 
     @property
     def span(self) -> int:
+        """Its length in characters."""
         return self.end - self.start
 
 

@@ -61,6 +61,7 @@ def safe_name(name: str) -> str:
 
 
 def server_slug(server: str) -> str:
+    """A server name as a tool-name prefix: lower case, other runs of characters → '-'."""
     return _SLUG.sub("-", server.lower()).strip("-") or "server"
 
 

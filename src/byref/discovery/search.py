@@ -28,11 +28,15 @@ class Ranker(Protocol):
     """Reorders a lexical ranking (the hybrid ranker implements this)."""
 
     def rank(self, index: SearchIndex, query: str, filters: Filters | None,
-             limit: int) -> Ranking: ...
+             limit: int) -> Ranking:
+        """The top `limit` hits for `query` within `filters`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
+    """One row of a search_tools page: catalog name, server, server's name, score, excerpt."""
+
     name: str
     server: str | None
     tool: str
@@ -60,6 +64,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Page:
+    """One search_tools answer: the query, filters, scope sizes and rows."""
+
     query: str
     filters: Filters
     candidates: int
@@ -67,6 +73,7 @@ class Page:
     results: list[Result] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """What search_tools returns to the model: the query and the rows."""
         return {"query": self.query, "results": [r.to_json() for r in self.results]}
 
 
@@ -82,11 +89,14 @@ class Searcher:
 
     @property
     def index(self) -> SearchIndex:
+        """The catalog's current index (rebuilt when the catalog changed)."""
         return self.catalog.index()
 
     def search(
         self, query: str = "", *, filters: Filters | None = None, limit: int = DEFAULT_LIMIT
     ) -> Page:
+        """One page of results: the ranker's order (lexical without one or without query text),
+        at least one row asked for, excerpts sharing `page_chars`."""
         index = self.index
         limit = max(1, limit)
         if self.ranker is not None and query.strip():

@@ -97,6 +97,7 @@ class Analyzer:
         return stem
 
     def stem(self, word: str) -> str:
+        """The stem of one sub-word ("" for a stop word), memoized."""
         hit = self._memo.get(word)
         return hit if hit is not None else self._term(word)
 

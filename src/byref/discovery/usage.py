@@ -46,6 +46,7 @@ class Usage:
     tool: str
 
     def to_json(self) -> dict[str, str]:
+        """`{"query": …, "tool": …}`, one usage line."""
         return {"query": self.query, "tool": self.tool}
 
 
@@ -94,6 +95,8 @@ class UsageFold:
         return self.found[before:]
 
     def feed(self, parts: Iterable[Any]) -> None:
+        """Fold in message parts: a successful activation of a tool a successful search
+        listed adds (that query, the tool) to `found`."""
         for part in parts:
             value: Any = part.value
             if part.type == "tool_call" and part.call_id is not None:
