@@ -50,9 +50,14 @@ class ArtifactResources:
         return await anyio.to_thread.run_sync(listed)
 
     async def resources(self, ctx: Any) -> list[types.Resource]:
+        """The caller's artifacts as resources (`byref:artifact/<ref>`), newest first, at most
+        ARTIFACTS_LISTED."""
         return [artifact_resource(m) for m in await self.listed(ctx)]
 
     async def read(self, ctx: Any, uri: str, ref: str) -> types.ReadResourceResult:
+        """An artifact's bytes in the caller's scope; raises MCPError
+        (`resources.artifact_missing`) when that scope has no such ref, as for one that never
+        existed."""
         found = await anyio.to_thread.run_sync(self._store.get, self._scope_of(ctx), ref)
         if found is None:
             raise artifact_missing(uri, ref)

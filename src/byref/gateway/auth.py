@@ -42,6 +42,8 @@ class JwtValidator:
         self.refused: Counter[str] = Counter()
 
     def validate(self, token: str) -> tuple[Grant, int | None] | None:
+        """The token's grant and expiry (epoch seconds), or None with the reason counted: a refused
+        algorithm, expiry, audience, key, signature, malformed token or missing claims."""
         jwt, config = self._jwt, self.config
         try:
             header = jwt.get_unverified_header(token)
@@ -103,6 +105,8 @@ class BearerVerifier:
         return grant
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        """The AccessToken a configured token or valid JWT runs as (client_id the JSON [tenant,
+        principal], the grant's servers and tools in its claims), or None."""
         grant, expires = self._static(token), None
         if grant is None and self.jwt is not None and token.count(".") == 2:
             found = await anyio.to_thread.run_sync(self.jwt.validate, token)

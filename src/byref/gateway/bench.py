@@ -160,6 +160,8 @@ def _gateway_params(config: Path) -> StdioServerParameters:
 
 async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *,
                               surface: bool = True) -> dict[str, Any]:
+    """Every figure of `byref bench gateway` in one temporary directory: the per-call sections and,
+    with `surface`, the first-turn tool surface of the reference servers."""
     with tempfile.TemporaryDirectory(prefix="byref-bench-gateway-") as tmp:
         root = Path(tmp)
         config = write_config(root / "bench-gateway.json")
@@ -189,4 +191,5 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
 
 def gateway_bench(plan: Plan = FULL, tick: Tick = lambda _n: None, *,
                   surface: bool = True) -> dict[str, Any]:
+    """`gateway_bench_async` run to completion on a fresh event loop."""
     return anyio.run(lambda: gateway_bench_async(plan, tick, surface=surface))

@@ -55,6 +55,8 @@ Tick = Callable[[float], None]
 
 @dataclass(frozen=True)
 class Plan:
+    """How much each section runs (`QUICK` for a smoke run, `FULL` for the figures)."""
+
     calls: int = 300
     """Timed calls per side in the stdio and HTTP figures."""
     warmup: int = 20
@@ -110,6 +112,8 @@ async def call_figures(plan: Plan, config: Path, tick: Tick) -> dict[str, Any]:
 
 
 async def stdio_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> dict[str, Any]:
+    """The stdio section: an activated tool by name and the same tool through call_tool, each a
+    ratio to the direct call."""
     async with stdio_client(upstream_stdio()) as direct, \
             stdio_client(gateway_stdio(config)) as gateway:
         await _call(gateway, "activate_tool", {"names": [ECHO]})()
@@ -149,6 +153,8 @@ async def direct_mode_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
 
 
 async def http_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> dict[str, Any]:
+    """The HTTP section: a call, tools/list and search_tools through the gateway over streamable
+    HTTP, each a ratio to a direct call."""
     gateway_http = gateway_command(config, "--transport", "http", "--port", "0")
     async with announced(upstream_command("--http")) as upstream_url, \
             announced(gateway_http) as gateway_url, \
@@ -172,6 +178,8 @@ async def http_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> di
 
 async def session_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
                           ) -> dict[str, Any]:
+    """The long session: p50 of its first and last `window` calls and RSS growth per call, the
+    gateway's beside the direct upstream's."""
     # Labels on the command lines tell this section's two processes from the others'.
     async with stdio_client(upstream_stdio("session")) as direct, \
             stdio_client(gateway_stdio(config, "session")) as gateway:
@@ -202,6 +210,8 @@ async def session_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
 
 async def results_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
                           ) -> dict[str, Any]:
+    """The large results: plain text, a log, and a log four times as big, each a ratio to the
+    direct call with the characters each side showed, and how the cost grew with size."""
     cases = {"plain": (plan.big, "plain"), "log": (plan.big, "log"),
              "log_x4": (4 * plan.big, "log")}
     out: dict[str, Any] = {}

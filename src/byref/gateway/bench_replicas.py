@@ -64,6 +64,10 @@ def _replica(config: Path, log: Any) -> tuple[subprocess.Popen[str], int]:
 def replicas_bench(replicas: int = 3, *, sessions: int = 8, calls: int = 50, rounds: int = 3,
                    rss_calls: int = 5_000, rss_mb: int = 10,
                    log: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """N gateway replicas behind HAProxy on shared PostgreSQL state against one: throughput, p50
+    and p95 of concurrent sessions, interleaved over `rounds`, and the first replica's RSS over
+    large results. Raises RuntimeError when HAProxy is missing, a replica does not start or a call
+    fails."""
     import anyio
 
     haproxy = shutil.which("haproxy")
@@ -214,6 +218,7 @@ async def _measure(ports: list[int], one: int, every: int, first_pid: int, sessi
 
 
 def format_replicas(report: dict[str, Any]) -> str:
+    """The report of `replicas_bench` as the lines the CLI prints."""
     one, every, rss = report["one"], report["every"], report["rss"]
     n = report["replicas"]
     return "\n".join([

@@ -39,10 +39,13 @@ def _env() -> dict[str, str]:
 
 
 def upstream_command(*extra: str) -> list[str]:
+    """The command that runs the bench upstream (stdio, or `--http`)."""
     return [sys.executable, "-m", "byref.gateway.bench_upstream", *extra]
 
 
 def upstream_stdio(label: str | None = None) -> StdioServerParameters:
+    """The bench upstream as stdio server parameters (`label` tells its process from the
+    others)."""
     command, *args = upstream_command(*(("--label", label) if label else ()))
     return StdioServerParameters(command=command, args=args, env=_env())
 
@@ -60,20 +63,25 @@ def write_config(path: Path, mode: str | None = None) -> Path:
 
 
 def gateway_command(config: Path, *extra: str) -> list[str]:
+    """The command that runs `byref gateway` on `config`."""
     return [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config), *extra]
 
 
 def gateway_stdio(config: Path, scope: str | None = None) -> StdioServerParameters:
+    """`byref gateway` on `config` as stdio server parameters (`scope` labels its process)."""
     command, *args = gateway_command(config, *(("--scope", scope) if scope else ()))
     return StdioServerParameters(command=command, args=args, env=_env())
 
 
 def stdio_client(params: StdioServerParameters) -> Client:
+    """An official mcp client over stdio with no response cache."""
     # No response cache: every tools/list the bench times must reach the server.
     return Client(params, cache=None)
 
 
 def http_client(url: str, token: str | None = None) -> Client:
+    """An official mcp client over streamable HTTP (bearer `token` if given), with no response
+    cache."""
     headers = {"Authorization": f"Bearer {token}"} if token else None
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
     return Client(streamable_http_client(url, http_client=http), cache=None)
@@ -146,6 +154,7 @@ def child_pid(command: list[str]) -> int | None:
 
 
 def rss_kib(pid: int | None) -> int | None:
+    """The resident set size of process `pid` in KiB (from /proc), or None when unknown."""
     if pid is None:
         return None
     try:
@@ -158,6 +167,7 @@ def rss_kib(pid: int | None) -> int | None:
 
 
 def checked(what: str) -> Callable[[Any], Any]:
+    """A result check that raises RuntimeError naming `what` when the tool reported an error."""
     def check(result: Any) -> Any:
         if getattr(result, "is_error", False):
             raise RuntimeError(f"{what!r} failed during the benchmark: {result.content!r}")
@@ -189,6 +199,7 @@ async def interleaved(sides: dict[str, Callable[[], Awaitable[Any]]],
 
 
 def pct(samples: list[float], q: float) -> float:
+    """The `q` quantile of `samples` (nearest rank)."""
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -217,6 +228,8 @@ class Stage:
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
+        """Wait until every section is ready, run the body alone, then wait until every section has
+        had its turn."""
         self._ready += 1
         if self._ready == self._sections:
             self._all_ready.set()

@@ -62,6 +62,7 @@ def text(size: int, shape: Shape = "plain") -> str:
 
 
 def listen(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to a free port on `host`, listening."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind((host, 0))
@@ -70,6 +71,8 @@ def listen(host: str = "127.0.0.1") -> socket.socket:
 
 
 def serve_http(host: str = "127.0.0.1") -> None:
+    """Serve the bench upstream over streamable HTTP on a free port, announcing its URL on
+    stderr."""
     import uvicorn
 
     sock = listen(host)
@@ -82,6 +85,7 @@ def serve_http(host: str = "127.0.0.1") -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """`python -m byref.gateway.bench_upstream`: stdio, or streamable HTTP with `--http`."""
     parser = argparse.ArgumentParser(prog="python -m byref.gateway.bench_upstream")
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP")
     parser.add_argument("--label", default=None,

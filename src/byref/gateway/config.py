@@ -81,6 +81,8 @@ class ServerConfig:
 
     @property
     def transport(self) -> Transport:
+        """How the server is reached: the configured `type`, else http when it has a URL, else
+        stdio."""
         if self.kind is not None:
             return self.kind
         return "http" if self.url is not None else "stdio"
@@ -126,6 +128,9 @@ class JwtConfig:
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
+    """The gateway's whole configuration: the upstream servers and every `byref` setting
+    (`load_config` reads it)."""
+
     servers: tuple[ServerConfig, ...]
     scope: str = "local"
     """The stdio scope's tenant (over stdio one process is one scope)."""
@@ -166,6 +171,7 @@ class GatewayConfig:
     them (shared writers)."""
 
     def server(self, name: str) -> ServerConfig:
+        """The upstream named `name`; raises KeyError naming the configured ones."""
         for s in self.servers:
             if s.name == name:
                 return s

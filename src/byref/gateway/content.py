@@ -61,6 +61,8 @@ class Passed:
         self._extras: OrderedDict[str, Extras] = OrderedDict()
 
     def keep(self, call_id: str, result: types.CallToolResult) -> None:
+        """Keep a result's images, links and structuredContent for `call_id` (nothing when it has
+        none; the oldest dropped past KEPT_CALLS)."""
         extras = Extras(blocks=passed_blocks(result, self.inline_media_bytes),
                         structured=result.structured_content)
         if not extras.blocks and extras.structured is None:
@@ -70,6 +72,7 @@ class Passed:
             self._extras.popitem(last=False)
 
     def take(self, call_id: str | None) -> Extras | None:
+        """The extras kept for `call_id`, removed, or None."""
         return None if call_id is None else self._extras.pop(call_id, None)
 
 
@@ -88,6 +91,7 @@ def passed_blocks(result: types.CallToolResult,
 
 
 def is_small_text(block: types.EmbeddedResource) -> bool:
+    """Whether an embedded resource is text small enough to inline (INLINE_TEXT_RESOURCE_BYTES)."""
     res = block.resource
     return isinstance(res, types.TextResourceContents) and len(
         res.text.encode()) <= INLINE_TEXT_RESOURCE_BYTES
@@ -98,6 +102,7 @@ def _decoded_size(data: str) -> int:
 
 
 def is_placed(part: Part) -> bool:
+    """Whether a result part is a placement (the result was stored, not inserted)."""
     return isinstance(part.value, dict) and part.value.get("placed") is True
 
 

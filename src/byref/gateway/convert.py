@@ -67,6 +67,8 @@ def listing(server: str, tools: list[types.Tool]) -> list[Listed]:
 
 
 def capability(server: str, listed: Listed) -> str:
+    """The capability label of a listed tool: `<server slug>:<access>` (read, write, ... from its
+    name and annotations)."""
     return f"{server_slug(server)}:{access_of(listed.name, listed.annotations)}"
 
 

@@ -89,6 +89,9 @@ CALL_TOOL_DESCRIPTION = (
 
 @dataclass(frozen=True)
 class Toolbox:
+    """One build of what the gateway offers: the catalog, the scaffolding, what is pinned, and why
+    any server is missing from it. Immutable; a tool-list change builds a new one."""
+
     version: int
     catalog: Catalog
     scaffolding: tuple[Tool, ...]
@@ -191,6 +194,8 @@ class Gateway:
 
     @property
     def upstreams(self) -> UpstreamManager:
+        """The running upstream connections; raises RuntimeError outside `async with
+        Gateway(...)`."""
         if self._upstreams is None:
             raise RuntimeError("The gateway is not running; use `async with Gateway(config)`.")
         return self._upstreams
@@ -418,6 +423,9 @@ class Gateway:
                         budget=self.config.working_set).declarations
 
     def working_set(self, state: ScopeState, box: Toolbox) -> list[str]:
+        """The catalog tool names to declare to this scope's clients: most recently touched first,
+        at most the configured budget (the scaffolding and pinned tools are declared anyway and
+        take no slot)."""
         return working_set(state.transcript, box.catalog, budget=self.config.working_set,
                            always={t.name for t in (*box.scaffolding, *box.pinned)})
 

@@ -78,6 +78,8 @@ class Parked:
         return result_type.model_validate(dumped, by_name=False)
 
     def answer(self, responses: dict[str, Any]) -> None:
+        """Hand the client's answers to the questions waiting under their keys (unknown or already
+        answered keys are ignored)."""
         for key, response in responses.items():
             question = self.waiting.pop(key, None)
             if question is not None and not question.answered.is_set():

@@ -133,6 +133,7 @@ class ListChanges:
                       f"tools: {_first_line(exc)}", file=self._errlog, flush=True)
 
     async def close(self) -> None:
+        """Close the connection that sends notifications."""
         if self._sender is not None:
             await self._sender.close()
             self._sender = None

@@ -53,6 +53,8 @@ def declared_metadata(name: str, meta: Mapping[str, Any] | None) -> dict[str, An
 
 
 def metadata_of(tool: Tool) -> Mapping[str, Any]:
+    """The MCP metadata a tool carries (title, annotations, icons, `_meta`), empty for one that has
+    none."""
     found = getattr(tool, "mcp_meta", None)
     return found if isinstance(found, Mapping) else {}
 

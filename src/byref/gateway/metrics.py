@@ -29,6 +29,9 @@ def _client() -> Any:
 
 
 class GatewayMetrics:
+    """The gateway's Prometheus metrics in their own registry; raises RuntimeError when
+    prometheus-client is not installed."""
+
     def __init__(self, conversations: Callable[[], int] | None = None) -> None:
         prom = _client()
         self.registry = prom.CollectorRegistry(auto_describe=True)
@@ -53,6 +56,7 @@ class GatewayMetrics:
         self._children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
 
     def call(self, server: str, tool: str, is_error: bool, seconds: float) -> None:
+        """Count one client tool call by server, tool and outcome, and observe its latency."""
         key = (server, tool)
         children = self._children.get(key)
         if children is None:  # labels() is the costly part: each (server, tool) once
@@ -63,6 +67,8 @@ class GatewayMetrics:
         children[2].observe(seconds)
 
     def event(self, event: Event) -> None:
+        """Count what a dispatch event tells: a placed result and its bytes, or a refusal by
+        reason."""
         if event.name == "placed":
             self.placed.labels(str(event.data.get("tool", "?"))).inc()
             size = event.data.get("bytes")
@@ -84,5 +90,6 @@ class MetricsSink:
         self.metrics, self.inner = metrics, inner
 
     def emit(self, event: Event) -> None:
+        """Count the event, then pass it on."""
         self.metrics.event(event)
         self.inner.emit(event)

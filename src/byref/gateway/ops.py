@@ -27,6 +27,8 @@ PROBE_REF = "art_" + "0" * 22
 
 
 def ops_routes(gateway: Gateway) -> list[Any]:
+    """The operator routes: `/healthz` (the process answers), `/readyz` (200 or 503 with each
+    check, `readiness`) and `/metrics` (Prometheus text; 404 without the metrics extra)."""
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route

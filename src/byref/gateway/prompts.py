@@ -53,6 +53,8 @@ class PromptIndex:
         return None
 
     def unresolved(self, name: str) -> MCPError:
+        """The refusal for a prompt name: the qualified names to use when several servers offer it,
+        else `prompt_not_offered`."""
         servers = sorted(self.own.get(name, ()))
         if servers:
             return MCPError(types.INVALID_PARAMS, (

@@ -46,6 +46,9 @@ def _unreachable(**_: Any) -> Any:  # pragma: no cover - ProxiedTool.ainvoke is 
 
 @dataclass(eq=False)
 class ProxiedTool(Tool):
+    """An upstream tool as a byref Tool: its arguments' refs are delivered as values, checked
+    against the upstream's own schema, and the call is awaited on the gateway's loop."""
+
     server: str = ""
     upstream_name: str = ""
     upstream_schema: dict[str, Any] = field(default_factory=dict)
@@ -59,9 +62,12 @@ class ProxiedTool(Tool):
 
     @property
     def is_async(self) -> bool:
+        """Always True: the call is awaited (`ainvoke`)."""
         return True
 
     def declaration(self) -> dict[str, Any]:
+        """The byref declaration, with the server's MCP metadata under `mcp` (for
+        `convert.mcp_tool`)."""
         out = super().declaration()
         if self.mcp_meta:
             out["mcp"] = self.mcp_meta  # read by `convert.mcp_tool` at the edge
@@ -69,6 +75,7 @@ class ProxiedTool(Tool):
 
     @property
     def checks_input(self) -> bool:
+        """Always True: `ainvoke` checks the delivered arguments itself."""
         # `_check` validates the delivered arguments against the upstream's own schema, and
         # whatever the declared schema (each parameter `anyOf: [original, $ref]`) would rightly
         # refuse, it refuses too: a value that is not a ref meets the same subschema there, and
@@ -76,10 +83,14 @@ class ProxiedTool(Tool):
         return True
 
     def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """`ainvoke` from synchronous dispatch, run on the gateway's loop."""
         # From synchronous dispatch: the upstream call still happens on the gateway's loop.
         return run_awaitable(self.name, self.ainvoke(args, ctx))
 
     async def ainvoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Deliver the arguments' refs, check them against the upstream's schema and call the
+        server; the result's value. Raises ToolRefusal when the arguments do not fit, the upstream
+        fails or it reports an error."""
         assert self.call_upstream is not None
         if any(_is_ref(v) for v in args.values()):
             # Delivering a ref reads the transcript or the store (files, a database): a thread.

@@ -48,6 +48,7 @@ class Caller:
 
     @property
     def connection(self) -> Connection | None:
+        """The request's connection, or None."""
         found = getattr(self.ctx.session, "_connection", None)  # the SDK exposes no accessor
         return found if isinstance(found, Connection) else None
 
@@ -58,15 +59,18 @@ class Caller:
 
     @property
     def progress_token(self) -> Any:
+        """The client's progress token for this request, or None."""
         meta = self.ctx.meta or {}
         return meta.get("progressToken", meta.get("progress_token"))
 
     def forwarded_meta(self) -> dict[str, Any] | None:
+        """The request's `_meta` entries that are passed on upstream, or None."""
         meta: dict[str, Any] = dict(self.ctx.meta or {})
         kept = {k: meta[k] for k in _FORWARDED_META if k in meta}
         return kept or None
 
     def supports(self, what: str) -> bool:
+        """Whether the client declared the capability `what` (sampling, elicitation, roots)."""
         caps = self.ctx.session.client_capabilities
         if caps is None:
             return False
@@ -80,6 +84,8 @@ class Caller:
 
     async def request(self, request: Any, result_type: type[R], *,
                       scoped: bool) -> R | types.ErrorData:
+        """Put an upstream's request to the client (through the parked call when there is one); its
+        result or the client's error."""
         if self.park is not None:
             return await self.park.ask(request, result_type)
         scoped = scoped and self.own_channel
@@ -87,6 +93,8 @@ class Caller:
         return await self.ctx.session.send_request(request, result_type, metadata=metadata)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Pass an upstream's progress to the client (dropped once a parked request was
+        answered)."""
         if self.park is not None and self.park.answered_once:
             return  # the request it belonged to has been answered (InputRequiredResult)
         if self.own_channel:
@@ -96,6 +104,7 @@ class Caller:
                 self.progress_token, progress, total, message)
 
     async def log(self, params: types.LoggingMessageNotificationParams, *, scoped: bool) -> None:
+        """Pass an upstream's log message to the client (related to this request when `scoped`)."""
         with warnings.catch_warnings():  # deprecated for 2026-07-28, where it is opt-in
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             sending = self.ctx.session.send_log_message(
@@ -128,6 +137,7 @@ def may_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 
 def current() -> Caller | None:
+    """The client request this task is serving, or None."""
     return CALLER.get()
 
 
@@ -145,6 +155,8 @@ class Relay:
 
     @contextlib.contextmanager
     def flight(self, caller: Caller | None) -> Iterator[None]:
+        """Mark `caller` in flight on this upstream while the body runs (None: nothing is
+        marked)."""
         if caller is None:
             yield
             return

@@ -66,12 +66,15 @@ class ResourceIndex:
     """Server → its parsed templates."""
 
     def listed(self, server: str, resources: list[types.Resource]) -> None:
+        """Record the resource URIs `server` listed (replacing what it listed before)."""
         for servers in self.uris.values():
             servers.discard(server)
         for r in resources:
             self.uris.setdefault(str(r.uri), set()).add(server)
 
     def listed_templates(self, server: str, templates: list[types.ResourceTemplate]) -> None:
+        """Record the templates `server` listed (one the SDK cannot parse is skipped for
+        matching)."""
         parsed: list[UriTemplate] = []
         for t in templates:
             try:
@@ -98,6 +101,8 @@ def _matches(template: UriTemplate, uri: str) -> bool:
 
 
 def unresolved(uri: str, owners: list[str]) -> MCPError:
+    """The refusal for a URI: the namespaced names to use when several servers offer it, else that
+    no server behind the gateway offers it."""
     if owners:
         return MCPError(types.INVALID_PARAMS, (
             f"Resource {uri!r} is offered by several servers ({', '.join(map(repr, owners))}); "
@@ -124,6 +129,8 @@ class Subscriptions:
     _subs: dict[tuple[str, str], dict[int, tuple[Connection, str]]] = field(default_factory=dict)
 
     def add(self, pair: tuple[str, str], connection: Connection, asked: str) -> None:
+        """Subscribe `connection` to the pair under the URI it asked with (forgotten when it
+        closes)."""
         subs = self._subs.setdefault(pair, {})
         if id(connection) not in subs:
             connection.exit_stack.callback(self._forget, connection)
@@ -147,20 +154,24 @@ class Subscriptions:
                 del self._subs[pair]
 
     def of(self, pair: tuple[str, str]) -> list[tuple[Connection, str]]:
+        """The connections subscribed to the pair, each with the URI it used."""
         return list(self._subs.get(pair, {}).values())
 
 
 def listed_resource(server: str, r: types.Resource) -> types.Resource:
+    """A server's resource as the gateway lists it (`byref://<server>/<uri>`)."""
     return r.model_copy(update={"uri": namespaced(server, str(r.uri))})
 
 
 def listed_template(server: str, t: types.ResourceTemplate) -> types.ResourceTemplate:
+    """A server's template as the gateway lists it (its expressions untouched)."""
     return t.model_copy(update={"uri_template": namespaced(server, t.uri_template)})
 
 
 
 # -- byref's own artifacts ---------------------------------------------------------------------
 def artifact_uri(ref: str) -> str:
+    """The resource URI of one of byref's own artifacts."""
     return ARTIFACT_PREFIX + ref
 
 
@@ -172,6 +183,7 @@ def artifact_ref(uri: str) -> str | None:
 
 
 def artifact_resource(meta: ArtifactMeta) -> types.Resource:
+    """A stored artifact as a listed resource (named by its ref, titled by its label)."""
     return types.Resource(uri=artifact_uri(meta.ref), name=meta.ref, title=meta.label,
                           description=f"byref artifact ({meta.kind})",
                           mime_type=meta.media_type, size=meta.bytes)

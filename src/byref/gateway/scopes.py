@@ -92,6 +92,9 @@ def spill_directory(store: str | None) -> Path | None:
 
 @dataclass(eq=False)
 class ScopeState:
+    """One scope's conversation in the gateway: its transcript, lock, listen bus, dispatcher,
+    working set as last declared, and the connections to tell of changes."""
+
     scope: Scope
     transcript: Transcript = field(default_factory=_transcript)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -157,6 +160,8 @@ class ScopeState:
 
     @property
     def unsaved(self) -> bool:
+        """Whether lines, usage or the declared working set are waiting to be written to the
+        state."""
         transcript = self.transcript
         return isinstance(transcript, ConversationTranscript) and bool(
             transcript.lines.pending or self._usage_pending or self.declared
@@ -224,11 +229,13 @@ class ScopeState:
             self._connections.popitem(last=False)
 
     def forget(self, connection: Connection) -> None:
+        """Stop telling `connection` of list changes."""
         if self._connections.get(id(connection)) is connection:
             del self._connections[id(connection)]
 
     @property
     def connections(self) -> int:
+        """How many connections are kept for notifications."""
         return len(self._connections)
 
     async def announce(self, current: Connection | None = None) -> None:
@@ -271,9 +278,12 @@ class Scopes:
 
     @property
     def stdio_scope(self) -> Scope:
+        """The scope a stdio gateway runs in (one process is one scope)."""
         return Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
 
     def state(self, scope: Scope) -> ScopeState:
+        """The state of `scope`, opened on first use; one idle past its ttl is reopened as a new
+        record after the old one."""
         found = self._states.get(scope)
         ttl = self.conversations.ttl if found is not None else None
         if found is not None and ttl is not None and (
@@ -330,6 +340,7 @@ class Scopes:
                 self._conversations = None
 
     def all(self) -> list[ScopeState]:
+        """Every scope state currently open."""
         return list(self._states.values())
 
     def for_request(self, request: Any, connection: Connection | None = None) -> ScopeState:

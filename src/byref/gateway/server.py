@@ -58,6 +58,7 @@ class GatewayServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
+        """The SDK's options, with tool, prompt and resource list changes advertised by default."""
         return super().create_initialization_options(
             notification_options or NotificationOptions(
                 tools_changed=True, prompts_changed=True, resources_changed=True),
@@ -81,12 +82,15 @@ class DeclaredSchemas:
         self._scaffolding: dict[str, dict[str, Any]] = {}
 
     def seen(self, box: Toolbox) -> Toolbox:
+        """Remember `box` as the latest toolbox (its scaffolding schemas recomputed when it
+        changed); returns it."""
         if box is not self._box:
             self._box = box
             self._scaffolding = {t.name: _declared(t) for t in box.scaffolding}
         return box
 
     def __call__(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema declared for tool `name`, or None when no toolbox has it."""
         box = self._box
         if box is None:
             return None

@@ -50,10 +50,12 @@ class Spawned:
     _process: anyio.abc.Process | None = None
 
     def tail(self) -> str:
+        """The last stderr lines, joined and cut to TAIL_CHARS (older text dropped)."""
         text = " / ".join(self.lines)
         return text if len(text) <= TAIL_CHARS else "…" + text[-TAIL_CHARS:]
 
     def poll(self) -> int | None:
+        """The exit code, or None while the process runs."""
         if self._process is not None and self.returncode is None:
             self.returncode = self._process.returncode
         return self.returncode
@@ -76,10 +78,12 @@ class Spawned:
 
 
 def live_groups() -> frozenset[int]:
+    """The process groups this process started and still tracks (not yet killed or seen to end)."""
     return frozenset(_LIVE_GROUPS)
 
 
 def group_alive(pgid: int) -> bool:
+    """Whether process group `pgid` still has a member."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

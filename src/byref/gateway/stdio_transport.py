@@ -92,6 +92,7 @@ class PipeLines:
         return line
 
     async def aclose(self) -> None:
+        """Nothing to release here: the pipe's owner closes it."""
         return None
 
 
@@ -103,13 +104,17 @@ class PipeText:
         self._writer = writer
 
     async def write(self, text: str) -> int:
+        """Hand the text's UTF-8 bytes to the transport; its length in characters."""
         self._writer.write(text.encode("utf-8"))
         return len(text)
 
     async def flush(self) -> None:
+        """Wait until the pipe has taken enough of what was written (the transport's high-water
+        mark)."""
         await self._writer.drain()
 
     async def aclose(self) -> None:
+        """Nothing to release here: the pipe's owner closes it."""
         return None
 
 

@@ -117,6 +117,9 @@ class Upstream:
             return await self._bounded("listing its tools", fetch)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Run `tool` on the server, bounded by its timeout, with the client's progress token and
+        forwarded `_meta`; raises UpstreamError when the server cannot be reached, fails or times
+        out."""
         caller = current()
         # The client's progress token and log opt-in carry on upstream; its progress comes back.
         progress = caller.progress if caller is not None and caller.progress_token is not None \
@@ -142,6 +145,7 @@ class Upstream:
         return live.client if live is not None and not live.broken.is_set() else None
 
     async def close(self) -> None:
+        """Stop the connection and wait for it to end (at most 10 s)."""
         live, self._live = self._live, None
         if live is not None:
             live.stop.set()
@@ -363,6 +367,7 @@ class UpstreamManager:
         return listings, errors
 
     async def close(self) -> None:
+        """Close every upstream connection, in parallel."""
         async with anyio.create_task_group() as group:
             for up in self.upstreams.values():
                 group.start_soon(up.close)
