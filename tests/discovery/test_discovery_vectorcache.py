@@ -9,6 +9,8 @@ installed."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 import tempfile
 import threading
 import warnings
@@ -186,6 +188,34 @@ def test_concurrent_writers_never_corrupt_the_file_and_lose_nothing(tmp_path: Pa
     assert len(stored) == 5 * 5 * 20
     found = cache.lookup(["writer 3 text 4.7"])
     assert found["writer 3 text 4.7"].tolist() == pytest.approx([3.7] * 8)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+WRITER = """
+import sys
+import numpy as np
+from byref.discovery.vectorcache import VectorCache
+cache = VectorCache(sys.argv[1], "ef" * 32)
+sys.stdin.read()  # start together
+for batch in range(4):
+    cache.store({f"process {sys.argv[2]} text {batch}.{i}": np.full(8, i, np.float32)
+                 for i in range(25)})
+"""
+
+
+def test_writers_in_separate_processes_merge_into_one_whole_file(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(k)],
+                              stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(3)]
+    for p in procs:  # each writer waits, after its imports, for its stdin to close
+        assert p.stdin is not None
+        p.stdin.close()
+    codes = [p.wait(timeout=120) for p in procs]
+    errors = [p.stderr.read() if p.stderr else "" for p in procs]
+    assert codes == [0, 0, 0], errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(VectorCache(tmp_path, "ef" * 32).load()) == 3 * 4 * 25
     assert not list(tmp_path.glob("*.tmp"))
 
 
