@@ -156,7 +156,7 @@ class McpSource(_Calls):
             else:
                 page = await session.list_tools(params=_page(cursor))
             listed.extend(page.tools)
-            cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
+            cursor = _field(page, "next_cursor", "nextCursor")
             if not cursor:
                 return cls(session, listed)
 
@@ -166,8 +166,7 @@ class McpSource(_Calls):
 
     def _tool(self, listed: Any) -> Tool:
         name = str(listed.name)
-        schema = dict(getattr(listed, "input_schema", None) or getattr(listed, "inputSchema",
-                                                                       None) or {})
+        schema = dict(_field(listed, "input_schema", "inputSchema") or {})
         schema.setdefault("type", "object")
 
         async def call_server(**arguments: Any) -> Any:
@@ -175,6 +174,12 @@ class McpSource(_Calls):
 
         return Tool(name=name, description=str(listed.description or ""), fn=call_server,
                     input_schema=schema)
+
+
+def _field(obj: Any, name: str, legacy: str) -> Any:
+    """`obj.name`, or `obj.legacy` for an SDK that still spells it in camelCase (read only
+    then: FastMCP's results warn when the old spelling is touched)."""
+    return getattr(obj, name) if hasattr(obj, name) else getattr(obj, legacy, None)
 
 
 def _page(cursor: str) -> Any:
@@ -188,12 +193,10 @@ def mcp_value(name: str, result: Any) -> Any:
     one, else its text (one block as a string, several as a list); an error is a refusal."""
     blocks = list(getattr(result, "content", None) or ())
     texts = [str(b.text) for b in blocks if getattr(b, "type", None) == "text"]
-    if getattr(result, "is_error", None) or getattr(result, "isError", None):
+    if _field(result, "is_error", "isError"):
         raise ToolRefusal(f"Tool {name!r} reported an error: {' '.join(texts) or 'no text'}",
                           "upstream-error")
-    structured = getattr(result, "structured_content", None)
-    if structured is None:
-        structured = getattr(result, "structuredContent", None)
+    structured = _field(result, "structured_content", "structuredContent")
     if structured is not None:
         return structured
     return texts[0] if len(texts) == 1 else texts
