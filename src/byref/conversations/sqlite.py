@@ -1,24 +1,21 @@
 """Conversations in a SQLite file (`sqlite:///state.db`): the embedded default beside a file store.
 
-Owns opening the database (WAL journal, synchronous=NORMAL: a commit is durable against a process
-crash, and against power loss up to the last checkpoint; a busy timeout so several processes may
-share the file) and its two connections: a writer (BEGIN IMMEDIATE, so an append's check and
-write are one step across processes) and a reader (snapshots that do not wait for the writer).
+Owns the conversation tables in that file; the connections (WAL, busy timeout, a writer with
+BEGIN IMMEDIATE so an append's check and write are one step across processes, a reader that does
+not wait for it) are `byref.store.sqlite_file.SqliteFile`, shared with the SQLite artifact store.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
 from byref.conversations.port import DEFAULT_TTL, ConversationError
-
-BUSY_TIMEOUT_MS = 60_000
+from byref.store.sqlite_file import SqliteFile
 
 
 class _SqliteTx:
@@ -49,14 +46,11 @@ class SqliteConversations(SqlConversations):
         self.path = Path(path)
         self.table = table
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = self._connect()
-            self._reader = self._connect()
+            self._db = SqliteFile(self.path, lambda conn: _SqliteTx(conn, table))
         except (OSError, sqlite3.Error) as exc:
             raise ConversationError(
                 f"Cannot open the conversation state {str(self.path)!r}: {exc}. Check that the "
                 "directory exists and is writable, or choose another state URL.") from exc
-        self._wlock, self._rlock = threading.Lock(), threading.Lock()
         with self._write() as tx:
             for statement in schema("BLOB", "REAL"):
                 tx.count(statement)
@@ -66,36 +60,12 @@ class SqliteConversations(SqlConversations):
         """The state URL that opens this file and table again."""
         return f"sqlite:///{self.path.absolute()}?table={self.table}"
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        return conn
+    def _write(self) -> AbstractContextManager[Tx]:
+        return self._db.write()
 
-    @contextmanager
-    def _write(self) -> Iterator[Tx]:
-        with self._wlock:
-            self._writer.execute("BEGIN IMMEDIATE")
-            try:
-                yield _SqliteTx(self._writer, self.table)
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
-            self._writer.execute("COMMIT")
-
-    @contextmanager
-    def _read(self) -> Iterator[Tx]:
-        with self._rlock:
-            self._reader.execute("BEGIN")
-            try:
-                yield _SqliteTx(self._reader, self.table)
-            finally:
-                self._reader.execute("COMMIT")
+    def _read(self) -> AbstractContextManager[Tx]:
+        return self._db.read()
 
     def close(self) -> None:
         """Close both connections."""
-        with self._wlock, self._rlock:
-            self._writer.close()
-            self._reader.close()
+        self._db.close()

@@ -9,9 +9,8 @@ The law is the engine's: a put is one transaction, so nothing partial is ever vi
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ from byref.events import Emitter
 from byref.store._sql import SqlStore, Tx, schema
 from byref.store.port import StoreUnavailableError
 from byref.store.retention import Retention
-
-BUSY_TIMEOUT_MS = 60_000
+from byref.store.sqlite_file import SqliteFile
 
 
 class _SqliteTx:
@@ -54,15 +52,12 @@ class SqliteStore(SqlStore):
         self.path = Path(path)
         self.table = table
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = self._connect()
-            self._reader = self._connect()
+            self._db = SqliteFile(self.path, lambda conn: _SqliteTx(conn, table), reentrant=True)
         except (OSError, sqlite3.Error) as exc:
             raise StoreUnavailableError(
                 f"Cannot open SQLite store {str(self.path)!r}: {exc}. Check that the directory "
                 "exists and is writable, or choose another path."
             ) from exc
-        self._wlock, self._rlock = threading.RLock(), threading.RLock()
         with self._write() as tx:
             for statement in schema("BLOB", "REAL"):
                 tx.count(statement)
@@ -72,40 +67,15 @@ class SqliteStore(SqlStore):
         """The URL that reopens this store (with its table)."""
         return f"sqlite:///{self.path.absolute()}?table={self.table}"
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-            check_same_thread=False,
-        )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        return conn
+    def _write(self) -> AbstractContextManager[Tx]:
+        return self._db.write()
 
-    @contextmanager
-    def _write(self) -> Iterator[Tx]:
-        with self._wlock:
-            self._writer.execute("BEGIN IMMEDIATE")
-            try:
-                yield _SqliteTx(self._writer, self.table)
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
-            self._writer.execute("COMMIT")
-
-    @contextmanager
-    def _read(self) -> Iterator[Tx]:
-        with self._rlock:
-            self._reader.execute("BEGIN")
-            try:
-                yield _SqliteTx(self._reader, self.table)
-            finally:
-                self._reader.execute("COMMIT")
+    def _read(self) -> AbstractContextManager[Tx]:
+        return self._db.read()
 
     def _lock_scope(self, tx: Tx, scope_key: str) -> None:
         return None  # BEGIN IMMEDIATE already holds the database's single write lock
 
     def close(self) -> None:
         """Close both connections."""
-        self._writer.close()
-        self._reader.close()
+        self._db.close()
