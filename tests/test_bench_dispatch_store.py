@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from byref.bench import store as bench
+from byref.bench.dispatch import dispatch_bench
 from byref.cli.bench_store import format_bench
-from byref.dispatch.bench import dispatch_bench
-from byref.store import bench
 
 
 def test_dispatch_is_compared_with_the_same_call_without_byref() -> None:

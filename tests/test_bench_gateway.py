@@ -92,7 +92,7 @@ def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
         tmp_path: Path) -> None:
     import anyio
 
-    from byref.gateway.bench import first_turn, make_repo, reference_servers
+    from byref.bench.gateway import first_turn, make_repo, reference_servers
 
     files = tmp_path / "files"
     files.mkdir()

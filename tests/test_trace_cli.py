@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from byref.bench.dispatch import dispatch_bench
 from byref.cli import main
-from byref.dispatch.bench import dispatch_bench
 from byref.events import Emitter, JsonLinesSink
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.store import MemoryStore

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from byref.bench.context import BUDGET_BYTES, bench_tools, plan, prepare, wire
 from byref.context import NOTE_HEAD
-from byref.context.bench import BUDGET_BYTES, bench_tools, plan, prepare, wire
 from byref.events import Emitter, MemorySink
 from byref.harness import Harness, RunResult, ScriptedModel, call, say
 from byref.harness.loop import render, request_bytes

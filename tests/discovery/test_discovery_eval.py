@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers_discovery import EVAL, EVAL_MISSING
 
-from byref.discovery import Searcher, load_catalog
-from byref.discovery.bench import (
+from byref.bench.discovery import (
     learned_catalog,
     metatool_catalog,
     metatool_data,
@@ -18,6 +17,7 @@ from byref.discovery.bench import (
     surface,
     training_usage,
 )
+from byref.discovery import Searcher, load_catalog
 from byref.discovery.mcp import catalog_from_listings, read_listings
 from byref.discovery.usage import query_key
 
@@ -69,7 +69,7 @@ def test_learning_from_the_rows_outside_the_sample_lifts_recall() -> None:
 
 @pytest.mark.skipif(not (EVAL / "metatool").is_dir(), reason=EVAL_MISSING)
 def test_dev_splits_are_disjoint_and_never_ask_a_sample_query() -> None:
-    from byref.discovery.bench_retrieval import dev_splits
+    from byref.bench.retrieval import dev_splits
 
     _, sample, rest = metatool_data(EVAL)
     a, b = dev_splits(sample, rest)
@@ -81,7 +81,7 @@ def test_dev_splits_are_disjoint_and_never_ask_a_sample_query() -> None:
 
 
 def test_task_queries_name_real_tools_and_lexical_search_runs_on_them() -> None:
-    from byref.discovery.bench_retrieval import read_task_queries, task_queries
+    from byref.bench.retrieval import read_task_queries, task_queries
 
     queries = read_task_queries()
     assert len(queries) >= 30 and all(tools for _, tools in queries)

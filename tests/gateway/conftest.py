@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _gateway_rig import World
 
-from byref.gateway.bench import make_repo, reference_servers
+from byref.bench.gateway import make_repo, reference_servers
 
 
 @pytest.fixture

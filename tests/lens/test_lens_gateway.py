@@ -58,8 +58,8 @@ async def test_a_token_sees_only_its_own_runs_and_artifacts(tmp_path: Path) -> N
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    from byref.bench.gateway import _program
     from byref.gateway import Gateway, listen_socket, serve_http
-    from byref.gateway.bench import _program
     from byref.gateway.config import parse_config
 
     git = _program("mcp-server-git")

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from byref.bench.store import stream_digest_cost
 from byref.cli.bench_store import format_bench
 from byref.store import ArtifactIntegrityError, ArtifactMeta, MemoryStore, Scope, StreamedArtifact
-from byref.store.bench import stream_digest_cost
 from byref.store.conformance import CASES, Harness, run_case
 from byref.store.corruption import BUILTIN_DAMAGE
 from byref.store.kit import rechunk, verified

@@ -33,7 +33,7 @@ def register_bench(bench_sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`byref bench search`: tool-discovery retrieval, latency and surface figures; returns the
     exit code, 2 without evaluation data."""
-    from byref.discovery import bench
+    from byref.bench import discovery as bench
 
     if args.first_search:
         return _first_search(args)
@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _first_search(args: argparse.Namespace) -> int:
-    from byref.discovery import bench
-    from byref.discovery.bench_retrieval import first_search
+    from byref.bench import discovery as bench
+    from byref.bench.retrieval import first_search
 
     root = args.eval or bench.eval_dir()
     if not (root / "mcp-catalog").is_dir():

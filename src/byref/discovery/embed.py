@@ -6,9 +6,10 @@ is `encoder.OnnxMiniLM`: all-MiniLM-L6-v2 as a packaged int8 ONNX file, one thre
 Fusion is a convex combination over the filtered candidates of the BM25F score divided by the
 best one and the cosine similarity min-max scaled over the candidates: one weight,
 `LEXICAL_WEIGHT`, chosen on a MetaTool dev split outside the reported sample and confirmed on a
-second disjoint one (`bench.fusion`). An exact tool name still ranks first. Document vectors
-are computed once per catalog version, and only for texts that changed; an encoder with a
-`model_id` also keeps them on disk (`vectorcache`), so a restart encodes only new texts.
+second disjoint one (`byref.bench.retrieval.fusion_sweep`). An exact tool name still ranks
+first. Document vectors are computed once per catalog version, and only for texts that changed;
+an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a restart encodes only
+new texts.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ LEXICAL_WEIGHT = 0.3
 """The lexical share of the fused score (the embedding's is 1 − it). Chosen on dev split A
 (best recall@1 + recall@5 over 0, 0.1, …, 0.8, 1): A 0.594/0.818; confirmed on split B
 0.577/0.801 (B's own best, 0.2, gives 0.583/0.786). Embedding alone 0.527/0.765 and
-0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683 (`bench_retrieval.fusion_sweep`).
+0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683 (`byref.bench.retrieval.fusion_sweep`).
 Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A."""
 HYBRID_RERANK: Rerank = "none"
 """Seed 001's keys over the fused order: re-ordering the top 5 by them costs 13 (A) and 11 (B)

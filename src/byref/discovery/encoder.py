@@ -7,7 +7,7 @@ run; its WordPiece vocabulary (the model's own `vocab.txt`, Apache-2.0) ships be
 A file of the same shape made offline from the packaged safetensors by `scripts/minilm_onnx.py`
 may be used instead (`OnnxMiniLM(path)` or BYREF_EMBEDDING_MODEL). Vectors are mean-pooled over
 the attention mask and L2-normalised, as sentence-transformers does for this model; measured
-against the PyTorch model on the MetaTool sample in `bench.encoders`.
+against the PyTorch model on the MetaTool sample in `byref.bench.retrieval` (its encoders section).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ BOOSTS: Mapping[str, float] = {
 }
 """Seed 001's boosts; `parameters` (names and descriptions of top-level parameters) is ours, set
 below the glossary because parameter text is generic ("id", "limit", "page") — see the note in
-`bench.param_boost_sweep` for the measurement."""
+`byref.bench.discovery.param_boost_sweep` for the measurement."""
 K1 = 1.2
 B = 0.75
 Rerank = Literal["seed", "ties", "none"]
@@ -44,7 +44,7 @@ RERANK: Rerank = "ties"
 """How seed 001's keys (coverage, then Σ w) order the matches: "seed" re-orders the first
 `RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is score
 order alone. Measured on two disjoint MetaTool dev splits outside the reported sample
-(`bench_retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
+(`byref.bench.retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
 0.486/0.712 and 0.479/0.682, none the same as ties; so ties: the BM25F order, with seed 001's
 keys deciding only what BM25F cannot (its worked example still holds there)."""
 RERANK_DEPTH = 5

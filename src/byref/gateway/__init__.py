@@ -21,7 +21,7 @@ upstream or to the one that owns a name), `resources` and `prompts` (their names
 to the calling session), `inputs` (2026-07-28 input-required rounds), `spawn` (upstream
 processes: their groups, their stderr), `health` (start-up checks), `content` (images, links,
 structuredContent beside a result's text), `metadata` (tool metadata, modes, what call_tool may
-run), `bench`.
+run). Its benchmark lives in `byref.bench.gateway`.
 """
 
 from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig, load_config

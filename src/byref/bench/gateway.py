@@ -27,8 +27,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from byref.gateway.bench_calls import FULL, Plan, Tick, call_figures
-from byref.gateway.bench_rig import write_config
+from byref.bench.gateway_calls import FULL, Plan, Tick, call_figures
+from byref.bench.gateway_rig import write_config
 from byref.harness.tokens import count_tokens
 
 _ROOT_MARKERS = ("pyproject.toml", "package.json")
@@ -167,7 +167,7 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
         config = write_config(root / "bench-gateway.json")
         report: dict[str, Any] = {
             "plan": asdict(plan),
-            "upstream": "byref.gateway.bench_upstream (mcp MCPServer), official mcp client",
+            "upstream": "byref.bench.gateway_upstream (mcp MCPServer), official mcp client",
             **await call_figures(plan, config, tick),
         }
         if surface:

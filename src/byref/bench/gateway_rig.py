@@ -40,7 +40,7 @@ def _env() -> dict[str, str]:
 
 def upstream_command(*extra: str) -> list[str]:
     """The command that runs the bench upstream (stdio, or `--http`)."""
-    return [sys.executable, "-m", "byref.gateway.bench_upstream", *extra]
+    return [sys.executable, "-m", "byref.bench.gateway_upstream", *extra]
 
 
 def upstream_stdio(label: str | None = None) -> StdioServerParameters:

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from byref.gateway.bench_rig import (
+from byref.bench.gateway_rig import (
     START_TIMEOUT,
     TOKEN,
     UPSTREAM,

@@ -284,7 +284,7 @@ def mcp(root: Path, sizes: Sequence[int] = (2565, 10_000),
         row: dict[str, Any] = {"tools": len(catalog), "build_ms": build_ms(catalog)}
         row["search"] = latency(catalog)
         if ranker is not None:
-            from byref.discovery.bench_retrieval import hybrid_latency
+            from byref.bench.retrieval import hybrid_latency
 
             row["hybrid_search"] = hybrid_latency(catalog, ranker, LATENCY_QUERIES)
             for key in ("p50", "p95"):
@@ -333,7 +333,7 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
     notes = []
     if hybrid:
         try:
-            from byref.discovery.bench_retrieval import Memo
+            from byref.bench.retrieval import Memo
             from byref.discovery.embed import HybridRanker
             from byref.discovery.encoder import OnnxMiniLM
 
@@ -345,7 +345,7 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
                            "mcp": mcp(root, ranker=ranker),
                            "param_boost_mrr": param_boost_sweep(root)}
     if ranker is not None:
-        from byref.discovery import bench_retrieval
+        from byref.bench import retrieval as bench_retrieval
 
         out["retrieval"] = bench_retrieval.run(root, ranker, notes)
         out["first_search"] = bench_retrieval.first_search(root)

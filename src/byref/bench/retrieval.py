@@ -249,7 +249,7 @@ def hybrid_latency(catalog: Catalog, ranker: Any, queries: Sequence[str],
 
 def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     """Dev-split figures: fusion weight, re-rank modes, encoders, encode latency, extra size."""
-    from byref.discovery.bench import (
+    from byref.bench.discovery import (
         LATENCY_QUERIES,
         metatool_catalog,
         metatool_data,
