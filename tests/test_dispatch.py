@@ -13,7 +13,7 @@ from byref.events import Emitter, MemorySink
 from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.harness.messages import Request
 from byref.jsonview import decode
-from byref.refs import Blob, JsonQuery, Message
+from byref.refs import Blob, JsonQuery, MessageRef
 from byref.store import FileStore, MemoryStore, Scope
 from byref.tools import BUILTIN_JSON_TOOLS, Payload, tool
 from byref.transcript import Part
@@ -141,7 +141,7 @@ def test_stale_recipe_raises_never_empty(tmp_path: Any) -> None:
     value = h.dispatcher.resolver
     with pytest.raises(Exception, match=f"Derived JSON path '/items' no longer exists in "
                                         f"artifact {key!r}"):
-        value.value(Message(part=0, seq=4, field="value"))
+        value.value(MessageRef(part=0, seq=4, field="value"))
 
 
 @pytest.mark.parametrize(
@@ -199,11 +199,11 @@ def test_chain_past_the_resolution_cap() -> None:
     assert seq is not None
     for _ in range(7):
         h.transcript.append("tool", [Part(type="tool_result", value={"value": None},
-                                          derived={"value": Message(part=0, seq=seq,
+                                          derived={"value": MessageRef(part=0, seq=seq,
                                                                     field="value")})])
         seq += 1
     with pytest.raises(Exception, match="takes more than 6 steps to resolve"):
-        h.dispatcher.resolver.value(Message(part=0, seq=seq, field="value"))
+        h.dispatcher.resolver.value(MessageRef(part=0, seq=seq, field="value"))
 
 
 def test_unknown_tool_suggests_close_names() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter, MemorySink
-from byref.refs import Message, envelope
+from byref.refs import MessageRef, envelope
 from byref.store import MemoryStore, Scope
 from byref.tools import Payload, ToolRefusal, tool
 from byref.transcript import Part, Transcript
@@ -200,7 +200,7 @@ def test_only_the_stages_that_may_block_go_to_a_thread(hops: list[str]) -> None:
     rig = Rig()
     first = anyio.run(rig.acall, "aecho", {"x": {"rows": [1]}})
     assert hops == [] and first.value == "ok"
-    ref = envelope(Message(part=0, seq=0, field="input.x"))
+    ref = envelope(MessageRef(part=0, seq=0, field="input.x"))
     assert anyio.run(rig.acall, "aecho", {"x": ref}).value == "ok"
     assert rig.seen[-1] == {"rows": [1]}
     assert hops == ["_prepare"]

@@ -10,7 +10,7 @@ import byref
 
 FRONT_DOOR = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
-    "InvalidValue", "Message", "OperatorError", "Payload", "Policy", "Refused", "Scope",
+    "InvalidValue", "MessageRef", "OperatorError", "Payload", "Policy", "Refused", "Scope",
     "ScriptedModel", "Session", "Tool", "ToolRefusal", "ToolSource", "__version__",
     "builtin_tools", "call", "load_config", "model_from_id", "open_store", "say", "tool",
 ]

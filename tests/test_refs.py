@@ -14,7 +14,7 @@ from byref.refs import (
     Clause,
     JsonPointer,
     JsonQuery,
-    Message,
+    MessageRef,
     RefRefusal,
     envelope,
     is_recipe,
@@ -27,13 +27,12 @@ KEY = "art_" + "a" * 22
 
 
 def test_accepts_message_and_blob() -> None:
-    assert parse_model_ref({"type": "Message", "seq": 4, "part": 0, "field": "value"}) == Message(
-        part=0, seq=4, field="value"
-    )
-    assert parse_model_ref({"type": "Message", "part": 2}) == Message(part=2)
+    parsed = parse_model_ref({"type": "Message", "seq": 4, "part": 0, "field": "value"})
+    assert parsed == MessageRef(part=0, seq=4, field="value")
+    assert parse_model_ref({"type": "Message", "part": 2}) == MessageRef(part=2)
     assert parse_model_ref({"type": "Blob", "key": KEY}) == Blob(key=KEY)
     nested = {"type": "Blob", "source": {"type": "Message", "seq": 1, "part": 0}}
-    assert parse_model_ref(nested) == Blob(source=Message(part=0, seq=1))
+    assert parse_model_ref(nested) == Blob(source=MessageRef(part=0, seq=1))
 
 
 @pytest.mark.parametrize("kind", ["JsonPointer", "JsonQuery"])
@@ -90,7 +89,7 @@ def test_server_round_trip_of_recipes() -> None:
     recipe = JsonQuery(Blob(key=KEY), "/items", (Clause.equals("status", "open"),
                                                  Clause.containing("title", "login")))
     assert parse_server_ref(recipe.to_json()) == recipe
-    pointer = JsonPointer(Message(part=0, seq=3, field="value"), "/a/0")
+    pointer = JsonPointer(MessageRef(part=0, seq=3, field="value"), "/a/0")
     assert parse_server_ref(envelope(pointer)["$ref"]) == pointer
     assert is_recipe(recipe) and not is_recipe(Blob(key=KEY))
 
@@ -121,7 +120,7 @@ def test_parser_never_crashes_and_never_accepts_a_recipe(body: Any) -> None:
         ref = parse_model_ref(body)
     except RefRefusal:
         return
-    assert isinstance(ref, Message | Blob)
+    assert isinstance(ref, MessageRef | Blob)
     assert not _contains_recipe(ref)
 
 

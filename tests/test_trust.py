@@ -12,7 +12,7 @@ import pytest
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.events import Emitter, MemorySink
-from byref.refs import Blob, Message, envelope
+from byref.refs import Blob, MessageRef, envelope
 from byref.store import ArtifactStore, FileStore, MemoryStore, Scope
 from byref.tools import BUILTIN_JSON_TOOLS, Payload, Tool, tool
 from byref.transcript import Part, Transcript, TranscriptLookupError, fresh_origin
@@ -87,7 +87,7 @@ class Rig:
 
 
 def msg(seq: int, field: str | None = None) -> dict[str, Any]:
-    return envelope(Message(part=0, seq=seq, field=field))
+    return envelope(MessageRef(part=0, seq=seq, field=field))
 
 
 def text_of(part: Part) -> str:

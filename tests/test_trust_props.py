@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.jsonview import unrecordable
-from byref.refs import Blob, Message, envelope, near_envelope, quote
+from byref.refs import Blob, MessageRef, envelope, near_envelope, quote
 from test_trust import DOC, ROWS, Rig, text_of
 
 TEXT = '{\n  "price": 1.50,\n  "n": 1e2,\n  "k": 1, "k": 2\n}'
@@ -26,7 +26,7 @@ def _build() -> tuple[Rig, dict[tuple[int, str | None], Any], str]:
     placed_seq, placed = rig.call("big", {})
     key = msgspec.json.decode(text_of(placed))["value"]["$ref"]["key"]
     marker_seq, _ = rig.call("export", {})
-    read_seq, _ = rig.call("read_json", {"source": envelope(Message(part=0, seq=marker_seq,
+    read_seq, _ = rig.call("read_json", {"source": envelope(MessageRef(part=0, seq=marker_seq,
                                                                     field="value")),
                                          "path": "/items"})
     text_seq, _ = rig.call("text", {})
@@ -57,7 +57,7 @@ _digits = st.sampled_from(["0", "3", "²", "٣", "３", "𝟑", "10", "9" * 30])
 _field = st.one_of(st.none(), st.sampled_from(["value", "input.x", "value.3", "value.items.1"]),
                    st.builds(lambda d: f"value.{d}", _digits), _text)
 _known_ref = st.sampled_from(sorted(KNOWN, key=str)).map(
-    lambda k: envelope(Message(part=0, seq=k[0], field=k[1])))
+    lambda k: envelope(MessageRef(part=0, seq=k[0], field=k[1])))
 _any_ref = st.builds(lambda seq, part, fld: {"$ref": {
     "type": "Message", "seq": seq, "part": part, **({} if fld is None else {"field": fld})}},
     st.one_of(st.integers(-2, BASE + 2), st.just(HUGE), _text), st.integers(-1, 2), _field)

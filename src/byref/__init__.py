@@ -21,7 +21,7 @@ _EXPORTS: dict[str, str] = {  # name → the module that defines it; the one lis
     "say": "byref.harness", "model_from_id": "byref.harness.providers",
     "Policy": "byref.dispatch",
     # references and storage
-    "Message": "byref.refs", "Blob": "byref.refs",
+    "MessageRef": "byref.refs", "Blob": "byref.refs",
     "open_store": "byref.store", "Scope": "byref.store",
     # discovery
     "Catalog": "byref.discovery", "Discovery": "byref.discovery",
@@ -77,7 +77,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers (`as`: explicit 
     from byref.harness import say as say
     from byref.harness.providers import model_from_id as model_from_id
     from byref.refs import Blob as Blob
-    from byref.refs import Message as Message
+    from byref.refs import MessageRef as MessageRef
     from byref.store import Scope as Scope
     from byref.store import open_store as open_store
     from byref.tools import Payload as Payload

@@ -21,7 +21,11 @@ ENVELOPE_KEY: Final = "$ref"
 DEFAULT_VALIDATION_CAP: Final = 8
 """How deeply refs may nest inside one envelope when input is parsed."""
 
-_KEY_RE: Final = re.compile(r"^art_[0-9A-Za-z]{22}$")
+KEY_PREFIX: Final = "art_"
+KEY_PATTERN: Final = "art_[0-9A-Za-z]{22}"
+"""A minted artifact key, the string a Blob ref names: `art_` and 22 base-62 characters (the
+one home of this fact: the store mints keys in it, schemas and resource URIs match it)."""
+_KEY_RE: Final = re.compile(KEY_PATTERN)
 _FIELD_RE: Final = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
 QUOTE_CHARS: Final = 100
 """At most this many characters of any offending value are quoted back in a refusal."""
@@ -52,7 +56,7 @@ class RefRefusal(Refused, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class MessageRef:
     """A part of the transcript: message `seq` (None = the current turn), part, dot-path field."""
 
     part: int
@@ -145,7 +149,7 @@ class JsonQuery:
         }
 
 
-Ref: TypeAlias = Message | Blob | JsonPointer | JsonQuery
+Ref: TypeAlias = MessageRef | Blob | JsonPointer | JsonQuery
 MODEL_TYPES: Final = ("Message", "Blob")
 RECIPE_TYPES: Final = ("JsonPointer", "JsonQuery")
 
@@ -208,7 +212,7 @@ def near_envelope(value: object) -> str | None:
 
 def is_ref(value: object) -> bool:
     """Whether `value` is a parsed reference (an address or a recipe)."""
-    return isinstance(value, Message | Blob | JsonPointer | JsonQuery)
+    return isinstance(value, MessageRef | Blob | JsonPointer | JsonQuery)
 
 
 def is_recipe(ref: Ref) -> bool:
@@ -218,7 +222,7 @@ def is_recipe(ref: Ref) -> bool:
 
 def depth(ref: Ref) -> int:
     """How many refs are nested in `ref`, itself included."""
-    if isinstance(ref, Message) or (isinstance(ref, Blob) and ref.source is None):
+    if isinstance(ref, MessageRef) or (isinstance(ref, Blob) and ref.source is None):
         return 1
     assert ref.source is not None
     return 1 + depth(ref.source)
@@ -302,7 +306,7 @@ def _parse(body: object, *, model: bool, cap: int, level: int) -> Ref:
     return JsonQuery(source, path, _parse_filter(body.get("filter", [])))
 
 
-def _parse_message(body: dict[str, Any]) -> Message:
+def _parse_message(body: dict[str, Any]) -> MessageRef:
     if "part" not in body:
         raise RefRefusal(
             "A 'Message' reference needs 'part' (a non-negative integer). " + _MODEL_HINT
@@ -315,7 +319,7 @@ def _parse_message(body: dict[str, Any]) -> Message:
             f"A 'Message' reference's 'field' must be a dot-path string such as 'value' or "
             f"'result.items', got {quote(fld)}."
         )
-    return Message(part=part, seq=seq, field=fld)
+    return MessageRef(part=part, seq=seq, field=fld)
 
 
 def _parse_blob(body: dict[str, Any], *, model: bool, cap: int, level: int) -> Blob:
@@ -327,7 +331,7 @@ def _parse_blob(body: dict[str, Any], *, model: bool, cap: int, level: int) -> B
         )
     if has_key:
         key = body["key"]
-        if not isinstance(key, str) or not _KEY_RE.match(key):
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
             raise RefRefusal(
                 "A 'Blob' key looks like 'art_' followed by 22 letters or digits, got "
                 f"{quote(key)}. "

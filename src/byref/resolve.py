@@ -28,7 +28,7 @@ from byref.jsonview import (
     stream_pointer,
 )
 from byref.jsonview.codec import LITERAL_MAX
-from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, RefRefusal, quote
+from byref.refs import Blob, JsonPointer, JsonQuery, MessageRef, Ref, RefRefusal, quote
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
 from byref.transcript import Transcript, walk
@@ -147,7 +147,7 @@ class Resolver:
 
     def _source(self, ref: Ref, current: int | None, hops: int) -> BytesSource | Any:
         hops = self._hop(hops)
-        if isinstance(ref, Message):
+        if isinstance(ref, MessageRef):
             return self._message(ref, current, hops)
         if isinstance(ref, Blob):
             if ref.key is not None:
@@ -168,7 +168,7 @@ class Resolver:
             return self._recipe(ref, current, hops)
         raise ResolveError(f"Cannot resolve {type(ref).__name__!r}.")  # pragma: no cover
 
-    def _message(self, ref: Message, current: int | None, hops: int) -> BytesSource | Any:
+    def _message(self, ref: MessageRef, current: int | None, hops: int) -> BytesSource | Any:
         """The value a Message ref addresses: whatever the model was shown a preview of.
 
         A field that stands for another value (a recipe, a placed result's or an opaque

@@ -14,8 +14,8 @@ from byref.conversations.conformance import (
     CASES,
     TTL,
     Case,
-    StateHarness,
-    harness_for_url,
+    StateBattery,
+    battery_for_url,
     run_case,
 )
 from byref.conversations.port import ConversationState
@@ -26,7 +26,7 @@ from byref.store import Scope
 @pytest.mark.parametrize("kind", IMPLEMENTATIONS)
 def test_law_holds(kind: str, case: Case, request: pytest.FixtureRequest,
                    tmp_path: Path) -> None:
-    result = run_case(case, harness_for_url(url_for(kind, request, tmp_path)))
+    result = run_case(case, battery_for_url(url_for(kind, request, tmp_path)))
     if kind == "memory" and case.processes:
         assert result.outcome == "declared", result
         assert "memory state lives in one process" in result.detail
@@ -43,7 +43,7 @@ def test_memory_spill_keeps_the_laws(tmp_path: Path) -> None:
     def advance(state: ConversationState, seconds: float) -> None:
         clock[0] += seconds
 
-    harness = StateHarness("memory+spill", create=create, advance=advance)
+    harness = StateBattery("memory+spill", create=create, advance=advance)
     for case in CASES:
         if not case.processes:
             result = run_case(case, harness)
@@ -97,9 +97,9 @@ class Forgetful(MemoryConversations):
         self._expired.pop(scope, None)
 
 
-def _memory_harness(cls: type[MemoryConversations]) -> StateHarness:
+def _memory_harness(cls: type[MemoryConversations]) -> StateBattery:
     clock = [0.0]
-    return StateHarness(cls.__name__, create=lambda: cls(ttl=TTL, clock=lambda: clock[0]),
+    return StateBattery(cls.__name__, create=lambda: cls(ttl=TTL, clock=lambda: clock[0]),
                         advance=lambda s, t: clock.__setitem__(0, clock[0] + t))
 
 
@@ -124,7 +124,7 @@ def test_the_battery_catches_a_forgotten_expiry() -> None:
 
 
 def test_a_declared_case_that_passes_is_stale() -> None:
-    harness = StateHarness("x", create=MemoryConversations, advance=lambda s, t: None,
+    harness = StateBattery("x", create=MemoryConversations, advance=lambda s, t: None,
                            declared={"round-trip": "thought broken"})
     assert run_case(_case("round-trip"), harness).outcome == "stale"
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from byref.discovery import Catalog, Discovery, Searcher
 from byref.discovery.usage import (
-    Usage,
+    SearchUsage,
     UsageError,
     UsageFold,
     UsageLog,
@@ -35,10 +35,10 @@ def label_catalog() -> Catalog:
 
 
 def test_a_word_needs_three_separate_searches() -> None:
-    evidence = [Usage("put a colored tag on the ticket", "add_label_to_work_item"),
-                Usage("colored tag for this task please", "add_label_to_work_item"),
-                Usage("mark the ticket with a colored sticker", "add_label_to_work_item"),
-                Usage("who is on the crew", "list_members")]
+    evidence = [SearchUsage("put a colored tag on the ticket", "add_label_to_work_item"),
+                SearchUsage("colored tag for this task please", "add_label_to_work_item"),
+                SearchUsage("mark the ticket with a colored sticker", "add_label_to_work_item"),
+                SearchUsage("who is on the crew", "list_members")]
     learned = learn_glossary(evidence)
     # ticket and tag: two queries each. A word is written round(log2(support)) times.
     assert learned == {"add_label_to_work_item": "colored colored"}
@@ -53,7 +53,7 @@ def test_learned_words_find_the_tool_and_rebuild_the_index() -> None:
     searcher = Searcher(catalog)
     assert searcher.search("colored tag").results == []
     before = catalog.version
-    evidence = [Usage(q, "add_label_to_work_item") for q in
+    evidence = [SearchUsage(q, "add_label_to_work_item") for q in
                 ("colored tag on it", "give it a colored tag", "a colored tag for the bug")]
     assert catalog.learn(learn_glossary(evidence)) == []
     assert catalog.version > before
@@ -97,7 +97,7 @@ def test_usage_from_a_real_harness_session() -> None:
     h = Harness(model, [note], discovery=discovery)
     h.run_sync("Tag the bug.")
     assert sorted(usage_from_transcript(h.transcript), key=lambda u: u.tool) == [
-        Usage("label", "add_label_to_work_item"), Usage("label", "define_label")]
+        SearchUsage("label", "add_label_to_work_item"), SearchUsage("label", "define_label")]
 
 
 def test_refused_searches_and_activations_teach_nothing() -> None:
@@ -109,7 +109,8 @@ def test_refused_searches_and_activations_teach_nothing() -> None:
 
 def test_usage_file_round_trip_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "usage.jsonl"
-    rows = [Usage("weather in Oslo", "get_forecast"), Usage("rain tomorrow?", "get_forecast")]
+    rows = [SearchUsage("weather in Oslo", "get_forecast"),
+            SearchUsage("rain tomorrow?", "get_forecast")]
     path.write_text("\n".join(json.dumps(u.to_json()) for u in rows) + "\n\n", "utf-8")
     assert read_usage(path) == rows
     path.write_text('{"query": "x"}\n', "utf-8")
@@ -129,7 +130,7 @@ def test_usage_file_round_trip_and_errors(tmp_path: Path) -> None:
 def test_learning_is_bounded_and_deterministic(
     pairs: list[tuple[str, str]], min_support: int, max_terms: int
 ) -> None:
-    evidence = [Usage(q, t) for q, t in pairs]
+    evidence = [SearchUsage(q, t) for q, t in pairs]
     learned = learn_glossary(evidence, min_support=min_support, max_terms=max_terms)
     assert learned == learn_glossary(list(reversed(evidence)), min_support=min_support,
                                      max_terms=max_terms)
@@ -171,15 +172,15 @@ def test_discovery_learns_from_past_sessions() -> None:
 def test_the_usage_log_appends_and_survives_a_torn_last_line(tmp_path: Path) -> None:
     log = UsageLog(tmp_path / "logs" / "usage.jsonl")
     assert log.read() == []
-    assert log.append([Usage("rain tomorrow?", "get_forecast")]) == 1
+    assert log.append([SearchUsage("rain tomorrow?", "get_forecast")]) == 1
     assert log.append([]) == 0
     with log.path.open("a", encoding="utf-8") as fh:
         fh.write('{"query": "snow on fri')  # a crash mid-append
-    assert log.read() == [Usage("rain tomorrow?", "get_forecast")]
+    assert log.read() == [SearchUsage("rain tomorrow?", "get_forecast")]
     with pytest.raises(UsageError, match=r"line 2 is not JSON"):
         read_usage(log.path)  # a file given by hand is read strictly
     log.path.write_text('{"query": "a", "tool": "b"}', "utf-8")  # hand-written, no newline
-    assert log.read() == [Usage("a", "b")]
+    assert log.read() == [SearchUsage("a", "b")]
 
 
 _CALLS = st.lists(st.tuples(
@@ -199,7 +200,7 @@ def test_the_incremental_fold_is_the_whole_transcript_read_at_every_step(calls: 
     transcript = Transcript()
     transcript.append("user", [Part(type="text", value="go")])
     fold = UsageFold()
-    news: list[Usage] = []
+    news: list[SearchUsage] = []
     waiting: list[tuple[int, Part]] = []
     for n, (name, query, names, refused, delay) in enumerate(calls):
         args = {"query": query} if name == "search_tools" else {"names": names}

@@ -78,7 +78,7 @@ def test_declarations_are_sorted_byte_identical_and_the_varying_line_is_last() -
     scaffolding = [*discovery.tools, extra]
     script = Script()
 
-    first = discovery.assemble(scaffolding, script.transcript)
+    first = discovery.declare(scaffolding, script.transcript)
     names = [d["name"] for d in first.declarations]
     assert names == ["activate_tool", "search_tools", "zz_always"]
     assert first.system_lines[-1] == "You currently have 0 of 3 activated tools loaded."
@@ -87,7 +87,7 @@ def test_declarations_are_sorted_byte_identical_and_the_varying_line_is_last() -
     assert "Never claim a capability is unavailable without searching" in first.system_lines[0]
 
     script.activate("run_view", "read_pdf")
-    second = discovery.assemble(scaffolding, script.transcript)
+    second = discovery.declare(scaffolding, script.transcript)
     assert [d["name"] for d in second.declarations] == [
         "activate_tool", "read_pdf", "run_view", "search_tools", "zz_always"]
     assert second.system_lines[-1] == "You currently have 2 of 3 activated tools loaded."
@@ -96,7 +96,7 @@ def test_declarations_are_sorted_byte_identical_and_the_varying_line_is_last() -
     # Recency changes, membership does not: the request's tool block is byte-identical.
     script.call("read_pdf", {})
     script.call("run_view", {})
-    third = discovery.assemble(scaffolding, script.transcript)
+    third = discovery.declare(scaffolding, script.transcript)
     assert dumps(third.declarations) == dumps(second.declarations)
     assert third.system_lines == second.system_lines
     assert third.working_set == ("run_view", "read_pdf")
@@ -108,7 +108,7 @@ def test_scaffolding_takes_no_slot() -> None:
     script = Script()
     script.activate("read_pdf")
     script.call("activate_tool", {"names": ["activate_tool"]})
-    result = discovery.assemble(list(discovery.tools), script.transcript)
+    result = discovery.declare(list(discovery.tools), script.transcript)
     assert result.working_set == ("read_pdf",)
 
 
@@ -118,9 +118,9 @@ def test_plain_declarations_when_refs_are_off() -> None:
     discovery = Discovery(cat)
     script = Script()
     script.activate("read_pdf")
-    plain = discovery.assemble(list(discovery.tools), script.transcript, refs=False)
+    plain = discovery.declare(list(discovery.tools), script.transcript, refs=False)
     assert "$ref" not in dumps(plain.declarations)
-    declared = {d["name"]: dumps(d) for d in discovery.assemble(
+    declared = {d["name"]: dumps(d) for d in discovery.declare(
         list(discovery.tools), script.transcript).declarations}
     assert "$ref" in declared["read_pdf"]
     # The discovery scaffolding takes a few typed words: never a $ref alternative.

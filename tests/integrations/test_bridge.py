@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from byref.integrations.bridge import NOT_RUN, Bridge
-from byref.refs import Message, envelope
+from byref.refs import MessageRef, envelope
 
 
 def _bridge() -> Bridge:
@@ -45,7 +45,7 @@ def test_calls_without_siblings_run_concurrently_but_are_recorded_apart() -> Non
                       ("tool", ["b"])]
     # Each stored result's ref is the address it was recorded at, so it resolves exactly.
     for seq, start in ((1, 0), (3, 7)):
-        ref = envelope(Message(part=0, seq=seq, field="value"))
+        ref = envelope(MessageRef(part=0, seq=seq, field="value"))
         counted = asyncio.run(bridge.call(f"n{seq}", "count", {"items": ref}, _count))
         assert counted.value == [10_000, start], counted.rendered
 

@@ -25,7 +25,7 @@ from byref.store import (
     StoreURLError,
     can_get_stream,
     can_put_stream,
-    mint_ref,
+    mint_key,
     open_store,
 )
 
@@ -118,7 +118,7 @@ def test_scope_and_option_validation() -> None:
 def test_mis_declared_streams_name_the_fix(store_url: str) -> None:
     store = open_store(store_url)
     assert can_put_stream(store)
-    scope = Scope(f"mis-{mint_ref()}")
+    scope = Scope(f"mis-{mint_key()}")
     with pytest.raises(ArtifactSizeMismatchError) as short:
         store.put_stream(scope, [b"abc"], 5, OPTS)
     assert str(short.value) == ("Streamed payload declared 5 bytes but delivered 3; nothing was "
@@ -148,7 +148,7 @@ def test_the_trace_tells_the_operator_what_the_caller_is_not_told(
     store = open_store(store_url, emit=Emitter(sink, clock=lambda: clock[0]),
                        clock=lambda: clock[0],
                        retention=Retention(max_count_per_scope=2))
-    mine, other = Scope(f"trace-{mint_ref()}"), Scope(f"trace-{mint_ref()}")
+    mine, other = Scope(f"trace-{mint_key()}"), Scope(f"trace-{mint_key()}")
     secret = b"PAYLOAD-MUST-NOT-LEAK"
     doomed = store.put(mine, secret, PutOptions(kind="k", ttl=10))
     assert store.get(other, doomed.ref) is None
@@ -175,9 +175,9 @@ def test_the_trace_tells_the_operator_what_the_caller_is_not_told(
 def test_get_stream_verifies_like_get_and_names_the_digest(
     adapter: str, make_url: Callable[[str], str]
 ) -> None:
-    from byref.store.conformance import harness_for_url
+    from byref.store.conformance import battery_for_url
 
-    harness = harness_for_url(make_url(adapter))
+    harness = battery_for_url(make_url(adapter))
     store = harness.create_store()
     scope = Scope("t")
     meta = store.put(scope, b"0123456789" * 10, PutOptions(kind="k", digest=True))

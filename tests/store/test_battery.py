@@ -17,7 +17,7 @@ from byref.store import (
     PutOptions,
     Scope,
 )
-from byref.store.conformance import CASES, Harness, format_report, run_case, run_conformance
+from byref.store.conformance import CASES, StoreBattery, format_report, run_case, run_conformance
 
 
 def _case(name: str):  # type: ignore[no-untyped-def]
@@ -65,8 +65,8 @@ class FiveVerbsOnly:
         self.delete, self.list, self.close = self._inner.delete, self._inner.list, lambda: None
 
 
-def harness(factory: Callable[[], object], **kw: object) -> Harness:
-    return Harness(name="under-test", create_store=factory, **kw)  # type: ignore[arg-type]
+def harness(factory: Callable[[], object], **kw: object) -> StoreBattery:
+    return StoreBattery(name="under-test", create_store=factory, **kw)  # type: ignore[arg-type]
 
 
 def test_case_folding_breaks_look_alike_scopes() -> None:
@@ -88,7 +88,7 @@ def test_an_absence_oracle_is_caught() -> None:
 
 
 def test_derived_refs_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kit, "mint_ref", lambda: "art_" + "0" * 22)
+    monkeypatch.setattr(kit, "mint_key", lambda: "art_" + "0" * 22)
     result = run_case(_case("refs-minted-not-derived"), harness(MemoryStore))
     assert result.outcome == "failed"
     assert "distinct refs for the same bytes put three times: expected 3, got 1" in result.detail

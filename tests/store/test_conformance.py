@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from byref.store.conformance import CASES, Case, format_report, harness_for_url, run_case
+from byref.store.conformance import CASES, Case, battery_for_url, format_report, run_case
 
 ADAPTERS = ["memory", "file", "sqlite", "postgres", "s3"]
 MEMORY_DECLARED = {"concurrent-puts-two-processes", "crash-mid-put-invisible"}
@@ -17,7 +17,7 @@ MEMORY_DECLARED = {"concurrent-puts-two-processes", "crash-mid-put-invisible"}
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_law_holds(adapter: str, case: Case, make_url: Callable[[str], str]) -> None:
     url = make_url(adapter)
-    result = run_case(case, harness_for_url(url))
+    result = run_case(case, battery_for_url(url))
     if adapter == "memory" and case.name in MEMORY_DECLARED:
         assert result.outcome == "declared", result
         assert "memory" in result.detail
@@ -28,7 +28,7 @@ def test_law_holds(adapter: str, case: Case, make_url: Callable[[str], str]) -> 
 def test_whole_report_is_ok_and_printable(tmp_path: Path) -> None:
     from byref.store.conformance import run_conformance
 
-    report = run_conformance(harness_for_url(f"file://{tmp_path}"))
+    report = run_conformance(battery_for_url(f"file://{tmp_path}"))
     assert report.ok
     text = format_report(report)
     assert text.startswith(f"Artifact store conformance: file://{tmp_path}")

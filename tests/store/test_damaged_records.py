@@ -16,7 +16,7 @@ from byref.store import (
     PutOptions,
     Retention,
     Scope,
-    mint_ref,
+    mint_key,
     open_store,
 )
 
@@ -53,7 +53,7 @@ def test_list_skips_a_damaged_record_and_reports_it(
 ) -> None:
     sink = MemorySink()
     store = _open(make_url(adapter), sink)
-    scope = Scope(f"dmg-{mint_ref()}")
+    scope = Scope(f"dmg-{mint_key()}")
     refs = [store.put(scope, b"%d" % i, OPTS).ref for i in range(4)]
     bad = refs[2]
     _damage(store, scope, bad)
@@ -86,7 +86,7 @@ def test_bounded_puts_keep_working_beside_a_damaged_record(
 ) -> None:
     sink = MemorySink()
     store = _open(make_url(adapter), sink, max_count_per_scope=3)
-    scope = Scope(f"dmg-{mint_ref()}")
+    scope = Scope(f"dmg-{mint_key()}")
     first, bad = store.put(scope, b"a", OPTS), store.put(scope, b"b", OPTS)
     _damage(store, scope, bad.ref)
     third = store.put(scope, b"c", OPTS)

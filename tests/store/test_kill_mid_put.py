@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from byref.store import FileStore, PutOptions, Scope, can_get_stream, mint_ref, open_store
+from byref.store import FileStore, PutOptions, Scope, can_get_stream, mint_key, open_store
 
 WAIT = 120.0
 CHILD = """
@@ -61,7 +61,7 @@ def _temp_files(root: Path) -> list[Path]:
 
 def test_file_kill_mid_put_leaves_no_litter_after_reopen(tmp_path: Path) -> None:
     root = tmp_path / "files"
-    scope = Scope(f"kill-{mint_ref()}")
+    scope = Scope(f"kill-{mint_key()}")
     FileStore(root).put(Scope("other"), b"kept", PutOptions(kind="k"))
     _kill_mid_put(f"file://{root}", scope.tenant)
     litter = _temp_files(root)
@@ -77,7 +77,7 @@ def test_file_kill_mid_put_leaves_no_litter_after_reopen(tmp_path: Path) -> None
 @pytest.mark.parametrize("adapter", ["sqlite", "postgres"])
 def test_sql_kill_mid_put_leaves_nothing(adapter: str, make_url: Callable[[str], str]) -> None:
     url = make_url(adapter)
-    scope = Scope(f"kill-{mint_ref()}")
+    scope = Scope(f"kill-{mint_key()}")
     open_store(url).close()  # the tables exist before the child races to create them
     _kill_mid_put(url, scope.tenant)
     store: Any = open_store(url)
@@ -111,7 +111,7 @@ def test_file_lookups_touch_only_the_callers_scope(
         monkeypatch.setattr(pathlib.Path, name, spy(name, getattr(pathlib.Path, name)))
     monkeypatch.setattr(os, "scandir", spy("scandir", os.scandir))
     monkeypatch.setattr(os, "listdir", spy("listdir", os.listdir))
-    for ref in (mint_ref(), real.ref):  # a fabricated key, and another scope's real one
+    for ref in (mint_key(), real.ref):  # a fabricated key, and another scope's real one
         assert store.head(mine, ref) is None
         assert store.get(mine, ref) is None
         assert can_get_stream(store) and store.get_stream(mine, ref) is None

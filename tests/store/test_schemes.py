@@ -18,8 +18,8 @@ from byref.store import MemoryStore, StoreURLError, open_store
 from byref.store.conformance import (
     CASES,
     Case,
+    battery_for_url,
     format_report,
-    harness_for_url,
     run_case,
     run_conformance,
 )
@@ -86,7 +86,7 @@ def test_an_entry_point_adapter_opens_by_url_and_passes_the_battery(vault_packag
     assert store.retention is not None and store.retention.ttl == 60
     with pytest.raises(StoreURLError, match="options this adapter does not know: colour"):
         open_store("vault://main?colour=red")
-    report = run_conformance(harness_for_url("vault://x"))
+    report = run_conformance(battery_for_url("vault://x"))
     outcomes = {r.name: r.outcome for r in report.results}
     assert outcomes["round-trip"] == outcomes["one-absence"] == "passed"
     # No damage registered: the damage cases say a hook is missing instead of passing silently.
@@ -102,7 +102,7 @@ def test_an_adapters_damage_hooks_join_the_battery_through_an_entry_point(
         vault_package: None, tmp_path: Path) -> None:
     _with_damage(tmp_path)
     assert find_damage("vault") is not None
-    report = run_conformance(harness_for_url("vault://x"))
+    report = run_conformance(battery_for_url("vault://x"))
     outcomes = {r.name: r.outcome for r in report.results}
     assert outcomes["corrupt-refused-by-get"] == "passed"
     assert outcomes["damaged-bytes-refused-everywhere"] == "passed", format_report(report)
@@ -112,10 +112,10 @@ def test_registering_damage_at_run_time_and_its_mistakes() -> None:
     register_scheme("scratch", StoreScheme("scratch://", lambda u: MemoryStore(**u.common)))
     try:
         assert run_case(_case("corrupt-refused-by-get"),
-                        harness_for_url("scratch://")).outcome == "failed"
+                        battery_for_url("scratch://")).outcome == "failed"
         register_damage("scratch", BUILTIN_DAMAGE["memory"])
         assert run_case(_case("corrupt-refused-by-get"),
-                        harness_for_url("scratch://")).outcome == "passed"
+                        battery_for_url("scratch://")).outcome == "passed"
     finally:
         from byref.store import corruption, schemes
 
@@ -147,7 +147,7 @@ def test_an_unknown_scheme_is_an_unknown_store_url_for_the_battery_too(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert find_scheme("gcs") is None
     with pytest.raises(StoreURLError, match="Unknown store URL 'gcs://x'; use one of:"):
-        harness_for_url("gcs://x")
+        battery_for_url("gcs://x")
     assert main(["store", "check", "gcs://x"]) == 2
     assert capsys.readouterr().err.startswith("error: Unknown store URL 'gcs://x'; use one of:")
 

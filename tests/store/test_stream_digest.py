@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from byref.bench.store import stream_digest_cost
 from byref.cli.bench_store import format_bench
 from byref.store import ArtifactIntegrityError, ArtifactMeta, MemoryStore, Scope, StreamedArtifact
-from byref.store.conformance import CASES, Harness, run_case
+from byref.store.conformance import CASES, StoreBattery, run_case
 from byref.store.corruption import BUILTIN_DAMAGE
 from byref.store.kit import rechunk, verified
 
@@ -118,7 +118,7 @@ def _damage_case():  # type: ignore[no-untyped-def]
                          "last chunk must be withheld"),
 ])
 def test_the_battery_catches_streams_of_wrong_bytes(store: type[MemoryStore], why: str) -> None:
-    harness = Harness(name="under-test", create_store=store,
+    harness = StoreBattery(name="under-test", create_store=store,
                       rewrite=BUILTIN_DAMAGE["memory"].rewrite)
     result = run_case(_damage_case(), harness)
     assert result.outcome == "failed"
@@ -126,7 +126,7 @@ def test_the_battery_catches_streams_of_wrong_bytes(store: type[MemoryStore], wh
 
 
 def test_the_damage_case_needs_the_rewrite_hook() -> None:
-    result = run_case(_damage_case(), Harness(name="under-test", create_store=MemoryStore))
+    result = run_case(_damage_case(), StoreBattery(name="under-test", create_store=MemoryStore))
     assert result.outcome == "failed"
     assert result.detail == (
         "case 'damaged-bytes-refused-everywhere' needs the harness hook 'rewrite', which was not "

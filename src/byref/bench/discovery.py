@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.assembly import Assembly, assemble
 from byref.discovery.catalog import Catalog
+from byref.discovery.declare import Declared, declare
 from byref.discovery.index import BOOSTS, Filters, SearchIndex
 from byref.discovery.mcp import Listed, catalog_from_listings, read_listings, safe_name
 from byref.discovery.scaffold import discovery_tools
 from byref.discovery.search import Ranker, Searcher
-from byref.discovery.usage import Usage, learn_glossary, query_key
+from byref.discovery.usage import SearchUsage, learn_glossary, query_key
 from byref.discovery.workingset import DEFAULT_BUDGET
 from byref.jsonview import dumps
 from byref.tools import Tool
@@ -112,14 +112,14 @@ def _index_ranked(index: SearchIndex) -> Callable[[str], list[str]]:
 
 
 def training_usage(sample: Sequence[dict[str, str]], rest: Sequence[dict[str, str]]
-                   ) -> list[Usage]:
+                   ) -> list[SearchUsage]:
     """The rows outside the sample as usage evidence, minus any row whose query text (case and
     spacing aside) is also a sample query, so nothing learned is a question later asked."""
     asked = {query_key(r["Query"]) for r in sample}
-    return [Usage(r["Query"], r["Tool"]) for r in rest if query_key(r["Query"]) not in asked]
+    return [SearchUsage(r["Query"], r["Tool"]) for r in rest if query_key(r["Query"]) not in asked]
 
 
-def learned_catalog(descriptions: dict[str, str], usage: Sequence[Usage]) -> Catalog:
+def learned_catalog(descriptions: dict[str, str], usage: Sequence[SearchUsage]) -> Catalog:
     """`metatool_catalog` after learning a glossary from `usage` (every tool must exist)."""
     catalog = metatool_catalog(descriptions)
     unknown = catalog.learn(learn_glossary(usage))
@@ -128,9 +128,9 @@ def learned_catalog(descriptions: dict[str, str], usage: Sequence[Usage]) -> Cat
     return catalog
 
 
-def per_tool(usage: Sequence[Usage], k: int, seed: int = 5) -> list[Usage]:
+def per_tool(usage: Sequence[SearchUsage], k: int, seed: int = 5) -> list[SearchUsage]:
     """At most `k` pieces of evidence per tool (a seeded choice): a young deployment's log."""
-    by_tool: dict[str, list[Usage]] = defaultdict(list)
+    by_tool: dict[str, list[SearchUsage]] = defaultdict(list)
     for u in usage:
         by_tool[u.tool.lower()].append(u)
     rng = random.Random(seed)
@@ -248,14 +248,14 @@ def surface(catalog: Catalog, budget: int = DEFAULT_BUDGET) -> dict[str, int]:
     """Standing tool surface in characters (system lines + declarations as JSON)."""
     scaffolding = list(discovery_tools(Searcher(catalog)))
 
-    def with_active(names: list[str], refs: bool = True) -> Assembly:
+    def with_active(names: list[str], refs: bool = True) -> Declared:
         transcript = Transcript()
         transcript.append("user", [Part(type="text", value="go")])
         if names:
             call = {"name": "activate_tool", "id": "a1", "input": {"names": names}}
             transcript.append("assistant", [Part(type="tool_call", value=call,
                                                  tool="activate_tool", call_id="a1")])
-        return assemble(catalog, scaffolding, transcript, budget=budget, refs=refs)
+        return declare(catalog, scaffolding, transcript, budget=budget, refs=refs)
 
     sizes = sorted((len(dumps(t.declaration())), t.name) for t in catalog.tools())
     middle = len(sizes) // 2

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from byref.store.open import open_store
-from byref.store.port import PutOptions, Scope, can_get_stream, can_put_stream, mint_ref
+from byref.store.port import PutOptions, Scope, can_get_stream, can_put_stream, mint_key
 
 SIZES = {"1KB": 1 << 10, "1MB": 1 << 20, "100MB": 100 << 20}
 ROUNDS = {"1KB": 300, "1MB": 30, "100MB": 2}
@@ -77,7 +77,7 @@ def _sig(x: float) -> float:
 def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
     """Put and get rates for each payload size against the store at `url`, with ratios against
     `base` (a baseline measured in the same run)."""
-    store, scope = open_store(url), Scope("bench", "throughput", mint_ref())
+    store, scope = open_store(url), Scope("bench", "throughput", mint_key())
     out: dict[str, Any] = {}
     try:
         for label, size in SIZES.items():
@@ -109,7 +109,7 @@ def throughput(url: str, base: dict[str, dict[str, float]]) -> dict[str, Any]:
 def stream_digest_cost(url: str, nbytes: int = 64 << 20, rounds: int = 7) -> dict[str, Any]:
     """`get_stream` of a digested artifact against an undigested one of the same bytes: best of
     `rounds` each, read alternately so drift (cache, server load) hits both alike."""
-    store, scope = open_store(url), Scope("bench", "stream-digest", mint_ref())
+    store, scope = open_store(url), Scope("bench", "stream-digest", mint_key())
     try:
         if not can_get_stream(store):
             return {"bytes": nbytes, "skipped": "this store has no get_stream"}
@@ -147,7 +147,7 @@ def _peak_kb() -> int:
 
 
 def _peak_rss_child(url: str, nbytes: int, out: Any) -> None:
-    store, scope = open_store(url), Scope("bench", "stream", mint_ref())
+    store, scope = open_store(url), Scope("bench", "stream", mint_key())
     chunk = os.urandom(1 << 20)
 
     def chunks() -> Iterator[bytes]:

@@ -85,9 +85,9 @@ def _open(args: argparse.Namespace) -> tuple[ArtifactStore, Scope]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from byref.store.conformance import CASES, format_report, harness_for_url, run_conformance
+    from byref.store.conformance import CASES, battery_for_url, format_report, run_conformance
 
-    harness = harness_for_url(args.url)
+    harness = battery_for_url(args.url)
     with progress(f"checking {args.url}", len(CASES)) as advance:
         report = run_conformance(harness, on_result=lambda _: advance(1))
     if args.json:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from byref.jsonview import dumps
-from byref.refs import Message as MessageRef
-from byref.refs import envelope
+from byref.refs import MessageRef, envelope
 from byref.transcript import Message, Part
 
 REREAD_TOOL: Final = "read_result"

@@ -13,8 +13,7 @@ from typing import Final
 
 from byref.jsonview import dumps
 from byref.reads import ResultCatalog, fit_lines
-from byref.refs import Message as MessageRef
-from byref.refs import envelope
+from byref.refs import MessageRef, envelope
 from byref.store import ArtifactStore, Scope
 from byref.transcript import Message
 

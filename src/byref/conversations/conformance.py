@@ -5,7 +5,7 @@ battery can move: `advance`), and how a second process reaches the same storage 
 picklable opener; None for state that lives in one process, whose two-process cases are then
 declared with that reason). A case raises to fail; nothing here imports a test framework.
 
-    report = run_battery(StateHarness("mine", create=lambda: Mine(...), advance=...))
+    report = run_battery(StateBattery("mine", create=lambda: Mine(...), advance=...))
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class CaseFailed(Exception):
 
 
 @dataclass(frozen=True)
-class StateHarness:
+class StateBattery:
     """How the battery makes, ages and reopens one implementation's state; `declared` maps a case
     name to why that implementation is known to fail it."""
 
@@ -417,7 +417,7 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def run_case(case: Case, harness: StateHarness) -> Result:
+def run_case(case: Case, harness: StateBattery) -> Result:
     """Run one case on a fresh state of the harness (closed after); its Result, `declared` when it
     failed for a reason the harness gave."""
     state = harness.create()
@@ -440,7 +440,7 @@ def run_case(case: Case, harness: StateHarness) -> Result:
     return Result(case.name, case.law, "passed" if error is None else "failed", error or "")
 
 
-def run_battery(harness: StateHarness) -> list[Result]:
+def run_battery(harness: StateBattery) -> list[Result]:
     """Every case of the battery on the harness, in order."""
     return [run_case(case, harness) for case in CASES]
 
@@ -455,7 +455,7 @@ class _Clock:
         return time.time() + self.offset
 
 
-def harness_for_url(url: str) -> StateHarness:
+def battery_for_url(url: str) -> StateBattery:
     """A harness for any URL `open_state` understands (ttl=TTL, a clock the battery moves)."""
     import functools
 
@@ -474,7 +474,7 @@ def harness_for_url(url: str) -> StateHarness:
 
     memory = url.startswith("memory:")
     reason = "memory state lives in one process; no other instance or process can reach it"
-    return StateHarness(
+    return StateBattery(
         name=url, create=create, advance=advance,
         reopen=None if memory else (lambda state: functools.partial(open_state, url, ttl=TTL)),
         declared={c.name: reason for c in CASES if c.processes} if memory else {})

@@ -7,13 +7,13 @@ The law: undiscovered tools cost one shared line; a search declares nothing; the
 re-derived from the transcript every turn, name-sorted and byte-identical while it is unchanged,
 with the one varying line last.
 
-Typical use (the harness calls `assemble` once per request)::
+Typical use (the harness calls `declare` once per request)::
 
     catalog = load_catalog("servers/")            # or Catalog([...tools...], ontology=...)
     discovery = Discovery(catalog, budget=8)
     scaffolding = [*discovery.tools, *my_always_declared_tools]
-    assembly = discovery.assemble(scaffolding, transcript)
-    # request.tools = assembly.declarations; system += "\n\n".join(assembly.system_lines)
+    declared = discovery.declare(scaffolding, transcript)
+    # request.tools = declared.declarations; system += "\n\n".join(declared.system_lines)
     discovery.learn(past_transcripts)             # words people searched with → glossary
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from byref.discovery.assembly import Assembly, assemble
 from byref.discovery.catalog import Catalog, Entry
+from byref.discovery.declare import Declared, declare
 from byref.discovery.index import BOOSTS, FilterError, Filters, Ranking, SearchIndex
 from byref.discovery.lens import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
 from byref.discovery.mcp import ListingError, load_catalog
@@ -33,7 +33,7 @@ from byref.discovery.text import ANALYZER, Analyzer
 from byref.discovery.usage import (
     MAX_TERMS,
     MIN_SUPPORT,
-    Usage,
+    SearchUsage,
     learn_glossary,
     usage_from_transcript,
 )
@@ -60,11 +60,11 @@ class Discovery:
         self.searcher = Searcher(catalog, ranker=ranker, page_chars=page_chars)
         self.tools: tuple[Tool, Tool] = discovery_tools(self.searcher, emit=emit, budget=budget)
 
-    def assemble(
+    def declare(
         self, scaffolding: Sequence[Tool], transcript: Transcript, *, refs: bool = True
-    ) -> Assembly:
-        """This request's declarations and system lines (`assembly.assemble` with this budget)."""
-        return assemble(self.catalog, scaffolding, transcript, budget=self.budget, refs=refs)
+    ) -> Declared:
+        """This request's declarations and system lines (the module `declare` with this budget)."""
+        return declare(self.catalog, scaffolding, transcript, budget=self.budget, refs=refs)
 
     def learn(
         self,
@@ -72,7 +72,7 @@ class Discovery:
         *,
         min_support: int = MIN_SUPPORT,
         max_terms: int = MAX_TERMS,
-    ) -> list[Usage]:
+    ) -> list[SearchUsage]:
         """Teaches the catalog the words of every search that ended in an activation in
         `transcripts` (`usage.learn_glossary`; replaces what it learned before). Returns the
         evidence used, so the caller can keep it and learn again from a larger log."""
@@ -84,8 +84,8 @@ class Discovery:
 
 __all__ = [
     "ANALYZER", "BOOSTS", "DEFAULT_BUDGET", "DEFAULT_LIMIT", "EXCERPT_MAX", "PAGE_CHARS",
-    "Analyzer", "Assembly", "Catalog", "Discovery", "Entry", "FilterError", "Filters",
+    "Analyzer", "Catalog", "Declared", "Discovery", "Entry", "FilterError", "Filters",
     "ListingError", "Ontology", "OntologyError", "Page", "Ranker", "Ranking", "Result",
-    "SearchIndex", "Searcher", "Usage", "assemble", "discovery_tools", "excerpt", "load_catalog",
-    "water_fill", "working_set",
+    "SearchIndex", "SearchUsage", "Searcher", "declare", "discovery_tools", "excerpt",
+    "load_catalog", "water_fill", "working_set",
 ]

@@ -39,7 +39,7 @@ class UsageError(OperatorError, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class SearchUsage:
     """One piece of evidence: `query` was searched and `tool` was chosen from its results."""
 
     query: str
@@ -55,7 +55,7 @@ def query_key(query: str) -> str:
     return " ".join(query.lower().split())
 
 
-def usage_from_transcript(transcript: Transcript) -> list[Usage]:
+def usage_from_transcript(transcript: Transcript) -> list[SearchUsage]:
     """The (query, tool) pairs a transcript holds, oldest first.
 
     An activation counts for the latest search before it whose page listed the tool; refused
@@ -79,9 +79,9 @@ class UsageFold:
         """call id → (tool, input) of calls whose result has not been seen yet."""
         self._listed: dict[str, str] = {}
         """tool name → the latest successful query whose page listed it."""
-        self.found: list[Usage] = []
+        self.found: list[SearchUsage] = []
 
-    def catch_up(self, transcript: Transcript) -> list[Usage]:
+    def catch_up(self, transcript: Transcript) -> list[SearchUsage]:
         """Fold in the messages added since the last call; returns the evidence they added."""
         last = transcript.last_seq
         before = len(self.found)
@@ -116,7 +116,7 @@ class UsageFold:
                     names = data.get("names")
                     for tool in [names] if isinstance(names, str) else names or ():
                         if isinstance(tool, str) and tool in self._listed:
-                            self.found.append(Usage(self._listed[tool], tool))
+                            self.found.append(SearchUsage(self._listed[tool], tool))
 
 
 def _page_names(result: Any) -> Iterator[str]:
@@ -126,7 +126,7 @@ def _page_names(result: Any) -> Iterator[str]:
             yield row["name"]
 
 
-def read_usage(path: Path, *, torn_tail: bool = False) -> list[Usage]:
+def read_usage(path: Path, *, torn_tail: bool = False) -> list[SearchUsage]:
     """JSON lines of {"query": …, "tool": …} (blank lines skipped). `torn_tail`: a last line
     that lacks its newline and does not parse is an append a crash cut short, and is skipped."""
     text = path.read_text("utf-8")
@@ -144,7 +144,7 @@ def read_usage(path: Path, *, torn_tail: bool = False) -> list[Usage]:
     return out
 
 
-def _usage(line: str, path: Path, number: int) -> Usage:
+def _usage(line: str, path: Path, number: int) -> SearchUsage:
     try:
         raw = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -155,7 +155,7 @@ def _usage(line: str, path: Path, number: int) -> Usage:
             f"{str(path)!r} line {number} must be an object with string fields 'query' "
             'and \'tool\', e.g. {"query": "weather in Oslo", "tool": "get_forecast"}.'
         )
-    return Usage(raw["query"], raw["tool"])
+    return SearchUsage(raw["query"], raw["tool"])
 
 
 class UsageLog:
@@ -167,13 +167,13 @@ class UsageLog:
         self.path = path
         self._lock = threading.Lock()
 
-    def read(self) -> list[Usage]:
+    def read(self) -> list[SearchUsage]:
         """Every piece of evidence so far (none if the file does not exist yet; a last line a
         crash cut short is skipped)."""
         with self._lock:
             return read_usage(self.path, torn_tail=True) if self.path.exists() else []
 
-    def append(self, usages: Iterable[Usage]) -> int:
+    def append(self, usages: Iterable[SearchUsage]) -> int:
         """Adds evidence (whole lines, flushed); returns how many lines were written."""
         lines = "".join(json.dumps(u.to_json(), ensure_ascii=False) + "\n" for u in usages)
         if not lines:
@@ -186,7 +186,7 @@ class UsageLog:
 
 
 def learn_glossary(
-    usages: Iterable[Usage],
+    usages: Iterable[SearchUsage],
     *,
     min_support: int = MIN_SUPPORT,
     max_terms: int = MAX_TERMS,

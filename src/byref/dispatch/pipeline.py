@@ -39,7 +39,7 @@ from byref.refs import (
     Blob,
     JsonPointer,
     JsonQuery,
-    Message,
+    MessageRef,
     Ref,
     RefRefusal,
     is_envelope,
@@ -378,8 +378,8 @@ def _takes_null(prop: Any) -> bool:
 
 def _pin(ref: Ref, current: int) -> Ref:
     """Give a Message ref written without `seq` the seq of the turn it was written in."""
-    if isinstance(ref, Message) and ref.seq is None:
-        return Message(part=ref.part, seq=current, field=ref.field)
+    if isinstance(ref, MessageRef) and ref.seq is None:
+        return MessageRef(part=ref.part, seq=current, field=ref.field)
     if isinstance(ref, Blob) and ref.source is not None:
         return Blob(source=_pin(ref.source, current))
     if isinstance(ref, JsonPointer):

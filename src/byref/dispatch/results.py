@@ -15,7 +15,7 @@ from typing import Any
 from byref.dispatch.policy import Policy
 from byref.jsonview import dumps
 from byref.jsonview.codec import MAX_DEPTH, JsonEncodeError
-from byref.refs import Blob, Message, Ref, envelope, is_recipe
+from byref.refs import Blob, MessageRef, Ref, envelope, is_recipe
 from byref.store import ArtifactStore, PutOptions, Scope
 from byref.store.port import CanPutStream
 from byref.tools.payload import Payload
@@ -49,13 +49,13 @@ def _walk(value: Any, path: tuple[str, ...], out: Shaped, **kw: Any) -> tuple[An
                               f"{'.'.join(path)[:80]!r}…")
     if isinstance(value, Payload):
         return _payload(value, path, out, **kw)
-    if isinstance(value, Message | Blob) or is_recipe(value):
+    if isinstance(value, MessageRef | Blob) or is_recipe(value):
         ref: Ref = value
         dotted = ".".join(path) or ""
         if is_recipe(ref) or not dotted:
             # Recipes never reach the model: it sees a Message ref to this very field.
             out.derived[dotted or "value"] = ref
-            shown = envelope(Message(part=kw["part"], seq=kw["seq"], field=dotted or "value"))
+            shown = envelope(MessageRef(part=kw["part"], seq=kw["seq"], field=dotted or "value"))
             return {"derived": True}, shown
         # A ref inside a result stands for its value: a ref to this field resolves through it.
         out.derived[dotted] = ref

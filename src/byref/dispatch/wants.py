@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.errors import RefusalReason
-from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope, quote
+from byref.refs import Blob, MessageRef, RefRefusal, is_envelope, parse_model_envelope, quote
 from byref.resolve import Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.store.port import ArtifactError, ArtifactIntegrityError
@@ -88,7 +88,7 @@ def _key(value: Any, resolver: Resolver, call_seq: int, cap: int) -> str | None:
         return None
     if isinstance(ref, Blob) and ref.key is not None:
         return ref.key
-    if isinstance(ref, Message):
+    if isinstance(ref, MessageRef):
         # A Message ref to an opaque marker's `value` (or to a bare ref) names the artifact too.
         try:
             found = resolver.transcript.field(ref.seq if ref.seq is not None else call_seq,

@@ -32,7 +32,7 @@ from mcp.server.connection import Connection
 from byref.conversations import ConversationState
 from byref.conversations.postgres import PostgresConversations
 from byref.discovery import Catalog, Discovery
-from byref.discovery.assembly import assemble, capability_line
+from byref.discovery.declare import capability_line, declare
 from byref.discovery.mcp import server_slug
 from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossary
 from byref.discovery.workingset import ACTIVATE, working_set
@@ -419,7 +419,7 @@ class Gateway:
 
         A listing waits at most LIST_GRACE for servers still starting (see `toolbox`)."""
         box = await self.toolbox_for(state)
-        return assemble(box.catalog, (*box.scaffolding, *box.pinned), state.transcript,
+        return declare(box.catalog, (*box.scaffolding, *box.pinned), state.transcript,
                         budget=self.config.working_set).declarations
 
     def working_set(self, state: ScopeState, box: Toolbox) -> list[str]:

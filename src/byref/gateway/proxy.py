@@ -29,7 +29,15 @@ from byref.gateway.content import Passed
 from byref.gateway.convert import capability, error_text, result_value
 from byref.gateway.upstream import UpstreamError
 from byref.jsonview import dumps
-from byref.refs import Blob, JsonPointer, JsonQuery, Message, Ref, is_envelope, parse_model_envelope
+from byref.refs import (
+    Blob,
+    JsonPointer,
+    JsonQuery,
+    MessageRef,
+    Ref,
+    is_envelope,
+    parse_model_envelope,
+)
 from byref.resolve import BytesSource
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 from byref.tools.tool import run_awaitable
@@ -153,7 +161,7 @@ def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
 
 
 def _is_ref(value: object) -> bool:
-    return isinstance(value, Message | Blob | JsonPointer | JsonQuery)
+    return isinstance(value, MessageRef | Blob | JsonPointer | JsonQuery)
 
 
 def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:

@@ -27,6 +27,7 @@ from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from byref.refs import KEY_PATTERN
 from byref.store import Artifact, ArtifactMeta
 
 PREFIX = "byref://"
@@ -36,7 +37,7 @@ ARTIFACT_TEMPLATE = types.ResourceTemplate(
     uri_template=ARTIFACT_PREFIX + "{ref}", name="byref-artifact", title="byref artifact",
     description="A result byref stored in this conversation, by its ref (art_…): the bytes as "
                 "stored. Only your own conversation's artifacts can be read.")
-_REF = re.compile(r"art_[0-9A-Za-z]{22}")
+_REF = re.compile(KEY_PATTERN)
 _TEXT_TYPES = ("application/json", "application/x-ndjson", "application/xml",
                "application/yaml", "application/javascript", "application/csv")
 

@@ -48,7 +48,7 @@ from byref.conversations import (
     default_state_url,
     open_state,
 )
-from byref.discovery.usage import Usage
+from byref.discovery.usage import SearchUsage
 from byref.dispatch import Dispatcher
 from byref.gateway.auth import BearerVerifier, restriction
 from byref.gateway.config import GatewayConfig, Grant
@@ -124,7 +124,7 @@ class ScopeState:
         self._saved_declared = self.declared
 
     # -- the record ----------------------------------------------------------------------------
-    def unlogged(self, found: Sequence[Usage]) -> list[Usage]:
+    def unlogged(self, found: Sequence[SearchUsage]) -> list[SearchUsage]:
         """Of the usage evidence a fold of this record just found (in order, from its origin),
         what the usage log does not hold yet; it is saved with the record at `persist`."""
         skip = max(0, self.usage_logged - self._usage_folded)

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from byref.discovery.assembly import PLAIN
+from byref.discovery.declare import PLAIN
 from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import client_result
 from byref.gateway.convert import mcp_tool
@@ -101,7 +101,7 @@ class DeclaredSchemas:
 
 
 def _declared(tool: Any) -> dict[str, Any]:
-    # As `byref.discovery.assembly.assemble` declares it (the declaration object is cached).
+    # As `byref.discovery.declare.assemble` declares it (the declaration object is cached).
     declaration = tool.plain_declaration() if tool.name in PLAIN else tool.declaration()
     schema: dict[str, Any] = declaration["input_schema"]
     return schema

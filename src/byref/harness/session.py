@@ -120,9 +120,9 @@ class Session:
         if self.discovery is None:
             return Surface(tuple(self.dispatcher.declarations()))
         self.dispatcher.refresh()
-        assembly = self.discovery.assemble(self.scaffolding, self.transcript,
+        declared = self.discovery.declare(self.scaffolding, self.transcript,
                                            refs=self.policy.refs)
-        return Surface(tuple(assembly.declarations), tuple(assembly.system_lines))
+        return Surface(tuple(declared.declarations), tuple(declared.system_lines))
 
     def declarations(self, provider: Provider = "anthropic") -> list[dict[str, Any]]:
         """The tools in `provider`'s request shape, name-sorted and byte-stable."""

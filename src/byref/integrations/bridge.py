@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeVar
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Catalog, Discovery
-from byref.discovery.assembly import PLAIN
+from byref.discovery.declare import PLAIN
 from byref.discovery.workingset import DEFAULT_BUDGET, working_set
 from byref.dispatch import Call, Policy
 from byref.events import Emitter
@@ -202,10 +202,10 @@ class Bridge:
             return Surface(declared, [self.system] if self.policy.refs else [])
         always = [*self.builtins, *self.discovery.tools,
                   *(self._adopted[n][1] for n in visible if not self.search)]
-        assembly = self.discovery.assemble(always, self.project(seen), refs=self.policy.refs)
-        lines = [self.system, *assembly.system_lines] if self.policy.refs else list(
-            assembly.system_lines)
-        return Surface(assembly.declarations, lines)
+        listed = self.discovery.declare(always, self.project(seen), refs=self.policy.refs)
+        lines = [self.system, *listed.system_lines] if self.policy.refs else list(
+            listed.system_lines)
+        return Surface(listed.declarations, lines)
 
     def _declare(self, tool: Tool) -> dict[str, Any]:
         if self.policy.refs and tool.name not in PLAIN:

@@ -14,7 +14,7 @@ from typing import Any
 
 from byref.jsonview import dumps
 from byref.lens.run import Run
-from byref.refs import Blob, Message, Ref
+from byref.refs import Blob, MessageRef, Ref
 from byref.transcript import Part
 
 
@@ -131,7 +131,7 @@ def _link(found: list[Call], run: Run) -> None:
                               f"seq {producer.result.seq} part {producer.result.part}")
                 use.origin_call = producer.call_id
                 returned.went_to.append(call.call_id)
-            elif isinstance(ref, Message) and ref.seq is not None and (
+            elif isinstance(ref, MessageRef) and ref.seq is not None and (
                     (ref.seq, ref.part) in by_place):
                 producer, returns = by_place[(ref.seq, ref.part)]
                 use.origin = (f"result of {producer.tool} ({producer.call_id}), seq {ref.seq} "

@@ -19,7 +19,7 @@ from typing import Any
 from byref.harness.tokens import count_tokens
 from byref.jsonview import dumps
 from byref.lens.run import Run
-from byref.refs import Blob, JsonQuery, Message, Ref, RefRefusal, envelope
+from byref.refs import Blob, JsonQuery, MessageRef, Ref, RefRefusal, envelope
 from byref.store import ArtifactError
 from byref.transcript import Part
 
@@ -111,7 +111,7 @@ class Costs:
         return self._full[key]
 
     def _measure(self, ref: Ref) -> Size:
-        if isinstance(ref, Message) and ref.seq is not None:
+        if isinstance(ref, MessageRef) and ref.seq is not None:
             part = self.run.transcript.part(ref.seq, ref.part)
             stand_in = part.derived.get(ref.field or "")
             if stand_in is not None:

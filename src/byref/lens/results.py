@@ -13,7 +13,7 @@ from byref.jsonview import dumps
 from byref.lens.markup import card, esc, gap, link, path_part
 from byref.lens.paged import paged_table
 from byref.lens.run import Run
-from byref.refs import JsonQuery, Message, RefRefusal
+from byref.refs import JsonQuery, MessageRef, RefRefusal
 
 VALUE_CHARS = 200_000
 
@@ -32,7 +32,8 @@ def result_page(run: Run, seq: int, index: int, field: str | None, *, page: int 
     head = card("Result", [
         ("tool", esc(part.tool or "—")), ("call", esc(part.call_id or "—")),
         ("address", esc(where)),
-        ("model ref", f"<code>{esc(dumps(Message(index, seq, field or None).to_json()))}</code>"),
+        ("model ref",
+         f"<code>{esc(dumps(MessageRef(index, seq, field or None).to_json()))}</code>"),
         ("stands for", f"<code>{esc(dumps(stand_in.to_json()))}</code>" if stand_in
          else "its recorded value (nothing was kept out of context)"),
     ], id_="result")
@@ -41,7 +42,7 @@ def result_page(run: Run, seq: int, index: int, field: str | None, *, page: int 
     try:
         if isinstance(stand_in, JsonQuery):
             return head + _rows(paged_table(resolver.iterate(stand_in), page, href))
-        value: Any = resolver.value(Message(index, seq, field or None))
+        value: Any = resolver.value(MessageRef(index, seq, field or None))
     except RefRefusal as exc:
         return head + gap(str(exc))
     if isinstance(value, bytes | bytearray):

@@ -18,7 +18,7 @@ import msgspec
 from byref.lens.readonly import ReadOnlyStore
 from byref.refs import Blob, Ref
 from byref.resolve import Resolver
-from byref.store import ArtifactMeta, ArtifactStore, FileStore, Scope, is_ref
+from byref.store import ArtifactMeta, ArtifactStore, FileStore, Scope, is_key
 from byref.transcript import Part, Transcript
 
 TRANSCRIPT = "transcript.jsonl"
@@ -50,7 +50,7 @@ class Run:
 
     def head(self, ref: str) -> tuple[Scope, ArtifactMeta] | None:
         """The artifact `ref` names in one of this run's scopes, or None (one absence)."""
-        if self.store is None or not is_ref(ref):
+        if self.store is None or not is_key(ref):
             return None
         known = self.ref_scopes.get(ref)
         for scope in [known] if known is not None else self.scopes:

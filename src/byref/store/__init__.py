@@ -31,8 +31,8 @@ from byref.store.port import (
     StreamedArtifact,
     can_get_stream,
     can_put_stream,
-    is_ref,
-    mint_ref,
+    is_key,
+    mint_key,
 )
 from byref.store.retention import Retention
 from byref.store.schemes import StoreScheme, StoreURL, register_scheme
@@ -43,5 +43,5 @@ __all__ = [
     "ArtifactTooLargeError", "CanGetStream", "CanPutStream", "FileStore", "GetStreamStore",
     "MemoryStore", "PutOptions", "PutStreamStore", "Retention", "Scope", "StoreScheme",
     "StoreURL", "StoreURLError", "StoreUnavailableError", "StreamedArtifact", "can_get_stream",
-    "can_put_stream", "is_ref", "mint_ref", "open_store", "register_scheme",
+    "can_put_stream", "is_key", "mint_key", "open_store", "register_scheme",
 ]

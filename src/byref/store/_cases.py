@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from byref.refs import KEY_PATTERN
 from byref.store.port import (
     ArtifactIntegrityError,
     ArtifactStore,
@@ -23,7 +24,7 @@ from byref.store.port import (
     Scope,
     can_get_stream,
     can_put_stream,
-    mint_ref,
+    mint_key,
 )
 
 CaseName = Literal[
@@ -129,7 +130,7 @@ def _refs(store: ArtifactStore, scope: Scope) -> list[str]:
 def round_trip(kit: Kit) -> None:
     s, scope = kit.store, kit.scope()
     opts = PutOptions(kind="dataset/rows", media_type="application/json", label="Q3 sales",
-                      parent_refs=(mint_ref(),), metadata={"version": 3, "source": "crm"})
+                      parent_refs=(mint_key(),), metadata={"version": 3, "source": "crm"})
     data = b'[{"order": 1}]'
     meta = s.put(scope, data, opts)
     for got, want, what in [(meta.kind, opts.kind, "kind"), (meta.bytes, len(data), "bytes"),
@@ -176,7 +177,7 @@ def refs_minted(kit: Kit) -> None:
     refs = [s.put(a, data, OPTS).ref, s.put(a, data, OPTS).ref, s.put(b, data, OPTS).ref]
     equal(len(set(refs)), 3, "distinct refs for the same bytes put three times")
     for ref in refs:
-        check(re.fullmatch(r"art_[0-9A-Za-z]{22}", ref) is not None,
+        check(re.fullmatch(KEY_PATTERN, ref) is not None,
               f"ref {ref!r} is not art_ + 22 base62 characters")
         check(hashlib.sha256(data).hexdigest()[:8].lower() not in ref.lower(),
               f"ref {ref!r} carries the payload digest")
@@ -220,7 +221,7 @@ def one_absence(kit: Kit) -> None:
     gone = s.put(scope, b"deleted soon", OPTS)
     s.delete(scope, gone.ref)
     elsewhere = s.put(kit.scope("elsewhere"), b"not yours", OPTS)
-    asks = {"never stored": mint_ref(), "deleted": gone.ref, "other scope": elsewhere.ref,
+    asks = {"never stored": mint_key(), "deleted": gone.ref, "other scope": elsewhere.ref,
             "path traversal": "../../etc/passwd", "empty": "", "malformed": "art_" + "%2F" * 8}
     for what, ref in asks.items():
         equal(s.head(scope, ref), None, f"head of a {what} ref")
@@ -249,7 +250,7 @@ def idempotent_delete(kit: Kit) -> None:
     meta = s.put(scope, b"x", OPTS)
     equal(s.delete(scope, meta.ref), True, "first delete")
     equal(s.delete(scope, meta.ref), False, "second delete")
-    equal(s.delete(scope, mint_ref()), False, "delete of a never-stored ref")
+    equal(s.delete(scope, mint_key()), False, "delete of a never-stored ref")
     equal(s.get(scope, meta.ref), None, "get after delete")
 
 

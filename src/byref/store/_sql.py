@@ -42,8 +42,8 @@ from byref.store.port import (
     PutOptions,
     Scope,
     StreamedArtifact,
-    is_ref,
-    mint_ref,
+    is_key,
+    mint_key,
     parse_record,
     verify,
 )
@@ -153,7 +153,7 @@ class SqlStore(ABC):
         """One transaction: chunks, then retention under the scope lock, then the record. A size
         mismatch or a crash rolls it all back."""
         refuse_oversize(declared_bytes, self.retention)
-        meter, ref, key = Meter(declared_bytes, digest=options.digest), mint_ref(), scope.key()
+        meter, ref, key = Meter(declared_bytes, digest=options.digest), mint_key(), scope.key()
         with self._write() as tx:
             for seq, piece in enumerate(regroup(meter.feed(chunks), CHUNK)):
                 tx.count("INSERT INTO {c} (ref, seq, data) VALUES (?, ?, ?)", (ref, seq, piece))
@@ -199,7 +199,7 @@ class SqlStore(ABC):
             seq += 1
 
     def _live(self, tx: Tx, scope: Scope, ref: str) -> ArtifactMeta | None:
-        if not is_ref(ref):
+        if not is_key(ref):
             refused(self.emit, scope, ref, "malformed-ref")
             return None
         rows = tx.rows("SELECT meta, scope_key FROM {a} WHERE ref = ?", (ref,))

@@ -8,7 +8,7 @@ the report and its text form. The law: no case can quietly disappear. Outcomes a
 store does not implement) and declared (run anyway; reported STALE, which fails the report, once it
 passes). Nothing here imports a test framework: a case raises to fail.
 
-    report = run_conformance(Harness(name="mine", create_store=lambda: MyStore(...)))
+    report = run_conformance(StoreBattery(name="mine", create_store=lambda: MyStore(...)))
     if not report.ok:
         raise AssertionError(format_report(report))
 """
@@ -35,14 +35,14 @@ CASES: tuple[Case, ...] = (*BASIC_CASES, *DAMAGE_CASES, *STREAM_CASES)
 Outcome = Literal["passed", "failed", "not-applicable", "declared", "stale"]
 
 __all__ = [
-    "CASES", "Case", "CaseName", "CaseResult", "Harness", "Hook", "Kit", "Outcome", "Report",
-    "StoreBattery", "battery_for_url", "format_report", "harness_for_url", "run_case",
+    "CASES", "Case", "CaseName", "CaseResult", "Hook", "Kit", "Outcome", "Report",
+    "StoreBattery", "battery_for_url", "format_report", "run_case",
     "run_conformance",
 ]
 
 
 @dataclass(frozen=True)
-class Harness:
+class StoreBattery:
     """How the battery reaches a store. `create_store` must give a usable store each call (cases
     use their own unique scopes, so the storage behind it need not be empty)."""
 
@@ -65,11 +65,11 @@ class Harness:
         for name, reason in self.declared.items():
             if name not in known:
                 raise ValueError(
-                    f"Harness {self.name!r} declares unknown case {name!r}; case names are: "
+                    f"Store battery {self.name!r} declares unknown case {name!r}; case names are: "
                     f"{', '.join(sorted(known))}."
                 )
             if not reason or not reason.strip():
-                raise ValueError(f"Harness {self.name!r} declares {name!r} without a reason.")
+                raise ValueError(f"Store battery {self.name!r} declares {name!r} without a reason.")
 
     def dispose(self, store: ArtifactStore) -> None:
         """Dispose of a store the battery made (`dispose_store`, else `close`)."""
@@ -115,11 +115,7 @@ class Report:
                 "cases": [r.to_json() for r in self.results]}
 
 
-StoreBattery = Harness
-"""The battery's rig under a name of its own (`byref.harness.Harness` is the agent loop)."""
-
-
-def run_case(case: Case, harness: Harness) -> CaseResult:
+def run_case(case: Case, harness: StoreBattery) -> CaseResult:
     """Run one case against a fresh store from the harness and classify the outcome."""
     started = time.perf_counter()
     store = harness.create_store()
@@ -155,7 +151,7 @@ def run_case(case: Case, harness: Harness) -> CaseResult:
 
 
 def run_conformance(
-    harness: Harness, cases: Sequence[Case] = CASES,
+    harness: StoreBattery, cases: Sequence[Case] = CASES,
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> Report:
     """Run `cases` in order against the harness, calling `on_result` after each; returns the
@@ -191,7 +187,7 @@ def _has(store: ArtifactStore, member: str) -> bool:
 
 
 @contextmanager
-def _kit(case: Case, harness: Harness, store: ArtifactStore) -> Iterator[Kit]:
+def _kit(case: Case, harness: StoreBattery, store: ArtifactStore) -> Iterator[Kit]:
     extra: list[ArtifactStore] = []
 
     def bounded(max_bytes: int) -> ArtifactStore:
@@ -233,7 +229,7 @@ class _Clock:
         return time.time() + self.offset
 
 
-def harness_for_url(url: str, *, name: str | None = None) -> Harness:
+def battery_for_url(url: str, *, name: str | None = None) -> StoreBattery:
     """A harness for any URL `open_store` understands, with every hook byref can supply."""
     from byref.store.open import open_store
 
@@ -266,7 +262,7 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
         reason = "a memory store lives in one process; a second process cannot reach it"
         declared["concurrent-puts-two-processes"] = reason
         declared["crash-mid-put-invisible"] = reason
-    return Harness(
+    return StoreBattery(
         name=name or url, create_store=create, advance_time=advance,
         corrupt=None if damage is None else damage.corrupt,
         rewrite=None if damage is None else damage.rewrite,
@@ -276,6 +272,3 @@ def harness_for_url(url: str, *, name: str | None = None) -> Harness:
         declared=declared,
     )
 
-
-battery_for_url = harness_for_url
-"""`harness_for_url` under the battery's own name."""

@@ -48,7 +48,7 @@ from byref.store.port import (
     PutOptions,
     Scope,
     StreamedArtifact,
-    is_ref,
+    is_key,
     parse_record,
     verify,
 )
@@ -109,7 +109,7 @@ class FileStore:
 
     def delete(self, scope: Scope, ref: str) -> bool:
         """Remove `ref` from `scope`; returns whether it was there."""
-        if not is_ref(ref):
+        if not is_key(ref):
             return False
         with self._scope_lock(scope, create=False) as locked:
             if not locked:
@@ -232,7 +232,7 @@ class FileStore:
         return live
 
     def _live(self, scope: Scope, ref: str) -> ArtifactMeta | None:
-        if not is_ref(ref):
+        if not is_key(ref):
             refused(self.emit, scope, ref, "malformed-ref")
             return None
         meta = self._read_meta(self._meta_path(scope, ref))

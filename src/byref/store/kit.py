@@ -31,7 +31,7 @@ from byref.store.port import (
     ArtifactSizeMismatchError,
     PutOptions,
     Scope,
-    mint_ref,
+    mint_key,
 )
 from byref.store.retention import Retention, expiry
 
@@ -99,7 +99,7 @@ def new_meta(
     """The record a put mints: a fresh ref (unless the adapter minted it earlier), expiry stated
     at mint."""
     return ArtifactMeta(
-        ref=ref or mint_ref(), kind=options.kind, media_type=options.media_type, bytes=nbytes,
+        ref=ref or mint_key(), kind=options.kind, media_type=options.media_type, bytes=nbytes,
         created_at=now, expires_at=expiry(now, options.ttl, retention), digest=digest,
         label=options.label, parent_refs=tuple(options.parent_refs),
         metadata=dict(options.metadata),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import re
 import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,23 +22,21 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 import msgspec
 
 from byref.errors import OperatorError
+from byref.refs import KEY_PATTERN, KEY_PREFIX
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-REF_PREFIX = "art_"
-REF_LENGTH = len(REF_PREFIX) + 22
+_KEY = re.compile(KEY_PATTERN)
 
 
-def mint_ref() -> str:
-    """A fresh opaque ref: crypto-random, never content-addressed."""
-    return REF_PREFIX + "".join(secrets.choice(_BASE62) for _ in range(22))
+def mint_key() -> str:
+    """A fresh artifact key (`art_…`, `byref.refs.KEY_PATTERN`): crypto-random, never
+    content-addressed."""
+    return KEY_PREFIX + "".join(secrets.choice(_BASE62) for _ in range(22))
 
 
-def is_ref(value: str) -> bool:
-    """True when `value` has the shape of a minted ref (it may still name nothing)."""
-    return (
-        len(value) == REF_LENGTH and value.startswith(REF_PREFIX)
-        and all(c in _BASE62 for c in value[len(REF_PREFIX):])
-    )
+def is_key(value: str) -> bool:
+    """True when `value` has the shape of a minted artifact key (it may still name nothing)."""
+    return _KEY.fullmatch(value) is not None
 
 
 @dataclass(frozen=True, slots=True)

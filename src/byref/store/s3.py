@@ -45,8 +45,8 @@ from byref.store.port import (
     StoreUnavailableError,
     StoreURLError,
     StreamedArtifact,
-    is_ref,
-    mint_ref,
+    is_key,
+    mint_key,
     parse_record,
     sha256_digest,
     verify,
@@ -129,7 +129,7 @@ class S3Store:
         """Store `data` under a new ref in `scope`, applying retention; returns its metadata."""
         data = bytes(data)
         refuse_oversize(len(data), self.retention)
-        ref = mint_ref()
+        ref = mint_key()
         self._obs.put(self._store, self._bin(scope, ref), data, use_multipart=False)
         return self._commit(
             scope, ref, options, len(data), sha256_digest(data) if options.digest else None
@@ -156,7 +156,7 @@ class S3Store:
 
     def delete(self, scope: Scope, ref: str) -> bool:
         """Remove `ref` from `scope`; returns whether it was there."""
-        if not is_ref(ref) or self._read_meta(scope, ref) is None:
+        if not is_key(ref) or self._read_meta(scope, ref) is None:
             return False
         self._obs.delete(self._store, [self._json(scope, ref), self._bin(scope, ref)])
         return True
@@ -181,7 +181,7 @@ class S3Store:
         upload and writes no record."""
         refuse_oversize(declared_bytes, self.retention)
         meter = Meter(declared_bytes, digest=options.digest)
-        ref = mint_ref()
+        ref = mint_key()
         path = self._bin(scope, ref)
         try:
             self._obs.put(self._store, path, meter.feed(chunks), chunk_size=PART,
@@ -254,7 +254,7 @@ class S3Store:
         return live
 
     def _live(self, scope: Scope, ref: str) -> ArtifactMeta | None:
-        if not is_ref(ref):
+        if not is_key(ref):
             refused(self.emit, scope, ref, "malformed-ref")
             return None
         meta = self._read_meta(scope, ref)

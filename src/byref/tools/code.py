@@ -19,7 +19,7 @@ from typing import Any
 
 from byref.errors import RefusalReason
 from byref.jsonview import encode
-from byref.refs import Blob, Message, RefRefusal, is_envelope, parse_model_envelope
+from byref.refs import Blob, MessageRef, RefRefusal, is_envelope, parse_model_envelope
 from byref.store.port import CanGetStream
 from byref.tools.context import ToolContext
 from byref.tools.runner import (
@@ -185,7 +185,7 @@ def _stage(name: str, value: Any, ctx: ToolContext, stage: StagingArea) -> Stage
                 fh.write(artifact.data)
         ctx.emit("resolved", ref=key, tool=RUN_PYTHON, staged_as=name, bytes=meta.bytes)
         return StagedInput(name, path, meta.media_type, meta.bytes, key, meta.kind)
-    if isinstance(ref, Message):
+    if isinstance(ref, MessageRef):
         try:
             data = encode(ctx.resolver.value(ref))
         except RefRefusal as exc:

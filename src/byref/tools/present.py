@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from byref.refs import MODEL_REF_SCHEMA, Blob, Message
+from byref.refs import KEY_PATTERN, MODEL_REF_SCHEMA, Blob, MessageRef
 from byref.tools.context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 
@@ -25,7 +25,7 @@ DESCRIPTION = (
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "ref": {"anyOf": [{"type": "string", "pattern": "^art_[0-9A-Za-z]{22}$"},
+        "ref": {"anyOf": [{"type": "string", "pattern": f"^{KEY_PATTERN}$"},
                           MODEL_REF_SCHEMA]},
         "as": {"type": "string"},
         "label": {"type": "string"},
@@ -60,7 +60,7 @@ def _key(value: Any, ctx: ToolContext) -> str | None:
         return value
     if isinstance(value, Blob) and value.key is not None:
         return value.key
-    if isinstance(value, Message):
+    if isinstance(value, MessageRef):
         seq = value.seq if value.seq is not None else ctx.transcript.last_seq
         if seq is None:
             raise ToolRefusal("There is nothing to present yet: the conversation is empty.",

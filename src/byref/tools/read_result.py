@@ -30,7 +30,7 @@ from byref.reads import (
 from byref.refs import (
     MODEL_REF_SCHEMA,
     Blob,
-    Message,
+    MessageRef,
     Ref,
     RefRefusal,
     envelope,
@@ -128,7 +128,7 @@ def _next_ref(value: Any) -> Ref | None:
             parsed = parse_model_envelope(value)
         except RefRefusal:
             return None
-        return parsed if isinstance(parsed, Blob | Message) else None
+        return parsed if isinstance(parsed, Blob | MessageRef) else None
     return None
 
 

@@ -19,7 +19,7 @@ import jsonschema
 import msgspec
 
 from byref.errors import InvalidValue, RefusalReason, Refused
-from byref.refs import RefRefusal, envelope, is_ref
+from byref.refs import KEY_PATTERN, RefRefusal, envelope, is_ref
 from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class ToolRefusal(Refused):
 
 def artifact_ref_schema(kind: str) -> dict[str, Any]:
     """How a `wants` argument is declared: the ref of an artifact of `kind`."""
-    return {"type": "string", "pattern": "^art_[0-9A-Za-z]{22}$",
+    return {"type": "string", "pattern": f"^{KEY_PATTERN}$",
             "description": f"The art_… ref of a {kind!r} artifact."}
 
 

@@ -1,4 +1,4 @@
-"""Request assembly for discovery: which declarations and which system lines, per turn.
+"""What discovery declares each turn: which tool declarations and which system lines.
 
 The law: everything static first and byte-identical while nothing changed; the one varying line
 ("You currently have N of M activated tools loaded.") last. Declarations are the scaffolding
@@ -26,7 +26,7 @@ their seven parameters cost 1,275 characters of every turn (measured on the MCP 
 
 
 @dataclass(frozen=True)
-class Assembly:
+class Declared:
     """What one model request declares and appends to its system text."""
 
     declarations: list[dict[str, Any]]
@@ -63,14 +63,14 @@ def loaded_line(count: int, budget: int) -> str:
     return f"You currently have {count} of {budget} activated tools loaded."
 
 
-def assemble(
+def declare(
     catalog: Catalog,
     scaffolding: Sequence[Tool],
     transcript: Transcript,
     *,
     budget: int = DEFAULT_BUDGET,
     refs: bool = True,
-) -> Assembly:
+) -> Declared:
     """The declarations and system lines for the next request, from the transcript alone."""
     fixed = {t.name: t for t in scaffolding}
     active = working_set(transcript, catalog, budget=budget, always=fixed)
@@ -82,4 +82,4 @@ def assemble(
                     for t in ordered]
     lines = [instruction(catalog, budget), capability_line(catalog),
              loaded_line(len(active), budget)]
-    return Assembly(declarations, lines, tuple(active))
+    return Declared(declarations, lines, tuple(active))
