@@ -69,3 +69,35 @@ def test_every_reason_in_the_source_is_a_member_written_in_full() -> None:
     formatted = sorted(f"{where}: {ast.unparse(e)}" for where, e in found
                        if isinstance(e, ast.JoinedStr))
     assert formatted == []
+
+
+def test_a_tools_own_code_rides_beside_the_closed_reason() -> None:
+    from byref.dispatch import Call, Dispatcher
+    from byref.events import Emitter, MemorySink
+    from byref.store import MemoryStore, Scope
+    from byref.transcript import Transcript
+
+    @byref.tool
+    def spend() -> str:
+        """Declines: over quota."""
+        raise ToolRefusal("Over today's quota; try tomorrow.", code="quota-exceeded")
+
+    sink = MemorySink()
+    transcript = Transcript()
+    dispatcher = Dispatcher([spend], transcript=transcript, store=MemoryStore(),
+                            scope=Scope("t"), emit=Emitter(sink))
+    part = dispatcher.dispatch(Call("c1", "spend", {}), call_seq=0, seq=1, part=0)
+    assert part.is_error and part.value == "Over today's quota; try tomorrow."
+    refused = [e for e in sink.events if e.name == "refused"]
+    assert [(e.data["reason"], e.data["code"]) for e in refused] == [
+        ("tool-refused", "quota-exceeded")]
+
+
+def test_a_code_that_is_not_a_short_slug_is_a_developer_error() -> None:
+    import pytest
+
+    from byref.errors import InvalidValue
+
+    with pytest.raises(InvalidValue, match=r"ToolRefusal code 'Quota Exceeded!' is not a short "
+                       r"slug; use lower-case letters, digits, '\.', '_' or '-' \(at most 64\)"):
+        ToolRefusal("no", code="Quota Exceeded!")

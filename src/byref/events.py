@@ -112,6 +112,8 @@ class RefusedEvent(_Typed):
     detail: str | None = None
     bytes: int | None = None
     enforced: bool | None = None
+    code: str | None = None
+    """A tool's own code for declining (`ToolRefusal(code=...)`); `reason` stays byref's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,7 @@ from byref.jsonview import (
     stream_pointer,
 )
 from byref.jsonview.codec import LITERAL_MAX
+from byref.media import base, is_json, is_plain_text
 from byref.refs import Blob, JsonPointer, JsonQuery, MessageRef, Ref, RefRefusal, quote
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
@@ -243,7 +244,7 @@ class Resolver:
 
     def _literal(self, src: BytesSource) -> Any | None:
         """Stored text that is a Python-literal dump of rows, as the JSON value it stands for."""
-        if not src.meta.media_type.lower().startswith("text/") or src.meta.bytes > LITERAL_MAX:
+        if not is_plain_text(src.meta.media_type) or src.meta.bytes > LITERAL_MAX:
             return None
         text = self._materialize(src)
         return literal_value(text) if isinstance(text, str) else None
@@ -255,17 +256,16 @@ class Resolver:
             raise ResolveError(_gone(src.meta.ref))
         if _is_json(artifact.meta.media_type):
             return _decode_json(artifact.data)
-        if artifact.meta.media_type.startswith("text/"):
+        if is_plain_text(artifact.meta.media_type):
             return artifact.data.decode("utf-8", errors="replace")
         return artifact.data
 
 
 def _is_json(media_type: str) -> bool | None:
     """True for JSON media types, False for known non-JSON ones, None when it may hold JSON."""
-    base = media_type.split(";")[0].strip().lower()
-    if base == "application/json" or base.endswith("+json"):
+    if is_json(media_type):
         return True
-    if base in ("application/octet-stream", "") or base.startswith("text/"):
+    if base(media_type) in ("application/octet-stream", "") or is_plain_text(media_type):
         return None  # text is stored as text; JSON inside it is parsed on demand
     return False
 

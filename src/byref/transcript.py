@@ -148,14 +148,28 @@ class Transcript:
         if not parts:
             raise ValueError("a message needs at least one part")
         with self._lock:
-            seq = self.origin + len(self._lines)
-            # Encode (and read back) before touching the lines, so a value that cannot be
-            # recorded raises here and leaves the transcript exactly as it was.
-            line = self._encoder.encode(Message(seq, role, tuple(parts)).to_json()) + b"\n"
-            message = _decode(line)
-            self._lines.append(line)
-            self._remember(message)
-            return message
+            return self._append(role, parts)
+
+    def append_at(self, seq: int, role: Role, parts: list[Part] | tuple[Part, ...]
+                  ) -> Message | None:
+        """Append only if the message lands at `seq` (a result whose refs were rendered with
+        the seq before it); None, with nothing written, when another message came first."""
+        if not parts:
+            raise ValueError("a message needs at least one part")
+        with self._lock:
+            if self.origin + len(self._lines) != seq:
+                return None
+            return self._append(role, parts)
+
+    def _append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
+        seq = self.origin + len(self._lines)
+        # Encode (and read back) before touching the lines, so a value that cannot be
+        # recorded raises here and leaves the transcript exactly as it was.
+        line = self._encoder.encode(Message(seq, role, tuple(parts)).to_json()) + b"\n"
+        message = _decode(line)
+        self._lines.append(line)
+        self._remember(message)
+        return message
 
     def close(self) -> None:
         """Release the lines (a spill file is deleted); later lookups and appends raise."""

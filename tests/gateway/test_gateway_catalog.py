@@ -138,7 +138,7 @@ async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) 
                 await client.list_tools()
                 idle = gateway.scopes.state(Scope("someone-idle"))
                 await gateway.call(idle, "search_tools", {"query": "garden"})
-                assert idle.dispatchers is not None
+                assert idle.call_session is not None
                 before = json.loads(text(await client.call_tool(
                     "search_tools", {"query": "water the seedling"})))
                 assert before["results"] == []
@@ -152,7 +152,7 @@ async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) 
                 after = json.loads(text(await client.call_tool(
                     "search_tools", {"query": "water the seedling"})))
                 assert [r["name"] for r in after["results"]] == ["garden__water_seedling_1"]
-                assert idle.dispatchers is None  # an idle scope does not pin the old toolbox
+                assert idle.call_session is None  # an idle scope does not pin the old toolbox
                 assert gateway.scopes.state(gateway.scopes.stdio_scope).connections == 1
             # The client is gone: its connection is forgotten, not kept for the next notice.
             assert gateway.scopes.state(gateway.scopes.stdio_scope).connections == 0

@@ -89,3 +89,20 @@ def test_without_the_framework_the_import_error_names_the_extra(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert f"pip install 'byref[{extra}]'" in out.stdout
+
+
+def test_bridge_options_are_checked_by_name_and_not_given_twice() -> None:
+    import pytest
+
+    from byref.errors import InvalidValue
+    from byref.integrations.bridge import Bridge, bridge_from
+
+    with pytest.raises(InvalidValue, match=r"Unknown option\(s\) \['workingset'\]; byref's "
+                       r"integrations take \['budget', 'catalog', 'emit', 'policy', 'scope', "
+                       r"'search', 'store', 'working_set'\] \(and bridge=\)\."):
+        Bridge(workingset=3)  # type: ignore[call-arg]
+    mine = Bridge(store=None)
+    assert bridge_from(mine, {}) is mine
+    with pytest.raises(InvalidValue, match=r"Pass bridge= or the bridge's options, not both; "
+                       r"got bridge= and \['search'\]\."):
+        bridge_from(mine, {"search": True})

@@ -36,12 +36,14 @@ class Refusal(Refused):
     """The tool did not run (or its result was refused); `text` is what the model is told."""
 
     def __init__(self, text: str, reason: RefusalReason, *, ref: str | None = None,
-                 detail: str | None = None) -> None:
+                 detail: str | None = None, code: str | None = None) -> None:
         super().__init__(text)
         self.text = text
         self.reason = reason
         self.ref = ref
         self.detail = detail
+        self.code = code
+        """A tool's own code for its refusal (`ToolRefusal(code=...)`), beside `reason`."""
 
 
 def clip(text: str | None, limit: int = 500) -> str | None:

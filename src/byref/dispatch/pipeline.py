@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,8 +77,12 @@ class Dispatcher:
         policy: Policy | None = None,
         caps: Caps | None = None,
         emit: Emitter | None = None,
+        unknown_tool: Callable[[str], str | None] | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
+        # What to say of a name no tool has (e.g. "its server is still starting"); None from
+        # it, or no hint, gives the usual "There is no tool ..." refusal.
+        self.unknown_tool = unknown_tool
         if len(self.tools) != len(tools):
             names = [t.name for t in tools]
             dupes = sorted({n for n in names if names.count(n) > 1})
@@ -224,7 +228,8 @@ class Dispatcher:
         call = call.recordable()
         if emit:
             self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
-                      reason=refusal.reason, ref=refusal.ref, detail=clip(refusal.detail))
+                      reason=refusal.reason, ref=refusal.ref, detail=clip(refusal.detail),
+                      **({"code": refusal.code} if refusal.code is not None else {}))
         text = self.error_text(call, clip(escaped(refusal.text), REFUSAL_MAX) or "")
         return Part(type="tool_result", value=text, rendered=text,
                     tool=call.name, call_id=call.id, is_error=True)
@@ -232,6 +237,9 @@ class Dispatcher:
     def _tool(self, name: str) -> Tool:
         if name in self.tools:
             return self.tools[name]
+        hint = self.unknown_tool(name) if self.unknown_tool is not None else None
+        if hint is not None:
+            raise Refusal(hint, "unknown-tool")
         close = difflib.get_close_matches(name[:200], list(self.tools), n=3)
         names = close or sorted(self.tools)[:10]
         raise Refusal(
@@ -339,7 +347,7 @@ class Dispatcher:
         try:
             yield
         except ToolRefusal as exc:
-            raise Refusal(exc.text, exc.reason) from exc
+            raise Refusal(exc.text, exc.reason, code=exc.code) from exc
         except RefRefusal as exc:
             raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
         except Exception as exc:

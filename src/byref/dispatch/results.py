@@ -15,6 +15,7 @@ from typing import Any
 from byref.dispatch.policy import Policy
 from byref.jsonview import dumps
 from byref.jsonview.codec import MAX_DEPTH, JsonEncodeError
+from byref.media import is_text
 from byref.refs import Blob, MessageRef, Ref, envelope, is_recipe
 from byref.store import ArtifactStore, PutOptions, Scope
 from byref.store.port import CanPutStream
@@ -75,7 +76,7 @@ def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: 
              policy: Policy, store: ArtifactStore | None, scope: Scope) -> tuple[Any, Any]:
     if not policy.intercept_payloads or store is None:
         data = b"".join(p.open_chunks())
-        if p.media_type.startswith("text/") or "json" in p.media_type:
+        if is_text(p.media_type):
             text = data.decode("utf-8", errors="replace")
             return text, text
         inline = {"mediaType": p.media_type, "base64": base64.b64encode(data).decode()}

@@ -36,7 +36,7 @@ from byref.discovery.declare import capability_line, declare
 from byref.discovery.mcp import server_slug
 from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossary
 from byref.discovery.workingset import ACTIVATE, working_set
-from byref.dispatch import Call, Dispatcher, Policy
+from byref.dispatch import Call, Policy
 from byref.events import Emitter
 from byref.gateway.auth import permits_server, permits_tool
 from byref.gateway.config import GatewayConfig, Grant
@@ -55,13 +55,13 @@ from byref.gateway.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
+from byref.harness.session import Session
 from byref.reads import ReadLimits
-from byref.refs import is_recipe
 from byref.store import ArtifactStore, open_store
 from byref.tools import BUILTIN_JSON_TOOLS, Tool, ToolRefusal
 from byref.tools.present import make_present_tool
 from byref.tools.read_result import make_read_result
-from byref.transcript import Part, Role, Transcript
+from byref.transcript import Part, Transcript
 
 CALL_TOOL = "call_tool"
 RESULT_TRIES = 20
@@ -272,8 +272,8 @@ class Gateway:
         self._version += 1
         self._box = self._build()
         for state in self.scopes.all():  # an idle scope's dispatcher must not pin the old box
-            if state.dispatchers is not None and state.dispatchers[0] != self._version:
-                state.dispatchers = None
+            if state.call_session is not None and state.call_session[0] != self._version:
+                state.call_session = None
 
     def _build(self, grant: Grant | None = None) -> Toolbox:
         catalog = Catalog()
@@ -436,23 +436,10 @@ class Gateway:
         box = await self.toolbox_for(state)
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
         target = _unwrap(call, box)
-        dispatcher = self._dispatcher(state, box)
-        if _local(box, target.name):
-            async with state.lock:
-                for _ in range(RESULT_TRIES):  # more than one only when replicas write too
-                    call_seq = state.transcript.append(
-                        "assistant", [dispatcher.call_part(call)]).seq
-                    part = _starting_part(dispatcher, box, target) or await _dispatch(
-                        dispatcher, target, call_seq)
-                    if state.record_result(call_seq, part):
-                        break
-        else:
-            call_seq = await _append_when_free(state, "assistant", dispatcher.call_part(call))
-            part = await _dispatch(dispatcher, target, call_seq)
-            # Its rendering names no seq (no recipes; derived Blob refs are seq-free), so it may
-            # land after other calls' messages — but never between a local call and its result.
-            assert not any(is_recipe(r) for r in part.derived.values()), part.derived
-            await _append_when_free(state, "tool", part)
+        # The session records the call and its result (byref's own tools exclusively: their
+        # recipes name the call's seq; retried only when replicas write the record too).
+        part = await self._session(state, box).run_call(
+            call, run=target, exclusive=_local(box, target.name), tries=RESULT_TRIES)
         # One projection per call, compared with what this scope's clients were last told.
         now = tuple(self.working_set(state, box))
         changed = now != state.declared
@@ -475,23 +462,17 @@ class Gateway:
                               time.perf_counter() - started)
         return part
 
-    def _dispatcher(self, state: ScopeState, box: Toolbox) -> Dispatcher:
-        cached = state.dispatchers
+    def _session(self, state: ScopeState, box: Toolbox) -> Session:
+        """The scope's `Session` over this toolbox version: the gateway's tools as given (its
+        readers are in the catalog), the scope's transcript and lock."""
+        cached = state.call_session
         if cached is None or cached[0] != box.version:
-            dispatcher = Dispatcher(box.tools, transcript=state.transcript, store=self.store,
-                                    scope=state.scope, policy=self.policy, emit=self.emit)
-            state.dispatchers = cached = (box.version, dispatcher)
+            session = Session(box.tools, store=self.store, scope=state.scope,
+                              policy=self.policy, transcript=state.transcript, emit=self.emit,
+                              readers=(), lock=state.lock,
+                              unknown_tool=lambda name: _still_starting(box, name))
+            state.call_session = cached = (box.version, session)
         return cached[1]
-
-
-async def _append_when_free(state: ScopeState, role: Role, part: Part) -> int:
-    """Record a proxied call or result and return its seq; wait for the scope's lock only while
-    a local call holds it (the append never awaits: on the loop nothing comes between the check
-    and the append, so no message lands between a local call and its result)."""
-    if state.lock.locked():
-        async with state.lock:
-            return state.transcript.append(role, [part]).seq
-    return state.transcript.append(role, [part]).seq
 
 
 def _server_of(box: Toolbox, name: str) -> str:
@@ -520,28 +501,13 @@ def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
 
 def _still_starting(box: Toolbox, name: str) -> str | None:
     """The refusal for a tool of a server still starting (not yet listed), else None."""
+    if not box.starting:
+        return None
     for server in box.starting:
         if name.startswith(f"{server_slug(server)}__"):
             return (f"{name!r} cannot run yet: server {server!r} is still starting (its tools are "
                     "announced when it is ready); try again then.")
     return None
-
-
-def _starting_part(dispatcher: Dispatcher, box: Toolbox, call: Call) -> Part | None:
-    """A direct call of a starting server's tool, refused saying so (not "no tool ...")."""
-    if not box.starting or call.name in box.catalog or any(
-            t.name == call.name for t in box.scaffolding):
-        return None  # the usual case first: no set is built on the hot path
-    refusal = _still_starting(box, call.name)
-    if refusal is None:
-        return None
-    text = dispatcher.error_text(call, refusal)
-    return Part(type="tool_result", value=text, rendered=text, tool=call.name, call_id=call.id,
-                is_error=True)
-
-
-async def _dispatch(dispatcher: Dispatcher, call: Call, call_seq: int) -> Part:
-    return await dispatcher.adispatch(call, call_seq=call_seq, seq=call_seq + 1, part=0)
 
 
 def _unwrap(call: Call, box: Toolbox) -> Call:

@@ -27,6 +27,7 @@ from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from byref.media import is_text
 from byref.refs import KEY_PATTERN
 from byref.store import Artifact, ArtifactMeta
 
@@ -38,8 +39,6 @@ ARTIFACT_TEMPLATE = types.ResourceTemplate(
     description="A result byref stored in this conversation, by its ref (art_…): the bytes as "
                 "stored. Only your own conversation's artifacts can be read.")
 _REF = re.compile(KEY_PATTERN)
-_TEXT_TYPES = ("application/json", "application/x-ndjson", "application/xml",
-               "application/yaml", "application/javascript", "application/csv")
 
 
 def namespaced(server: str, uri: str) -> str:
@@ -194,7 +193,7 @@ def artifact_contents(uri: str, artifact: Artifact
                       ) -> types.TextResourceContents | types.BlobResourceContents:
     """Text when the media type is textual and the bytes are UTF-8; else base64 bytes."""
     media = artifact.meta.media_type
-    if _textual(media):
+    if is_text(media):
         try:
             return types.TextResourceContents(uri=uri, mime_type=media,
                                               text=artifact.data.decode("utf-8"))
@@ -204,9 +203,6 @@ def artifact_contents(uri: str, artifact: Artifact
                                       blob=base64.b64encode(artifact.data).decode("ascii"))
 
 
-def _textual(media: str) -> bool:
-    base = media.split(";", 1)[0].strip().lower()
-    return base.startswith("text/") or base in _TEXT_TYPES or base.endswith(("+json", "+xml"))
 
 
 def artifact_missing(uri: str, ref: str) -> MCPError:

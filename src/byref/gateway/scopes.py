@@ -49,11 +49,11 @@ from byref.conversations import (
     open_state,
 )
 from byref.discovery.usage import SearchUsage
-from byref.dispatch import Dispatcher
 from byref.gateway.auth import BearerVerifier, restriction
 from byref.gateway.config import GatewayConfig, Grant
+from byref.harness.session import Session
 from byref.store import Scope
-from byref.transcript import Part, Transcript, fresh_origin
+from byref.transcript import Transcript, fresh_origin
 
 CONVERSATION = "gateway"
 """The conversation id a principal's sessions share (`"conversation": "principal"`)."""
@@ -92,7 +92,7 @@ def spill_directory(store: str | None) -> Path | None:
 
 @dataclass(eq=False)
 class ScopeState:
-    """One scope's conversation in the gateway: its transcript, lock, listen bus, dispatcher,
+    """One scope's conversation in the gateway: its transcript, lock, listen bus, session,
     working set as last declared, and the connections to tell of changes."""
 
     scope: Scope
@@ -100,8 +100,8 @@ class ScopeState:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     listen: ListenHandler = field(init=False)
-    dispatchers: tuple[int, Dispatcher] | None = None
-    """(toolbox version, dispatcher) for that version; dropped when the toolbox is rebuilt."""
+    call_session: tuple[int, Session] | None = None
+    """(toolbox version, the `Session` over it); dropped when the toolbox is rebuilt."""
     declared: tuple[str, ...] = ()
     """The working set this scope's clients were last told about (a change is announced)."""
     usage_logged: int = 0
@@ -204,16 +204,7 @@ class ScopeState:
                 self._flush()
         finally:
             self.transcript.close()
-            self.dispatchers = None
-
-    def record_result(self, call_seq: int, part: Part) -> bool:
-        """Append a local call's result right after its call (its recipes name that seq);
-        False, with nothing written, if another replica wrote in between (run it again)."""
-        transcript = self.transcript
-        if isinstance(transcript, ConversationTranscript):
-            return transcript.append_at(call_seq + 1, "tool", [part]) is not None
-        transcript.append("tool", [part])
-        return True
+            self.call_session = None
 
     # -- connections ---------------------------------------------------------------------------
     def remember(self, connection: Connection) -> None:

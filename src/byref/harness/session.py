@@ -20,13 +20,14 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.reads import ReadLimits
+from byref.refs import is_recipe
 from byref.resolve import Caps
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Tool, builtin_tools
@@ -50,6 +51,18 @@ SYSTEM_NOTE = (
 
 OnResult = Callable[[Call, Part], None]
 """Called with each result of a turn as it is recorded (in call order)."""
+
+
+class AsyncLock(Protocol):
+    """The lock a session records exclusive calls under (`asyncio.Lock`, `anyio.Lock`)."""
+
+    def locked(self) -> bool:
+        """True while some task holds it."""
+        ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +90,8 @@ class Session:
                  transcript: Transcript | None = None, emit: Emitter | None = None,
                  caps: Caps | None = None, read_limits: ReadLimits | None = None,
                  discovery: Discovery | None = None,
-                 readers: Sequence[Tool] | None = None) -> None:
+                 readers: Sequence[Tool] | None = None, lock: AsyncLock | None = None,
+                 unknown_tool: Callable[[str], str | None] | None = None) -> None:
         self.policy = policy or Policy()
         if read_limits is not None:
             # The explicit-read limit is the reads' dial; placement follows it for reads.
@@ -106,7 +120,9 @@ class Session:
             if discovery is not None else [])
         self.dispatcher = Dispatcher(callable_tools, transcript=self.transcript,
                                      store=self.store, scope=self.scope, policy=self.policy,
-                                     caps=caps, emit=emit)
+                                     caps=caps, emit=emit, unknown_tool=unknown_tool)
+        # Shared with whoever else writes this transcript (the gateway passes its scope's).
+        self.lock: AsyncLock = lock if lock is not None else asyncio.Lock()
 
     # -- what the model is declared ------------------------------------------------------------
     @property
@@ -176,6 +192,47 @@ class Session:
         call_seq = self.assistant([self.dispatcher.call_part(c) for c in parsed]).seq
         parts = await self.dispatch(parsed, call_seq=call_seq)
         return [_result(c, p, shape) for c, p in zip(parsed, parts, strict=True)]
+
+    # -- one call as a turn of its own (the gateway's call sequence) -----------------------------
+    async def run_call(self, call: Call, *, run: Call | None = None, exclusive: bool = True,
+                       tries: int = 1) -> Part:
+        """Run one call as a turn of its own and return its result part: `call` (as the client
+        wrote it) recorded as an assistant message, `run` (default: `call`; the gateway passes
+        the tool a `call_tool` names) dispatched, its result recorded as the next message.
+
+        `exclusive` (a call whose result may name its own seq, as byref's readers' recipes do)
+        records the call and its result under `self.lock`, so nothing lands between them; when
+        another writer of a shared record came first, it runs again, at most `tries` times.
+        Otherwise only each append waits, and only while an exclusive call holds the lock:
+        other calls' messages may come between this call and its result, which names no seq."""
+        target = call if run is None else run
+        recorded = self.dispatcher.call_part(call)
+        if exclusive:
+            async with self.lock:
+                for _ in range(max(1, tries)):
+                    call_seq = self.transcript.append("assistant", [recorded]).seq
+                    part = await self.dispatcher.adispatch(target, call_seq=call_seq,
+                                                           seq=call_seq + 1, part=0)
+                    if self.transcript.append_at(call_seq + 1, "tool", [part]) is not None:
+                        break
+            return part
+        call_seq = await self._append_when_free("assistant", recorded)
+        part = await self.dispatcher.adispatch(target, call_seq=call_seq, seq=call_seq + 1,
+                                               part=0)
+        # Its rendering names no seq (no recipes; derived Blob refs are seq-free), so it may
+        # land after other calls' messages — but never between an exclusive call and its result.
+        assert not any(is_recipe(r) for r in part.derived.values()), part.derived
+        await self._append_when_free("tool", part)
+        return part
+
+    async def _append_when_free(self, role: Literal["assistant", "tool"], part: Part) -> int:
+        """Record `part` as a message and return its seq; wait for the lock only while an
+        exclusive call holds it (the append never awaits: on the loop nothing comes between
+        the check and the append)."""
+        if self.lock.locked():
+            async with self.lock:
+                return self.transcript.append(role, [part]).seq
+        return self.transcript.append(role, [part]).seq
 
     def handle_sync(self, calls: Sequence[Any], provider: Provider = "anthropic"
                     ) -> list[dict[str, Any]]:

@@ -26,13 +26,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Catalog, Discovery
 from byref.discovery.declare import PLAIN
 from byref.discovery.workingset import DEFAULT_BUDGET, working_set
 from byref.dispatch import Call, Policy
+from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.harness.session import SYSTEM_NOTE, Session
 from byref.reads import ReadLimits
@@ -104,23 +105,50 @@ def plain_result(value: Any) -> Any:
     return value
 
 
+class BridgeOptions(TypedDict, total=False):
+    """What every integration takes and hands to its `Bridge` (each defaults as `Bridge` does).
+
+    `store` ("memory": its own; None: nothing stored), `scope`, `policy`, `emit`; `catalog`
+    (tools found by search_tools, declared while the working set holds them) or `search=True`
+    (the framework's own tools behind search), `working_set` (how many), `budget` (fit the
+    framework's model input to this many bytes)."""
+
+    store: ArtifactStore | Literal["memory"] | None
+    scope: Scope | None
+    policy: Policy | None
+    emit: Emitter | None
+    catalog: Catalog | None
+    search: bool
+    working_set: int
+    budget: RequestBudget | int | None
+
+
+def bridge_from(bridge: Bridge | None, options: BridgeOptions) -> Bridge:
+    """The integration's bridge: the one given, or a new one from `options` (not both)."""
+    if bridge is None:
+        return Bridge(**options)
+    if options:
+        raise InvalidValue(f"Pass bridge= or the bridge's options, not both; got bridge= and "
+                           f"{sorted(options)!r}.")
+    return bridge
+
+
 class Bridge:
     """byref for a framework's tool calls: `adopt` its tools, `surface` what to declare,
-    `await call(...)` each call the framework routes, `fit` its model input to a budget."""
+    `await call(...)` each call the framework routes, `fit` its model input to a budget.
+    Takes the `BridgeOptions`."""
 
-    def __init__(
-        self,
-        *,
-        store: ArtifactStore | Literal["memory"] | None = "memory",
-        scope: Scope | None = None,
-        policy: Policy | None = None,
-        emit: Emitter | None = None,
-        catalog: Catalog | None = None,
-        search: bool = False,
-        working_set: int = DEFAULT_BUDGET,
-        budget: RequestBudget | int | None = None,
-    ) -> None:
-        policy = policy or Policy()
+    def __init__(self, **options: Unpack[BridgeOptions]) -> None:
+        unknown = sorted(set(options) - set(BridgeOptions.__annotations__))
+        if unknown:
+            raise InvalidValue(f"Unknown option(s) {unknown!r}; byref's integrations take "
+                               f"{sorted(BridgeOptions.__annotations__)!r} (and bridge=).")
+        store = options.get("store", "memory")
+        scope, emit, catalog = options.get("scope"), options.get("emit"), options.get("catalog")
+        search = options.get("search", False)
+        working_set = options.get("working_set", DEFAULT_BUDGET)
+        budget = options.get("budget")
+        policy = options.get("policy") or Policy()
         own_store = MemoryStore(emit=emit) if store == "memory" else store
         scope = scope or Scope("local", conversation=uuid.uuid4().hex)
         self.limits = ReadLimits(auto_insert_bytes=policy.auto_insert_bytes)

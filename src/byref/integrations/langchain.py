@@ -21,16 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Unpack
 
-from byref.context import RequestBudget
-from byref.discovery import Catalog
-from byref.discovery.workingset import DEFAULT_BUDGET
-from byref.dispatch import Policy
-from byref.events import Emitter
-from byref.integrations.bridge import Bridge, Seen, Surface
+from byref.integrations.bridge import Bridge, BridgeOptions, Seen, Surface, bridge_from
 from byref.jsonview import dumps
-from byref.store import ArtifactStore, Scope
 from byref.transcript import Part
 
 try:
@@ -59,23 +53,10 @@ class ByrefMiddleware(AgentMiddleware[Any, Any, Any]):
     """byref's economics for a LangChain agent:
     `create_agent(model, tools, middleware=[ByrefMiddleware()])`."""
 
-    def __init__(
-        self,
-        *,
-        store: ArtifactStore | Literal["memory"] | None = "memory",
-        scope: Scope | None = None,
-        policy: Policy | None = None,
-        emit: Emitter | None = None,
-        catalog: Catalog | None = None,
-        search: bool = False,
-        working_set: int = DEFAULT_BUDGET,
-        budget: RequestBudget | int | None = None,
-        bridge: Bridge | None = None,
-    ) -> None:
+    def __init__(self, *, bridge: Bridge | None = None,
+                 **options: Unpack[BridgeOptions]) -> None:
         super().__init__()
-        self.bridge = bridge or Bridge(store=store, scope=scope, policy=policy, emit=emit,
-                                       catalog=catalog, search=search,
-                                       working_set=working_set, budget=budget)
+        self.bridge = bridge_from(bridge, options)
 
     # -- the model's side ----------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest[Any],

@@ -26,16 +26,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Unpack
 
-from byref.context import RequestBudget
-from byref.discovery import Catalog
-from byref.discovery.workingset import DEFAULT_BUDGET
-from byref.dispatch import Policy
-from byref.events import Emitter
-from byref.integrations.bridge import Bridge, Seen, plain_result
+from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
-from byref.store import ArtifactStore, Scope
 from byref.tools import Tool as ByrefTool
 
 try:
@@ -55,22 +49,9 @@ class Byref:
     """byref's economics for an Agents SDK agent: `byref.agent(agent)` and
     `Runner.run(..., run_config=byref.run_config())`."""
 
-    def __init__(
-        self,
-        *,
-        store: ArtifactStore | Literal["memory"] | None = "memory",
-        scope: Scope | None = None,
-        policy: Policy | None = None,
-        emit: Emitter | None = None,
-        catalog: Catalog | None = None,
-        search: bool = False,
-        working_set: int = DEFAULT_BUDGET,
-        budget: RequestBudget | int | None = None,
-        bridge: Bridge | None = None,
-    ) -> None:
-        self.bridge = bridge or Bridge(store=store, scope=scope, policy=policy, emit=emit,
-                                       catalog=catalog, search=search,
-                                       working_set=working_set, budget=budget)
+    def __init__(self, *, bridge: Bridge | None = None,
+                 **options: Unpack[BridgeOptions]) -> None:
+        self.bridge = bridge_from(bridge, options)
         self._visible: list[str] = []
         self._declared: tuple[int | None, frozenset[str]] | None = None
 

@@ -21,16 +21,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
-from byref.context import RequestBudget
 from byref.discovery import Catalog, Searcher
-from byref.discovery.workingset import DEFAULT_BUDGET
-from byref.dispatch import Policy
-from byref.events import Emitter
-from byref.integrations.bridge import Bridge, Seen, plain_result
+from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
-from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool
 
 try:
@@ -152,22 +147,9 @@ class Byref(AbstractCapability[Any]):
 
     bridge: Bridge
 
-    def __init__(
-        self,
-        *,
-        store: ArtifactStore | Literal["memory"] | None = "memory",
-        scope: Scope | None = None,
-        policy: Policy | None = None,
-        emit: Emitter | None = None,
-        catalog: Catalog | None = None,
-        search: bool = False,
-        working_set: int = DEFAULT_BUDGET,
-        budget: RequestBudget | int | None = None,
-        bridge: Bridge | None = None,
-    ) -> None:
-        self.bridge = bridge or Bridge(store=store, scope=scope, policy=policy, emit=emit,
-                                       catalog=catalog, search=search,
-                                       working_set=working_set, budget=budget)
+    def __init__(self, *, bridge: Bridge | None = None,
+                 **options: Unpack[BridgeOptions]) -> None:
+        self.bridge = bridge_from(bridge, options)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:

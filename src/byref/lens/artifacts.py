@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from byref import media
 from byref.jsonview import NotJsonError, StaleSelectionError, decode, dumps, query_stream
 from byref.lens.markup import card, esc, gap, link, num, path_part
 from byref.lens.paged import paged_table
 from byref.lens.run import Run
+from byref.media import is_json, is_text
 from byref.store import ArtifactMeta, Scope
 
 TEXT_LINES = 2_000
@@ -68,7 +70,7 @@ def lineage_card(run: Run, meta: ArtifactMeta, base: str) -> str:
 def body(run: Run, meta: ArtifactMeta, *, page: int, path: str, base: str) -> str:
     """The HTML rendering of an artifact's bytes, chosen by media type."""
     href = f"{base}/artifact/{path_part(meta.ref)}"
-    mt = meta.media_type.split(";")[0].strip().lower()
+    mt = media.base(meta.media_type)
     if mt in INLINE_IMAGES:
         return (f'<div class=card id="render" data-render="image"><img src="{href}/raw" '
                 f'alt="{esc(meta.label or meta.ref)}" style="max-width:100%"></div>')
@@ -78,9 +80,9 @@ def body(run: Run, meta: ArtifactMeta, *, page: int, path: str, base: str) -> st
     if got is None:
         return gap(f"Artifact {meta.ref!r} went absent while the page was drawn.")
     data = got[1]
-    if mt == "application/json" or mt.endswith("+json") or meta.kind.endswith("json"):
+    if is_json(mt) or meta.kind.endswith("json"):
         return json_body(data, path, page, href)
-    if mt.startswith("text/") or mt in ("image/svg+xml", "application/xml"):
+    if is_text(mt):
         return text_body(data)
     return gap(f"The lens has no renderer for mediaType {meta.media_type!r} (kind "
                f"{meta.kind!r}); the record above is all it shows. {meta.bytes:,} bytes are "

@@ -19,6 +19,7 @@ from typing import Any
 from byref.harness.tokens import count_tokens
 from byref.jsonview import dumps
 from byref.lens.run import Run
+from byref.media import is_text
 from byref.refs import Blob, JsonQuery, MessageRef, Ref, RefRefusal, envelope
 from byref.store import ArtifactError
 from byref.transcript import Part
@@ -129,7 +130,7 @@ class Costs:
         if found is None:
             raise RefRefusal(f"Artifact {key!r} is absent (missing, expired, or another scope's).")
         meta = found[1]
-        textual = meta.media_type.startswith("text/") or "json" in meta.media_type
+        textual = is_text(meta.media_type)
         chars = meta.bytes if textual else 4 * ((meta.bytes + 2) // 3)
         got = self.run.get(key)
         if got is None or chars == 0:

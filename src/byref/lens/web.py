@@ -23,6 +23,7 @@ from byref.lens.markup import CSP, gap, page
 from byref.lens.overview import overview
 from byref.lens.results import result_page
 from byref.lens.run import Run
+from byref.media import base
 
 _ARTIFACT = re.compile(r"^/artifact/([^/]+)(/raw|/page/(\d{1,6})\.png)?$")
 _RESULT = re.compile(r"^/result/(\d{1,20})/(\d{1,6})$")
@@ -79,7 +80,7 @@ class Lens:
 
     def _raw(self, ref: str) -> Response:
         found = self.run.head(ref)
-        media = found[1].media_type.split(";")[0].strip().lower() if found else ""
+        media = base(found[1].media_type) if found else ""
         if found is None or media not in INLINE_IMAGES:
             # Only raster images are served raw: anything else could be a page of its own.
             return html_response(404, "Not found", gap(f"No image {ref!r} in this run."), self.base)

@@ -22,7 +22,7 @@ from byref.reads.limits import (
     read_budget,
 )
 from byref.reads.read import Source, note, read
-from byref.reads.shape import Shape, describe, is_json_lines, json_lines_items, records_of
+from byref.reads.shape import Shape, describe, json_lines_items, records_of
 from byref.reads.versions import (
     META_KEY,
     Refreshed,
@@ -37,6 +37,6 @@ __all__ = [
     "META_KEY", "STORAGE_BYTES", "CatalogEntry", "Coverage", "Expected", "Gap", "Item",
     "ReadBudget", "ReadLimits", "ReadRoom", "Refreshed", "ResultCatalog", "ResultVersion",
     "ResultVersionError", "ResultVersions", "Selection", "Shape", "Source", "describe",
-    "fit_lines", "is_json_lines", "json_lines_items", "note", "read", "read_budget",
+    "fit_lines", "json_lines_items", "note", "read", "read_budget",
     "records_of", "select", "series_key",
 ]

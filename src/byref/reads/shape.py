@@ -15,8 +15,6 @@ from typing import Any, Final
 from byref.jsonview import decode
 from byref.reads.coverage import Item
 
-JSON_LINES: Final = ("application/x-ndjson", "application/jsonl", "application/x-jsonlines",
-                     "application/json-seq")
 _FIELD_SAMPLE: Final = 200
 
 
@@ -56,12 +54,6 @@ def describe(value: Any) -> Shape:
         if isinstance(row, dict):
             seen.update(dict.fromkeys(str(k) for k in row))
     return Shape(path, len(rows), tuple(seen))
-
-
-def is_json_lines(media_type: str) -> bool:
-    """Whether `media_type` (parameters ignored) is a JSON Lines type."""
-    base = media_type.split(";")[0].strip().lower()
-    return base in JSON_LINES
 
 
 def json_lines_items(data: bytes) -> list[Item]:

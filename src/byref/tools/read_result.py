@@ -16,13 +16,13 @@ from dataclasses import replace
 from typing import Any, Final
 
 from byref.jsonview import decode, encode
+from byref.media import base, is_audio, is_image, is_json, is_json_lines, is_text
 from byref.reads import (
     Item,
     ReadLimits,
     ReadRoom,
     ResultVersion,
     Source,
-    is_json_lines,
     json_lines_items,
     read,
     records_of,
@@ -148,7 +148,7 @@ def _media_answer(media: _Media, limit: int) -> dict[str, Any]:
             f"{where} is {meta.media_type!r} ({meta.bytes:,} bytes), over this read's "
             f"limit of {limit:,} bytes; it was not read. Show it on screen with present, or pass "
             "its ref to a tool that takes that kind of file.", "not-readable")
-    kind = "image" if meta.media_type.startswith("image/") else "audio"
+    kind = "image" if is_image(meta.media_type) else "audio"
     return {"delivered": kind, "ref": meta.ref, "mediaType": meta.media_type,
             "bytes": meta.bytes, "note": f"The {kind} itself is delivered as {kind} content "
             "beside this answer."}
@@ -156,7 +156,7 @@ def _media_answer(media: _Media, limit: int) -> dict[str, Any]:
 
 def _from_bytes(src: BytesSource, shown: Any) -> Source:
     meta = src.meta
-    if meta.media_type.split(";")[0].strip().lower().startswith(("image/", "audio/")):
+    if is_image(meta.media_type) or is_audio(meta.media_type):
         raise _Media(meta, src.where)
     version = ResultVersion.from_meta(meta)
     try:
@@ -169,17 +169,17 @@ def _from_bytes(src: BytesSource, shown: Any) -> Source:
             f"Artifact {meta.ref!r} is no longer available (expired or deleted). It was not "
             "refetched: call the tool that produced it again for a new version.", "gone")
     data = artifact.data
-    base = meta.media_type.split(";")[0].strip().lower()
-    if is_json_lines(base):
+    if is_json_lines(meta.media_type):
         return Source(items=json_lines_items(data), ref=shown, kind=meta.kind, version=version)
-    if base == "application/json" or base.endswith("+json") or base == "application/octet-stream":
+    octets = base(meta.media_type) == "application/octet-stream"
+    if is_json(meta.media_type) or octets:
         try:
             return _from_value(decode(data), shown, kind=meta.kind, version=version)
         except Exception:
-            if base != "application/octet-stream":
+            if not octets:
                 raise ToolRefusal(f"{src.where} is labelled {meta.media_type!r} but is not valid "
                                   "JSON; nothing was read.", "parse-error") from None
-    if base.startswith("text/"):
+    if is_text(meta.media_type):  # text/*, XML, YAML, CSV… (JSON was parsed above)
         return Source(text=data.decode("utf-8", errors="replace"), ref=shown, kind=meta.kind,
                       version=version)
     raise ToolRefusal(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
@@ -32,13 +33,26 @@ class ToolInputError(RefRefusal):
     """Arguments do not fit the tool's schema; the text is shown to the model."""
 
 
-class ToolRefusal(Refused):
-    """Raised by a tool body to decline: the text goes to the model as-is, marked as an error."""
+_CODE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
-    def __init__(self, text: str, reason: RefusalReason = "tool-refused") -> None:
+
+class ToolRefusal(Refused):
+    """Raised by a tool body to decline: the text goes to the model as-is, marked as an error.
+
+    `reason` is one of byref's closed set (`RefusalReason`); a tool's own code for why it
+    declined (`code="quota-exceeded"`) rides beside it on the `refused` event, so third-party
+    codes never widen byref's set and a dashboard can still group by either."""
+
+    def __init__(self, text: str, reason: RefusalReason = "tool-refused", *,
+                 code: str | None = None) -> None:
         super().__init__(text)
+        if code is not None and not (isinstance(code, str) and _CODE.fullmatch(code)):
+            raise InvalidValue(f"ToolRefusal code {code!r} is not a short slug; use lower-case "
+                               "letters, digits, '.', '_' or '-' (at most 64), e.g. "
+                               "'quota-exceeded'.")
         self.text = text
         self.reason = reason
+        self.code = code
 
 
 def artifact_ref_schema(kind: str) -> dict[str, Any]:
