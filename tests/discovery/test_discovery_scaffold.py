@@ -83,6 +83,6 @@ def test_scaffolding_schemas_come_from_type_hints() -> None:
     discovery, _ = setup()
     search_tools, activate_tool = discovery.tools
     props = search_tools.input_schema["properties"]
-    assert set(props) == {"query", "capabilities", "domains", "entities", "relationships",
-                          "limit"}
+    assert set(props) == {"query", "also", "capabilities", "domains", "entities",
+                          "relationships", "limit"}
     assert activate_tool.input_schema["required"] == ["names"]

@@ -285,6 +285,7 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
         }
     out["install"] = extra_size()
     out["task_queries"] = task_queries(root, ranker)
+    out["vocabulary_queries"] = task_queries(root, ranker, VOCABULARY_QUERIES)
     return out
 
 
@@ -331,13 +332,29 @@ def read_task_queries(path: Path = TASK_QUERIES) -> list[tuple[str, frozenset[st
     return out
 
 
-def task_queries(root: Path, ranker: Ranker | None) -> dict[str, Any]:
-    """Recall@1/@5 of the hand-written task-style queries on the 2,565-tool catalog, lexical
-    (with and without the synonym table) and hybrid."""
+VOCABULARY_QUERIES = Path(__file__).with_name("vocabulary_queries.txt")
+VOCABULARY_PHRASINGS = Path(__file__).with_name("vocabulary_phrasings.txt")
+
+
+def read_phrasings(path: Path = VOCABULARY_PHRASINGS) -> dict[str, list[str]]:
+    """query → the other phrasings written for it (search_tools' `also`)."""
+    out = {}
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            query, *others = line.split("\t")
+            out[query] = others
+    return out
+
+
+def task_queries(root: Path, ranker: Ranker | None,
+                 path: Path = TASK_QUERIES) -> dict[str, Any]:
+    """Recall@1/@5 of the hand-written task-style queries in `path` on the 2,565-tool catalog,
+    lexical (with and without the synonym table) and hybrid; for the vocabulary dev queries also
+    with their other phrasings fused (`Searcher.search(also=…)`)."""
     from byref.discovery.mcp import catalog_from_listings, read_listings
 
     catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
-    queries = read_task_queries()
+    queries = read_task_queries(path)
     known = {e.name for e in catalog}
     unknown = sorted({t for _, tools in queries for t in tools} - known)
     if unknown:
@@ -362,4 +379,16 @@ def task_queries(root: Path, ranker: Ranker | None) -> dict[str, Any]:
         index = catalog.index()
         out["hybrid"] = measure(
             lambda q: [h.entry.name for h in ranker.rank(index, q, None, 5).hits])
+    if path == VOCABULARY_QUERIES:
+        also = read_phrasings()
+        missing = sorted({q for q, _ in queries} - set(also))
+        if missing:
+            raise ValueError(f"vocabulary_phrasings.txt lacks the queries {missing!r}")
+        for label, fused in (("lexical_also", Searcher(catalog)),
+                             ("hybrid_also", Searcher(catalog, ranker=ranker))):
+            if label == "hybrid_also" and ranker is None:
+                continue
+            def rank(q: str, s: Searcher = fused) -> list[str]:
+                return [r.name for r in s.search(q, limit=5, also=also[q]).results]
+            out[label] = measure(rank)
     return out

@@ -141,12 +141,15 @@ def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
         _row("PyTorch MiniLM, embedding", t["embedding_only"])
         _row("PyTorch MiniLM, hybrid", t["hybrid"])
         print(f"  PyTorch encode, 1 thread: p50 {t['encode_1_thread']['p50_ms']} ms")
-    t = r["task_queries"]
-    print(f"Task-style queries on the real catalog ({t['queries']}, hand-written):")
-    for key in ("lexical", "lexical_without_synonyms", "hybrid"):
-        if key in t:
-            m = t[key]
-            print(f"  {key:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}")
+    for name, title in (("task_queries", "Task-style queries (held out)"),
+                        ("vocabulary_queries", "Vocabulary dev queries")):
+        t = r[name]
+        print(f"{title} on the real catalog ({t['queries']}, hand-written):")
+        for key in ("lexical", "lexical_without_synonyms", "hybrid", "lexical_also",
+                    "hybrid_also"):
+            if key in t:
+                m = t[key]
+                print(f"  {key:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}")
     i = r["install"]
     print(f"byref[embeddings] installed here: {i['extra_mb']} MB beyond the core's "
           f"{i['core_mb']} MB; largest {i['largest']}")

@@ -32,12 +32,16 @@ if TYPE_CHECKING:
 
 FIELDS = ("name", "description", "capabilities", "glossary", "parameters")
 BOOSTS: Mapping[str, float] = {
-    "name": 3.0, "description": 2.0, "capabilities": 2.0, "glossary": 1.0, "parameters": 0.5,
+    "name": 3.0, "description": 1.5, "capabilities": 2.0, "glossary": 1.0, "parameters": 0.5,
 }
-"""Seed 001's boosts; `parameters` (names and descriptions of top-level parameters) is ours, set
-below the glossary because parameter text is generic ("id", "limit", "page") — see the note in
-`byref.bench.discovery.param_boost_sweep` for the measurement."""
-K1 = 1.2
+"""Seed 001's boosts but the description's (2.0 → 1.5, with K1; see there); `parameters` (names
+and descriptions of top-level parameters) is ours, set below the glossary because parameter text
+is generic ("id", "limit", "page") — see `byref.bench.discovery.param_boost_sweep`."""
+K1 = 2.0
+"""With the description boost 1.5, chosen on MetaTool dev split A over k1 0.6–2.5, b 0.3–1,
+name 1–6, description 1.5/2 (`byref.bench.retrieval.dev_splits`): lexical recall@1/@5 A
+0.484/0.713 → 0.491/0.723, confirmed on B 0.476/0.675 → 0.480/0.686 (k1 1.2, description 2
+before); the hybrid moved by under 0.005 on either split."""
 B = 0.75
 Rerank = Literal["seed", "ties", "none"]
 RERANK: Rerank = "ties"
@@ -288,13 +292,37 @@ class SearchIndex:
                 self.by_name.setdefault(key.lower(), doc)
 
     def _related(self, groups: Iterable[str]) -> dict[str, tuple[str, ...]]:
-        """Term → the other terms of its groups (stemmed like everything else)."""
+        """Term → the other terms of its groups (stemmed like everything else). A member
+        written with `_` ("money_back") is a phrase: kept in `self.phrases` (its words' stems,
+        stop words included → the group's single terms), never searched for itself."""
         out: dict[str, dict[str, None]] = {}
+        phrases: dict[tuple[str, ...], dict[str, None]] = {}
         for group in groups:
-            terms = list(dict.fromkeys(self.analyzer.terms(group)))
+            members = group.split()
+            said = [m for m in members if "_" in m]
+            terms = list(dict.fromkeys(
+                t for m in members if "_" not in m for t in self.analyzer.terms(m)))
             for term in terms:
                 out.setdefault(term, {}).update((t, None) for t in terms if t != term)
+            for phrase in said:
+                key = tuple(self.analyzer.plain_stems(phrase.replace("_", " ")))
+                if len(key) > 1:
+                    phrases.setdefault(key, {}).update(dict.fromkeys(terms))
+        self.phrases = {key: tuple(terms) for key, terms in phrases.items() if terms}
+        self.phrase_lengths = sorted({len(k) for k in self.phrases}, reverse=True)
         return {term: tuple(others) for term, others in out.items() if others}
+
+    def related_terms(self, query: str, terms: tuple[str, ...]) -> list[str]:
+        """The related words a query also searches (at `SYNONYM_WEIGHT`): its terms' group
+        mates and the groups of the phrases it contains, minus its own terms."""
+        related = [r for t in terms for r in self.related.get(t, ())]
+        if self.phrases:
+            stems = self.analyzer.plain_stems(query)
+            for size in self.phrase_lengths:
+                for i in range(len(stems) - size + 1):
+                    related.extend(self.phrases.get(tuple(stems[i:i + size]), ()))
+        own = set(terms)
+        return [r for r in dict.fromkeys(related) if r not in own]
 
     def _tags(self) -> None:
         self.by_capability: dict[str, set[int]] = {}
@@ -364,8 +392,7 @@ class SearchIndex:
             for doc, contribution in items:
                 scores[doc] = get_score(doc, 0.0) + contribution
                 masks[doc] = get_mask(doc, 0) | bit
-        related = [r for t in terms for r in self.related.get(t, ()) if r not in terms]
-        for term in dict.fromkeys(related):
+        for term in self.related_terms(query, terms):
             posting = self.postings.get(term)
             if not posting:
                 continue

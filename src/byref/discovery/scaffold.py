@@ -23,8 +23,9 @@ MAX_LIMIT = 25
 SEARCH_DESCRIPTION = (
     "Search the tool catalog (more tools exist than are declared to you) by `query` words and/or "
     "filters, which intersect: `capabilities` (prefixes, e.g. 'file'), `domains`, `entities`, "
-    "`relationships`. Returns a menu of at most `limit` names and declares nothing: load tools "
-    "with activate_tool."
+    "`relationships`. `also`: other phrasings in likely tool words ('money back' → refund), "
+    "fused. Returns a menu of at most `limit` names and declares nothing: load tools with "
+    "activate_tool."
 )
 ACTIVATE_DESCRIPTION = (
     "Load catalog tools by their exact `names` (from search_tools) to call from your next step "
@@ -33,8 +34,9 @@ ACTIVATE_DESCRIPTION = (
 _WORDS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"query": {"type": "string"}, "capabilities": _WORDS, "domains": _WORDS,
-                   "entities": _WORDS, "relationships": _WORDS, "limit": {"type": "integer"}},
+    "properties": {"query": {"type": "string"}, "also": _WORDS, "capabilities": _WORDS,
+                   "domains": _WORDS, "entities": _WORDS, "relationships": _WORDS,
+                   "limit": {"type": "integer"}},
     "additionalProperties": False,
 }
 """Written out: the generated one offers `null` for each filter and repeats the defaults, which
@@ -51,6 +53,7 @@ def discovery_tools(
     @tool(name=SEARCH, description=SEARCH_DESCRIPTION)
     def search_tools(
         query: str = "",
+        also: list[str] | None = None,
         capabilities: list[str] | None = None,
         domains: list[str] | None = None,
         entities: list[str] | None = None,
@@ -65,7 +68,8 @@ def discovery_tools(
                 f"catalog: {', '.join(catalog.capability_roots()) or 'none'}."
             )
         try:
-            page = searcher.search(query, filters=filters, limit=min(max(1, limit), MAX_LIMIT))
+            page = searcher.search(query, filters=filters, limit=min(max(1, limit), MAX_LIMIT),
+                                   also=[a for a in also or () if isinstance(a, str)])
         except FilterError as exc:
             raise ToolInputError(str(exc)) from exc
         emitter("searched", query=query, filters=filters.to_json(), candidates=page.candidates,

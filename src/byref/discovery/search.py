@@ -8,8 +8,8 @@ embedding similarity; an exact tool name is first either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from byref.discovery.index import Filters, Hit, Ranking, SearchIndex
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from byref.discovery.catalog import Catalog, Entry
 
 DEFAULT_LIMIT = 8
+MAX_ALSO = 4
+"""Other phrasings a search fuses at most (search_tools' `also`)."""
+ALSO_DEPTH = 3
+"""Each phrasing is ranked to `ALSO_DEPTH` × the page's rows before fusing, so a tool that two
+phrasings find just below their own pages can still make the fused one."""
 _LABELS = (("name", "Tool name"), ("capabilities", "Capabilities"), ("glossary", "Glossary"),
            ("parameters", "Parameters"))
 
@@ -93,18 +98,57 @@ class Searcher:
         return self.catalog.index()
 
     def search(
-        self, query: str = "", *, filters: Filters | None = None, limit: int = DEFAULT_LIMIT
+        self, query: str = "", *, filters: Filters | None = None, limit: int = DEFAULT_LIMIT,
+        also: Sequence[str] = (),
     ) -> Page:
         """One page of results: the ranker's order (lexical without one or without query text),
-        at least one row asked for, excerpts sharing `page_chars`."""
+        at least one row asked for, excerpts sharing `page_chars`. `also`: other phrasings of
+        the same need (the model's synonyms), fused with `query` (`fuse_phrasings`)."""
         index = self.index
         limit = max(1, limit)
-        if self.ranker is not None and query.strip():
-            ranking = self.ranker.rank(index, query, filters, limit)
+        phrasings = [q for q in dict.fromkeys((query, *also)) if q.strip()][:1 + MAX_ALSO]
+        if len(phrasings) > 1:
+            ranking = fuse_phrasings([self._rank(index, q, filters, limit * ALSO_DEPTH)
+                                      for q in phrasings], limit)
         else:
-            ranking = index.search(query, filters=filters, limit=limit)
+            ranking = self._rank(index, phrasings[0] if phrasings else query, filters, limit)
         results = render_results(index, ranking, self.page_chars)
         return Page(query, filters or Filters(), ranking.candidates, ranking.matched, results)
+
+    def _rank(self, index: SearchIndex, query: str, filters: Filters | None,
+              limit: int) -> Ranking:
+        if self.ranker is not None and query.strip():
+            return self.ranker.rank(index, query, filters, limit)
+        return index.search(query, filters=filters, limit=limit)
+
+
+def fuse_phrasings(rankings: Sequence[Ranking], limit: int) -> Ranking:
+    """One ranking from several phrasings of one need: each phrasing's scores divided by its
+    best, summed over the phrasings (a tool found by several ranks above one found by one),
+    an exact name in any phrasing first; the terms, weights and matched words are the union."""
+    total: dict[int, float] = {}
+    first: dict[int, Hit] = {}
+    matched: dict[int, dict[str, None]] = {}
+    exact: list[int] = []
+    for ranking in rankings:
+        top = max((h.score for h in ranking.hits), default=0.0)
+        for hit in ranking.hits:
+            share = hit.score / top if top > 0 else 0.0
+            total[hit.doc] = total.get(hit.doc, 0.0) + share
+            first.setdefault(hit.doc, hit)
+            matched.setdefault(hit.doc, {}).update(dict.fromkeys(hit.matched))
+            if hit.exact and hit.doc not in exact:
+                exact.append(hit.doc)
+    order = exact + sorted((d for d in total if d not in exact),
+                           key=lambda d: (-total[d], d))
+    terms = tuple(dict.fromkeys(t for r in rankings for t in r.terms))
+    weights: dict[str, float] = {}
+    for ranking in rankings:
+        for term, weight in ranking.weights.items():
+            weights[term] = max(weight, weights.get(term, 0.0))
+    hits = [replace(first[d], score=total[d], matched=tuple(matched[d])) for d in order[:limit]]
+    return Ranking(terms, weights, rankings[0].candidates,
+                   max(r.matched for r in rankings), hits)
 
 
 def render_results(index: SearchIndex, ranking: Ranking, page_chars: int) -> list[Result]:

@@ -77,6 +77,8 @@ class Analyzer:
         self._memo: dict[str, str] = {}
         """Sub-word as written → its stem, or "" for a stop word."""
         self._lock = threading.Lock()  # a PyStemmer object is not safe to share across threads
+        self._plain: dict[str, str] = {}
+        """Lower-cased word → its stem, stop words included (`plain_stems`)."""
         self._word_spans: dict[str, tuple[Span, ...]] = {}
         """Word → its spans relative to the word (the lens locates hits word by word)."""
         self._word_terms: dict[str, tuple[str, ...]] = {}
@@ -190,6 +192,18 @@ class Analyzer:
         memo, miss = self._memo, self._term
         stems = [memo[w] if w in memo else miss(w) for w in self.subwords(text)]
         return [s for s in stems if s]
+
+    def plain_stems(self, text: str) -> list[str]:
+        """The stem of every word of `text` in order, stop words included (phrase matching:
+        "turn off" and "money back" need their small words)."""
+        out = []
+        for word, _, _ in self.words(text):
+            stem = self._plain.get(word)
+            if stem is None:
+                with self._lock:
+                    stem = self._plain[word] = self._stemmer.stemWord(word)
+            out.append(stem)
+        return out
 
     def query_terms(self, text: str) -> list[str]:
         """The distinct terms of a query, in first-seen order."""
