@@ -88,3 +88,21 @@ def test_task_queries_name_real_tools_and_lexical_search_runs_on_them() -> None:
     figures = task_queries(EVAL, None)  # raises if a named tool is not in the catalog
     assert figures["queries"] == len(queries) and "hybrid" not in figures
     assert 0.0 <= figures["lexical"]["recall@1"] <= figures["lexical"]["recall@5"] <= 1.0
+
+
+@pytest.mark.skipif(not (EVAL / "mcp-catalog").is_dir(), reason=EVAL_MISSING)
+def test_vocabulary_queries_have_phrasings_and_fusing_them_runs() -> None:
+    from byref.bench.retrieval import (
+        VOCABULARY_QUERIES,
+        read_phrasings,
+        read_task_queries,
+        task_queries,
+    )
+
+    queries = read_task_queries(VOCABULARY_QUERIES)
+    assert len(queries) >= 60 and all(tools for _, tools in queries)
+    also = read_phrasings()
+    assert set(also) == {q for q, _ in queries} and all(also.values())
+    figures = task_queries(EVAL, None, VOCABULARY_QUERIES)  # raises on an unknown tool name
+    assert set(figures) == {"queries", "lexical", "lexical_without_synonyms", "lexical_also"}
+    assert figures["lexical_also"]["recall@5"] >= figures["lexical"]["recall@5"]

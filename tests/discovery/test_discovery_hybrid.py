@@ -141,3 +141,23 @@ def test_another_weight_shares_the_vectors() -> None:
     cat = catalog()
     Searcher(cat, ranker=first.with_weight(0.8)).search("widget")
     assert len(encoder.encoded) == seen  # same texts, same query: nothing encoded again
+
+
+def test_neighbourhood_density_is_the_mean_cosine_to_the_nearest_others() -> None:
+    cat = catalog()
+    hybrid = HybridRanker(Trigrams(), vector_cache="off")
+    index = cat.index()
+    vectors = hybrid.vectors(index)
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -np.inf)
+    k = min(10, len(index) - 1)  # DENSITY_K, or every other tool in a small catalog
+    expected = np.sort(sims, axis=1)[:, -k:].mean(axis=1)
+    assert np.allclose(hybrid.density(index), expected)
+    # Off by default: the fused order is the plain one; on, the crowded tool rises.
+    plain = Searcher(cat, ranker=hybrid).search("board", limit=4)
+    dense = Searcher(cat, ranker=hybrid.with_weight(hybrid.lexical_weight,
+                                                    density_weight=5.0)).search("board", limit=4)
+    assert hybrid.density_weight == 0.0
+    crowded = cat.index().entries[int(np.argmax(expected))].name
+    assert [r.name for r in dense.results].index(crowded) <= [
+        r.name for r in plain.results].index(crowded)

@@ -98,6 +98,21 @@ def fusion_sweep(catalog: Catalog, splits: dict[str, Rows], make: Callable[[floa
     return {"by_weight": table, "chosen_on": first, "chosen": float(chosen)}
 
 
+def density_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows], ranker: Any,
+                  weights: Iterable[float] = (0.0, 0.3, 0.6)) -> dict[str, Any]:
+    """Hybrid recall per neighbourhood-density weight (`embed.DENSITY_WEIGHT`): on each MetaTool
+    split, and on the real catalog's task-style and vocabulary queries."""
+    out: dict[str, Any] = {}
+    for weight in weights:
+        alike = ranker.with_weight(ranker.lexical_weight, density_weight=weight)
+        searcher = Searcher(catalog, ranker=alike)
+        row = {name: recall(_names(searcher), rows) for name, rows in splits.items()}
+        for label, path in (("task", TASK_QUERIES), ("vocabulary", VOCABULARY_QUERIES)):
+            row[label] = task_queries(root, alike, path, lexical=False)["hybrid"]
+        out[str(weight)] = row
+    return out
+
+
 def encode_ms(encoder: Any, queries: Sequence[str], rounds: int = 3) -> dict[str, float]:
     """One query a call (the search path), after one warm-up pass."""
     for q in queries:
@@ -266,6 +281,7 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     out["fusion"] = fusion_sweep(plain, splits, lambda w: ranker.with_weight(w))
     out["rerank"] = rerank_table(plain, splits, lambda mode: ranker.with_weight(
         ranker.lexical_weight, rerank=mode))
+    out["density"] = density_sweep(root, plain, splits, ranker)
     raw = ranker.encoder.inner if isinstance(ranker.encoder, Memo) else ranker.encoder
     out["encode_1_thread"] = encode_ms(raw, LATENCY_QUERIES)
     try:
@@ -346,8 +362,8 @@ def read_phrasings(path: Path = VOCABULARY_PHRASINGS) -> dict[str, list[str]]:
     return out
 
 
-def task_queries(root: Path, ranker: Ranker | None,
-                 path: Path = TASK_QUERIES) -> dict[str, Any]:
+def task_queries(root: Path, ranker: Ranker | None, path: Path = TASK_QUERIES, *,
+                 lexical: bool = True) -> dict[str, Any]:
     """Recall@1/@5 of the hand-written task-style queries in `path` on the 2,565-tool catalog,
     lexical (with and without the synonym table) and hybrid; for the vocabulary dev queries also
     with their other phrasings fused (`Searcher.search(also=…)`)."""
@@ -371,15 +387,15 @@ def task_queries(root: Path, ranker: Ranker | None,
     def by_index(index: Any) -> Callable[[str], list[str]]:
         return lambda q: [h.entry.name for h in index.search(q, limit=5).hits]
 
-    out: dict[str, Any] = {"queries": len(queries),
-                           "lexical": measure(by_index(catalog.index())),
-                           "lexical_without_synonyms": measure(by_index(
-                               catalog.index(synonyms=())))}
+    out: dict[str, Any] = {"queries": len(queries)}
+    if lexical:
+        out["lexical"] = measure(by_index(catalog.index()))
+        out["lexical_without_synonyms"] = measure(by_index(catalog.index(synonyms=())))
     if ranker is not None:
         index = catalog.index()
         out["hybrid"] = measure(
             lambda q: [h.entry.name for h in ranker.rank(index, q, None, 5).hits])
-    if path == VOCABULARY_QUERIES:
+    if path == VOCABULARY_QUERIES and lexical:
         also = read_phrasings()
         missing = sorted({q for q, _ in queries} - set(also))
         if missing:
