@@ -109,9 +109,22 @@ def is_placed(part: Part) -> bool:
 async def client_result(gateway: Gateway, state: ScopeState, part: Part) -> types.CallToolResult:
     """The client's answer for one recorded result part."""
     base = call_result(part)
+    beside = await answer_extras(gateway, state, part)
+    if beside is None:
+        return base
+    blocks, structured = beside
+    return types.CallToolResult(content=[*base.content, *blocks], structured_content=structured,
+                                is_error=False)
+
+
+async def answer_extras(gateway: Gateway, state: ScopeState, part: Part
+                        ) -> tuple[list[types.ContentBlock], Any] | None:
+    """The blocks and structuredContent the client's answer carries beside the rendered text, or
+    None when the answer is that text alone (an error, or nothing passed or delivered). Takes
+    the call's kept extras (`Passed.take`): ask once per answer."""
     extras = gateway.passed.take(part.call_id)
     if part.is_error:
-        return base
+        return None
     blocks: list[types.ContentBlock] = []
     structured = None
     if extras is not None and not is_placed(part):
@@ -123,9 +136,8 @@ async def client_result(gateway: Gateway, state: ScopeState, part: Part) -> type
         if found is not None:
             blocks.append(found)
     if not blocks and structured is None:
-        return base
-    return types.CallToolResult(content=[*base.content, *blocks], structured_content=structured,
-                                is_error=False)
+        return None
+    return blocks, structured
 
 
 def _stored_media(part: Part, dial: int) -> tuple[str, str] | None:

@@ -142,8 +142,18 @@ def _b64(data: str, label: str) -> bytes:
 
 
 # -- dispatch parts → the client's result ---------------------------------------------------------
+def shown_text(part: Part) -> str:
+    """The text the model is shown for a result part (its rendering)."""
+    return part.rendered if part.rendered is not None else str(part.value)
+
+
 def call_result(part: Part) -> types.CallToolResult:
     """What the client receives: the text the model is shown, and whether it is an error."""
-    text = part.rendered if part.rendered is not None else str(part.value)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+    return types.CallToolResult(content=[types.TextContent(type="text", text=shown_text(part))],
                                 is_error=part.is_error)
+
+
+def call_result_wire(part: Part) -> dict[str, Any]:
+    """`call_result(part)` as the handshake-era JSON the SDK's result sieve makes of it (no model
+    built, validated and dumped again per call; a test pins the two equal)."""
+    return {"content": [{"type": "text", "text": shown_text(part)}], "isError": part.is_error}

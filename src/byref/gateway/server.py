@@ -29,9 +29,10 @@ from starlette.applications import Starlette
 
 from byref.discovery.declare import PLAIN
 from byref.gateway.auth import BearerVerifier
-from byref.gateway.content import client_result
+from byref.gateway.content import answer_extras, client_result
 from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway, Toolbox
+from byref.gateway.fastpath import PlainCalls
 from byref.gateway.inputs import Parked, Parking
 from byref.gateway.ops import ops_routes
 from byref.gateway.pages import page
@@ -41,6 +42,7 @@ from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
 from byref.harness import REFS_PROTOCOL
 from byref.lens.gateway import lens_route
+from byref.transcript import Part
 
 INSTRUCTIONS = (
     "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
@@ -131,13 +133,30 @@ def build_server(gateway: Gateway) -> GatewayServer:
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
+    async def run_call(ctx: ServerRequestContext[Any, Any], name: str,
+                       arguments: dict[str, Any]) -> Part:
+        # The whole call but its answer: the handler's path and the plain one (`fastpath`).
+        state = scope_of(ctx)
+        box = await gateway.toolbox()
+        if ctx.request is not None:
+            schemas.seen(box)
+        with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
+            return await gateway.call(state, own_name(box, name), arguments,
+                                      connection=_connection(ctx))
+
+    async def extras(ctx: ServerRequestContext[Any, Any], part: Part
+                     ) -> tuple[list[types.ContentBlock], Any] | None:
+        return await answer_extras(gateway, scope_of(ctx), part)
+
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
-        if ctx.request is not None:
-            schemas.seen(await gateway.toolbox())
-        name = own_name(await gateway.toolbox(), params.name)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
+            box = await gateway.toolbox()
+            if ctx.request is not None:
+                schemas.seen(box)
+            name = own_name(box, params.name)
+
             # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
             async def run(parked: Parked) -> types.CallToolResult:
                 with calling(ctx, parked):
@@ -148,9 +167,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
                 state, params.request_state, params.input_responses, run)
             return answer
-        with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
-            part = await gateway.call(state, name, params.arguments or {},
-                                      connection=_connection(ctx))
+        part = await run_call(ctx, params.name, params.arguments or {})
         return await client_result(gateway, state, part)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
@@ -167,7 +184,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
                     owner=scope_of, store=gateway.store)
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        return GatewayServer(
+        server = GatewayServer(
             "byref-gateway", version=__version__, instructions=INSTRUCTIONS,
             lifespan=lambda _: parking.running(),
             on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
@@ -176,6 +193,9 @@ def build_server(gateway: Gateway) -> GatewayServer:
             on_subscribe_resource=p.subscribe, on_unsubscribe_resource=p.unsubscribe,
             on_list_prompts=p.list_prompts, on_get_prompt=p.get_prompt, on_completion=p.complete,
             on_set_logging_level=p.set_level, on_roots_list_changed=p.roots_changed)
+    # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
+    server.middleware.append(PlainCalls(server, run_call, extras, _connection))
+    return server
 
 
 def own_name(box: Toolbox, name: str) -> str:

@@ -1,20 +1,25 @@
-"""The gateway's stdio transport: the SDK's `stdio_server`, its reads and writes on the event loop.
+"""The gateway's stdio transport: MCP messages read and written on the event loop, no task between.
 
 The SDK serves stdio through `anyio.wrap_file`, so every message crosses to a worker thread up to
-three times (the line read, the write, the flush) and back. This module hands the SDK's own
-`stdio_server` two file objects built on asyncio's pipe transports (`connect_read_pipe`,
-`connect_write_pipe`), which read and write on the loop itself. Everything else stays the SDK's:
-the claim of fds 0 and 1 (while serving, fd 0 reads the null device and fd 1 goes to stderr, so
-children and stray prints miss the wire; both are restored on exit), the line framing, JSON-RPC
-parsing (a line that is not JSON-RPC is an exception on the read stream), the context-carrying
-memory streams handed to the session, and shutdown on EOF.
+three times (the line read, the write, the flush) and back, and then through a reader or writer
+task and a memory stream on each side. This module keeps the SDK's claim of fds 0 and 1 (while
+serving, fd 0 reads the null device and fd 1 goes to stderr, so children and stray prints miss
+the wire; both are restored on exit) and hands the SDK's server loop two streams of its own
+`ReadStream`/`WriteStream` protocols built on asyncio's pipe transports (`connect_read_pipe`,
+`connect_write_pipe`): receiving a message reads and parses its line right there, sending one
+serializes and writes it right there. Two task hand-offs a request fewer than the SDK's
+`stdio_server`, whose framing and parsing they repeat exactly (`jsonrpc_message_adapter`, a line
+that is not JSON-RPC an exception on the read stream, `model_dump_json(by_alias=True,
+exclude_unset=True)` plus a newline out, shutdown on EOF).
 
 The law: the bytes are read exactly as the SDK's text layer reads them — UTF-8 with undecodable
 bytes replaced, universal newlines (`\\r\\n` and `\\r` end a line like `\\n`), the last line at EOF
-even without a newline — and written as strict UTF-8, one flushed line per message, waiting while
-the reader is slow (no unbounded buffering). A side that is not a pipe, socket or terminal (a
-regular file, say), an event loop that is not asyncio's, or an SDK without the pieces used here
-falls back to the SDK's threaded text files, so the gateway serves wherever the SDK does.
+even without a newline — and written as strict UTF-8, one line per message in the order sent,
+waiting while the reader is slow (no unbounded buffering); a write to a reader that went away
+is a `BrokenResourceError`, as on the SDK's memory stream. A side that is not a pipe, socket or
+terminal (a regular file, say), an event loop that is not asyncio's, or an SDK without the
+pieces used here falls back to the SDK's `stdio_server` (threaded text files where needed), so
+the gateway serves wherever the SDK does.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import BinaryIO, cast
 
 import anyio
+import mcp_types as types
 import sniffio
 from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -118,9 +124,80 @@ class PipeText:
         return None
 
 
+class MessageReader:
+    """The SDK's `ReadStream` of session messages, each line read and parsed on receive."""
+
+    def __init__(self, lines: PipeLines) -> None:
+        self._lines = lines
+        self._closed = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message (or the exception its line raised when parsed); EndOfStream at EOF."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        line = await self._lines.readline()
+        if not line:
+            raise anyio.EndOfStream
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:  # as the SDK's reader: the session sees what was wrong
+            return exc
+        return SessionMessage(message)
+
+    def __aiter__(self) -> MessageReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """No more messages are read (the pipe itself is closed by its owner)."""
+        self._closed = True
+
+    async def __aenter__(self) -> MessageReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class MessageWriter:
+    """The SDK's `WriteStream` of session messages, each written as one line on send."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        """Write one message as a line; wait while the pipe holds more than its high-water mark."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        try:
+            if self._writer.transport.is_closing():
+                raise BrokenPipeError("the reader closed its end")
+            self._writer.write(data.encode("utf-8"))
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:  # the client went away
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        """No more messages are sent (the pipe itself is closed by its owner)."""
+        self._closed = True
+
+    async def __aenter__(self) -> MessageWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def stdio_streams() -> AsyncIterator[Streams]:
-    """`mcp.server.stdio.stdio_server()` with its stdin and stdout on the event loop."""
+    """`mcp.server.stdio.stdio_server()`'s streams, read and written on the event loop."""
     if not CLAIMS or sys.platform == "win32" or _backend() != "asyncio":
         async with stdio_server() as streams:
             yield streams
@@ -132,8 +209,17 @@ async def stdio_streams() -> AsyncIterator[Streams]:
         stdout_buffer, release_stdout = _claim_fd(1, sys.stdout, "wb", _open_stdout_diversion)
         if release_stdout is not None:
             stack.callback(release_stdout)
-        stdin = await _reading(stack, stdin_buffer)
-        stdout = await _writing(stack, stdout_buffer)
+        lines = await _reading(stack, stdin_buffer)
+        writer = await _writing(stack, stdout_buffer)
+        if lines is not None and writer is not None:
+            yield MessageReader(lines), MessageWriter(writer)
+            return
+        # One side is not a pipe: the SDK's own loop, on whatever side is one.
+        stdin = (anyio.wrap_file(_UnownedTextWrapper(stdin_buffer, encoding="utf-8",
+                                                     errors="replace"))
+                 if lines is None else cast("anyio.AsyncFile[str]", lines))
+        stdout = (anyio.wrap_file(_UnownedTextWrapper(stdout_buffer, encoding="utf-8"))
+                  if writer is None else cast("anyio.AsyncFile[str]", PipeText(writer)))
         async with stdio_server(stdin, stdout) as streams:
             yield streams
 
@@ -145,29 +231,27 @@ def _backend() -> str | None:
         return None
 
 
-async def _reading(stack: AsyncExitStack, buffer: BinaryIO) -> anyio.AsyncFile[str]:
+async def _reading(stack: AsyncExitStack, buffer: BinaryIO) -> PipeLines | None:
     pipe = _pipe(stack, buffer, "rb")
     if pipe is None:
-        return anyio.wrap_file(_UnownedTextWrapper(buffer, encoding="utf-8", errors="replace"))
+        return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(loop=loop)
     transport, _ = await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     stack.callback(transport.close)
-    # The SDK's reader uses only `async for` over its stdin; its writer only write and flush.
-    return cast("anyio.AsyncFile[str]", PipeLines(reader))
+    return PipeLines(reader)
 
 
-async def _writing(stack: AsyncExitStack, buffer: BinaryIO) -> anyio.AsyncFile[str]:
+async def _writing(stack: AsyncExitStack, buffer: BinaryIO) -> asyncio.StreamWriter | None:
     pipe = _pipe(stack, buffer, "wb")
     if pipe is None:
-        return anyio.wrap_file(_UnownedTextWrapper(buffer, encoding="utf-8"))
+        return None
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.connect_write_pipe(
         lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop), pipe)
     stack.callback(transport.close)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return cast("anyio.AsyncFile[str]", PipeText(writer))
+    return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
 def _pipe(stack: AsyncExitStack, buffer: BinaryIO, mode: str) -> BinaryIO | None:
