@@ -161,12 +161,42 @@ class SqlConversations(ABC):
             _insert(tx, "INSERT INTO {usage} (scope_key, n, query, tool) VALUES ",
                     [(key, start + i, q, t) for i, (q, t) in enumerate(usage)])
 
+    def append_numbered(self, scope: Scope, head: bytes, tail: bytes) -> int:
+        key, now = scope.key(), self.clock()
+        with self._write() as tx:
+            # The conversation row's lock (held to the commit) serializes numbering writers.
+            got = tx.rows(
+                "UPDATE {conv} SET length = length + 1, expires_at = ? WHERE scope_key = ? AND "
+                "live = 1 AND (expires_at IS NULL OR expires_at > ?) RETURNING origin + length - 1",
+                (self._expires(now), key, now))
+            if not got:
+                raise SeqConflict(_not_open(scope))
+            seq = int(got[0][0])
+            _insert(tx, "INSERT INTO {lines} (scope_key, seq, line) VALUES ",
+                    [(key, seq, head + str(seq).encode() + tail)])
+        return seq
+
+    def save(self, scope: Scope, *, working_set: Sequence[str] | None = None,
+             usage: Sequence[tuple[str, str]] = ()) -> None:
+        key, now = scope.key(), self.clock()
+        ws = None if working_set is None else json.dumps(list(working_set), ensure_ascii=False)
+        with self._write() as tx:
+            got = tx.rows(
+                "UPDATE {conv} SET expires_at = ?, working_set = COALESCE(?, working_set), "
+                "usage_count = usage_count + ? WHERE scope_key = ? AND live = 1 AND "
+                "(expires_at IS NULL OR expires_at > ?) RETURNING usage_count",
+                (self._expires(now), ws, len(usage), key, now))
+            if not got:
+                raise SeqConflict(_not_open(scope))
+            start = int(got[0][0]) - len(usage)
+            _insert(tx, "INSERT INTO {usage} (scope_key, n, query, tool) VALUES ",
+                    [(key, start + i, q, t) for i, (q, t) in enumerate(usage)])
+
     def _why(self, tx: Tx, scope: Scope, first_seq: int, now: float) -> str:
         found = tx.rows("SELECT origin, length, live, expires_at FROM {conv} WHERE scope_key = ?",
                         (scope.key(),))
         if not found or not found[0][2] or (found[0][3] is not None and found[0][3] <= now):
-            return (f"Conversation {str(scope)!r} is not open (it expired or was deleted); "
-                    "open it again to start a new record.")
+            return _not_open(scope)
         at = int(found[0][0]) + int(found[0][1])
         return (f"Conversation {str(scope)!r} continues at seq {at}, not {first_seq}; another "
                 "writer appended first. Nothing was written.")
@@ -174,21 +204,22 @@ class SqlConversations(ABC):
     def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
         if count <= 0:
             return []
+        # One statement (one snapshot, one round trip): the run from first_seq of a live
+        # record that holds first_seq, or nothing.
         with self._read() as tx:
-            live = tx.rows("SELECT origin FROM {conv} WHERE scope_key = ? AND live = 1 AND "
-                           "(expires_at IS NULL OR expires_at > ?)", (scope.key(), self.clock()))
-            if not live or first_seq < int(live[0][0]):
-                return []  # the answer is the run from first_seq itself, or nothing
-            rows = tx.rows("SELECT line FROM {lines} WHERE scope_key = ? AND seq >= ? AND "
-                           "seq < ? ORDER BY seq", (scope.key(), first_seq, first_seq + count))
+            rows = tx.rows(
+                "SELECT l.line FROM {lines} l JOIN {conv} c ON c.scope_key = l.scope_key "
+                "WHERE l.scope_key = ? AND c.live = 1 AND (c.expires_at IS NULL OR "
+                "c.expires_at > ?) AND c.origin <= ? AND l.seq >= ? AND l.seq < ? ORDER BY l.seq",
+                (scope.key(), self.clock(), first_seq, first_seq, first_seq + count))
         return [bytes(r[0]) for r in rows]
 
     def usage(self, scope: Scope) -> list[tuple[str, str]]:
-        if self.find(scope) is None:
-            return []
         with self._read() as tx:
-            rows = tx.rows("SELECT query, tool FROM {usage} WHERE scope_key = ? ORDER BY n",
-                           (scope.key(),))
+            rows = tx.rows(
+                "SELECT u.query, u.tool FROM {usage} u JOIN {conv} c ON c.scope_key = "
+                "u.scope_key WHERE u.scope_key = ? AND c.live = 1 AND (c.expires_at IS NULL OR "
+                "c.expires_at > ?) ORDER BY u.n", (scope.key(), self.clock()))
         return [(str(q), str(t)) for q, t in rows]
 
     def delete(self, scope: Scope) -> bool:
@@ -209,3 +240,8 @@ class SqlConversations(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def _not_open(scope: Scope) -> str:
+    return (f"Conversation {str(scope)!r} is not open (it expired or was deleted); open it "
+            "again to start a new record.")

@@ -105,7 +105,7 @@ def line(seq: int, size: int = 40) -> bytes:
     return head + b"y" * max(0, size - len(head) - 3) + b'"}\n'
 
 
-def conflicts(fn: Callable[[], None]) -> bool:
+def conflicts(fn: Callable[[], object]) -> bool:
     """Whether `fn` raised SeqConflict."""
     try:
         fn()
@@ -330,6 +330,65 @@ def two_writers(kit: Kit) -> None:
     equal(len(kit.state.usage(scope)), 2 * count, "usage pairs written with the lines")
 
 
+def numbered(kit: Kit) -> None:
+    """`append_numbered` lands at the record's next seq with that seq written into the line;
+    `save` keeps the working set and usage at any length; both are refused once the record is
+    gone, writing nothing."""
+    s, scope = kit.state, kit.scope()
+    s.open(scope, 500)
+    equal(s.append_numbered(scope, b"<", b">\n"), 500, "the first numbered seq")
+    s.append(scope, 501, [line(501)])
+    equal(s.append_numbered(scope, b"", b""), 502, "numbered after a conditional append")
+    equal(s.lines(scope, 500, 10), [b"<500>\n", line(501), b"502"], "numbered lines read back")
+    s.save(scope, working_set=["a", "b"], usage=[("q", "t")])
+    s.save(scope, usage=[("q2", "t2")])
+    conv = s.find(scope)
+    check(conv is not None and (conv.length, conv.working_set, conv.usage) == (3, ("a", "b"), 2),
+          f"saved beside three lines: {conv!r}")
+    equal(s.usage(scope), [("q", "t"), ("q2", "t2")], "usage saved without lines")
+    check(conflicts(lambda: s.append(scope, 502, [line(502)])), "a stale seq after numbering")
+    kit.advance(TTL + 1)
+    check(conflicts(lambda: s.append_numbered(scope, b"", b"")), "numbered into an expired "
+          "record")
+    check(conflicts(lambda: s.save(scope, working_set=["c"])), "save into an expired record")
+    equal(s.open(scope, 0).origin, 503, "a new record after the expired one")
+
+
+def _numberer(opener: Callable[[], ConversationState], scope: Scope, who: int, count: int,
+              barrier: Any, out: Any) -> None:
+    state = opener()
+    barrier.wait(PROCESS_TIMEOUT)
+    seqs = [state.append_numbered(scope, f"writer {who} seq ".encode(), b"\n")
+            for _ in range(count)]
+    state.close()
+    out.put((who, seqs))
+
+
+def numbered_writers(kit: Kit) -> None:
+    """Two processes appending numbered lines to one record at once: every line lands, at the
+    seq its writer was told (written in it), no seq twice, none skipped."""
+    opener, scope, count = kit.opener(), kit.scope(), 40
+    kit.state.open(scope, 0)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_numberer, args=(opener, scope, who, count, barrier, out))
+             for who in (1, 2)]
+    for proc in procs:
+        proc.start()
+    try:
+        told = dict(out.get(timeout=PROCESS_TIMEOUT) for _ in procs)
+    except queue.Empty:
+        raise CaseFailed("a writer process reported nothing in time") from None
+    finally:
+        _reap(procs)
+    equal(sorted(told[1] + told[2]), list(range(2 * count)), "the seqs the writers were told")
+    for who in (1, 2):
+        equal(told[who], sorted(told[who]), f"writer {who}'s seqs in its own order")
+    got = kit.state.lines(scope, 0, 1_000)
+    equal(got, [f"writer {1 if seq in told[1] else 2} seq {seq}\n".encode()
+                for seq in range(2 * count)], "each line at the seq written in it")
+
+
 BATCH = 3
 BIG = 300_000
 
@@ -412,6 +471,11 @@ CASES: tuple[Case, ...] = (
          "and cannot continue it from a stale seq.", seen_by_another_instance, True),
     Case("two-writers-two-processes", "Two processes continuing one record lose nothing and "
          "mix nothing up (the loser of a race retries).", two_writers, True),
+    Case("numbered", "A numbered append lands at the next seq, written into its line; save "
+         "keeps working set and usage at any length; both refused once the record is gone.",
+         numbered),
+    Case("numbered-writers-two-processes", "Two processes appending numbered lines at once: "
+         "each lands at the seq it was told, none twice, none skipped.", numbered_writers, True),
     Case("kill-mid-write", "A writer killed with SIGKILL mid-write leaves whole batches only; "
          "nothing torn is ever read back, and the record continues.", kill_mid_write, True),
 )

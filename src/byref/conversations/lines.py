@@ -14,6 +14,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+import msgspec
+
 from byref.conversations.port import Conversation, ConversationState, SeqConflict
 from byref.transcript import (
     DEFAULT_CACHE,
@@ -25,8 +27,8 @@ from byref.transcript import (
 )
 from byref.transcript_lines import TranscriptClosedError
 
-SHARED_TRIES = 50
-"""Appends a shared writer retries after losing the race, before it gives up."""
+_SEQ_HEAD = b'{"seq":'
+"""How every transcript line begins (`Message.to_json` puts the seq first)."""
 READ_BLOCK = 32
 """Lines read from the state at once (a replay reads in order)."""
 BLOCK_BYTES = 1 << 20
@@ -97,11 +99,28 @@ class ConversationLines:
                 first = self.origin + self._flushed
             if not batch and working_set is None and not usage:
                 return 0
-            self.state.append(self.scope, first, batch, working_set=working_set, usage=usage)
+            if batch:
+                self.state.append(self.scope, first, batch, working_set=working_set,
+                                  usage=usage)
+            else:  # nothing to continue: saved at whatever length the record has now
+                self.state.save(self.scope, working_set=working_set, usage=usage)
             with self._lock:
                 del self._pending[:len(batch)]
                 self._flushed += len(batch)
             return len(batch)
+
+    def numbered(self, head: bytes, tail: bytes) -> tuple[int, bytes]:
+        """Write one line at the record's next seq, numbered by the state (`head + seq + tail`),
+        and learn that the record is at least that long; (its seq, the line). Only with nothing
+        waiting, since waiting lines were numbered after what was known."""
+        with self._flushing:
+            with self._lock:
+                if self._pending:
+                    raise RuntimeError("numbered() with lines still waiting to be flushed")
+            seq = self.state.append_numbered(self.scope, head, tail)
+            with self._lock:
+                self._flushed = max(self._flushed, seq - self.origin + 1)
+            return seq, head + str(seq).encode() + tail
 
     def refresh(self) -> None:
         """Learn how far the record has grown (other writers' lines become readable); only
@@ -131,12 +150,12 @@ class ConversationTranscript(Transcript):
     """A transcript over a conversation's lines; a seq from a record that expired is refused
     saying so.
 
-    `shared=True`: other processes append to the same record (replicas). Each append then
-    learns the record's length, numbers its message after it and writes it at once; a writer
-    that lost the race forgets its numbering and tries again, so every message lands at the
-    seq it was numbered with and no two writers ever hold one seq. A lookup past the end learns
-    the length first, so another writer's messages answer here too. Each append is then a
-    synchronous round trip (two): the price of sharing.
+    `shared=True`: other processes append to the same record (replicas). Each append is then
+    written at once and numbered by the state itself (`append_numbered`: the record's next seq,
+    in one step), so concurrent writers never race for a seq and never retry; the message
+    returned carries the seq it landed at. A lookup past the end learns the length first, so
+    another writer's messages answer here too. Each append is then one synchronous round trip:
+    the price of sharing. `append_at` (a result that must follow its call) stays conditional.
     """
 
     def __init__(self, state: ConversationState, conversation: Conversation, *,
@@ -148,25 +167,23 @@ class ConversationTranscript(Transcript):
         super().__init__(origin=conversation.origin, cache=cache, lines=self.lines)
 
     def append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
-        """Append a message; shared, it is numbered after the record's current length and written
-        at once, retried up to SHARED_TRIES times when another writer wins."""
+        """Append a message; shared, the state numbers it (the record's next seq, whatever
+        other writers appended) and it is written at once: one round trip, never retried."""
         if not self.shared:
             return super().append(role, parts)
+        if not parts:
+            raise ValueError("a message needs at least one part")
+        # Encoded with seq 0, then split around that number: the state writes in the real one.
+        # Encoding first means a value that cannot be recorded raises before anything is written.
+        line = self._encoder.encode(Message(0, role, tuple(parts)).to_json()) + b"\n"
+        if not line.startswith(_SEQ_HEAD + b"0,"):
+            raise RuntimeError(f"a transcript line does not begin with its seq: {line[:40]!r}")
         with self._sharing:
-            for _ in range(SHARED_TRIES):
-                self.lines.refresh()
-                message = super().append(role, parts)
-                try:
-                    self.lines.flush()
-                except SeqConflict:
-                    self.lines.discard()
-                    with self._lock:
-                        self._cache.pop(message.seq, None)  # that numbering is void
-                    continue
-                return message
-        raise SeqConflict(f"Conversation {str(self.lines.scope)!r}: {SHARED_TRIES} appends in "
-                          "a row lost the race to other writers; nothing of this one was "
-                          "written.")
+            _seq, written = self.lines.numbered(_SEQ_HEAD, line[len(_SEQ_HEAD) + 1:])
+        raw = msgspec.json.decode(written)
+        message = Message(raw["seq"], raw["role"], tuple(Part.from_json(p) for p in raw["parts"]))
+        with self._lock:
+            return self._remember(message)
 
     def append_at(self, seq: int, role: Role, parts: list[Part] | tuple[Part, ...]
                   ) -> Message | None:

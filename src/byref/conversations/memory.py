@@ -142,26 +142,47 @@ class MemoryConversations:
         """See `ConversationState.append`; raises SeqConflict when the record is gone or
         `first_seq` does not continue it."""
         with self._lock:
-            now = self.clock()
-            record = self._live(scope, now)
-            if record is None:
-                raise SeqConflict(f"Conversation {str(scope)!r} is not open (it expired or was "
-                                  "deleted); open it again to start a new record.")
-            conv = record.conversation
-            if first_seq != conv.next_seq:
+            record = self._open_record(scope)
+            if first_seq != record.conversation.next_seq:
                 raise SeqConflict(f"Conversation {str(scope)!r} continues at seq "
-                                  f"{conv.next_seq}, not {first_seq}; another writer appended "
-                                  "first. Nothing was written.")
-            if isinstance(record.lines, _Spill):
-                record.lines.extend(lines)
-            else:
-                record.lines.extend([bytes(line) for line in lines])  # whole, or not at all
-            record.usage.extend(usage)
-            # Built directly, not with dataclasses.replace: this runs once a gateway call.
-            record.conversation = Conversation(
-                conv.scope, conv.origin, conv.length + len(lines), self._expires(now),
-                conv.working_set if working_set is None else tuple(working_set),
-                conv.usage + len(usage), conv.expired)
+                                  f"{record.conversation.next_seq}, not {first_seq}; another "
+                                  "writer appended first. Nothing was written.")
+            self._extend(record, lines, working_set, usage)
+
+    def append_numbered(self, scope: Scope, head: bytes, tail: bytes) -> int:
+        """See `ConversationState.append_numbered`."""
+        with self._lock:
+            record = self._open_record(scope)
+            seq = record.conversation.next_seq
+            self._extend(record, [head + str(seq).encode() + tail], None, ())
+            return seq
+
+    def _open_record(self, scope: Scope) -> _Record:
+        record = self._live(scope, self.clock())
+        if record is None:
+            raise SeqConflict(f"Conversation {str(scope)!r} is not open (it expired or was "
+                              "deleted); open it again to start a new record.")
+        return record
+
+    def _extend(self, record: _Record, lines: Sequence[bytes],
+                working_set: Sequence[str] | None, usage: Sequence[tuple[str, str]]) -> None:
+        if isinstance(record.lines, _Spill):
+            record.lines.extend(lines)
+        else:
+            record.lines.extend([bytes(line) for line in lines])  # whole, or not at all
+        record.usage.extend(usage)
+        conv = record.conversation
+        # Built directly, not with dataclasses.replace: this runs once a gateway call.
+        record.conversation = Conversation(
+            conv.scope, conv.origin, conv.length + len(lines), self._expires(self.clock()),
+            conv.working_set if working_set is None else tuple(working_set),
+            conv.usage + len(usage), conv.expired)
+
+    def save(self, scope: Scope, *, working_set: Sequence[str] | None = None,
+             usage: Sequence[tuple[str, str]] = ()) -> None:
+        """See `ConversationState.save`."""
+        with self._lock:
+            self._extend(self._open_record(scope), [], working_set, usage)
 
     def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:
         """See `ConversationState.lines`."""

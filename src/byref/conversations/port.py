@@ -9,6 +9,9 @@ The law every implementation keeps (the battery in `byref.conversations.conforma
 - Retention: a conversation idle for `ttl` seconds is expired — its lines are gone, and the seq
   range it held is remembered, so a ref into it is told "expired", not "never existed". Opening an
   expired conversation starts a new record after that range.
+- `append_numbered` is the shared writers' append: the state gives the line the record's next
+  seq (written into it) in one step, so concurrent writers of one record all land, in some order,
+  each at the seq it was told.
 - The working set and the usage evidence are saved with the record (the same transaction when
   given to `append`), so a resumed conversation declares what it declared and never logs the
   same evidence twice.
@@ -83,6 +86,20 @@ class ConversationState(Protocol):
                usage: Sequence[tuple[str, str]] = ()) -> None:
         """Add `lines` (seqs first_seq, first_seq+1, …), and optionally replace the working set
         and add usage pairs, in one transaction; touches the conversation."""
+        ...
+
+    def append_numbered(self, scope: Scope, head: bytes, tail: bytes) -> int:
+        """Add one line, `head + <its seq in decimal> + tail`, at the record's next seq, whoever
+        else appends meanwhile, and return that seq: the state numbers it, so shared writers
+        (replicas) never race for a seq and never retry. Touches the conversation; raises
+        SeqConflict (nothing written) when the record is not live."""
+        ...
+
+    def save(self, scope: Scope, *, working_set: Sequence[str] | None = None,
+             usage: Sequence[tuple[str, str]] = ()) -> None:
+        """Replace the working set and add usage pairs of the live record, at whatever length
+        it has (a shared record's writers need not agree on one); raises SeqConflict when the
+        record is not live."""
         ...
 
     def lines(self, scope: Scope, first_seq: int, count: int) -> list[bytes]:

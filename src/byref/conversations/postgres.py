@@ -3,8 +3,9 @@
 Owns connecting with psycopg 3 (the `byref[postgres]` extra, imported only here), creating the
 tables once under an advisory lock, and the two connections: a writer whose append is one
 transaction (its conditional update row-locks the conversation, so replicas continuing one record
-are serialized and the loser gets `SeqConflict`), and an autocommit reader whose two-statement
-reads run as repeatable-read snapshots. Every call is a network round trip (`remote`).
+are serialized and the loser gets `SeqConflict`) and whose numbered append is one statement, and
+an autocommit reader whose reads are each one statement (one snapshot, one round trip). Every call
+is a network round trip (`remote`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
-from byref.conversations.port import DEFAULT_TTL, ConversationError
+from byref.conversations.port import DEFAULT_TTL, ConversationError, SeqConflict
+from byref.store import Scope
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,7 +70,9 @@ class PostgresConversations(SqlConversations):
         self.conninfo, self.table = conninfo, table
         timeout = max(1, int(connect_timeout))
         try:
-            self._writer = pg.connect(conninfo, connect_timeout=timeout)
+            # Autocommit: `_write` opens an explicit transaction; a numbered append is one
+            # statement, its own transaction (one round trip).
+            self._writer = pg.connect(conninfo, autocommit=True, connect_timeout=timeout)
             self._reader = pg.connect(conninfo, autocommit=True, connect_timeout=timeout)
         except pg.Error as exc:
             raise ConversationError(
@@ -94,12 +98,26 @@ class PostgresConversations(SqlConversations):
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
+        # Every read is one statement (its own snapshot): no BEGIN/COMMIT round trips.
         with self._rlock, self._reader.cursor(binary=True) as cur:
-            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try:
-                yield _PgTx(cur, self.table)
-            finally:
-                cur.execute("COMMIT")
+            yield _PgTx(cur, self.table)
+
+    def append_numbered(self, scope: Scope, head: bytes, tail: bytes) -> int:
+        """See `ConversationState.append_numbered`: one statement, so the conversation row is
+        locked only while PostgreSQL runs it (not across round trips), and writers of one
+        record queue on it for microseconds."""
+        key, now = scope.key(), self.clock()
+        with self._wlock, self._writer.cursor(binary=True) as cur:
+            got = _PgTx(cur, self.table).rows(
+                "WITH c AS (UPDATE {conv} SET length = length + 1, expires_at = ? WHERE "
+                "scope_key = ? AND live = 1 AND (expires_at IS NULL OR expires_at > ?) "
+                "RETURNING origin + length - 1 AS seq) INSERT INTO {lines} (scope_key, seq, "
+                "line) SELECT ?, seq, ?::bytea || convert_to(seq::text, 'UTF8') || ?::bytea "
+                "FROM c RETURNING seq", (self._expires(now), key, now, key, head, tail))
+        if not got:
+            raise SeqConflict(f"Conversation {str(scope)!r} is not open (it expired or was "
+                              "deleted); open it again to start a new record.")
+        return int(got[0][0])
 
     def drop_tables(self) -> None:
         """Remove this state's three tables (test and benchmark clean-up)."""
