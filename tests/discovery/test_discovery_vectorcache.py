@@ -29,7 +29,7 @@ np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[e
 
 from test_discovery_hybrid import Trigrams  # noqa: E402
 
-from byref.discovery.embed import HybridRanker, document_text  # noqa: E402
+from byref.discovery.embed import HybridRanker, document_texts  # noqa: E402
 from byref.discovery.vectorcache import (  # noqa: E402
     CACHE_ENV,
     VectorCache,
@@ -77,7 +77,7 @@ def names(ranker: HybridRanker, cat: Catalog, query: str = "widget colour") -> l
 def test_a_second_ranker_over_the_same_catalog_encodes_nothing(tmp_path: Path) -> None:
     first, second = Keyed(), Keyed()
     expected = names(HybridRanker(first, vector_cache=tmp_path), catalog())
-    assert len(first.encoded) == 4 + 1
+    assert len(first.encoded) == 2 * 4 + 1  # each document's full text and description, query
     ranker = HybridRanker(second, vector_cache=tmp_path)
     assert names(ranker, catalog()) == expected
     assert second.encoded == ["widget colour"]  # the query only
@@ -89,7 +89,7 @@ def test_a_changed_description_is_the_only_document_encoded_again(tmp_path: Path
     encoder = Keyed()
     changed = catalog("Paint a widget in another colour.")
     names(HybridRanker(encoder, vector_cache=tmp_path), changed)
-    assert encoder.encoded == [document_text(changed.index(), 0), "widget colour"]
+    assert encoder.encoded == [*document_texts(changed.index(), 0), "widget colour"]
     again = Keyed()
     names(HybridRanker(again, vector_cache=tmp_path), catalog())  # the old text is kept too
     assert again.encoded == ["widget colour"]
@@ -100,7 +100,7 @@ def test_another_model_never_sees_these_vectors(tmp_path: Path) -> None:
     other = Keyed()
     other.model_id = "cd" * 32
     names(HybridRanker(other, vector_cache=tmp_path), catalog())
-    assert len(other.encoded) == 4 + 1
+    assert len(other.encoded) == 2 * 4 + 1
     assert sorted(p.name for p in tmp_path.glob("*.vec")) == [f"{'ab' * 32}.vec",
                                                               f"{'cd' * 32}.vec"]
 
@@ -138,8 +138,8 @@ def test_a_damaged_cache_file_is_survived_and_rebuilt(tmp_path: Path, damage: st
     encoder = Keyed()
     with pytest.warns(VectorCacheWarning, match=r"is damaged \(.*\); ignoring it and rebuilding"):
         assert names(HybridRanker(encoder, vector_cache=tmp_path), catalog()) == expected
-    assert len(encoder.encoded) == 4 + 1  # re-encoded ...
-    assert len(VectorCache(tmp_path, Keyed.model_id).load()) == 4  # ... and rewritten whole
+    assert len(encoder.encoded) == 2 * 4 + 1  # re-encoded ...
+    assert len(VectorCache(tmp_path, Keyed.model_id).load()) == 2 * 4  # ... and rewritten whole
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         later = Keyed()
@@ -245,15 +245,17 @@ def test_results_are_identical_with_and_without_the_cache(
         # an earlier catalog version shares all but one description with this one
         older = [(n, f"{d} older") if i == rewrite % len(tools) else (n, d)
                  for i, (n, d) in enumerate(tools)]
-        names(HybridRanker(Keyed(), vector_cache=tmp), Catalog([make_tool(n, d)
-                                                                for n, d in older]))
+        old = Catalog([make_tool(n, d) for n, d in older])
+        names(HybridRanker(Keyed(), vector_cache=tmp), old)
         warm = HybridRanker(Keyed(), vector_cache=tmp)
         got = Searcher(cat, ranker=warm).search(query, limit=6)
         want = Searcher(cat, ranker=plain).search(query, limit=6)
         assert [(r.name, r.score) for r in got.results] == [
             (r.name, r.score) for r in want.results]
         assert np.array_equal(warm.vectors(cat.index()), plain.vectors(cat.index()))
-        assert warm.encoded == (1 if len(tools) > 0 else 0)
+        texts = {t for d in range(len(tools)) for t in document_texts(cat.index(), d)}
+        known = {t for d in range(len(tools)) for t in document_texts(old.index(), d)}
+        assert warm.encoded == len(texts - known)  # only the rewritten tool's new texts
 
 
 NO_MODEL = any(importlib.util.find_spec(m) is None
@@ -278,5 +280,5 @@ def test_the_packaged_model_reads_back_the_vectors_it_wrote(tmp_path: Path) -> N
     assert names(first, cat, query)[0] == "get_forecast"
     second = HybridRanker(warm, vector_cache=tmp_path)
     assert names(second, cat, query) == names(first, cat, query) == names(off, cat, query)
-    assert len(cold.encoded) == 3 + 1 and warm.encoded == [query]
+    assert len(cold.encoded) == 2 * 3 + 1 and warm.encoded == [query]
     assert np.array_equal(second.vectors(cat.index()), off.vectors(cat.index()))

@@ -98,13 +98,14 @@ def fusion_sweep(catalog: Catalog, splits: dict[str, Rows], make: Callable[[floa
     return {"by_weight": table, "chosen_on": first, "chosen": float(chosen)}
 
 
-def density_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows], ranker: Any,
-                  weights: Iterable[float] = (0.0, 0.3, 0.6)) -> dict[str, Any]:
-    """Hybrid recall per neighbourhood-density weight (`embed.DENSITY_WEIGHT`): on each MetaTool
-    split, and on the real catalog's task-style and vocabulary queries."""
+def hybrid_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows], ranker: Any,
+                 setting: str, values: Iterable[float]) -> dict[str, Any]:
+    """Hybrid recall per value of one `HybridRanker` setting (`density_weight`,
+    `description_share`): on each MetaTool split, and on the real catalog's task-style and
+    vocabulary queries."""
     out: dict[str, Any] = {}
-    for weight in weights:
-        alike = ranker.with_weight(ranker.lexical_weight, density_weight=weight)
+    for weight in values:
+        alike = ranker.with_weight(ranker.lexical_weight, **{setting: weight})
         searcher = Searcher(catalog, ranker=alike)
         row = {name: recall(_names(searcher), rows) for name, rows in splits.items()}
         for label, path in (("task", TASK_QUERIES), ("vocabulary", VOCABULARY_QUERIES)):
@@ -281,7 +282,9 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     out["fusion"] = fusion_sweep(plain, splits, lambda w: ranker.with_weight(w))
     out["rerank"] = rerank_table(plain, splits, lambda mode: ranker.with_weight(
         ranker.lexical_weight, rerank=mode))
-    out["density"] = density_sweep(root, plain, splits, ranker)
+    out["density"] = hybrid_sweep(root, plain, splits, ranker, "density_weight", (0.0, 0.6))
+    out["description_share"] = hybrid_sweep(root, plain, splits, ranker, "description_share",
+                                            (0.0, 0.3, 0.5, 0.7))
     raw = ranker.encoder.inner if isinstance(ranker.encoder, Memo) else ranker.encoder
     out["encode_1_thread"] = encode_ms(raw, LATENCY_QUERIES)
     try:

@@ -133,12 +133,14 @@ def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
         cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
                           for name, m in by_split.items())
         print(f"  {mode:14} {cells}")
-    print("Neighbourhood-density prior (hybrid; off by default), MetaTool splits and the real "
-          "catalog's queries:")
-    for weight, by_split in r["density"].items():
-        cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
-                          for name, m in by_split.items())
-        print(f"  {weight:>4}  {cells}")
+    for key, title in (("density", "Neighbourhood-density prior (off by default)"),
+                       ("description_share", "Description share of a document vector")):
+        print(f"{title}, hybrid: MetaTool splits, the real catalog's task and vocabulary "
+              "queries:")
+        for weight, by_split in r[key].items():
+            cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
+                              for name, m in by_split.items())
+            print(f"  {weight:>4}  {cells}")
     e = r["encode_1_thread"]
     print(f"Query encode, ONNX int8, 1 thread: p50 {e['p50_ms']} ms, p95 {e['p95_ms']} ms "
           f"(ratio {round(e['p50_ms'] / reference_ms, 3)})")
