@@ -38,7 +38,7 @@ def report() -> dict[str, Any]:
 
 def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
     assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results",
-                           "direct_mode"}
+                           "direct_mode", "sdk_floor"}
     assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
     for path in ("activated", "call_tool"):
         _row(report["stdio"][path], ROW_P95)
@@ -64,6 +64,16 @@ def test_direct_mode_is_timed_beside_search_mode(report: dict[str, Any]) -> None
     _row(direct["search_mode"], ROW_P95)
     ratio = direct["direct_mode"]["gateway_p50_ms"] / direct["search_mode"]["gateway_p50_ms"]
     assert abs(direct["direct_mode_vs_search_mode_p50"] - ratio) < 0.02  # of unrounded medians
+
+
+def test_the_sdk_floor_is_timed_beside_the_gateway(report: dict[str, Any]) -> None:
+    floor = report["sdk_floor"]
+    assert floor["calls"] == report["plan"]["calls"]
+    _row(floor["activated"], ROW_P95)
+    _row(floor["sdk_floor"], ROW_P95)
+    ratio = floor["activated"]["gateway_p50_ms"] / floor["sdk_floor"]["gateway_p50_ms"]
+    assert abs(floor["activated_vs_sdk_floor_p50"] - ratio) < 0.02  # of unrounded medians
+    assert any("SDK floor proxy" in line for line in format_report(report))
 
 
 def test_large_results_are_placed_and_scale_is_shown(report: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """The per-call figures of `byref bench gateway`: the bench upstream called directly and through
 `byref gateway`, every figure a ratio to the direct call in the same run.
 
-Owns five sections, each with its own fresh processes (all started together, then timed one
+Owns six sections, each with its own fresh processes (all started together, then timed one
 section at a time while the others idle, so no figure is taken while processes start): `stdio`
 (an activated tool called by name, and the same tool through `call_tool`), `http` (a call,
 `tools/list` and `search_tools` over streamable HTTP; the gateway's upstream stays on stdio, as
@@ -10,7 +10,10 @@ and RSS growth per call of the gateway process beside the directly-served upstre
 `results` (a large plain text, a large log with an error every other line, and one four times
 its size to show how the cost scales), and `direct_mode` (a gateway in `byref.mode: "direct"`,
 whose tools are declared without activation, called by name beside the search-mode gateway's
-activated tool and the direct call, all three interleaved). The law: sides are timed
+activated tool and the direct call, all three interleaved), and `sdk_floor` (the gateway's
+activated tool beside `gateway_floor`, the least proxy the `mcp` SDK makes — its server and
+client, no byref code — so a reader sees how much of the ratio is the SDK's two extra edges).
+The law: sides are timed
 interleaved, never one after the other, and a figure is compared only with the direct call
 that does the same thing.
 """
@@ -34,6 +37,7 @@ from byref.bench.gateway_rig import (
     announced,
     checked,
     child_pid,
+    floor_stdio,
     gateway_command,
     gateway_stdio,
     http_client,
@@ -69,7 +73,7 @@ class Plan:
 
     def steps(self) -> int:
         """Interleaved rounds in all sections (for a progress bar)."""
-        return (5 * (self.warmup + self.calls) + self.warmup + self.session
+        return (6 * (self.warmup + self.calls) + self.warmup + self.session
                 + 3 * (1 + self.rounds))
 
 
@@ -96,9 +100,10 @@ def _listing(client: Client) -> Callable[[], Awaitable[Any]]:
 
 
 async def call_figures(plan: Plan, config: Path, tick: Tick) -> dict[str, Any]:
-    """All four sections: started together, timed one at a time, closed together."""
+    """Every section: started together, timed one at a time, closed together."""
     runs = {"stdio": stdio_figures, "http": http_figures, "session": session_figures,
-            "results": results_figures, "direct_mode": direct_mode_figures}
+            "results": results_figures, "direct_mode": direct_mode_figures,
+            "sdk_floor": floor_figures}
     stage, out = Stage(len(runs)), {}
 
     async def one(name: str) -> None:
@@ -126,6 +131,26 @@ async def stdio_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> d
             "call_tool": row(t["direct"], t["call_tool"]),
             "call_tool_vs_activated_p50": round(
                 statistics.median(t["call_tool"]) / statistics.median(t["activated"]), 2)}
+
+
+async def floor_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> dict[str, Any]:
+    """The SDK floor section: the gateway's activated tool beside `gateway_floor` (the SDK's own
+    server and client, no byref code, in front of its own copy of the upstream) and the direct
+    call, all three interleaved."""
+    async with stdio_client(upstream_stdio()) as direct, \
+            stdio_client(gateway_stdio(config)) as gateway, \
+            stdio_client(floor_stdio()) as floor:
+        await _call(gateway, "activate_tool", {"names": [ECHO]})()
+        await floor.list_tools()  # as the direct side: the client has seen the tool listed
+        sides = {"direct": _call(direct, "echo", ECHO_ARGS),
+                 "activated": _call(gateway, ECHO, ECHO_ARGS),
+                 "sdk_floor": _call(floor, "echo", ECHO_ARGS)}
+        async with stage.turn():
+            t = await interleaved(sides, plan.calls, plan.warmup, tick)
+    return {"calls": plan.calls, "activated": row(t["direct"], t["activated"]),
+            "sdk_floor": row(t["direct"], t["sdk_floor"]),
+            "activated_vs_sdk_floor_p50": round(
+                statistics.median(t["activated"]) / statistics.median(t["sdk_floor"]), 2)}
 
 
 async def direct_mode_figures(plan: Plan, config: Path, tick: Tick, stage: Stage

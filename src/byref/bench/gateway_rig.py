@@ -50,6 +50,13 @@ def upstream_stdio(label: str | None = None) -> StdioServerParameters:
     return StdioServerParameters(command=command, args=args, env=_env())
 
 
+def floor_stdio() -> StdioServerParameters:
+    """The SDK floor proxy (`gateway_floor`: the SDK's server and client, no byref) in front of
+    its own bench upstream, as stdio server parameters."""
+    return StdioServerParameters(command=sys.executable, args=["-m", "byref.bench.gateway_floor"],
+                                 env=_env())
+
+
 def write_config(path: Path, mode: str | None = None) -> Path:
     """A gateway config with the bench upstream (over stdio) and one bearer token for HTTP;
     `mode` sets byref.mode ('search' when None)."""

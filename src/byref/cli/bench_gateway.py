@@ -91,6 +91,13 @@ def format_report(report: dict[str, Any]) -> list[str]:
     out += [f"stdio, {s['calls']} calls:",
             f"  activated tool by name   {_pair(s['activated'])}",
             f"  through call_tool        {_pair(s['call_tool'])}"]
+    if "sdk_floor" in report:
+        f = report["sdk_floor"]
+        out += [f"the SDK floor (stdio, {f['calls']} calls; the mcp SDK's own server and client "
+                "in front of the upstream, no byref code):",
+                f"  gateway, activated tool  {_pair(f['activated'])}",
+                f"  SDK floor proxy          {_pair(f['sdk_floor'])}",
+                f"  gateway ÷ SDK floor      ×{f['activated_vs_sdk_floor_p50']}"]
     h = report["http"]
     out += [f"HTTP, {h['calls']} calls (upstream on {h['upstream_behind_gateway']} behind the "
             "gateway):",
