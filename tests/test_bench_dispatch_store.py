@@ -49,3 +49,15 @@ def test_the_memory_store_reports_latency_against_the_file_store(
     assert len(memory) == 1 and "MB/s" not in memory[0]
     assert "hands over a reference, no bytes move; µs ×" in memory[0]
     assert memory[0].endswith(" get of file's")
+
+
+def test_the_async_paths_are_measured_against_the_sync_turn_in_the_same_run() -> None:
+    from byref.bench.dispatch_async import BASELINE, async_dispatch_bench
+
+    paths = async_dispatch_bench(number=5, repeat=1)
+    assert next(iter(paths)) == BASELINE and paths[BASELINE]["vs_sync_us"] == 0.0
+    assert {"adispatch, async tool", "Session.run_call, async tool",
+            "Session.dispatch, 20 async calls"} <= set(paths)
+    for row in paths.values():
+        assert row["us"] > 0
+        assert abs(row["vs_sync_us"] - (row["us"] - paths[BASELINE]["us"])) <= 0.2

@@ -121,11 +121,13 @@ def run_dispatch(args: argparse.Namespace) -> int:
     """`byref bench dispatch`: per-call dispatch overhead and digest-read cost; returns the exit
     code."""
     from byref.bench.dispatch import digest_read_bench, dispatch_bench
+    from byref.bench.dispatch_async import async_dispatch_bench
 
     report = dispatch_bench()
     digest = digest_read_bench()
+    paths = async_dispatch_bench()
     if args.json:
-        print(json.dumps({**report, "digest_read": digest}, indent=2))
+        print(json.dumps({**report, "digest_read": digest, "async_paths": paths}, indent=2))
         return 0
     print(f"{'call':15}{'the tool':24}{'dispatch µs':>12}{'without byref µs':>18}"
           f"{'overhead µs':>13}{'ratio':>7}{'chars shown (without)':>24}")
@@ -138,4 +140,9 @@ def run_dispatch(args: argparse.Namespace) -> int:
     print(f"query_json over {digest['bytes'] / 1e6:.1f} MB stored: {digest['plain_mb_s']} MB/s "
           f"unverified, {digest['verified_mb_s']} MB/s digest-verified "
           f"(×{digest['ratio']} of the unverified throughput)")
+    print(f"\n{'path (async vs sync)':42}{'µs/call':>9}{'vs sync µs':>12}")
+    for name, row in paths.items():
+        print(f"{name:42}{row['us']:>9}{row['vs_sync_us']:>+12}")
+    print("best of interleaved repeats; the session rows include recording the tool message "
+          "(adispatch records none: compare it with the baseline less the append)")
     return 0
