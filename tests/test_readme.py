@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -202,97 +204,60 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
                                       "content": '{"city":"Paris","temp_c":21}'}
 
 
-def test_readme_pydantic_ai_example_runs_with_its_openai_model_on_loopback(
-        monkeypatch: Any) -> None:
-    """The pydantic-ai example, unchanged, its `openai-chat:` model talking to a Chat
-    Completions endpoint on loopback that plays the model: the export, then `total` with the
-    ref it was shown, then the total as its answer."""
+def _play_the_status_model(body: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions endpoint playing the model: the export, then `total` with the ref it
+    was shown, then the total as its answer."""
     import json
 
-    import pytest
+    from integrations.helpers_integrations import chat_completion, chat_tool_results
 
-    pytest.importorskip("pydantic_ai", reason="needs the pydantic-ai extra")
-    from integrations.helpers_integrations import ChatWire, chat_completion, chat_tool_results
-
-    def play(body: dict[str, Any]) -> dict[str, Any]:
-        results = chat_tool_results(body)
-        if not results:
-            return chat_completion(("export_orders", {"month": "March"}))
-        if len(results) == 1:
-            return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
-        return chat_completion(text=results[-1])
-
-    code = python_block("byref.integrations.pydantic_ai")
-    assert len(code.strip().splitlines()) <= 20
-    with ChatWire(play) as wire:
-        monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        assert run_example(code) == printed_comment(code)
-    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
+    results = chat_tool_results(body)
+    if not results:
+        return chat_completion(("export_orders", {"month": "March"}))
+    if len(results) == 1:
+        return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
+    return chat_completion(text=results[-1])
 
 
-def test_readme_langchain_example_runs_with_chat_openai_on_loopback(monkeypatch: Any) -> None:
-    """The LangChain example, unchanged: `openai:gpt-5` is LangChain's ChatOpenAI, here talking
-    to a Chat Completions endpoint on loopback that plays the model."""
-    import json
-
-    import pytest
-
-    pytest.importorskip("langchain_openai", reason="needs the langchain-test extra")
-    from integrations.helpers_integrations import ChatWire, chat_completion, chat_tool_results
-
-    def play(body: dict[str, Any]) -> dict[str, Any]:
-        results = chat_tool_results(body)
-        if not results:
-            return chat_completion(("export_orders", {"month": "March"}))
-        if len(results) == 1:
-            return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
-        return chat_completion(text=results[-1])
-
-    code = python_block("byref.integrations.langchain")
-    assert len(code.strip().splitlines()) <= 20
-    with ChatWire(play) as wire:
-        monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        assert run_example(code) == printed_comment(code)
-    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
-
-
-def test_readme_openai_agents_example_runs_with_the_sdks_openai_model_on_loopback(
-        monkeypatch: Any) -> None:
-    """The Agents SDK example, unchanged: `model="gpt-5"` is the SDK's OpenAI model (here on its
-    Chat Completions API), talking to an endpoint on loopback that plays the model."""
-    import json
-
-    import pytest
-
-    pytest.importorskip("agents", reason="needs the openai-agents extra")
+@contextlib.contextmanager
+def _agents_sdk_on_chat_completions() -> Any:
+    """The Agents SDK's OpenAI model on its Chat Completions API, tracing off, restored after."""
     from agents import set_default_openai_api, set_tracing_disabled
     from agents.models import _openai_shared
 
-    from integrations.helpers_integrations import ChatWire, chat_completion, chat_tool_results
-
-    def play(body: dict[str, Any]) -> dict[str, Any]:
-        results = chat_tool_results(body)
-        if not results:
-            return chat_completion(("export_orders", {"month": "March"}))
-        if len(results) == 1:
-            return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
-        return chat_completion(text=results[-1])
-
-    code = python_block("byref.integrations.openai_agents")
-    assert len(code.strip().splitlines()) <= 20
     responses = _openai_shared.get_use_responses_by_default()
     set_tracing_disabled(True)  # traces would go to api.openai.com; nothing else reads them
     set_default_openai_api("chat_completions")
     try:
-        with ChatWire(play) as wire:
-            monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
-            monkeypatch.setenv("OPENAI_API_KEY", "test")
-            assert run_example(code) == printed_comment(code)
+        yield
     finally:
         set_default_openai_api("responses" if responses else "chat_completions")
-    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000  # 20,000 orders never sent
+
+
+@pytest.mark.parametrize(("marker", "needs", "extra"), [
+    # pydantic-ai's `openai-chat:` model
+    ("byref.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    # `openai:gpt-5` is LangChain's ChatOpenAI
+    ("byref.integrations.langchain", "langchain_openai", "langchain-test"),
+    # `model="gpt-5"` is the Agents SDK's OpenAI model
+    ("byref.integrations.openai_agents", "agents", "openai-agents"),
+])
+def test_readme_framework_example_runs_with_its_openai_model_on_loopback(
+        monkeypatch: Any, marker: str, needs: str, extra: str) -> None:
+    """Each framework example, unchanged, its model talking to a Chat Completions endpoint on
+    loopback that plays the model; the 20,000 orders never go over the wire."""
+    pytest.importorskip(needs, reason=f"needs the {extra} extra")
+    from integrations.helpers_integrations import ChatWire
+
+    code = python_block(marker)
+    assert len(code.strip().splitlines()) <= 20
+    setup = (_agents_sdk_on_chat_completions() if needs == "agents"
+             else contextlib.nullcontext())
+    with setup, ChatWire(_play_the_status_model) as wire:
+        monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        assert run_example(code) == printed_comment(code)
+    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000
 
 
 def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> None:
