@@ -177,6 +177,7 @@ class Gateway:
                 self._list_changes = ListChanges(
                     state.conninfo, state.table, [s.name for s in self.config.servers],
                     self._replica_changed, heard_scope=self._replica_scope_changed,
+                    held_scopes=lambda: [s.scope.key() for s in self.scopes.all()],
                     errlog=self._errlog)
                 stack.push_async_callback(self._list_changes.close)
                 await self._group.start(self._list_changes.run)
@@ -370,8 +371,9 @@ class Gateway:
         await self._upstream_changed(server)
 
     async def _replica_scope_changed(self, key: str) -> None:
-        """Another replica changed a shared conversation's working set: if this replica holds
-        it, re-read how far its record has grown and tell its clients here."""
+        """Another replica changed a shared conversation's working set (or this one may have
+        missed that it did, while not listening): if this replica holds it, re-read how far its
+        record has grown and, if its working set changed, tell its clients here."""
         for state in self.scopes.all():
             if state.scope.key() != key:
                 continue
@@ -384,8 +386,10 @@ class Gateway:
                         if self._errlog is not None:
                             print(f"byref gateway: conversation {key!r} not re-read after "
                                   f"another replica's activation: {exc}", file=self._errlog)
-            state.declared = tuple(self.working_set(state, await self.toolbox_for(state)))
-            await state.announce()
+            now = tuple(self.working_set(state, await self.toolbox_for(state)))
+            if now != state.declared:
+                state.declared = now
+                await state.announce()
 
     async def _reannounce(self) -> None:
         box = await self.toolbox()

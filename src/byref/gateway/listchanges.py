@@ -11,8 +11,10 @@ Why PostgreSQL and not Redis pub/sub: replicas already share their conversation 
 PostgreSQL (replicas require it), so NOTIFY needs no further service to run, secure and watch;
 its payloads are small and delivered to every listening session, which is all a "re-list this
 server" hint needs (a notice missed while disconnected is covered by re-listing every server on
-reconnect). The channel is named after the state's table prefix, so gateways on one database but
-different tables never hear each other.
+reconnect, and so is an activation: every conversation the replica holds re-reads its record and
+announces if its working set changed). The channel is named after the state's table prefix, so
+gateways on one database but different tables never hear each other. The listening connection is
+named `byref-listen <channel>` (application_name), so an operator can find it.
 
 The law: a replica never acts on its own notices, a notice makes the hearer re-list (never
 trust a payload's contents beyond a server name it has configured), and a lost connection is
@@ -24,7 +26,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any, TextIO
 
 import anyio
@@ -50,6 +52,7 @@ class ListChanges:
     def __init__(self, conninfo: str, table: str, servers: Collection[str],
                  heard: Callable[[str], Awaitable[None]], *,
                  heard_scope: Callable[[str], Awaitable[None]] | None = None,
+                 held_scopes: Callable[[], Iterable[str]] = lambda: (),
                  errlog: TextIO | None = None) -> None:
         self.conninfo = conninfo
         self.channel = f"{table}_tool_lists"
@@ -57,6 +60,7 @@ class ListChanges:
         self._servers = frozenset(servers)
         self._heard = heard
         self._heard_scope = heard_scope
+        self._held_scopes = held_scopes
         self._errlog = errlog if errlog is not None else sys.stderr
         self._sender: Any = None
         self._send_lock = anyio.Lock()
@@ -69,17 +73,21 @@ class ListChanges:
         started = False
         while True:
             try:
-                conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True,
-                                                             connect_timeout=10)
+                conn = await psycopg.AsyncConnection.connect(
+                    self.conninfo, autocommit=True, connect_timeout=10,
+                    application_name=f"byref-listen {self.channel}"[:63])
                 async with conn:
                     await conn.execute(psycopg.sql.SQL("LISTEN {}").format(
                         psycopg.sql.Identifier(self.channel)))
                     if not started:
                         started = True
                         task_status.started()
-                    else:  # notices sent while we were away are lost: re-list everything
-                        for server in sorted(self._servers):
+                    else:  # notices sent while we were away are lost: re-list every server
+                        for server in sorted(self._servers):  # and re-read every record held
                             await self._heard(server)
+                        if self._heard_scope is not None:
+                            for key in list(self._held_scopes()):
+                                await self._heard_scope(key)
                     async for notice in conn.notifies():
                         got = self._parse(notice.payload)
                         if got is None:
