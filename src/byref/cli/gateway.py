@@ -4,7 +4,8 @@ The config is the `mcpServers` JSON MCP clients already use (see byref.gateway.c
 the gateway speaks MCP on stdin/stdout (put the command in your MCP client's config); over HTTP it
 listens on --host/--port (0 picks a free port; the address is printed on stderr) and needs the
 config's byref.tokens. Conversations (the records Message refs address) are kept by --state
-(default: SQLite beside a file store, else memory); over stdio --conversation ID resumes one.
+(default: SQLite beside a file store, else memory); over stdio --conversation ID resumes one, and
+a second stdio gateway on a conversation another one holds is refused (exit 2).
 A bad config, store or state URL or address is a one-line error and exit code 2.
 """
 
@@ -86,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
 
             trace_to_file(args.otel)
         gateway.scopes.conversations  # noqa: B018 -- opened now: a bad state URL exits here
+        # One process writes a stdio conversation: a second gateway resuming the same one is
+        # refused here (replicas share records by design and hold nothing).
+        held = (gateway.scopes.conversations.hold(gateway.scopes.stdio_scope)
+                if args.transport == "stdio" and not config.replicas else None)
     except (ConfigError, StoreURLError, ConversationError, RuntimeError, OSError) as exc:
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
@@ -123,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
         end_all()  # whatever a stop could not end in time
         if sock is not None:
             sock.close()
+        if held is not None:
+            held.release()
     return 0
 
 

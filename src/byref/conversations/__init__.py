@@ -16,13 +16,14 @@ from byref.conversations.open import StateURLError, default_state_url, open_stat
 from byref.conversations.port import (
     DEFAULT_TTL,
     Conversation,
+    ConversationBusy,
     ConversationError,
     ConversationState,
     SeqConflict,
 )
 
 __all__ = [
-    "DEFAULT_TTL", "Conversation", "ConversationError", "ConversationLines", "ConversationState",
-    "ConversationTranscript", "MemoryConversations", "SeqConflict", "StateURLError",
-    "default_state_url", "open_state",
+    "DEFAULT_TTL", "Conversation", "ConversationBusy", "ConversationError", "ConversationLines",
+    "ConversationState", "ConversationTranscript", "MemoryConversations", "SeqConflict",
+    "StateURLError", "default_state_url", "open_state",
 ]

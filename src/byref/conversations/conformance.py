@@ -15,11 +15,12 @@ import os
 import queue
 import secrets
 import signal
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from byref.conversations.port import ConversationState, SeqConflict
+from byref.conversations.port import ConversationBusy, ConversationState, SeqConflict
 from byref.store import Scope
 
 PROCESS_TIMEOUT = 120.0
@@ -389,6 +390,73 @@ def numbered_writers(kit: Kit) -> None:
                 for seq in range(2 * count)], "each line at the seq written in it")
 
 
+def _holder(opener: Callable[[], ConversationState], scope: Scope, out: Any,
+            keep: bool) -> None:
+    state = opener()
+    try:
+        held = state.hold(scope)
+    except ConversationBusy:
+        out.put("busy")
+        return
+    out.put("held")
+    if keep:  # held until killed
+        threading.Event().wait(PROCESS_TIMEOUT)
+    held.release()
+
+
+def _try_hold(opener: Callable[[], ConversationState], scope: Scope, keep: bool = False
+              ) -> tuple[str, multiprocessing.process.BaseProcess]:
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_holder, args=(opener, scope, out, keep))
+    proc.start()
+    try:
+        return out.get(timeout=PROCESS_TIMEOUT), proc
+    except queue.Empty:
+        _reap([proc])
+        raise CaseFailed("a holding process reported nothing in time") from None
+
+
+def holds(kit: Kit) -> None:
+    """A held conversation is refused to another process (ConversationBusy) and to a second
+    hold here; free again once released, and once its holder is killed with SIGKILL."""
+    opener, scope, other = kit.opener(), kit.scope(), kit.scope("other")
+    held = kit.state.hold(scope)
+    check(conflicts_busy(lambda: kit.state.hold(scope)), "a second hold in this process")
+    got, proc = _try_hold(opener, scope)
+    _reap([proc])
+    equal(got, "busy", "another process while it is held")
+    got, proc = _try_hold(opener, other)
+    _reap([proc])
+    equal(got, "held", "another process, another conversation")
+    held.release()
+    held.release()  # idempotent
+    got, proc = _try_hold(opener, scope, keep=True)
+    try:
+        equal(got, "held", "another process once released")
+        check(conflicts_busy(lambda: kit.state.hold(scope)), "held by the other process")
+    finally:
+        if proc.pid is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+        _reap([proc])
+    for _ in range(200):  # the server may take a moment to see the connection gone
+        try:
+            kit.state.hold(scope).release()
+            return
+        except ConversationBusy:
+            threading.Event().wait(0.05)
+    raise CaseFailed("still held 10 s after its holder was killed")
+
+
+def conflicts_busy(fn: Callable[[], object]) -> bool:
+    """Whether `fn` raised ConversationBusy."""
+    try:
+        fn()
+    except ConversationBusy:
+        return True
+    return False
+
+
 BATCH = 3
 BIG = 300_000
 
@@ -476,6 +544,8 @@ CASES: tuple[Case, ...] = (
          numbered),
     Case("numbered-writers-two-processes", "Two processes appending numbered lines at once: "
          "each lands at the seq it was told, none twice, none skipped.", numbered_writers, True),
+    Case("holds", "A held conversation is refused to any other holder; free once released or "
+         "its holder is killed with SIGKILL.", holds, True),
     Case("kill-mid-write", "A writer killed with SIGKILL mid-write leaves whole batches only; "
          "nothing torn is ever read back, and the record continues.", kill_mid_write, True),
 )

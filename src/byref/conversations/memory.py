@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from byref.conversations.port import DEFAULT_TTL, Conversation, SeqConflict
+from byref.conversations.port import (
+    DEFAULT_TTL,
+    Conversation,
+    ConversationBusy,
+    SeqConflict,
+    busy_text,
+)
 from byref.store import Scope
 
 
@@ -71,6 +77,16 @@ class _Record:
     usage: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass
+class _MemoryHold:
+    state: MemoryConversations
+    scope: Scope
+
+    def release(self) -> None:
+        with self.state._lock:
+            self.state._held.discard(self.scope)
+
+
 class MemoryConversations:
     """`ConversationState` in this process. `spill=True` (temp dir) or a directory: lines in a
     nameless file per conversation; `spill=False`: in a list."""
@@ -88,6 +104,7 @@ class MemoryConversations:
         self._expired: dict[Scope, tuple[int, int] | None] = {}
         """Scopes whose record expired → the seq range it held (None: it held nothing)."""
         self._lock = threading.Lock()
+        self._held: set[Scope] = set()
 
     def _expires(self, now: float) -> float | None:
         return None if self.ttl is None else now + self.ttl
@@ -212,6 +229,14 @@ class MemoryConversations:
             if record is not None and isinstance(record.lines, _Spill):
                 record.lines.close()
             return record is not None or tombstone
+
+    def hold(self, scope: Scope) -> _MemoryHold:
+        """See `ConversationState.hold` (held in this instance: no other process shares it)."""
+        with self._lock:
+            if scope in self._held:
+                raise ConversationBusy(busy_text(scope))
+            self._held.add(scope)
+        return _MemoryHold(self, scope)
 
     def sweep(self) -> int:
         """See `ConversationState.sweep`."""

@@ -12,6 +12,7 @@ The law every implementation keeps (the battery in `byref.conversations.conforma
 - `append_numbered` is the shared writers' append: the state gives the line the record's next
   seq (written into it) in one step, so concurrent writers of one record all land, in some order,
   each at the seq it was told.
+- `hold` is exclusive between holders and ends with its holder's process, however it ends.
 - The working set and the usage evidence are saved with the record (the same transaction when
   given to `append`), so a resumed conversation declares what it declared and never logs the
   same evidence twice.
@@ -59,6 +60,18 @@ class ConversationError(OperatorError):
 class SeqConflict(ConversationError):
     """An append did not continue the record: another writer appended first, or the record is
     gone (expired or deleted). Nothing was written."""
+
+
+class ConversationBusy(ConversationError):
+    """Another process holds the conversation (`ConversationState.hold`)."""
+
+
+class Hold(Protocol):
+    """A conversation held for one process's lifetime (`ConversationState.hold`)."""
+
+    def release(self) -> None:
+        """Let another process hold it; idempotent."""
+        ...
 
 
 class ConversationState(Protocol):
@@ -115,9 +128,23 @@ class ConversationState(Protocol):
         """Forget the conversation entirely (no expired range kept); True if it existed."""
         ...
 
+    def hold(self, scope: Scope) -> Hold:
+        """Hold `scope` as this process's, until released or the process ends (even by
+        SIGKILL); raises ConversationBusy when another holder has it. For a single writer (a
+        stdio gateway resuming a conversation); replicas share records and hold nothing."""
+        ...
+
     def sweep(self) -> int:
         """Expire every conversation idle past its ttl (their lines are deleted); how many."""
         ...
 
     def close(self) -> None:
         """Release connections and files; the state is unusable after."""
+
+
+def busy_text(scope: Scope) -> str:
+    """The operator's one line when a conversation is held by another process."""
+    return (f"conversation {scope.conversation!r} ({str(scope)!r}) is in use by another byref "
+            "gateway; stop that one, resume a different --conversation ID, or run both as "
+            "replicas (byref.replicas with PostgreSQL state).")
+

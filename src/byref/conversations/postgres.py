@@ -10,13 +10,20 @@ is a network round trip (`remote`).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
-from byref.conversations.port import DEFAULT_TTL, ConversationError, SeqConflict
+from byref.conversations.port import (
+    DEFAULT_TTL,
+    ConversationBusy,
+    ConversationError,
+    SeqConflict,
+    busy_text,
+)
 from byref.store import Scope
 
 if TYPE_CHECKING:
@@ -125,8 +132,40 @@ class PostgresConversations(SqlConversations):
             for name in ("{conv}", "{lines}", "{usage}"):
                 tx.count(f"DROP TABLE IF EXISTS {name}")
 
+    def hold(self, scope: Scope) -> _PgHold:
+        """See `ConversationState.hold`: a session advisory lock on the table and scope, on a
+        connection of its own (PostgreSQL drops it when that connection ends, with the
+        process)."""
+        pg = _psycopg()
+        digest = hashlib.sha256(f"{self.table}\0{scope.key()}".encode()).digest()
+        key = int.from_bytes(digest[:8], "big", signed=True)
+        try:
+            conn = pg.connect(self.conninfo, autocommit=True, application_name="byref-hold")
+        except pg.Error as exc:
+            raise ConversationError(f"Cannot hold conversation {str(scope)!r} in PostgreSQL: "
+                                    f"{str(exc).strip() or exc!r}") from exc
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        if not (row and row[0]):
+            conn.close()
+            raise ConversationBusy(busy_text(scope))
+        return _PgHold(conn)
+
     def close(self) -> None:
         """Close both connections."""
         with self._wlock, self._rlock:
             self._writer.close()
             self._reader.close()
+
+
+class _PgHold:
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def release(self) -> None:
+        if not self._conn.closed:
+            self._conn.close()  # a session advisory lock ends with its connection
+

@@ -7,6 +7,9 @@ not wait for it) are `byref.store.sqlite_file.SqliteFile`, shared with the SQLit
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -14,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
-from byref.conversations.port import DEFAULT_TTL, ConversationError
+from byref.conversations.port import (
+    DEFAULT_TTL,
+    ConversationBusy,
+    ConversationError,
+    busy_text,
+)
+from byref.store import Scope
 from byref.store.sqlite_file import SqliteFile
 
 
@@ -66,6 +75,33 @@ class SqliteConversations(SqlConversations):
     def _read(self) -> AbstractContextManager[Tx]:
         return self._db.read()
 
+    def hold(self, scope: Scope) -> _FileHold:
+        """See `ConversationState.hold`: an exclusive `flock` on a file beside the database
+        (`<db>.holds/<table>-<hash of the scope>`), which the kernel drops with the process."""
+        folder = Path(f"{self.path}.holds")
+        folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(scope.key().encode()).hexdigest()[:32]
+        fd = os.open(folder / f"{self.table}-{digest}", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ConversationBusy(busy_text(scope)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return _FileHold(fd)
+
     def close(self) -> None:
         """Close both connections."""
         self._db.close()
+
+
+class _FileHold:
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor drops the flock
+            self._fd = None
