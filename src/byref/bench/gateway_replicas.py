@@ -111,8 +111,14 @@ def replicas_bench(replicas: int = 3, *, sessions: int = 8, calls: int = 50, rou
                 f"backend one\n  server r0 127.0.0.1:{ports[0]}\n")
             balancer = subprocess.Popen([haproxy, "-db", "-f", str(work / "haproxy.cfg")],
                                         stdout=subprocess.DEVNULL, stderr=out)
-            report = anyio.run(_measure, ports, one, every, procs[0].pid, sessions, calls,
-                               rounds, rss_calls, rss_mb, log)
+            try:
+                report = anyio.run(_measure, ports, one, every, procs[0].pid, sessions, calls,
+                                   rounds, rss_calls, rss_mb, log)
+            except Exception as exc:  # the gateways' own words go with it (the log is deleted)
+                out.flush()
+                tail = (work / "gateways.log").read_text(errors="replace")[-4_000:]
+                raise RuntimeError(f"the run failed: {exc!r}; the gateways' log ends:\n"
+                                   f"{tail}") from exc
         finally:
             if balancer is not None:
                 balancer.kill()
@@ -210,6 +216,7 @@ async def _measure(ports: list[int], one: int, every: int, first_pid: int, sessi
     size = rss_mb << 20
     made = [0]
     peak = [start_rss]
+    warm: list[float] = []
 
     async def large(share: int) -> None:
         async with client(one) as c:
@@ -220,7 +227,10 @@ async def _measure(ports: list[int], one: int, every: int, first_pid: int, sessi
                     raise RuntimeError(f"a large-result call failed: {got.content}")
                 made[0] += 1
                 if made[0] % 100 == 0:
-                    peak[0] = max(peak[0], _rss_mib(first_pid))
+                    now = _rss_mib(first_pid)
+                    peak[0] = max(peak[0], now)
+                    if made[0] == 100:  # warmed up: later growth would be a leak
+                        warm.append(now)
                     log(f"large results: {made[0]}/{rss_calls}")
 
     # A few sessions at once, so the upstream's writing and the gateway's reading overlap (one
@@ -234,6 +244,7 @@ async def _measure(ports: list[int], one: int, every: int, first_pid: int, sessi
     out["rss"] = {"calls": rss_calls, "result_mb": rss_mb, "sessions": RSS_SESSIONS,
                   "start_mib": start_rss, "after_mib": _rss_mib(first_pid),
                   "peak_mib": max(peak[0], _rss_mib(first_pid)),
+                  "after_100_mib": warm[0] if warm else None,
                   "store_max_mib": rss_store_bytes(rss_mb) >> 20,
                   "calls_per_s": rss_calls / wall, "mb_per_s": rss_calls * rss_mb / wall,
                   "wall_s": wall}
@@ -259,10 +270,12 @@ def format_replicas(report: dict[str, Any]) -> str:
         f"(×{every['p50_ms'] / one['p50_ms']:.2f}); p95 {every['p95_ms']:.2f} ms vs "
         f"{one['p95_ms']:.2f} ms (×{every['p95_ms'] / one['p95_ms']:.2f})",
         f"  first replica RSS {rss['start_mib']:.1f} MiB at start → {rss['after_mib']:.1f} MiB "
-        f"after {rss['calls']:,} calls with {rss['result_mb']} MB results (peak "
-        f"{rss['peak_mib']:.1f} MiB; {rss['sessions']} sessions at once, "
+        f"after {rss['calls']:,} calls with {rss['result_mb']} MB results ("
+        + (f"{rss['after_100_mib']:.1f} MiB after the first 100, "
+           if rss.get("after_100_mib") is not None else "")
+        + f"peak {rss['peak_mib']:.1f} MiB; {rss['sessions']} sessions at once, "
         f"{rss['calls_per_s']:.1f} calls/s = {rss['mb_per_s']:.0f} MB/s, {rss['wall_s']:.0f} s)",
         f"  store: file store on disk with retention max_bytes={rss['store_max_mib']} MiB per "
         "scope (a put past it evicts the oldest results, so the disk holds at most that, not "
-        f"{rss['calls'] * rss['result_mb'] / 1000:.0f} GB); state: PostgreSQL",
+        f"{rss['calls'] * rss['result_mb'] / 1000:,.1f} GB); state: PostgreSQL",
     ])
