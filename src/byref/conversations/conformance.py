@@ -1,118 +1,43 @@
 """The conversation-state battery: every implementation, ours or a user's, runs the same laws.
 
-Owns the cases and a small runner. A harness says how to make a state (`create`, with a clock the
-battery can move: `advance`), and how a second process reaches the same storage (`reopen`, a
-picklable opener; None for state that lives in one process, whose two-process cases are then
-declared with that reason). A case raises to fail; nothing here imports a test framework.
+Owns the single-process cases, the list of every case (`CASES`; those needing a second process
+live in `conformance_processes`, the kit they share in `conformance_kit`) and a small runner. A
+harness says how to make a state (`create`, with a clock the battery can move: `advance`), and
+how a second process reaches the same storage (`reopen`, a picklable opener; None for state that
+lives in one process, whose two-process cases are then declared with that reason). A case raises
+to fail; nothing here imports a test framework.
 
     report = run_battery(StateBattery("mine", create=lambda: Mine(...), advance=...))
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import queue
 import secrets
-import signal
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from byref.conversations.port import ConversationBusy, ConversationState, SeqConflict
+from byref.conversations.conformance_kit import (
+    PROCESS_TIMEOUT,
+    TTL,
+    Case,
+    CaseFailed,
+    Kit,
+    Result,
+    StateBattery,
+    check,
+    conflicts,
+    equal,
+    line,
+)
+from byref.conversations.conformance_processes import (
+    holds,
+    kill_mid_write,
+    numbered_writers,
+    two_writers,
+)
+from byref.conversations.port import ConversationState, SeqConflict
 from byref.store import Scope
 
-PROCESS_TIMEOUT = 120.0
-TTL = 100.0
-"""The ttl the battery's states are created with (seconds of the battery's own clock)."""
-
-
-class CaseFailed(Exception):
-    """A law did not hold."""
-
-
-@dataclass(frozen=True)
-class StateBattery:
-    """How the battery makes, ages and reopens one implementation's state; `declared` maps a case
-    name to why that implementation is known to fail it."""
-
-    name: str
-    create: Callable[[], ConversationState]
-    """A usable state with ttl=TTL (cases use their own scopes, so storage may be shared)."""
-    advance: Callable[[ConversationState, float], None]
-    """Move that state's clock forward by seconds."""
-    reopen: Callable[[ConversationState], Callable[[], ConversationState]] | None = None
-    declared: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Kit:
-    """What a case is given: the state, a token unique to this run, its clock and its opener."""
-
-    state: ConversationState
-    token: str
-    advance: Callable[[float], None]
-    reopen: Callable[[], ConversationState] | None
-
-    def scope(self, label: str = "main") -> Scope:
-        """A scope unique to this run (so cases never see each other's conversations)."""
-        return Scope(f"battery-{self.token}", "principal", label)
-
-    def opener(self) -> Callable[[], ConversationState]:
-        """The picklable opener of a second instance; raises CaseFailed when the harness has
-        none."""
-        if self.reopen is None:
-            raise CaseFailed("this case needs a second process (the harness's reopen)")
-        return self.reopen
-
-
-@dataclass(frozen=True)
-class Case:
-    """One law (`law`), the function that checks it, and whether it needs a second process."""
-
-    name: str
-    law: str
-    run: Callable[[Kit], None]
-    processes: bool = False
-
-
-@dataclass(frozen=True)
-class Result:
-    """How one case went for one implementation."""
-
-    name: str
-    law: str
-    outcome: str
-    """passed, failed, declared (ran and failed, with the harness's reason) or stale."""
-    detail: str = ""
-
-
-def check(ok: bool, what: str) -> None:
-    """Raise CaseFailed saying `what` unless `ok`."""
-    if not ok:
-        raise CaseFailed(what)
-
-
-def equal(got: Any, want: Any, what: str) -> None:
-    """Raise CaseFailed naming both values unless `got == want`."""
-    if got != want:
-        raise CaseFailed(f"{what}: expected {want!r}, got {got!r}")
-
-
-def line(seq: int, size: int = 40) -> bytes:
-    """The line the battery writes at `seq`: its seq, then filler, then a newline."""
-    head = f'{{"seq":{seq},"x":"'.encode()
-    return head + b"y" * max(0, size - len(head) - 3) + b'"}\n'
-
-
-def conflicts(fn: Callable[[], object]) -> bool:
-    """Whether `fn` raised SeqConflict."""
-    try:
-        fn()
-    except SeqConflict:
-        return True
-    return False
+__all__ = ["CASES", "PROCESS_TIMEOUT", "TTL", "Case", "CaseFailed", "Kit", "Result",
+           "StateBattery", "battery_for_url", "run_battery", "run_case"]
 
 
 # -- the cases ----------------------------------------------------------------------------------
@@ -285,52 +210,6 @@ def bounds(kit: Kit) -> None:
 
 
 # -- two processes ------------------------------------------------------------------------------
-def _writer(opener: Callable[[], ConversationState], scope: Scope, who: int, count: int,
-            barrier: Any, out: Any) -> None:
-    state = opener()
-    barrier.wait(PROCESS_TIMEOUT)
-    wrote = 0
-    while wrote < count:
-        conv = state.find(scope)
-        assert conv is not None
-        try:
-            state.append(scope, conv.next_seq,
-                         [f"writer {who} line {wrote}\n".encode()], usage=[(str(who), "t")])
-        except SeqConflict:
-            continue  # the other writer was first: read where the record is now and retry
-        wrote += 1
-    state.close()
-    out.put(who)
-
-
-def two_writers(kit: Kit) -> None:
-    """Two processes continuing one record lose nothing and mix nothing up (the loser of a race
-    retries)."""
-    opener, scope, count = kit.opener(), kit.scope(), 30
-    kit.state.open(scope, 0)
-    ctx = multiprocessing.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(opener, scope, who, count, barrier, out))
-             for who in (1, 2)]
-    for proc in procs:
-        proc.start()
-    try:
-        done = sorted(out.get(timeout=PROCESS_TIMEOUT) for _ in procs)
-    except queue.Empty:
-        raise CaseFailed("a writer process reported nothing in time") from None
-    finally:
-        _reap(procs)
-    equal(done, [1, 2], "writers that finished")
-    got = kit.state.lines(scope, 0, 1_000)
-    want = {f"writer {w} line {i}\n".encode() for w in (1, 2) for i in range(count)}
-    equal(len(got), 2 * count, "lines written by two processes")
-    equal(set(got), want, "the lines two processes wrote, each once")
-    for who in (1, 2):  # each writer's lines in its own order
-        mine = [x for x in got if x.startswith(f"writer {who} ".encode())]
-        equal(mine, [f"writer {who} line {i}\n".encode() for i in range(count)], "order")
-    equal(len(kit.state.usage(scope)), 2 * count, "usage pairs written with the lines")
-
-
 def numbered(kit: Kit) -> None:
     """`append_numbered` lands at the record's next seq with that seq written into the line;
     `save` keeps the working set and usage at any length; both are refused once the record is
@@ -353,170 +232,6 @@ def numbered(kit: Kit) -> None:
           "record")
     check(conflicts(lambda: s.save(scope, working_set=["c"])), "save into an expired record")
     equal(s.open(scope, 0).origin, 503, "a new record after the expired one")
-
-
-def _numberer(opener: Callable[[], ConversationState], scope: Scope, who: int, count: int,
-              barrier: Any, out: Any) -> None:
-    state = opener()
-    barrier.wait(PROCESS_TIMEOUT)
-    seqs = [state.append_numbered(scope, f"writer {who} seq ".encode(), b"\n")
-            for _ in range(count)]
-    state.close()
-    out.put((who, seqs))
-
-
-def numbered_writers(kit: Kit) -> None:
-    """Two processes appending numbered lines to one record at once: every line lands, at the
-    seq its writer was told (written in it), no seq twice, none skipped."""
-    opener, scope, count = kit.opener(), kit.scope(), 40
-    kit.state.open(scope, 0)
-    ctx = multiprocessing.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_numberer, args=(opener, scope, who, count, barrier, out))
-             for who in (1, 2)]
-    for proc in procs:
-        proc.start()
-    try:
-        told = dict(out.get(timeout=PROCESS_TIMEOUT) for _ in procs)
-    except queue.Empty:
-        raise CaseFailed("a writer process reported nothing in time") from None
-    finally:
-        _reap(procs)
-    equal(sorted(told[1] + told[2]), list(range(2 * count)), "the seqs the writers were told")
-    for who in (1, 2):
-        equal(told[who], sorted(told[who]), f"writer {who}'s seqs in its own order")
-    got = kit.state.lines(scope, 0, 1_000)
-    equal(got, [f"writer {1 if seq in told[1] else 2} seq {seq}\n".encode()
-                for seq in range(2 * count)], "each line at the seq written in it")
-
-
-def _holder(opener: Callable[[], ConversationState], scope: Scope, out: Any,
-            keep: bool) -> None:
-    state = opener()
-    try:
-        held = state.hold(scope)
-    except ConversationBusy:
-        out.put("busy")
-        return
-    out.put("held")
-    if keep:  # held until killed
-        threading.Event().wait(PROCESS_TIMEOUT)
-    held.release()
-
-
-def _try_hold(opener: Callable[[], ConversationState], scope: Scope, keep: bool = False
-              ) -> tuple[str, multiprocessing.process.BaseProcess]:
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    proc = ctx.Process(target=_holder, args=(opener, scope, out, keep))
-    proc.start()
-    try:
-        return out.get(timeout=PROCESS_TIMEOUT), proc
-    except queue.Empty:
-        _reap([proc])
-        raise CaseFailed("a holding process reported nothing in time") from None
-
-
-def holds(kit: Kit) -> None:
-    """A held conversation is refused to another process (ConversationBusy) and to a second
-    hold here; free again once released, and once its holder is killed with SIGKILL."""
-    opener, scope, other = kit.opener(), kit.scope(), kit.scope("other")
-    held = kit.state.hold(scope)
-    check(conflicts_busy(lambda: kit.state.hold(scope)), "a second hold in this process")
-    got, proc = _try_hold(opener, scope)
-    _reap([proc])
-    equal(got, "busy", "another process while it is held")
-    got, proc = _try_hold(opener, other)
-    _reap([proc])
-    equal(got, "held", "another process, another conversation")
-    held.release()
-    held.release()  # idempotent
-    got, proc = _try_hold(opener, scope, keep=True)
-    try:
-        equal(got, "held", "another process once released")
-        check(conflicts_busy(lambda: kit.state.hold(scope)), "held by the other process")
-    finally:
-        if proc.pid is not None:
-            os.kill(proc.pid, signal.SIGKILL)
-        _reap([proc])
-    for _ in range(200):  # the server may take a moment to see the connection gone
-        try:
-            kit.state.hold(scope).release()
-            return
-        except ConversationBusy:
-            threading.Event().wait(0.05)
-    raise CaseFailed("still held 10 s after its holder was killed")
-
-
-def conflicts_busy(fn: Callable[[], object]) -> bool:
-    """Whether `fn` raised ConversationBusy."""
-    try:
-        fn()
-    except ConversationBusy:
-        return True
-    return False
-
-
-BATCH = 3
-BIG = 300_000
-
-
-def _crasher(opener: Callable[[], ConversationState], scope: Scope, out: Any) -> None:
-    state = opener()
-    conv = state.open(scope, 0)
-    seq = conv.next_seq
-    while True:
-        state.append(scope, seq, [line(seq + i, BIG) for i in range(BATCH)],
-                     working_set=[f"ws-{seq}"], usage=[(f"q{seq}", "t")])
-        seq += BATCH
-        out.put(seq)
-
-
-def kill_mid_write(kit: Kit) -> None:
-    """A writer killed with SIGKILL mid-write leaves whole batches only; nothing torn is ever read
-    back, and the record continues."""
-    opener, scope = kit.opener(), kit.scope()
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    proc = ctx.Process(target=_crasher, args=(opener, scope, out))
-    proc.start()
-    try:
-        for _ in range(4):  # let it commit a few batches, then kill it mid-stream
-            out.get(timeout=PROCESS_TIMEOUT)
-        os.kill(proc.pid or 0, signal.SIGKILL)
-    except queue.Empty:
-        raise CaseFailed("the writer process reported nothing in time") from None
-    finally:
-        _reap([proc])
-    equal(proc.exitcode, -signal.SIGKILL, "exit code of the killed writer")
-    survivor = opener()
-    try:
-        for state in (kit.state, survivor):
-            conv = state.find(scope)
-            check(conv is not None, "the conversation after a kill -9")
-            assert conv is not None
-            check(conv.length >= 4 * BATCH and conv.length % BATCH == 0,
-                  f"length {conv.length} after kill -9: a batch was cut short")
-            got = state.lines(scope, 0, conv.length + BATCH)
-            equal(len(got), conv.length, "lines read back after kill -9")
-            for seq, data in enumerate(got):
-                check(data == line(seq, BIG), f"line {seq} read back torn or changed")
-            equal(conv.working_set, (f"ws-{conv.length - BATCH}",), "working set of last batch")
-            equal(len(state.usage(scope)), conv.length // BATCH, "usage pairs after kill -9")
-        assert conv is not None
-        survivor.append(scope, conv.length, [line(conv.length)])
-        equal(kit.state.lines(scope, conv.length, 1), [line(conv.length)], "after the crash")
-    finally:
-        survivor.close()
-
-
-def _reap(procs: Sequence[multiprocessing.process.BaseProcess]) -> None:
-    for proc in procs:
-        proc.join(PROCESS_TIMEOUT)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(10)
-            raise CaseFailed(f"child process {proc.pid} overstayed {PROCESS_TIMEOUT:.0f}s")
 
 
 CASES: tuple[Case, ...] = (
