@@ -87,7 +87,7 @@ async def test_a_proxied_call_with_a_ref_reads_it_in_one_hop(world: World,
                 "type": "Message", "seq": seq, "part": 0}}})
             assert not again.is_error, text(again)
             assert "original words" in text(again)
-    assert hops == ["_delivered"]
+    assert hops == ["delivered"]
 
 
 async def test_the_working_set_is_computed_once_a_call_and_changes_are_announced(

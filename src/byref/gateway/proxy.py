@@ -40,7 +40,6 @@ from byref.refs import (
 )
 from byref.resolve import BytesSource
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
-from byref.tools.tool import run_awaitable
 
 _FOLLOW = 3
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -48,30 +47,18 @@ Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
 Awaited on the gateway's event loop, where the upstream connections live."""
 
 
-def _unreachable(**_: Any) -> Any:  # pragma: no cover - ProxiedTool.ainvoke is used instead
-    raise RuntimeError("a proxied tool runs through ProxiedTool.ainvoke")
-
-
 @dataclass(eq=False)
 class ProxiedTool(Tool):
-    """An upstream tool as a byref Tool: its arguments' refs are delivered as values, checked
-    against the upstream's own schema, and the call is awaited on the gateway's loop."""
+    """An upstream tool as a byref Tool. Its function is the upstream call itself (an `async def`
+    taking the dispatch context: deliver the arguments' refs, check them against the upstream's
+    own schema, call the server); this class adds only what the gateway reads of it — the
+    server's names and schema, its MCP metadata — and that it checks its own input."""
 
     server: str = ""
     upstream_name: str = ""
     upstream_schema: dict[str, Any] = field(default_factory=dict)
-    call_upstream: Invoke | None = None
-    passed: Passed | None = None
     mcp_meta: dict[str, Any] = field(default_factory=dict)
     """The server's title, annotations, icons and `_meta` for this tool (passed to clients)."""
-    """Where the upstream's images, links and structuredContent wait for the client's answer."""
-    _upstream_validator: jsonschema.Draft202012Validator | None = field(
-        default=None, init=False, repr=False)
-
-    @property
-    def is_async(self) -> bool:
-        """Always True: the call is awaited (`ainvoke`)."""
-        return True
 
     def declaration(self) -> dict[str, Any]:
         """The byref declaration, with the server's MCP metadata under `mcp` (for
@@ -83,59 +70,63 @@ class ProxiedTool(Tool):
 
     @property
     def checks_input(self) -> bool:
-        """Always True: `ainvoke` checks the delivered arguments itself."""
-        # `_check` validates the delivered arguments against the upstream's own schema, and
-        # whatever the declared schema (each parameter `anyOf: [original, $ref]`) would rightly
-        # refuse, it refuses too: a value that is not a ref meets the same subschema there, and
-        # a ref is checked as the value it delivers. Dispatch need not check the same input twice.
+        """Always True: its function checks the delivered arguments itself."""
+        # `_UpstreamCall.check` validates the delivered arguments against the upstream's own
+        # schema, and whatever the declared schema (each parameter `anyOf: [original, $ref]`)
+        # would rightly refuse, it refuses too: a value that is not a ref meets the same
+        # subschema there, and a ref is checked as the value it delivers. Dispatch need not check
+        # the same input twice.
         return True
 
-    def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """`ainvoke` from synchronous dispatch, run on the gateway's loop."""
-        # From synchronous dispatch: the upstream call still happens on the gateway's loop.
-        return run_awaitable(self.name, self.ainvoke(args, ctx))
+    def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
+        # `Tool.convert` would validate the arguments against `input_schema` (the rewritten
+        # schema, refs as envelopes) once more after dispatch; the function's check after
+        # delivery covers it (see `checks_input`). Convert's missing and unknown parameter checks
+        # still run.
+        return args
 
-    async def ainvoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Deliver the arguments' refs, check them against the upstream's schema and call the
-        server; the result's value. Raises ToolRefusal when the arguments do not fit, the upstream
-        fails or it reports an error."""
-        assert self.call_upstream is not None
+
+class _UpstreamCall:
+    """The function of a proxied tool: `await call(ctx=..., **arguments)` delivers the refs,
+    checks the upstream's schema and calls the server; the result's value. Raises ToolRefusal
+    when the arguments do not fit, the upstream fails or it reports an error."""
+
+    def __init__(self, name: str, listed: Listed, call_upstream: Invoke,
+                 passed: Passed | None) -> None:
+        self.name, self.server, self.tool = name, listed.server, listed.name
+        self.schema = listed.input_schema
+        self.call_upstream, self.passed = call_upstream, passed
+        self._validator: jsonschema.Draft202012Validator | None = None
+
+    async def __call__(self, ctx: ToolContext, **args: Any) -> Any:
         if any(_is_ref(v) for v in args.values()):
             # Delivering a ref reads the transcript or the store (files, a database): a thread.
-            delivered = await anyio.to_thread.run_sync(self._delivered, args, ctx)
+            delivered = await anyio.to_thread.run_sync(self.delivered, args, ctx)
         else:
             delivered = args
-        self._check(delivered)
+        self.check(delivered)
         try:
-            result = await self.call_upstream(self.server, self.upstream_name, delivered)
+            result = await self.call_upstream(self.server, self.tool, delivered)
         except UpstreamError as exc:
             raise ToolRefusal(str(exc), "upstream-error") from exc
         if result.is_error:
             raise ToolRefusal(
-                f"Server {self.server!r} tool {self.upstream_name!r} reported an error: "
+                f"Server {self.server!r} tool {self.tool!r} reported an error: "
                 f"{error_text(result)}", "upstream-error")
         if self.passed is not None:
             self.passed.keep(ctx.call_id, result)
-        return result_value(result, server=self.server, tool=self.upstream_name)
+        return result_value(result, server=self.server, tool=self.tool)
 
-    def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
-        # `Tool.convert` would validate the arguments against `input_schema` (the rewritten
-        # schema, refs as envelopes) once more after dispatch. `_check` validates them after
-        # delivery against the upstream's own schema, and whatever that validation would
-        # rightly refuse, `_check` refuses too: a value that is not a ref meets the same
-        # subschema there (the `$ref` alternative matches only an envelope, and dispatch has
-        # turned each envelope of a parameter into a `Ref`), and a ref is checked as the value it
-        # delivers. So it is skipped; convert's missing and unknown parameter checks still run.
-        return args
-
-    def _delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        props = self.upstream_schema.get("properties") or {}
+    def delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """The arguments with each ref delivered as its upstream parameter declares."""
+        props = self.schema.get("properties") or {}
         return {k: deliver(v, props.get(k), ctx) if _is_ref(v) else v for k, v in args.items()}
 
-    def _check(self, args: dict[str, Any]) -> None:
-        if self._upstream_validator is None:
-            self._upstream_validator = jsonschema.Draft202012Validator(self.upstream_schema)
-        errors = sorted(self._upstream_validator.iter_errors(args), key=lambda e: list(e.path))
+    def check(self, args: dict[str, Any]) -> None:
+        """Refuse arguments the upstream's own schema refuses, naming where."""
+        if self._validator is None:
+            self._validator = jsonschema.Draft202012Validator(self.schema)
+        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.path))
         if errors:
             first = errors[0]
             at = "/".join(str(p) for p in first.path) or "the input"
@@ -148,15 +139,16 @@ class ProxiedTool(Tool):
 def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
                  passed: Passed | None = None,
                  mcp_meta: dict[str, Any] | None = None) -> ProxiedTool:
-    """The catalog tool for one upstream tool."""
+    """The catalog tool for one upstream tool; its function calls the upstream."""
     schema = listed.input_schema
     props = schema.get("properties") or {}
     return ProxiedTool(
-        name=name, description=listed.description, fn=_unreachable,
+        name=name, description=listed.description,
+        fn=_UpstreamCall(name, listed, call_upstream, passed),
         input_schema=rewrite_schema(schema), lazy=frozenset(props),
         capabilities=(capability(listed.server, listed),), wants_ctx=True,
         server=listed.server, upstream_name=listed.name, upstream_schema=schema,
-        call_upstream=call_upstream, passed=passed, mcp_meta=dict(mcp_meta or {}),
+        mcp_meta=dict(mcp_meta or {}),
     )
 
 
