@@ -21,11 +21,10 @@ from byref.tools import Tool, ToolInputError, tool
 MAX_LIMIT = 25
 
 SEARCH_DESCRIPTION = (
-    "Search the tool catalog (more tools exist than are declared to you) by `query` words and/or "
-    "filters, which intersect: `capabilities` (prefixes, e.g. 'file'), `domains`, `entities`, "
-    "`relationships`. `also`: other phrasings in likely tool words ('money back' → refund), "
-    "fused. Returns a menu of at most `limit` names and declares nothing: load tools with "
-    "activate_tool."
+    "Search the tool catalog (more tools exist than are declared to you) by `query` and/or "
+    "intersecting filters: `capabilities` (prefixes, e.g. 'file'), `domains`, `entities`, "
+    "`relationships`; `also`: other phrasings, fused ('money back' → refund). Returns a menu of "
+    "at most `limit` names and declares nothing: load tools with activate_tool."
 )
 ACTIVATE_DESCRIPTION = (
     "Load catalog tools by their exact `names` (from search_tools) to call from your next step "
