@@ -71,11 +71,13 @@ def document_text(index: SearchIndex, doc: int) -> str:
 DESCRIPTION_SHARE = 0.5
 """A document's vector is the normalised mix of `document_text`'s vector and, by this share, its
 description's alone (the name and glossary words pull the full text's vector their way; the
-description alone says what the tool does). Over 0 (the full text only), 0.3, 0.4, 0.5, 0.6, 0.7
-on MetaTool dev split A, hybrid recall@1/@5 0.594/0.814 at 0 and 0.607/0.827 at 0.5 (0.6: 0.608/
-0.827, within one query: the even mix taken); confirmed on B 0.582/0.800 → 0.595/0.807; the real
-catalog's vocabulary queries 0.448/0.672 → 0.463/0.687, task queries 0.375/0.594 → 0.344/0.625
-(`byref.bench.retrieval.hybrid_sweep`). Costs a second encode per document, once."""
+description alone says what the tool does). Chosen on MetaTool dev split A over 0 (the full text
+only), 0.3–0.7 (with the BM25F description boost then at 1.5): hybrid recall@1/@5 0.594/0.814 →
+0.607/0.827 (0.6: 0.608/0.827, within one query), confirmed on B 0.582/0.800 → 0.595/0.807. In
+the final run (`byref.bench.retrieval.hybrid_sweep`) 0 vs 0.5: A 0.595/0.811 vs 0.604/0.825, B
+0.578/0.802 vs 0.590/0.805, the real catalog's task queries 0.344/0.594 vs 0.344/0.625 and
+vocabulary queries 0.433/0.657 vs 0.463/0.672 (0.3–0.7 within 0.003 of each other on A). Costs a
+second encode per document, once (cached like the first)."""
 
 
 def document_texts(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE
