@@ -40,7 +40,9 @@ LEXICAL_WEIGHT = 0.3
 (best recall@1 + recall@5 over 0, 0.1, …, 0.8, 1): A 0.594/0.818; confirmed on split B
 0.577/0.801 (B's own best, 0.2, gives 0.583/0.786). Embedding alone 0.527/0.765 and
 0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683 (`byref.bench.retrieval.fusion_sweep`).
-Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A."""
+Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A; rank fusion
+(RRF, k 10/30/60) lost 1–4 points of recall@5. Re-checked after k1 2.0, the new synonym groups
+and DESCRIPTION_SHARE: 0.3 still best on A (0.604/0.825), B 0.590/0.805."""
 HYBRID_RERANK: Rerank = "none"
 """Seed 001's keys over the fused order: re-ordering the top 5 by them costs 13 (A) and 11 (B)
 points of recall@1 at equal recall@5; ties-only equals none (fused scores do not tie)."""
