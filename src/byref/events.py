@@ -138,6 +138,8 @@ class SearchedEvent(_Typed):
     """A tool search: the query, its filters, how many matched and what was shown."""
 
     query: str
+    also: list[str] = field(default_factory=list)
+    """The other phrasings the model gave (`search_tools(also=...)`), fused with the query."""
     filters: dict[str, Any] = field(default_factory=dict)
     candidates: int = 0
     matched: int = 0

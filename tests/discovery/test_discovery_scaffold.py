@@ -33,6 +33,17 @@ def test_search_returns_a_menu_and_emits_metadata() -> None:
     (event,) = sink.named("searched")
     assert event.data["candidates"] == 2 and event.data["filters"] == {"capabilities": ["file"]}
     assert set(event.data["results"]) == {"read_pdf", "merge_pdfs"}
+    assert "also" not in event.data  # no other phrasings, nothing said
+
+
+def test_the_searched_event_records_the_other_phrasings() -> None:
+    discovery, sink = setup()
+    search_tools, _ = discovery.tools
+    out = search_tools.fn(query="combine files", also=["merge pdf documents", 7])
+    assert out["results"][0]["name"] == "merge_pdfs"
+    (event,) = sink.named("searched")
+    assert event.data["query"] == "combine files"
+    assert event.data["also"] == ["merge pdf documents"]  # only strings are phrasings
 
 
 def test_search_with_nothing_to_search_for_is_refused() -> None:

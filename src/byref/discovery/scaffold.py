@@ -66,13 +66,15 @@ def discovery_tools(
                 "search_tools needs a query or at least one filter. Capability roots in the "
                 f"catalog: {', '.join(catalog.capability_roots()) or 'none'}."
             )
+        phrasings = [a for a in also or () if isinstance(a, str)]
         try:
             page = searcher.search(query, filters=filters, limit=min(max(1, limit), MAX_LIMIT),
-                                   also=[a for a in also or () if isinstance(a, str)])
+                                   also=phrasings)
         except FilterError as exc:
             raise ToolInputError(str(exc)) from exc
         emitter("searched", query=query, filters=filters.to_json(), candidates=page.candidates,
-                matched=page.matched, results=[r.name for r in page.results])
+                matched=page.matched, results=[r.name for r in page.results],
+                **({"also": phrasings} if phrasings else {}))
         out: dict[str, Any] = {
             "query": query, "results": [r.menu_row() for r in page.results],
         }
