@@ -97,3 +97,15 @@ def test_scaffolding_schemas_come_from_type_hints() -> None:
     assert set(props) == {"query", "also", "capabilities", "domains", "entities",
                           "relationships", "limit"}
     assert activate_tool.input_schema["required"] == ["names"]
+
+
+def test_a_note_ends_the_description_and_row_extras_join_each_row() -> None:
+    catalog = Catalog([make_tool("read_pdf", "Read the text of a PDF document.")])
+    search_tools, _ = Discovery(catalog, note="Unavailable now: 'mail' (it failed to start).",
+                                row_extras=lambda name: {"title": name.upper()}).tools
+    assert search_tools.description.endswith(
+        "load tools with activate_tool. Unavailable now: 'mail' (it failed to start).")
+    out = search_tools.fn(query="pdf")
+    assert out["results"][0]["name"] == "read_pdf" and out["results"][0]["title"] == "READ_PDF"
+    plain, _ = Discovery(catalog).tools
+    assert plain.description.endswith("load tools with activate_tool.")

@@ -19,7 +19,8 @@ Typical use (the harness calls `declare` once per request)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from byref.discovery.catalog import Catalog, Entry
 from byref.discovery.declare import Declared, declare
@@ -54,11 +55,14 @@ class Discovery:
         emit: Emitter | None = None,
         ranker: Ranker | None = None,
         page_chars: int = PAGE_CHARS,
+        note: str = "",
+        row_extras: Callable[[str], Mapping[str, Any]] | None = None,
     ) -> None:
         self.catalog = catalog
         self.budget = budget
         self.searcher = Searcher(catalog, ranker=ranker, page_chars=page_chars)
-        self.tools: tuple[Tool, Tool] = discovery_tools(self.searcher, emit=emit, budget=budget)
+        self.tools: tuple[Tool, Tool] = discovery_tools(
+            self.searcher, emit=emit, budget=budget, note=note, row_extras=row_extras)
 
     def declare(
         self, scaffolding: Sequence[Tool], transcript: Transcript, *, refs: bool = True

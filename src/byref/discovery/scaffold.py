@@ -9,6 +9,7 @@ the tool keeps. Both emit metadata-only events (`searched`, `activated`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -43,9 +44,13 @@ cost every turn (search_tools is always declared) and tell the model nothing."""
 
 
 def discovery_tools(
-    searcher: Searcher, *, emit: Emitter | None = None, budget: int = DEFAULT_BUDGET
+    searcher: Searcher, *, emit: Emitter | None = None, budget: int = DEFAULT_BUDGET,
+    note: str = "", row_extras: Callable[[str], Mapping[str, Any]] | None = None,
 ) -> tuple[Tool, Tool]:
-    """`(search_tools, activate_tool)` over `searcher`'s catalog."""
+    """`(search_tools, activate_tool)` over `searcher`'s catalog. `note` is appended to
+    search_tools' description (what the catalog holds, what is unavailable); `row_extras(name)`
+    adds fields to each found tool's menu row (the gateway: its server's title and
+    annotations)."""
     emitter = emit or Emitter()
     catalog = searcher.catalog
 
@@ -75,9 +80,11 @@ def discovery_tools(
         emitter("searched", query=query, filters=filters.to_json(), candidates=page.candidates,
                 matched=page.matched, results=[r.name for r in page.results],
                 **({"also": phrasings} if phrasings else {}))
-        out: dict[str, Any] = {
-            "query": query, "results": [r.menu_row() for r in page.results],
-        }
+        rows = [r.menu_row() for r in page.results]
+        if row_extras is not None:
+            for row in rows:
+                row.update(row_extras(row["name"]))
+        out: dict[str, Any] = {"query": query, "results": rows}
         if filters:
             out["filters"] = filters.to_json()
         if page.results:
@@ -88,7 +95,8 @@ def discovery_tools(
                            "before concluding the capability is missing.")
         return out
 
-    search_tools = replace(search_tools, input_schema=SEARCH_SCHEMA)
+    search_tools = replace(search_tools, input_schema=SEARCH_SCHEMA,
+                           description=" ".join(filter(None, (SEARCH_DESCRIPTION, note))))
 
     @tool(name=ACTIVATE, description=ACTIVATE_DESCRIPTION)
     def activate_tool(names: list[str]) -> dict[str, Any]:

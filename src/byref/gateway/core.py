@@ -20,7 +20,7 @@ import time
 import uuid
 import weakref
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
@@ -47,9 +47,9 @@ from byref.gateway.listchanges import ListChanges
 from byref.gateway.metadata import (
     GATEWAY_EXPLICIT_READ_BYTES,
     is_read_only,
+    metadata_of,
     pinned,
     tool_metadata,
-    with_metadata_rows,
 )
 from byref.gateway.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.proxy import proxied_tool
@@ -302,21 +302,23 @@ class Gateway:
             catalog.add(reader)
         if self.usage is not None:
             self._learn(catalog, self.usage)
-        discovery = Discovery(catalog, budget=self.config.working_set, emit=self.emit)
-        search, activate = discovery.tools
-        note = f" {capability_line(catalog)}"
+        note = capability_line(catalog)
         if self._errors:
             note += " Unavailable now: " + " ".join(self._errors[n] for n in sorted(self._errors))
         starting = sorted(set(self._pending) - set(self._listings))
         if starting:
             note += (f" Starting: {', '.join(map(repr, starting))} (their tools are announced "
                      "when ready).")
+        # search_tools says what the catalog holds, and each row carries its server's metadata.
+        search, activate = Discovery(
+            catalog, budget=self.config.working_set, emit=self.emit, note=note,
+            row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {},
+        ).tools
         call_tool = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
                           fn=self._call_tool_refusal, input_schema=CALL_TOOL_SCHEMA,
                           capabilities=("gateway.call",)),)
         scaffolding = (
-            with_metadata_rows(replace(search, description=search.description + note), catalog),
-            activate, *(call_tool if self.config.call_tool != "off" else ()),
+            search, activate, *(call_tool if self.config.call_tool != "off" else ()),
             make_read_result(self._read_limits), make_present_tool(),
         )
         return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),

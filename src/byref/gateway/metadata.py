@@ -16,9 +16,7 @@ below Claude Code's ~25k-token spill threshold, so its answer is never spilled t
 from __future__ import annotations
 
 import fnmatch
-import functools
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import mcp_types as types
@@ -76,21 +74,3 @@ def pinned(catalog: Catalog, *, mode: str, always_load: tuple[str, ...]) -> tupl
         return ()
     return tuple(t for t in catalog.tools()
                  if any(fnmatch.fnmatchcase(t.name, glob) for glob in always_load))
-
-
-def with_metadata_rows(search: Tool, catalog: Catalog) -> Tool:
-    """search_tools whose result rows carry each found tool's title and annotations (icons and
-    `_meta` too), as its server declared them."""
-    inner = search.fn
-
-    @functools.wraps(inner)
-    def search_tools(*args: Any, **kwargs: Any) -> Any:
-        out = inner(*args, **kwargs)
-        rows = out.get("results") if isinstance(out, dict) else None
-        for row in rows or ():
-            name = row.get("name") if isinstance(row, dict) else None
-            if isinstance(name, str) and name in catalog:
-                row.update(metadata_of(catalog.tool(name)))
-        return out
-
-    return replace(search, fn=search_tools)
