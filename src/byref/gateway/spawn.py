@@ -1,12 +1,15 @@
 """Upstream processes: each started in its own process group, its stderr kept, its group ended.
 
-Owns the stdio transport to a server the gateway starts (the SDK's `stdio_client`, framing and
-shutdown, with two things it does not give: the process and its stderr). The law: every process
-group the gateway starts is recorded until it is gone, and ended — SIGTERM to the whole group,
-SIGKILL after a grace — when its connection closes, when a start is abandoned, and (`end_all`)
-when the gateway itself is told to stop, so no upstream or child of one outlives the gateway; the
-last lines a server wrote to stderr are kept (and still forwarded to the operator's log), so a
-server that exits says why in its own words: "it exited with code 3: fatal: missing API key".
+Owns the stdio transport to a server the gateway starts: the SDK's `stdio_client` framing and
+shutdown, with what it does not give (the process and its stderr), and the session reading and
+writing the pipes itself through `stdio_transport`'s streams (no reader or writer task and memory
+stream between; the lines are item for item what `stdio_client` would give the session). The law:
+every process group the gateway starts is recorded until it is gone, and ended — SIGTERM to the
+whole group, SIGKILL after a grace — when its connection closes, when a start is abandoned, and
+(`end_all`) when the gateway itself is told to stop, so no upstream or child of one outlives the
+gateway; the last lines a server wrote to stderr are kept (and still forwarded to the operator's
+log), so a server that exits says why in its own words: "it exited with code 3: fatal: missing API
+key".
 """
 
 from __future__ import annotations
@@ -27,8 +30,14 @@ import anyio.lowlevel
 from anyio.streams.text import TextReceiveStream
 from mcp import StdioServerParameters
 from mcp.client._transport import TransportStreams
-from mcp.client.stdio import _parse_line, get_default_environment
-from mcp.shared.message import SessionMessage
+from mcp.client.stdio import get_default_environment
+
+from byref.gateway.stdio_transport import (
+    MessageReader,
+    MessageWriter,
+    PipeLines,
+    parse_response_line,
+)
 
 TAIL_LINES = 3
 """Last stderr lines a failure reason quotes."""
@@ -119,49 +128,49 @@ async def end_group(pgid: int, grace: float = GRACE) -> None:
         _LIVE_GROUPS.discard(pgid)
 
 
+class _Chunks:
+    """A child's stdout as `PipeLines` reads it: b"" at end of file or once it is closed."""
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream) -> None:
+        self._stream = stream
+
+    async def read(self, n: int, /) -> bytes:
+        try:
+            return await self._stream.receive(n)
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return b""
+
+
+async def _drain(stream: anyio.abc.ByteReceiveStream) -> None:
+    # RuntimeError: a session still reading the pipe (it keeps it drained itself).
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError,
+                  OSError, RuntimeError):
+        while True:
+            await stream.receive()
+
+
 @asynccontextmanager
 async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
                         errlog: TextIO | None = None) -> AsyncIterator[TransportStreams]:
-    """The SDK's stdio transport, the process in `spawned`, its group ended on the way out."""
+    """The SDK's stdio transport on byref's streams, the process in `spawned`, its group ended on
+    the way out."""
     process = await anyio.open_process(
         [server.command, *server.args], env=get_default_environment() | (server.env or {}),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=server.cwd,
         start_new_session=True)
     spawned.pid, spawned._process = process.pid, process
     _LIVE_GROUPS.add(process.pid)
-    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    assert process.stdout is not None and process.stdin is not None
+    stdout, stdin = process.stdout, process.stdin
+    # The session reads and parses a line of stdout on receive and writes a message to stdin on
+    # send: no reader or writer task and no memory stream between the session and the pipes.
+    read_stream = MessageReader(
+        PipeLines(_Chunks(stdout), encoding=server.encoding,
+                  errors=server.encoding_error_handler, universal=False),
+        parse_response_line)
+    write_stream = MessageWriter.on(stdin.send, encoding=server.encoding,
+                                    errors=server.encoding_error_handler)
     out = errlog if errlog is not None else sys.stderr
-
-    async def stdout_reader() -> None:
-        assert process.stdout is not None
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
-            async with read_writer:
-                # A line's chunks wait in a list and only a chunk is searched for its end: a
-                # 10 MB line in 64 KB chunks costs one join, not 160 re-joins and re-splits.
-                partial: list[str] = []
-                async for chunk in TextReceiveStream(process.stdout, encoding=server.encoding,
-                                                     errors=server.encoding_error_handler):
-                    if "\n" not in chunk:
-                        partial.append(chunk)
-                        continue
-                    lines = chunk.split("\n")
-                    if partial:
-                        lines[0] = "".join(partial) + lines[0]
-                    rest = lines.pop()
-                    partial = [rest] if rest else []
-                    for line in lines:
-                        await read_writer.send(_parse_line(line))
-
-    async def stdin_writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_reader:
-                async for message in write_reader:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((data + "\n").encode(server.encoding))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()  # the session sees the connection end, not a hang
 
     async def stderr_reader() -> None:
         assert process.stderr is not None
@@ -184,15 +193,16 @@ async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
             spawned.stderr_done.set()
 
     async with anyio.create_task_group() as group:
-        group.start_soon(stdout_reader)
-        group.start_soon(stdin_writer)
         group.start_soon(stderr_reader)
         try:
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
-                read_stream.close()
-                write_stream.close()
+                await read_stream.aclose()
+                await write_stream.aclose()
+                # What the server still writes is read and dropped: one stuck writing a full
+                # stdout pipe could not read its stdin's end and exit.
+                group.start_soon(_drain, stdout)
                 if process.stdin is not None:
                     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                         await process.stdin.aclose()

@@ -12,6 +12,12 @@ serializes and writes it right there. Two task hand-offs a request fewer than th
 that is not JSON-RPC an exception on the read stream, `model_dump_json(by_alias=True,
 exclude_unset=True)` plus a newline out, shutdown on EOF).
 
+The same streams carry the client edge (`spawn.stdio_process`, an upstream the gateway starts):
+there the lines are what the SDK's `stdio_client` parses (split on "\\n" only, in the server's
+encoding and error handler, an unfinished last line dropped, a line that is not JSON-RPC logged
+and handed to the session as an exception), so the SDK's `ClientSession` reads and writes the
+child's pipes with no reader or writer task between.
+
 The law: the bytes are read exactly as the SDK's text layer reads them — UTF-8 with undecodable
 bytes replaced, universal newlines (`\\r\\n` and `\\r` end a line like `\\n`), the last line at EOF
 even without a newline — and written as strict UTF-8, one line per message in the order sent,
@@ -28,13 +34,14 @@ import asyncio
 import codecs
 import contextlib
 import io
+import logging
 import os
 import stat
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import BinaryIO, cast
+from typing import BinaryIO, Protocol, cast
 
 import anyio
 import mcp_types as types
@@ -58,35 +65,71 @@ else:
 READ_CHUNK = 1 << 16
 """Bytes asked of the pipe at a time (a longer line is assembled from several reads)."""
 
+logger = logging.getLogger(__name__)
 Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 
 
-class PipeLines:
-    """Lines of UTF-8 text from a read pipe, as the SDK's text layer yields them, on the loop."""
+class ChunkSource(Protocol):
+    """Where a pipe's bytes come from: `read(n)` returns up to n bytes, b"" at end of file."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    async def read(self, n: int, /) -> bytes:
+        """Up to `n` bytes; b"" at end of file."""
+        ...
+
+
+class PipeLines:
+    """Lines of text from a read pipe, assembled on the loop.
+
+    By default (the server edge) they are what the SDK's text layer yields: UTF-8 with bad bytes
+    replaced, universal newlines, each line with its newline, the last one at EOF even without.
+    With `universal=False` (the client edge) they are what the SDK's `stdio_client` parses: split
+    on "\\n" only, without it, in `encoding`/`errors`, and a last line without a newline dropped.
+    A line's chunks wait in a list and only each new chunk is searched for the line's end, so a
+    line of many chunks costs one join (not a re-join and re-split a chunk)."""
+
+    def __init__(self, reader: ChunkSource, *, encoding: str = "utf-8", errors: str = "replace",
+                 universal: bool = True) -> None:
         self._reader = reader
-        self._decoder = io.IncrementalNewlineDecoder(
-            codecs.getincrementaldecoder("utf-8")(errors="replace"), translate=True)
+        decoder = codecs.getincrementaldecoder(encoding)(errors=errors)
+        self._decode: Callable[[bytes, bool], str] = (
+            io.IncrementalNewlineDecoder(decoder, translate=True).decode if universal
+            else decoder.decode)
+        self._universal = universal
         self._lines: deque[str] = deque()
-        self._partial = ""
+        self._partial: list[str] = []
         self._eof = False
+
+    async def next_line(self) -> str | None:
+        """The next line (as the SDK hands it to its parser); None at end of file."""
+        while not self._lines:
+            if self._eof:
+                return None
+            chunk = await self._reader.read(READ_CHUNK)
+            text = self._decode(chunk, not chunk)
+            if not chunk:
+                self._eof = True
+            if "\n" in text:
+                complete = text.split("\n")
+                if self._partial:
+                    complete[0] = "".join(self._partial) + complete[0]
+                rest = complete.pop()
+                self._partial = [rest] if rest else []
+                if self._universal:
+                    self._lines.extend(line + "\n" for line in complete)
+                else:
+                    self._lines.extend(complete)
+            elif text:
+                self._partial.append(text)
+            if self._eof and self._partial:
+                if self._universal:  # the SDK's text layer yields the last line; its client not
+                    self._lines.append("".join(self._partial))
+                self._partial = []
+        return self._lines.popleft()
 
     async def readline(self) -> str:
         """The next line with its newline (the last one may lack it); "" at end of file."""
-        while not self._lines:
-            if self._eof:
-                return ""
-            chunk = await self._reader.read(READ_CHUNK)
-            text = self._partial + self._decoder.decode(chunk, final=not chunk)
-            *complete, self._partial = text.split("\n")
-            self._lines.extend(line + "\n" for line in complete)
-            if not chunk:
-                self._eof = True
-                if self._partial:
-                    self._lines.append(self._partial)
-                    self._partial = ""
-        return self._lines.popleft()
+        line = await self.next_line()
+        return "" if line is None else line
 
     def __aiter__(self) -> PipeLines:
         return self
@@ -124,25 +167,49 @@ class PipeText:
         return None
 
 
+def parse_request_line(line: str) -> SessionMessage | Exception:
+    """A line from the client, parsed as the SDK's `stdio_server` parses it (what was wrong is
+    handed to the session as a value)."""
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception as exc:  # as the SDK's reader: the session sees what was wrong
+        return exc
+    return SessionMessage(message)
+
+
+def parse_response_line(line: str) -> SessionMessage | Exception:
+    """A line from a server, parsed as the SDK's `stdio_client` parses it: a ValueError (not
+    JSON, not JSON-RPC) is logged and handed to the session as a value; the session gives it to
+    its message handler."""
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        logger.exception("Failed to parse JSONRPC message from server")
+        return exc
+    return SessionMessage(message)
+
+
 class MessageReader:
     """The SDK's `ReadStream` of session messages, each line read and parsed on receive."""
 
-    def __init__(self, lines: PipeLines) -> None:
+    def __init__(self, lines: PipeLines,
+                 parse: Callable[[str], SessionMessage | Exception] = parse_request_line) -> None:
         self._lines = lines
+        self._parse = parse
         self._closed = False
 
     async def receive(self) -> SessionMessage | Exception:
         """The next message (or the exception its line raised when parsed); EndOfStream at EOF."""
         if self._closed:
             raise anyio.ClosedResourceError
-        line = await self._lines.readline()
-        if not line:
-            raise anyio.EndOfStream
         try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception as exc:  # as the SDK's reader: the session sees what was wrong
-            return exc
-        return SessionMessage(message)
+            line = await self._lines.next_line()
+        except (anyio.BrokenResourceError, ConnectionError) as exc:
+            # The SDK's reader ends the stream on these: the session sees the connection close.
+            raise anyio.EndOfStream from exc
+        if line is None:
+            raise anyio.EndOfStream
+        return self._parse(line)
 
     def __aiter__(self) -> MessageReader:
         return self
@@ -165,23 +232,34 @@ class MessageReader:
 
 
 class MessageWriter:
-    """The SDK's `WriteStream` of session messages, each written as one line on send."""
+    """The SDK's `WriteStream` of session messages, each written as one line on send.
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
+    Built on an asyncio `StreamWriter` (the server edge) or, through `MessageWriter.on`, on any
+    coroutine that writes bytes and waits while the pipe is full (a child's stdin)."""
+
+    def __init__(self, writer: asyncio.StreamWriter | None = None) -> None:
+        self._put: Callable[[bytes], Awaitable[None]] | None = (
+            None if writer is None else _stream_put(writer))
+        self._encoding = "utf-8"
+        self._errors = "strict"
         self._closed = False
+
+    @classmethod
+    def on(cls, put: Callable[[bytes], Awaitable[None]], *, encoding: str = "utf-8",
+           errors: str = "strict") -> MessageWriter:
+        """A writer whose lines go to `put`, encoded as `encoding` with `errors`."""
+        writer = cls()
+        writer._put, writer._encoding, writer._errors = put, encoding, errors
+        return writer
 
     async def send(self, item: SessionMessage, /) -> None:
         """Write one message as a line; wait while the pipe holds more than its high-water mark."""
-        if self._closed:
+        if self._closed or self._put is None:
             raise anyio.ClosedResourceError
         data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         try:
-            if self._writer.transport.is_closing():
-                raise BrokenPipeError("the reader closed its end")
-            self._writer.write(data.encode("utf-8"))
-            await self._writer.drain()
-        except (ConnectionError, OSError) as exc:  # the client went away
+            await self._put(data.encode(self._encoding, self._errors))
+        except (ConnectionError, OSError) as exc:  # the reader went away
             raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
@@ -222,6 +300,15 @@ async def stdio_streams() -> AsyncIterator[Streams]:
                   if writer is None else cast("anyio.AsyncFile[str]", PipeText(writer)))
         async with stdio_server(stdin, stdout) as streams:
             yield streams
+
+
+def _stream_put(writer: asyncio.StreamWriter) -> Callable[[bytes], Awaitable[None]]:
+    async def put(data: bytes) -> None:
+        if writer.transport.is_closing():
+            raise BrokenPipeError("the reader closed its end")
+        writer.write(data)
+        await writer.drain()
+    return put
 
 
 def _backend() -> str | None:
