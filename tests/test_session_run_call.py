@@ -144,3 +144,57 @@ def test_append_at_writes_only_at_the_named_seq() -> None:
     assert transcript.append_at(first.seq, "user", [Part(type="text", value="late")]) is None
     landed = transcript.append_at(first.seq + 1, "user", [Part(type="text", value="b")])
     assert landed is not None and [m.parts[0].value for m in _messages(transcript)] == ["a", "b"]
+
+
+class _SharedTranscript(Transcript):
+    """A record whose appends wait on shared storage: each one notes the thread it ran in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    @property
+    def appends_wait(self) -> bool:
+        return True
+
+    def append(self, role: Any, parts: Any) -> Any:
+        import threading
+
+        self.threads.append(threading.get_ident())
+        return super().append(role, parts)
+
+
+def test_appends_that_wait_on_shared_storage_run_off_the_loop_in_the_same_order() -> None:
+    import threading
+
+    gate = asyncio.Event()
+
+    @byref.tool
+    async def slow() -> str:
+        """Waits for the gate."""
+        await gate.wait()
+        return "slow done"
+
+    @byref.tool
+    def quick() -> str:
+        """Returns at once."""
+        return "quick done"
+
+    transcript = _SharedTranscript()
+
+    async def scenario() -> None:
+        session = byref.Session([slow, quick], transcript=transcript)
+        exclusive = asyncio.create_task(session.run_call(Call("c1", "slow", {})))
+        while not session.lock.locked():
+            await asyncio.sleep(0)
+        other = asyncio.create_task(session.run_call(Call("c2", "quick", {}), exclusive=False))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        gate.set()
+        await asyncio.wait_for(asyncio.gather(exclusive, other), 5)
+
+    loop_thread = threading.get_ident()
+    asyncio.run(scenario())
+    assert _roles(transcript) == [("assistant", "slow"), ("tool", "slow"),
+                                  ("assistant", "quick"), ("tool", "quick")]
+    assert transcript.threads and loop_thread not in transcript.threads

@@ -184,6 +184,12 @@ class Transcript:
         self.close()
 
     @property
+    def appends_wait(self) -> bool:
+        """Each append waits on storage other processes share (a replicated record), so code on
+        an event loop should append off the loop. False here: appends go to memory or a file."""
+        return False
+
+    @property
     def storage(self) -> Literal["memory", "spill", "file", "state"]:
         """Where the lines live: a list in memory, a nameless spill file, the file at `path`, or
         a conversation-state store (`lines=`)."""

@@ -166,6 +166,12 @@ class ConversationTranscript(Transcript):
         self._sharing = threading.Lock()
         super().__init__(origin=conversation.origin, cache=cache, lines=self.lines)
 
+
+    @property
+    def appends_wait(self) -> bool:
+        """Shared, each append is a round trip to the state (it numbers the line)."""
+        return self.shared
+
     def append(self, role: Role, parts: list[Part] | tuple[Part, ...]) -> Message:
         """Append a message; shared, the state numbers it (the record's next seq, whatever
         other writers appended) and it is written at once: one round trip, never retried."""

@@ -210,10 +210,11 @@ class Session:
         if exclusive:
             async with self.lock:
                 for _ in range(max(1, tries)):
-                    call_seq = self.transcript.append("assistant", [recorded]).seq
+                    call_seq = (await self._append("assistant", recorded)).seq
                     part = await self.dispatcher.adispatch(target, call_seq=call_seq,
                                                            seq=call_seq + 1, part=0)
-                    if self.transcript.append_at(call_seq + 1, "tool", [part]) is not None:
+                    if await self._off_loop(self.transcript.append_at, call_seq + 1, "tool",
+                                            [part]) is not None:
                         break
             return part
         call_seq = await self._append_when_free("assistant", recorded)
@@ -227,12 +228,23 @@ class Session:
 
     async def _append_when_free(self, role: Literal["assistant", "tool"], part: Part) -> int:
         """Record `part` as a message and return its seq; wait for the lock only while an
-        exclusive call holds it (the append never awaits: on the loop nothing comes between
-        the check and the append)."""
-        if self.lock.locked():
+        exclusive call holds it (an append in memory never awaits: on the loop nothing comes
+        between the check and the append). An append that waits on shared storage is made
+        off the loop, so it holds the lock while it waits."""
+        if self.transcript.appends_wait or self.lock.locked():
             async with self.lock:
-                return self.transcript.append(role, [part]).seq
+                return (await self._append(role, part)).seq
         return self.transcript.append(role, [part]).seq
+
+    async def _append(self, role: Literal["assistant", "tool"], part: Part) -> Message:
+        return await self._off_loop(self.transcript.append, role, [part])
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)`, in a worker thread when the transcript's appends wait on shared storage
+        (a replica's round trip to PostgreSQL would otherwise stall every session's loop)."""
+        if self.transcript.appends_wait:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
 
     def handle_sync(self, calls: Sequence[Any], provider: Provider = "anthropic"
                     ) -> list[dict[str, Any]]:
