@@ -31,6 +31,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from byref.bench.gateway_rig import stop_processes
+
 pytestmark = pytest.mark.anyio
 
 PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
@@ -194,13 +196,7 @@ async def test_three_replicas_behind_haproxy_share_state(
             if haproxy is not None:
                 haproxy.kill()
                 haproxy.wait(10)
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
             while COPIERS:  # stderr closed with its process: each copier ends
                 COPIERS.pop().join(10)
 

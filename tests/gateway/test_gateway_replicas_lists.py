@@ -17,6 +17,8 @@ import pytest
 from _gateway_rig import World, text
 from test_gateway_replicas import TOKENS, _replica, client, postgres_state
 
+from byref.bench.gateway_rig import stop_processes
+
 pytestmark = pytest.mark.anyio
 __all__ = ["postgres_state"]  # the fixture, imported to be used here
 
@@ -64,13 +66,7 @@ async def test_a_list_change_on_one_replica_reaches_the_others(
                         assert not ran.is_error, text(ran)
                         assert text(ran) == f"pruned by {NEW.removeprefix('shared__')}"
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
 
 
 async def test_an_activation_on_one_replica_is_announced_on_another(
@@ -95,10 +91,4 @@ async def test_an_activation_on_one_replica_is_announced_on_another(
                         assert type(event).__name__ == "ToolsListChanged"
                     assert "shared__grow" in {t.name for t in (await on_b.list_tools()).tools}
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)

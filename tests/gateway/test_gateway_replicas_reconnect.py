@@ -14,6 +14,8 @@ import pytest
 from _gateway_rig import World, text
 from test_gateway_replicas import PG_URL, TOKENS, _replica, client, postgres_state
 
+from byref.bench.gateway_rig import stop_processes
+
 pytestmark = pytest.mark.anyio
 __all__ = ["postgres_state"]  # the fixture, imported to be used here
 
@@ -87,10 +89,4 @@ async def test_an_activation_missed_while_not_listening_is_announced_after_recon
                     again = await anyio.to_thread.run_sync(_listeners, table)
                     assert len(again) == 2 and all(start > missed_at for _, start in again)
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)

@@ -74,6 +74,8 @@ def replicas_bench(replicas: int = 3, *, sessions: int = 8, calls: int = 50, rou
     fails."""
     import anyio
 
+    from byref.bench.gateway_rig import stop_processes
+
     haproxy = shutil.which("haproxy")
     if haproxy is None:
         raise RuntimeError("byref bench gateway --replicas needs HAProxy: apt-get install -y "
@@ -123,13 +125,7 @@ def replicas_bench(replicas: int = 3, *, sessions: int = 8, calls: int = 50, rou
             if balancer is not None:
                 balancer.kill()
                 balancer.wait(10)
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
             _drop(pg, table)
             shutil.rmtree(work, ignore_errors=True)
     report.update(replicas=replicas, sessions=sessions, calls=calls, rounds=rounds)

@@ -33,6 +33,19 @@ START_TIMEOUT = 60.0
 _ANNOUNCED = re.compile(rb"listening on (http://\S+)")
 
 
+def stop_processes(procs: list[subprocess.Popen[str]], wait: float = 20) -> None:
+    """Terminate every process, then wait for each; one that outlives `wait` seconds is
+    killed (all are asked first, so their shutdowns overlap)."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(wait)
+
+
 def _env() -> dict[str, str]:
     # What a child needs to import byref from here (an install or the source tree), no more.
     return {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "PATH")}
