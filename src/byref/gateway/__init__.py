@@ -12,9 +12,11 @@ the artifact store holds the bytes.
         await serve_stdio(gateway)
 
 Modules: `config` (the file), `upstream` (connections to the servers), `convert` (the edge),
-`proxy` (an upstream tool as a byref `Tool`), `scopes` (who a request runs as), `core` (the
-toolbox and the call sequence), `server` (the MCP handlers and transports), `passthrough` (every
-non-tool feature: prompts, completion, logging, roots, list changes), `passthrough_resources`
+`proxy` (an upstream tool as a byref `Tool`), `scopes` (who a request runs as), `toolbox`
+(one immutable build of what is offered), `core` (the gateway's life and the call sequence),
+`server` (the MCP handlers and transports), `fastpath` (plain tools/call answered as wire JSON),
+`stdio_transport` (byref's own streams on both stdio edges), `passthrough` (every non-tool
+feature: prompts, completion, logging, roots, list changes), `passthrough_resources`
 (resources: lists, reads, subscriptions, listen streams), `fanout` (their requests to every
 upstream or to the one that owns a name), `resources` and `prompts` (their names, mapped back),
 `artifact_resources` (byref's own artifacts as resources), `relay` (upstream → client traffic
@@ -25,8 +27,9 @@ run). Its benchmark lives in `byref.bench.gateway`.
 """
 
 from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
-from byref.gateway.core import CALL_TOOL, Gateway, Toolbox
+from byref.gateway.core import Gateway
 from byref.gateway.server import build_server, http_app, listen_socket, serve_http, serve_stdio
+from byref.gateway.toolbox import CALL_TOOL, Toolbox
 from byref.gateway.upstream import UpstreamError
 
 __all__ = [

@@ -1,10 +1,11 @@
 """The gateway itself: one catalog over every upstream, and each call through byref's dispatch.
 
-Owns the toolbox (the catalog of proxied upstream tools, indexed by the discovery engine, plus the
-scaffolding every client sees: search_tools, activate_tool, call_tool, read_json, query_json,
-read_result, present) and the per-call sequence: record the call in the scope's transcript, run
-it through `Dispatcher.adispatch` (a proxied call is awaited on the loop, no thread hop unless
-refs must be read or a result placed), record the result, announce a changed tool list.
+Owns the gateway's life (upstreams started lazily, listed, re-listed on change; the toolbox
+rebuilt from them — see `toolbox` — with the scaffolding every client sees: search_tools,
+activate_tool, call_tool, read_json, query_json, read_result, present) and the per-call sequence:
+a scope's `Session.run_call` records the call in its transcript, dispatches it (a proxied call is
+awaited on the loop, no thread hop unless refs must be read or a result placed) and records the
+result; then a changed tool list is announced.
 
 The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
 the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream
@@ -20,7 +21,6 @@ import time
 import uuid
 import weakref
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
@@ -38,32 +38,33 @@ from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossar
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.events import Emitter
-from byref.gateway.auth import permits_server, permits_tool
 from byref.gateway.config import GatewayConfig, Grant
 from byref.gateway.content import Passed
-from byref.gateway.convert import distinct_name, listing, qualified_name
 from byref.gateway.health import check_store
 from byref.gateway.listchanges import ListChanges
 from byref.gateway.metadata import (
     GATEWAY_EXPLICIT_READ_BYTES,
-    is_read_only,
     metadata_of,
     pinned,
-    tool_metadata,
 )
 from byref.gateway.metrics import GatewayMetrics, MetricsSink
-from byref.gateway.proxy import proxied_tool
 from byref.gateway.scopes import Scopes, ScopeState
+from byref.gateway.toolbox import (
+    CALL_TOOL,
+    CALL_TOOL_DESCRIPTION,
+    CALL_TOOL_SCHEMA,
+    Toolbox,
+    upstream_catalog,
+)
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
-from byref.tools import BUILTIN_JSON_TOOLS, Tool, ToolRefusal
+from byref.tools import Tool, ToolRefusal
 from byref.tools.present import make_present_tool
 from byref.tools.read_result import make_read_result
 from byref.transcript import Part, Transcript
 
-CALL_TOOL = "call_tool"
 RESULT_TRIES = 20
 """Times a local call runs again when another replica wrote between its call and its result."""
 LIST_GRACE = 8.0
@@ -71,41 +72,6 @@ LIST_GRACE = 8.0
 timeout; a normal start takes 0.3-3 s); later ones are indexed on arrival and announced."""
 PLACED_PREVIEW_CHARS = 1_000
 """Preview characters in a placed result's substitute (the whole substitute stays < 2,000)."""
-
-CALL_TOOL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "arguments": {"type": "object"},
-    },
-    "required": ["name"],
-    "additionalProperties": False,
-}
-# The parameters are explained once, here: property descriptions repeating it cost every turn.
-CALL_TOOL_DESCRIPTION = (
-    "Run a catalog tool without loading it: `name` exactly as search_tools gave it, `arguments` "
-    "its own (any may be a $ref). Use it too when a loaded tool is missing from your tools.")
-
-
-@dataclass(frozen=True)
-class Toolbox:
-    """One build of what the gateway offers: the catalog, the scaffolding, what is pinned, and why
-    any server is missing from it. Immutable; a tool-list change builds a new one."""
-
-    version: int
-    catalog: Catalog
-    scaffolding: tuple[Tool, ...]
-    tools: tuple[Tool, ...]
-    unavailable: dict[str, str]
-    """Server → why its tools are missing from the catalog."""
-    pinned: tuple[Tool, ...] = ()
-    """Declared beside the scaffolding whatever the working set holds (direct mode: every
-    catalog tool; search mode: byref.alwaysLoad)."""
-    call_tool: str = "all"
-    """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
-    starting: tuple[str, ...] = ()
-    """Servers still starting when this box was built (their tools are not in it yet)."""
-
 
 class Gateway:
     """Use as `async with Gateway(config) as gateway:`; `build_server(gateway)` serves it."""
@@ -277,29 +243,7 @@ class Gateway:
                 state.call_session = None
 
     def _build(self, grant: Grant | None = None) -> Toolbox:
-        catalog = Catalog()
-        for server in self.config.servers:
-            if not permits_server(grant, server.name):
-                continue
-            raw = {t.name: t for t in self._listings.get(server.name, [])}
-            for listed in listing(server.name, self._listings.get(server.name, [])):
-                if not server.keeps(listed.name):  # the entry's "tools" allow/deny globs
-                    continue
-                name = qualified_name(server.name, listed.name)
-                if not permits_tool(grant, name):  # a grant's tool globs: as clients name it
-                    continue
-                if name in catalog and _pair(catalog, name) != (server.name, listed.name):
-                    name = distinct_name(server.name, listed.name)  # another pair joined alike
-                if name not in catalog:  # a server listing one name twice: the first wins
-                    meta = tool_metadata(raw[listed.name]) if listed.name in raw else {}
-                    catalog.add(proxied_tool(name, listed, self._invoke, passed=self.passed,
-                                             mcp_meta=meta),
-                                server=server.name,
-                                original_name=listed.name)
-        # The JSON readers sit behind search: a stored result touches them (working set), so they
-        # are declared from the turn a result needs them, and cost nothing before it.
-        for reader in BUILTIN_JSON_TOOLS:
-            catalog.add(reader)
+        catalog = upstream_catalog(self.config, self._listings, self._invoke, self.passed, grant)
         if self.usage is not None:
             self._learn(catalog, self.usage)
         note = capability_line(catalog)
@@ -340,7 +284,7 @@ class Gateway:
                   tools=sum(1 for e in catalog if e.learned), unknown=len(unknown))
 
     def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
-        # Reached only when the gateway could not unwrap the call (see `_unwrap`).
+        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`).
         box = self._box
         if box is not None and name in box.catalog and box.call_tool == "readOnly":
             raise ToolRefusal(
@@ -351,7 +295,7 @@ class Gateway:
             raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
                               "it directly.", "unknown-tool")
         if box is not None and name not in box.catalog:
-            if (refusal := _still_starting(box, name)) is not None:
+            if (refusal := box.still_starting(name)) is not None:
                 raise ToolRefusal(refusal, "upstream-error")
             for server, why in sorted(box.unavailable.items()):
                 if name.startswith(f"{server_slug(server)}__"):  # a tool of a server that failed
@@ -441,11 +385,11 @@ class Gateway:
         started = time.perf_counter()
         box = await self.toolbox_for(state)
         call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
-        target = _unwrap(call, box)
+        target = box.unwrap(call)
         # The session records the call and its result (byref's own tools exclusively: their
         # recipes name the call's seq; retried only when replicas write the record too).
         part = await self._session(state, box).run_call(
-            call, run=target, exclusive=_local(box, target.name), tries=RESULT_TRIES)
+            call, run=target, exclusive=box.is_local(target.name), tries=RESULT_TRIES)
         # One projection per call, compared with what this scope's clients were last told.
         now = tuple(self.working_set(state, box))
         changed = now != state.declared
@@ -464,7 +408,7 @@ class Gateway:
             # After the write: a replica told re-reads the record and finds the activation.
             self._group.start_soon(self._list_changes.announce_scope, state.scope.key())
         if self.metrics is not None:
-            self.metrics.call(_server_of(box, target.name), target.name, part.is_error,
+            self.metrics.call(box.server_of(target.name), target.name, part.is_error,
                               time.perf_counter() - started)
         return part
 
@@ -476,15 +420,9 @@ class Gateway:
             session = Session(box.tools, store=self.store, scope=state.scope,
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
-                              unknown_tool=lambda name: _still_starting(box, name))
+                              unknown_tool=lambda name: box.still_starting(name))
             state.call_session = cached = (box.version, session)
         return cached[1]
-
-
-def _server_of(box: Toolbox, name: str) -> str:
-    """A metric's server label: the upstream of a catalog tool, else `byref` (its own)."""
-    server = box.catalog.entry(name).server if name in box.catalog else None
-    return server if server is not None else "byref"
 
 
 def _metrics(gateway: Gateway) -> GatewayMetrics | None:
@@ -492,40 +430,3 @@ def _metrics(gateway: Gateway) -> GatewayMetrics | None:
         return GatewayMetrics(conversations=lambda: len(gateway.scopes.all()))
     except RuntimeError:  # prometheus-client is not installed: no metrics, nothing else lost
         return None
-
-
-def _local(box: Toolbox, name: str) -> bool:
-    """Run by byref itself (scaffolding, the JSON readers), not proxied to an upstream: its
-    result may carry recipes naming its seq, so it is recorded under the scope's lock."""
-    return name not in box.catalog or box.catalog.entry(name).server is None
-
-
-def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
-    entry = catalog.entry(name)
-    return entry.server, entry.original_name
-
-
-def _still_starting(box: Toolbox, name: str) -> str | None:
-    """The refusal for a tool of a server still starting (not yet listed), else None."""
-    if not box.starting:
-        return None
-    for server in box.starting:
-        if name.startswith(f"{server_slug(server)}__"):
-            return (f"{name!r} cannot run yet: server {server!r} is still starting (its tools are "
-                    "announced when it is ready); try again then.")
-    return None
-
-
-def _unwrap(call: Call, box: Toolbox) -> Call:
-    """`call_tool(name, arguments)` for a catalog tool is dispatched as that tool's own call."""
-    if call.name != CALL_TOOL or not isinstance(call.input, dict) or box.call_tool == "off":
-        return call
-    target, args = call.input.get("name"), call.input.get("arguments", {})
-    if not isinstance(target, str) or target not in box.catalog or not set(call.input) <= {
-            "name", "arguments"}:
-        return call
-    if box.call_tool == "readOnly" and not is_read_only(box.catalog.tool(target)):
-        return call  # refused by call_tool itself, saying why
-    return Call(call.id, target, {} if args is None else args)
-
-

@@ -31,7 +31,7 @@ from byref.discovery.declare import PLAIN
 from byref.gateway.auth import BearerVerifier
 from byref.gateway.content import answer_extras, client_result
 from byref.gateway.convert import mcp_tool
-from byref.gateway.core import Gateway, Toolbox
+from byref.gateway.core import Gateway
 from byref.gateway.fastpath import PlainCalls
 from byref.gateway.inputs import Parked, Parking
 from byref.gateway.ops import ops_routes
@@ -40,6 +40,7 @@ from byref.gateway.passthrough import Passthrough
 from byref.gateway.relay import calling, may_ask
 from byref.gateway.scopes import AccessRefused, ScopeState
 from byref.gateway.stdio_transport import stdio_streams
+from byref.gateway.toolbox import Toolbox
 from byref.harness import REFS_PROTOCOL
 from byref.lens.gateway import lens_route
 from byref.transcript import Part
