@@ -1,6 +1,7 @@
 """The gateway's config file: the `mcpServers` JSON MCP clients already use, plus a `byref` block.
 
-Owns reading and checking that file. The law: a config either loads whole or fails with one error
+Owns reading and checking that file (its tokens and JWT settings in `config_auth`, the value
+checks every section shares in `config_values`). The law: a config either loads whole or fails with one error
 that names the file, the server and the key (identifiers with `!r`) and says what would fit;
 keys other clients add to a server entry (`alwaysAllow`, …) are ignored, while the `byref` block
 is strict, since a misspelt gateway setting would otherwise pass silently. What users already
@@ -36,7 +37,11 @@ from typing import Any, Literal
 
 from byref.discovery import DEFAULT_BUDGET
 from byref.dispatch import AUTO_INSERT_BYTES
-from byref.errors import OperatorError
+from byref.gateway.config_auth import Grant as Grant
+from byref.gateway.config_auth import JwtConfig as JwtConfig
+from byref.gateway.config_auth import parse_jwt, parse_tokens
+from byref.gateway.config_values import ConfigError as ConfigError
+from byref.gateway.config_values import expand, number, strings
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds one upstream call may take before the model is told it timed out."""
@@ -44,8 +49,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
                          "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
                          "state", "conversation", "conversationTtl", "jwt", "replicas"})
-_VAR = re.compile(r"\$\{([^}]*)\}")
-_VAR_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
 TRANSPORTS = ("stdio", "http", "sse")
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
@@ -54,10 +57,6 @@ INLINE_MEDIA_BYTES = 4 * 1024 * 1024
 beside them); larger ones are stored and shown as a marker only. A full-HD PNG screenshot is
 typically 0.2–3 MB."""
 Transport = Literal["stdio", "http", "sse"]
-
-
-class ConfigError(OperatorError, ValueError):
-    """The config file cannot be used; the text names where and what would fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,38 +91,6 @@ class ServerConfig:
         if self.allow is not None and not any(fnmatch.fnmatchcase(tool, g) for g in self.allow):
             return False
         return not any(fnmatch.fnmatchcase(tool, g) for g in self.deny)
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """What a bearer token stands for: the tenant and principal its requests run as, and which
-    upstream servers and catalog tools (names or globs) it may see (None: all)."""
-
-    tenant: str
-    principal: str
-    servers: tuple[str, ...] | None = None
-    tools: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class JwtConfig:
-    """Bearer JWTs validated as an OAuth 2.1 resource server (`byref.jwt`)."""
-
-    issuer: str
-    audience: str
-    jwks_uri: str
-    algorithms: tuple[str, ...] = ("RS256", "ES256", "PS256", "EdDSA")  # JWT_ALGORITHMS
-    """Asymmetric only: a JWKS holds public keys, so HS* and 'none' are never accepted."""
-    tenant: str | None = None
-    """Every token's tenant (else `tenant_claim` names the claim holding it)."""
-    tenant_claim: str | None = None
-    principal_claim: str = "sub"
-    servers: tuple[str, ...] | None = None
-    tools: tuple[str, ...] | None = None
-    leeway: float = 30.0
-    """Seconds of clock skew allowed on exp / nbf / iat."""
-    jwks_cooldown: float = 30.0
-    """Seconds between JWKS refetches for a key id not in the set (rotation; bounds a flood)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +186,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
     if unknown:
         raise ConfigError(f"Config {where}: unknown 'byref' key(s) {', '.join(map(repr, unknown))};"
                           f" accepted: {', '.join(map(repr, sorted(_BYREF_KEYS)))}.")
-    timeout = _number(opts.get("timeout", DEFAULT_TIMEOUT), f"{where} byref.timeout")
+    timeout = number(opts.get("timeout", DEFAULT_TIMEOUT), f"{where} byref.timeout")
     servers = tuple(_server(name, entry, where, timeout, base, env)
                     for name, entry in servers_raw.items()
                     if not _disabled(name, entry, where))
@@ -248,16 +215,16 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
                           f"search_tools gives them, globs allowed), got {always!r}.")
     return GatewayConfig(
         mode=mode, call_tool=call_tool, always_load=tuple(always),
-        inline_media_bytes=int(_number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
+        inline_media_bytes=int(number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
                                        f"{where} byref.inlineMediaBytes")),
         usage=None if usage is None else (base or Path.cwd()) / usage,
         servers=servers, scope=scope, timeout=timeout,
-        auto_insert_bytes=int(_number(opts.get("autoInsertBytes", AUTO_INSERT_BYTES),
+        auto_insert_bytes=int(number(opts.get("autoInsertBytes", AUTO_INSERT_BYTES),
                                       f"{where} byref.autoInsertBytes")),
-        working_set=int(_number(opts.get("workingSet", DEFAULT_BUDGET),
+        working_set=int(number(opts.get("workingSet", DEFAULT_BUDGET),
                                 f"{where} byref.workingSet")),
-        store=store, tokens=_tokens(opts.get("tokens", {}), where), source=source,
-        **_conversations(opts, where), jwt=_jwt(opts.get("jwt"), where),
+        store=store, tokens=parse_tokens(opts.get("tokens", {}), where), source=source,
+        **_conversations(opts, where), jwt=parse_jwt(opts.get("jwt"), where),
     )
 
 
@@ -294,16 +261,16 @@ def _server(name: Any, entry: Any, where: str, timeout: float, base: Path | None
     if url is not None and not isinstance(url, str):
         raise ConfigError(f"Config {at}: 'url' must be an http:// or https:// URL, got {url!r}.")
     if url is not None:
-        url = _expand(url, at, "url", environ)
+        url = expand(url, at, "url", environ)
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"Config {at}: 'url' must be an http:// or https:// URL, got "
                               f"{url!r}.")
     if command is not None:
-        command = _expand(command, at, "command", environ)
+        command = expand(command, at, "command", environ)
     args = entry.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"Config {at}: 'args' must be a list of strings, got {args!r}.")
-    args = [_expand(a, at, f"args[{i}]", environ) for i, a in enumerate(args)]
+    args = [expand(a, at, f"args[{i}]", environ) for i, a in enumerate(args)]
     cwd = entry.get("cwd")
     if cwd is not None:
         if not isinstance(cwd, str):
@@ -313,9 +280,9 @@ def _server(name: Any, entry: Any, where: str, timeout: float, base: Path | None
     allow, deny = _filter(entry.get("tools"), at)
     return ServerConfig(
         name=name, command=command, args=tuple(args),
-        env=_strings(entry.get("env"), at, "env", environ),
-        cwd=cwd, url=url, headers=_strings(entry.get("headers"), at, "headers", environ),
-        timeout=_number(entry.get("timeout", timeout), f"{at} timeout"),
+        env=strings(entry.get("env"), at, "env", environ),
+        cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
+        timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
         kind=kind, allow=allow, deny=deny,
     )
 
@@ -335,136 +302,6 @@ def _filter(value: Any, at: str) -> tuple[tuple[str, ...] | None, tuple[str, ...
                               f"got {globs!r}.")
         out.append(None if globs is None else tuple(globs))
     return out[0], out[1] or ()
-
-
-def _expand(text: str, at: str, key: str, environ: Mapping[str, str]) -> str:
-    """`${VAR}` and `${VAR:-default}` (the default when VAR is unset or empty) from `environ`."""
-
-    def one(match: re.Match[str]) -> str:
-        inner = match.group(1)
-        found = _VAR_NAME.match(inner)
-        if found is None:
-            raise ConfigError(f"Config {at}: {key!r} has {match.group(0)!r}, which is not "
-                              "${VAR} or ${VAR:-default}.")
-        var, default = found.group(1), found.group(2)
-        value = environ.get(var)
-        if value:
-            return value
-        if default is not None:
-            return default
-        if value is not None:
-            return value  # set and empty, no default: empty, as a shell gives it
-        raise ConfigError(f"Config {at}: {key!r} uses ${{{var}}}, which is not set; set it or "
-                          f"write ${{{var}:-default}}.")
-
-    return _VAR.sub(one, text)
-
-
-def _strings(value: Any, at: str, key: str,
-             environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                              for k, v in value.items()):
-        raise ConfigError(f"Config {at}: {key!r} must be an object of strings, got {value!r}.")
-    if environ is None:
-        return dict(value)
-    return {k: _expand(v, at, f"{key}.{k}", environ) for k, v in value.items()}
-
-
-def _number(value: Any, at: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"Config {at} must be a positive number, got {value!r}.")
-    return float(value)
-
-
-def _tokens(value: Any, where: str) -> dict[str, Grant]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"Config {where}: byref.tokens must be an object of token → "
-                          "{\"tenant\": …, \"principal\": …}.")
-    out: dict[str, Grant] = {}
-    for i, (token, grant) in enumerate(value.items()):
-        # The token itself is a secret: errors name its position, never its text.
-        if token.startswith("sha256:"):  # written as its digest: the config holds no secret
-            if not _SHA256.fullmatch(token[7:]):
-                raise ConfigError(f"Config {where}: byref.tokens entry #{i + 1} starts with "
-                                  "'sha256:' but is not followed by 64 hex digits (write "
-                                  "sha256:$(printf %s \"$TOKEN\" | sha256sum)).")
-            token = "sha256:" + token[7:].lower()
-        elif len(token) < 16:
-            raise ConfigError(f"Config {where}: byref.tokens entry #{i + 1} is shorter than 16 "
-                              "characters; use a long random token.")
-        if not isinstance(grant, dict) or not {"tenant", "principal"} <= set(grant) or not (
-                set(grant) <= {"tenant", "principal", "servers", "tools"}) or not all(
-                isinstance(grant[k], str) and grant[k] for k in ("tenant", "principal")):
-            raise ConfigError(f"Config {where}: byref.tokens entry #{i + 1} must be "
-                              "{\"tenant\": \"…\", \"principal\": \"…\"}, optionally with "
-                              "\"servers\" and \"tools\" (lists of names or globs).")
-        at = f"{where} byref.tokens entry #{i + 1}"
-        out[token] = Grant(grant["tenant"], grant["principal"],
-                           _names(grant.get("servers"), at, "servers"),
-                           _names(grant.get("tools"), at, "tools"))
-    return out
-
-
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-JWT_ALGORITHMS = ("RS256", "ES256", "PS256", "EdDSA")
-_JWT_KEYS = frozenset({"issuer", "audience", "jwksUri", "algorithms", "tenant", "tenantClaim",
-                       "principalClaim", "servers", "tools", "leeway", "jwksCooldown"})
-
-
-def _names(value: Any, at: str, key: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"Config {at}: {key!r} must be a list of names or globs, got "
-                          f"{value!r}.")
-    return tuple(value)
-
-
-def _jwt(value: Any, where: str) -> JwtConfig | None:
-    if value is None:
-        return None
-    at = f"{where} byref.jwt"
-    if not isinstance(value, dict):
-        raise ConfigError(f"Config {at} must be an object with 'issuer', 'audience' and "
-                          "'jwksUri'.")
-    unknown = sorted(set(value) - _JWT_KEYS)
-    if unknown:
-        raise ConfigError(f"Config {at}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                          f"accepted: {', '.join(map(repr, sorted(_JWT_KEYS)))}.")
-    for key in ("issuer", "audience", "jwksUri"):
-        if not isinstance(value.get(key), str) or not value[key]:
-            raise ConfigError(f"Config {at}: {key!r} is required (a non-empty string).")
-    if not value["jwksUri"].startswith(("https://", "http://127.", "http://localhost",
-                                        "http://[::1]")):
-        raise ConfigError(f"Config {at}: 'jwksUri' must be https:// (http:// only on "
-                          f"loopback), got {value['jwksUri']!r}.")
-    if ("tenant" in value) == ("tenantClaim" in value):
-        raise ConfigError(f"Config {at} needs exactly one of 'tenant' (every token's tenant) "
-                          "or 'tenantClaim' (the claim that holds it).")
-    algorithms = _names(value.get("algorithms"), at, "algorithms")
-    if algorithms is not None:
-        weak = sorted({a for a in algorithms if a == "none" or a.startswith("HS")})
-        if weak:
-            raise ConfigError(f"Config {at}: algorithms {', '.join(map(repr, weak))} cannot be "
-                              "checked against a JWKS of public keys; use RS256, ES256, PS256 "
-                              "or EdDSA.")
-    for key in ("tenant", "tenantClaim", "principalClaim"):
-        if key in value and (not isinstance(value[key], str) or not value[key]):
-            raise ConfigError(f"Config {at}: {key!r} must be a non-empty string.")
-    return JwtConfig(
-        issuer=value["issuer"], audience=value["audience"], jwks_uri=value["jwksUri"],
-        algorithms=algorithms or JWT_ALGORITHMS, tenant=value.get("tenant"),
-        tenant_claim=value.get("tenantClaim"),
-        principal_claim=value.get("principalClaim", "sub"),
-        servers=_names(value.get("servers"), at, "servers"),
-        tools=_names(value.get("tools"), at, "tools"),
-        leeway=float(value["leeway"]) if "leeway" in value and value["leeway"] == 0 else (
-            _number(value.get("leeway", 30.0), f"{at} leeway")),
-        jwks_cooldown=float(value["jwksCooldown"]) if value.get("jwksCooldown") == 0 else (
-            _number(value.get("jwksCooldown", 30.0), f"{at} jwksCooldown")),
-    )
 
 
 def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
@@ -495,6 +332,6 @@ def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
     if "conversationTtl" in opts:
         ttl = opts["conversationTtl"]
         if isinstance(ttl, bool) or ttl != 0:
-            ttl = _number(ttl, f"{where} byref.conversationTtl")
+            ttl = number(ttl, f"{where} byref.conversationTtl")
         out["conversation_ttl"] = None if ttl == 0 else float(ttl)
     return out
