@@ -1,15 +1,16 @@
 """The gateway's config file: the `mcpServers` JSON MCP clients already use, plus a `byref` block.
 
 Owns reading and checking that file (its tokens and JWT settings in `config_auth`, the value
-checks every section shares in `config_values`). The law: a config either loads whole or fails with one error
-that names the file, the server and the key (identifiers with `!r`) and says what would fit;
-keys other clients add to a server entry (`alwaysAllow`, …) are ignored, while the `byref` block
-is strict, since a misspelt gateway setting would otherwise pass silently. What users already
-write is honoured as their clients read it: `"disabled": true` leaves a server out, `"tools":
-{"allow": [...], "deny": [...]}` globs filter its tools, `${VAR}` / `${VAR:-default}` are taken
-from the environment in `command`, `args`, `env`, `url` and `headers` (an unset variable with no
-default is an error, never a literal `${VAR}` passed on), `"type": "stdio" | "http" | "sse"`
-picks the transport, and VS Code's `"servers"` file is read like `"mcpServers"`.
+checks every section shares in `config_values`). The law: a config either loads whole or fails
+with one error that names the file, the server and the key (identifiers with `!r`) and says what
+would fit; keys other clients add to a server entry (`alwaysAllow`, …) are ignored, while the
+`byref` block is strict, since a misspelt gateway setting would otherwise pass silently. What
+users already write is honoured as their clients read it: `"disabled": true` leaves a server out,
+`"tools": {"allow": [...], "deny": [...]}` globs filter its tools, `${VAR}` /
+`${VAR:-default}` are taken from the environment in `command`, `args`, `env`, `url` and
+`headers` (an unset variable with no default is an error, never a literal `${VAR}` passed on),
+`"type": "stdio" | "http" | "sse"` picks the transport, and VS Code's `"servers"` file is read
+like `"mcpServers"`.
 
     {"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]},
                     "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
