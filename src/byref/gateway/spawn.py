@@ -3,7 +3,8 @@
 Owns the stdio transport to a server the gateway starts: the SDK's `stdio_client` framing and
 shutdown, with what it does not give (the process and its stderr), and the session reading and
 writing the pipes itself through `stdio_transport`'s streams (no reader or writer task and memory
-stream between; the lines are item for item what `stdio_client` would give the session). The law:
+stream between; the lines are item for item what `stdio_client` would give the session), shared
+with byref's own plain `tools/call` requests (`raw_calls`, `Spawned.raw`). The law:
 every process group the gateway starts is recorded until it is gone, and ended — SIGTERM to the
 whole group, SIGKILL after a grace — when its connection closes, when a start is abandoned, and
 (`end_all`) when the gateway itself is told to stop, so no upstream or child of one outlives the
@@ -32,6 +33,7 @@ from mcp import StdioServerParameters
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 
+from byref.gateway.raw_calls import RawCalls
 from byref.gateway.stdio_transport import (
     MessageReader,
     MessageWriter,
@@ -56,6 +58,8 @@ class Spawned:
     returncode: int | None = None
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     stderr_done: anyio.Event = field(default_factory=anyio.Event)
+    raw: RawCalls | None = None
+    """byref's own plain `tools/call` requests on the pipes (`raw_calls`), while they are open."""
     _process: anyio.abc.Process | None = None
 
     def tail(self) -> str:
@@ -170,6 +174,9 @@ async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
         parse_response_line)
     write_stream = MessageWriter.on(stdin.send, encoding=server.encoding,
                                     errors=server.encoding_error_handler)
+    # Responses to byref's own plain calls are taken off the reader; all else reaches the session.
+    raw = spawned.raw = RawCalls(write_stream)
+    read_stream.divert(raw.claim, raw.close)
     out = errlog if errlog is not None else sys.stderr
 
     async def stderr_reader() -> None:
@@ -198,6 +205,7 @@ async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
+                raw.close()
                 await read_stream.aclose()
                 await write_stream.aclose()
                 # What the server still writes is read and dropped: one stuck writing a full

@@ -197,19 +197,35 @@ class MessageReader:
         self._lines = lines
         self._parse = parse
         self._closed = False
+        self._claim: Callable[[SessionMessage], bool] | None = None
+        self._ended: Callable[[], None] | None = None
+
+    def divert(self, claim: Callable[[SessionMessage], bool], ended: Callable[[], None]) -> None:
+        """Offer every parsed message to `claim` first (one it takes never reaches the session)
+        and call `ended` once the stream ends or is closed (`raw_calls`)."""
+        self._claim, self._ended = claim, ended
 
     async def receive(self) -> SessionMessage | Exception:
         """The next message (or the exception its line raised when parsed); EndOfStream at EOF."""
-        if self._closed:
-            raise anyio.ClosedResourceError
-        try:
-            line = await self._lines.next_line()
-        except (anyio.BrokenResourceError, ConnectionError) as exc:
-            # The SDK's reader ends the stream on these: the session sees the connection close.
-            raise anyio.EndOfStream from exc
-        if line is None:
-            raise anyio.EndOfStream
-        return self._parse(line)
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                line = await self._lines.next_line()
+            except (anyio.BrokenResourceError, ConnectionError) as exc:
+                # The SDK's reader ends the stream on these: the session sees the connection close.
+                self._end()
+                raise anyio.EndOfStream from exc
+            if line is None:
+                self._end()
+                raise anyio.EndOfStream
+            item = self._parse(line)
+            if self._claim is None or isinstance(item, Exception) or not self._claim(item):
+                return item
+
+    def _end(self) -> None:
+        if self._ended is not None:
+            self._ended()
 
     def __aiter__(self) -> MessageReader:
         return self
@@ -223,6 +239,7 @@ class MessageReader:
     async def aclose(self) -> None:
         """No more messages are read (the pipe itself is closed by its owner)."""
         self._closed = True
+        self._end()
 
     async def __aenter__(self) -> MessageReader:
         return self
@@ -254,11 +271,15 @@ class MessageWriter:
 
     async def send(self, item: SessionMessage, /) -> None:
         """Write one message as a line; wait while the pipe holds more than its high-water mark."""
+        await self.send_line(item.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    async def send_line(self, text: str) -> None:
+        """Write `text` (one JSON-RPC message, no newline) as a line. Each line reaches the pipe in
+        one write call, so lines of concurrent senders never interleave."""
         if self._closed or self._put is None:
             raise anyio.ClosedResourceError
-        data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         try:
-            await self._put(data.encode(self._encoding, self._errors))
+            await self._put((text + "\n").encode(self._encoding, self._errors))
         except (ConnectionError, OSError) as exc:  # the reader went away
             raise anyio.BrokenResourceError from exc
 

@@ -1,11 +1,12 @@
 """Upstream MCP servers: started lazily, restarted after a crash, every call bounded in time.
 
-Owns the connections to the servers in the config, through the official `mcp` client. The law:
-an upstream failure — it cannot start, it crashes mid-call, it hangs past its timeout, it writes a
-line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and says what
-happened, never an exception that escapes into the gateway; a broken connection is dropped and
-the next call starts the server again, so one bad server never stops the others being served.
-Each connection is owned by one task of the gateway's task group (the SDK's client must be
+Owns the connections to the servers in the config, through the official `mcp` client (a plain
+`tools/call` on a stdio server through `raw_calls`, on the same pipes, with the same outcomes). The
+law: an upstream failure — it cannot start, it crashes mid-call, it hangs past its timeout, it
+writes a line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and
+says what happened, never an exception that escapes into the gateway; a broken connection is
+dropped and the next call starts the server again, so one bad server never stops the others being
+served. Each connection is owned by one task of the gateway's task group (the SDK's client must be
 entered and left in the same task); calls from other tasks use it while it lives.
 """
 
@@ -31,6 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from byref.gateway import raw_calls
 from byref.gateway.config import ServerConfig
 from byref.gateway.relay import Relay, current
 from byref.gateway.spawn import Spawned, stdio_process
@@ -127,6 +129,11 @@ class Upstream:
         meta = caller.forwarded_meta() if caller is not None else None
 
         async def run(client: Client) -> types.CallToolResult:
+            raw = self._raw(client) if progress is None and not meta else None
+            if raw is not None and raw_calls.plain(client):
+                result = await raw_calls.call_tool(raw, client, tool, arguments)
+                if result is not None:
+                    return result
             return await client.call_tool(tool, arguments, progress_callback=progress,
                                           meta=meta)  # type: ignore[arg-type]
 
@@ -143,6 +150,15 @@ class Upstream:
         """The live connection's client, if the server is running now."""
         live = self._live
         return live.client if live is not None and not live.broken.is_set() else None
+
+    def _raw(self, client: Client) -> raw_calls.RawCalls | None:
+        """byref's own call path on `client`'s pipes: a stdio connection that is still live."""
+        live = self._live
+        if live is None or live.client is not client or live.broken.is_set() \
+                or live.spawned is None:
+            return None
+        raw = live.spawned.raw
+        return raw if raw is not None and raw.open else None
 
     async def close(self) -> None:
         """Stop the connection and wait for it to end (at most 10 s)."""
