@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,8 @@ from byref.gateway.config import parse_config
 from byref.gateway.server import GatewayServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
+PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+"""The PostgreSQL the state tests use (trust auth); unreachable, they skip saying so."""
 
 
 @dataclass

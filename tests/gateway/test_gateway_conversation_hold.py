@@ -11,9 +11,6 @@ import sys
 from pathlib import Path
 
 from _gateway_rig import World
-from test_gateway_replicas import postgres_state
-
-__all__ = ["postgres_state"]  # the fixture, imported to be used here
 
 INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},

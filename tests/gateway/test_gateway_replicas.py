@@ -9,6 +9,7 @@ next call succeeds, and every artifact minted is still in the store."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -35,7 +36,6 @@ from byref.bench.gateway_rig import stop_processes
 
 pytestmark = pytest.mark.anyio
 
-PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
 ALICE, BOB = "alice-replica-token-0123456789", "bob-replica-token-0123456789ab"
 TOKENS = {ALICE: {"tenant": "acme", "principal": "alice"},
           BOB: {"tenant": "acme", "principal": "bob"}}
@@ -68,18 +68,6 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture
-def postgres_state() -> Iterator[str]:
-    psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (byref[postgres])")
-    try:
-        psycopg.connect(PG_URL, connect_timeout=5).close()
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL unreachable at {PG_URL!r} (set BYREF_TEST_POSTGRES_URL): {exc}")
-    table = f"rep_{secrets.token_hex(4)}"
-    yield f"{PG_URL}?table={table}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        for suffix in ("conversations", "lines", "usage"):
-            conn.execute(f'DROP TABLE IF EXISTS "{table}_{suffix}"')
 
 
 def _free_port() -> int:
@@ -91,6 +79,24 @@ def _free_port() -> int:
 
 COPIERS: list[threading.Thread] = []
 """Threads copying the replicas' stderr into the log (joined before it closes)."""
+
+
+@contextlib.contextmanager
+def replicas(config: Path, log: Any, count: int
+             ) -> Iterator[tuple[list[subprocess.Popen[str]], list[int]]]:
+    """`count` HTTP gateways on `config` (their processes and ports), stopped on the way out."""
+    procs: list[subprocess.Popen[str]] = []
+    ports: list[int] = []
+    try:
+        for _ in range(count):
+            proc, port = _replica(config, log)
+            procs.append(proc)
+            ports.append(port)
+        yield procs, ports
+    finally:
+        stop_processes(procs)
+        while COPIERS:  # stderr closed with its process: each copier ends
+            COPIERS.pop().join(10)
 
 
 def _replica(config: Path, log: Any) -> tuple[subprocess.Popen[str], int]:
@@ -152,15 +158,9 @@ async def test_three_replicas_behind_haproxy_share_state(
     for n in range(SESSIONS):
         (world.files / f"small{n}.txt").write_text(f"small {n}\n")
         (world.files / f"big{n}.txt").write_text(f"big {n} line\n" * 3_000)
-    procs: list[subprocess.Popen[str]] = []
     haproxy = None
-    with world.log.open("a") as log:
+    with world.log.open("a") as log, replicas(config, log, 3) as (procs, ports):
         try:
-            ports = []
-            for _ in range(3):
-                proc, port = _replica(config, log)
-                procs.append(proc)
-                ports.append(port)
             haproxy, front = _haproxy(world.root, ports)
             url = f"http://127.0.0.1:{front}/mcp"
             async with httpx2.AsyncClient(timeout=10) as http:
@@ -196,9 +196,6 @@ async def test_three_replicas_behind_haproxy_share_state(
             if haproxy is not None:
                 haproxy.kill()
                 haproxy.wait(10)
-            stop_processes(procs)
-            while COPIERS:  # stderr closed with its process: each copier ends
-                COPIERS.pop().join(10)
 
 
 class Load:

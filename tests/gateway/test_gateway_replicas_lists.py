@@ -9,18 +9,14 @@ principal listening on another replica is told, and is declared the tool there."
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
 from _gateway_rig import World, text
-from test_gateway_replicas import TOKENS, _replica, client, postgres_state
-
-from byref.bench.gateway_rig import stop_processes
+from test_gateway_replicas import TOKENS, client, replicas
 
 pytestmark = pytest.mark.anyio
-__all__ = ["postgres_state"]  # the fixture, imported to be used here
 
 TOKEN = next(iter(TOKENS))
 NEW = "shared__prune_hedge_0"
@@ -39,56 +35,38 @@ def _config(world: World, state: str, tools: Path) -> Path:
 async def test_a_list_change_on_one_replica_reaches_the_others(
         world: World, postgres_state: str) -> None:
     config = _config(world, postgres_state, world.root / "tools.json")
-    procs: list[subprocess.Popen[str]] = []
-    with world.log.open("a") as log:
-        try:
-            ports = []
-            for _ in range(3):
-                proc, port = _replica(config, log)
-                procs.append(proc)
-                ports.append(port)
-            a, b, c = (f"http://127.0.0.1:{p}/mcp" for p in ports)
-            with anyio.fail_after(60):
-                async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b, \
-                        client(c, TOKEN) as on_c:
-                    for other in (on_b, on_c):  # each indexed the list before the change
-                        before = await other.call_tool("call_tool", {"name": NEW})
-                        assert before.is_error, text(before)
-                    async with on_b.listen(tools_list_changed=True) as heard_b, \
-                            on_c.listen(tools_list_changed=True) as heard_c:
-                        grown = await on_a.call_tool("call_tool", {"name": "shared__grow"})
-                        assert not grown.is_error, text(grown)
-                        for heard in (heard_b, heard_c):
-                            event = await heard.__anext__()
-                            assert type(event).__name__ == "ToolsListChanged"
-                    for other in (on_b, on_c):  # re-listed from its own upstream
-                        ran = await other.call_tool("call_tool", {"name": NEW})
-                        assert not ran.is_error, text(ran)
-                        assert text(ran) == f"pruned by {NEW.removeprefix('shared__')}"
-        finally:
-            stop_processes(procs)
+    with world.log.open("a") as log, replicas(config, log, 3) as (_, ports):
+        a, b, c = (f"http://127.0.0.1:{p}/mcp" for p in ports)
+        with anyio.fail_after(60):
+            async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b, \
+                    client(c, TOKEN) as on_c:
+                for other in (on_b, on_c):  # each indexed the list before the change
+                    before = await other.call_tool("call_tool", {"name": NEW})
+                    assert before.is_error, text(before)
+                async with on_b.listen(tools_list_changed=True) as heard_b, \
+                        on_c.listen(tools_list_changed=True) as heard_c:
+                    grown = await on_a.call_tool("call_tool", {"name": "shared__grow"})
+                    assert not grown.is_error, text(grown)
+                    for heard in (heard_b, heard_c):
+                        event = await heard.__anext__()
+                        assert type(event).__name__ == "ToolsListChanged"
+                for other in (on_b, on_c):  # re-listed from its own upstream
+                    ran = await other.call_tool("call_tool", {"name": NEW})
+                    assert not ran.is_error, text(ran)
+                    assert text(ran) == f"pruned by {NEW.removeprefix('shared__')}"
 
 
 async def test_an_activation_on_one_replica_is_announced_on_another(
         world: World, postgres_state: str) -> None:
     config = _config(world, postgres_state, world.root / "tools.json")
-    procs: list[subprocess.Popen[str]] = []
-    with world.log.open("a") as log:
-        try:
-            ports = []
-            for _ in range(2):
-                proc, port = _replica(config, log)
-                procs.append(proc)
-                ports.append(port)
-            a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
-            with anyio.fail_after(60):
-                async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
-                    assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
-                    async with on_b.listen(tools_list_changed=True) as heard:
-                        got = await on_a.call_tool("activate_tool", {"names": ["shared__grow"]})
-                        assert not got.is_error, text(got)
-                        event = await heard.__anext__()
-                        assert type(event).__name__ == "ToolsListChanged"
-                    assert "shared__grow" in {t.name for t in (await on_b.list_tools()).tools}
-        finally:
-            stop_processes(procs)
+    with world.log.open("a") as log, replicas(config, log, 2) as (_, ports):
+        a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
+        with anyio.fail_after(60):
+            async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
+                assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
+                async with on_b.listen(tools_list_changed=True) as heard:
+                    got = await on_a.call_tool("activate_tool", {"names": ["shared__grow"]})
+                    assert not got.is_error, text(got)
+                    event = await heard.__anext__()
+                    assert type(event).__name__ == "ToolsListChanged"
+                assert "shared__grow" in {t.name for t in (await on_b.list_tools()).tools}

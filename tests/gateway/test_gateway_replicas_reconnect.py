@@ -6,18 +6,14 @@ client is told the tool list changed and is declared the activated tool."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
-from _gateway_rig import World, text
-from test_gateway_replicas import PG_URL, TOKENS, _replica, client, postgres_state
-
-from byref.bench.gateway_rig import stop_processes
+from _gateway_rig import PG_URL, World, text
+from test_gateway_replicas import TOKENS, client, replicas
 
 pytestmark = pytest.mark.anyio
-__all__ = ["postgres_state"]  # the fixture, imported to be used here
 
 TOKEN = next(iter(TOKENS))
 
@@ -60,33 +56,24 @@ async def test_an_activation_missed_while_not_listening_is_announced_after_recon
             "SHARED_TOOLS": str(Path(world.root / "tools.json"))})},
         "byref": {"tokens": TOKENS, "replicas": True, "state": postgres_state,
                   "store": f"file://{world.root / 'store'}"}}))
-    procs: list[subprocess.Popen[str]] = []
-    with world.log.open("a") as log:
-        try:
-            ports = []
-            for _ in range(2):
-                proc, port = _replica(config, log)
-                procs.append(proc)
-                ports.append(port)
-            a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
-            with anyio.fail_after(60):
-                async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
-                    # B holds the principal's conversation, without the tool.
-                    assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
-                    assert len(await anyio.to_thread.run_sync(_listeners, table)) == 2
-                    async with on_b.listen(tools_list_changed=True) as heard:
-                        assert await anyio.to_thread.run_sync(_drop_listeners, table) == 2
-                        while await anyio.to_thread.run_sync(_listeners, table):
-                            await anyio.sleep(0.02)  # gone (each retries after RETRY_AFTER)
-                        got = await on_a.call_tool("activate_tool", {"names": ["shared__grow"]})
-                        assert not got.is_error, text(got)
-                        missed_at = await anyio.to_thread.run_sync(_now)
-                        event = await heard.__anext__()
-                        assert type(event).__name__ == "ToolsListChanged"
-                    assert "shared__grow" in {t.name for t in (await on_b.list_tools()).tools}
-                    # The activation was announced while neither replica listened: both
-                    # listening connections began after it.
-                    again = await anyio.to_thread.run_sync(_listeners, table)
-                    assert len(again) == 2 and all(start > missed_at for _, start in again)
-        finally:
-            stop_processes(procs)
+    with world.log.open("a") as log, replicas(config, log, 2) as (_, ports):
+        a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
+        with anyio.fail_after(60):
+            async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
+                # B holds the principal's conversation, without the tool.
+                assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
+                assert len(await anyio.to_thread.run_sync(_listeners, table)) == 2
+                async with on_b.listen(tools_list_changed=True) as heard:
+                    assert await anyio.to_thread.run_sync(_drop_listeners, table) == 2
+                    while await anyio.to_thread.run_sync(_listeners, table):
+                        await anyio.sleep(0.02)  # gone (each retries after RETRY_AFTER)
+                    got = await on_a.call_tool("activate_tool", {"names": ["shared__grow"]})
+                    assert not got.is_error, text(got)
+                    missed_at = await anyio.to_thread.run_sync(_now)
+                    event = await heard.__anext__()
+                    assert type(event).__name__ == "ToolsListChanged"
+                assert "shared__grow" in {t.name for t in (await on_b.list_tools()).tools}
+                # The activation was announced while neither replica listened: both
+                # listening connections began after it.
+                again = await anyio.to_thread.run_sync(_listeners, table)
+                assert len(again) == 2 and all(start > missed_at for _, start in again)

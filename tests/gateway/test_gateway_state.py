@@ -29,7 +29,6 @@ from byref.jsonview import encode
 
 pytestmark = pytest.mark.anyio
 
-PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
 ALICE = "alice-token-0123456789abcdef"
 TOKENS = {ALICE: {"tenant": "acme", "principal": "alice"}}
 READ, WRITE = "filesystem__read_text_file", "filesystem__write_file"
@@ -58,18 +57,6 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture
-def postgres_state() -> Iterator[str]:
-    psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (byref[postgres])")
-    try:
-        psycopg.connect(PG_URL, connect_timeout=5).close()
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL unreachable at {PG_URL!r} (set BYREF_TEST_POSTGRES_URL): {exc}")
-    table = f"gs_{secrets.token_hex(4)}"
-    yield f"{PG_URL}?table={table}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        for suffix in ("conversations", "lines", "usage"):
-            conn.execute(f'DROP TABLE IF EXISTS "{table}_{suffix}"')
 
 
 @asynccontextmanager
