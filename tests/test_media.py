@@ -9,6 +9,7 @@ import pytest
 
 import byref
 from byref import media
+from byref.refs import KEY_PATTERN
 from byref.tools import Payload
 
 
@@ -56,7 +57,7 @@ def test_read_result_reads_xml_as_text() -> None:
         return str(read[0]["content"])
 
     def json_key(text: object) -> str:
-        found = re.search(r"art_[0-9A-Za-z]{22}", str(text))
+        found = re.search(KEY_PATTERN, str(text))
         assert found is not None, text
         return found.group(0)
 

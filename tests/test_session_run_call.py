@@ -22,7 +22,9 @@ def _roles(transcript: Transcript) -> list[tuple[str, str | None]]:
     return [(m.role, m.parts[0].tool) for m in _messages(transcript)]
 
 
-def test_an_exclusive_call_keeps_its_result_next_to_it_while_others_record() -> None:
+def _exclusive_while_another_waits(transcript: Transcript) -> None:
+    """An exclusive call that waits on a gate, and a non-exclusive one started meanwhile: the
+    second's first append waits until the first call's result is recorded."""
     gate = asyncio.Event()
 
     @byref.tool
@@ -36,8 +38,8 @@ def test_an_exclusive_call_keeps_its_result_next_to_it_while_others_record() -> 
         """Returns at once."""
         return "quick done"
 
-    async def scenario() -> Transcript:
-        session = byref.Session([slow, quick])
+    async def scenario() -> None:
+        session = byref.Session([slow, quick], transcript=transcript)
         exclusive = asyncio.create_task(session.run_call(Call("c1", "slow", {})))
         while not session.lock.locked():  # bounded: the task takes the lock on its first step
             await asyncio.sleep(0)
@@ -48,11 +50,14 @@ def test_an_exclusive_call_keeps_its_result_next_to_it_while_others_record() -> 
         gate.set()
         first, second = await asyncio.wait_for(asyncio.gather(exclusive, other), 5)
         assert (first.value, second.value) == ("slow done", "quick done")
-        return session.transcript
 
-    transcript = asyncio.run(scenario())
+    asyncio.run(scenario())
     assert _roles(transcript) == [("assistant", "slow"), ("tool", "slow"),
                                   ("assistant", "quick"), ("tool", "quick")]
+
+
+def test_an_exclusive_call_keeps_its_result_next_to_it_while_others_record() -> None:
+    _exclusive_while_another_waits(Transcript())
 
 
 def test_non_exclusive_calls_interleave_and_each_result_names_its_call() -> None:
@@ -167,34 +172,6 @@ class _SharedTranscript(Transcript):
 def test_appends_that_wait_on_shared_storage_run_off_the_loop_in_the_same_order() -> None:
     import threading
 
-    gate = asyncio.Event()
-
-    @byref.tool
-    async def slow() -> str:
-        """Waits for the gate."""
-        await gate.wait()
-        return "slow done"
-
-    @byref.tool
-    def quick() -> str:
-        """Returns at once."""
-        return "quick done"
-
     transcript = _SharedTranscript()
-
-    async def scenario() -> None:
-        session = byref.Session([slow, quick], transcript=transcript)
-        exclusive = asyncio.create_task(session.run_call(Call("c1", "slow", {})))
-        while not session.lock.locked():
-            await asyncio.sleep(0)
-        other = asyncio.create_task(session.run_call(Call("c2", "quick", {}), exclusive=False))
-        for _ in range(20):
-            await asyncio.sleep(0)
-        gate.set()
-        await asyncio.wait_for(asyncio.gather(exclusive, other), 5)
-
-    loop_thread = threading.get_ident()
-    asyncio.run(scenario())
-    assert _roles(transcript) == [("assistant", "slow"), ("tool", "slow"),
-                                  ("assistant", "quick"), ("tool", "quick")]
-    assert transcript.threads and loop_thread not in transcript.threads
+    _exclusive_while_another_waits(transcript)
+    assert transcript.threads and threading.get_ident() not in transcript.threads
