@@ -82,12 +82,15 @@ class ListChanges:
                     if not started:
                         started = True
                         task_status.started()
-                    else:  # notices sent while we were away are lost: re-list every server
-                        for server in sorted(self._servers):  # and re-read every record held
-                            await self._heard(server)
+                    else:  # notices sent while we were away are lost: re-read every record
+                        # held, then re-list every server. Records first: re-listing announces
+                        # a change at once, and a client re-listing on that first notice must
+                        # already be declared what another replica activated meanwhile.
                         if self._heard_scope is not None:
                             for key in list(self._held_scopes()):
                                 await self._heard_scope(key)
+                        for server in sorted(self._servers):
+                            await self._heard(server)
                     async for notice in conn.notifies():
                         got = self._parse(notice.payload)
                         if got is None:
