@@ -415,3 +415,22 @@ def test_status_report_with_pydantic_ais_openai_model_over_a_loopback_wire(
     declared = {t["function"]["name"]: t["function"] for t in wire.bodies[0]["tools"]}
     rows = declared["generate_pdf"]["parameters"]["properties"]["rows"]
     assert "anyOf" in rows  # every argument accepts a $ref on the wire
+
+
+def test_byref_search_fuses_the_models_queries() -> None:
+    """pydantic-ai hands over the model's several queries: byref fuses them as phrasings of one
+    need (a tool two phrasings find outranks one each finds alone), not one list after another."""
+    from pydantic_ai.tools import ToolDefinition
+
+    from byref.integrations.pydantic_ai import byref_search
+
+    tools = [ToolDefinition(name=n, description=d, parameters_json_schema={"type": "object"})
+             for n, d in (("refund_payment", "Send a customer's payment back to their card."),
+                          ("card_details", "Show the card a customer pays with."),
+                          ("customer_notes", "Notes a support agent wrote about a customer."))]
+    search = byref_search(limit=3)
+    alone = search(None, ["customer card"], tools)  # type: ignore[arg-type]
+    assert alone[0] != "refund_payment"
+    fused = search(None, ["customer card", "payment back"], tools)  # type: ignore[arg-type]
+    assert fused[0] == "refund_payment"
+    assert search(None, ["", "   "], tools) == []  # type: ignore[arg-type]

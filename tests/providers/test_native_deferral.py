@@ -170,3 +170,25 @@ def test_byref_discovery_drives_native_mode() -> None:
     Harness(m, [native_search_tool(search_with_byref), *tools]).run_sync("Make the report.")
     content = wire.bodies[1]["messages"][-1]["content"][0]["content"]
     assert content[0] == {"type": "tool_reference", "tool_name": "make_report"}
+
+
+def test_byref_discovery_takes_the_models_other_phrasings() -> None:
+    from byref.discovery import Catalog
+
+    search = native_search_tool(discovery_search(Catalog([make_report, archive_item,
+                                                          export_items]), limit=2))
+    assert "also" in search.input_schema["properties"]
+    assert search.description.endswith(
+        " `also`: other phrasings of the same need, fused ('money back' → refund).")
+    assert search.fn(query="shelve it") == {"query": "shelve it", "tools": []}
+    assert search.fn(query="shelve it", also=["archive one item", " "]) == {
+        "query": "shelve it", "tools": ["archive_item", "export_items"],
+        "also": ["archive one item"]}
+
+
+def test_a_query_only_engine_is_declared_without_also() -> None:
+    asked: list[str] = []
+    search = native_search_tool(lambda q: asked.append(q) or ["note"])
+    assert set(search.input_schema["properties"]) == {"query"}
+    assert search.description == SEARCH_DESCRIPTION
+    assert search.fn(query="notes") == {"query": "notes", "tools": ["note"]} and asked == ["notes"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from byref.discovery import Catalog, Searcher
+from byref.discovery.search import MAX_ALSO
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
 from byref.tools import Payload, Tool
@@ -178,8 +179,9 @@ def _passes(tool: ToolsetTool[Any]) -> bool:
 def byref_search(*, limit: int = 10) -> Callable[
         [RunContext[Any], Sequence[str], Sequence[ToolDefinition]], list[str]]:
     """byref's search engine behind pydantic-ai's native hook:
-    `ToolSearch(strategy=byref_search())` ranks the deferred tools with byref's field-boosted
-    BM25 and rarity re-rank (exact names win) instead of keyword overlap."""
+    `ToolSearch(strategy=byref_search())` ranks the deferred tools with byref's engine (exact
+    names win; the model's several queries fused as other phrasings of one need) instead of
+    keyword overlap."""
     searchers: dict[tuple[tuple[str, str], ...], Searcher] = {}
 
     def search(ctx: RunContext[Any], queries: Sequence[str],
@@ -191,9 +193,14 @@ def byref_search(*, limit: int = 10) -> Callable[
             searcher = searchers[key] = Searcher(Catalog(
                 Tool(name=t.name, description=t.description or "", fn=_listed,
                      input_schema=dict(t.parameters_json_schema)) for t in tools))
+        # pydantic-ai's queries are the model's phrasings of what it looks for: fused as
+        # search_tools' `also` fuses them (a tool several phrasings find ranks first), at most
+        # 1 + MAX_ALSO at a time, later groups' names after earlier ones'.
+        texts = [q for q in dict.fromkeys(queries) if q.strip()]
         names: list[str] = []
-        for query in queries:
-            for hit in searcher.search(query, limit=limit).results:
+        for at in range(0, len(texts), 1 + MAX_ALSO):
+            first, *also = texts[at:at + 1 + MAX_ALSO]
+            for hit in searcher.search(first, limit=limit, also=also).results:
                 if hit.name not in names:
                     names.append(hit.name)
         return names[:limit]

@@ -11,6 +11,7 @@ function of the transcript, so it is byte-identical on every later turn.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,14 +24,17 @@ from byref.tools import Tool, tool
 if TYPE_CHECKING:
     from byref.discovery import Catalog, Discovery, Searcher
 
-SearchFn = Callable[[str], Sequence[str]]
-"""A search engine: a free-text query → matching tool names, best first."""
+SearchFn = Callable[..., Sequence[str]]
+"""A search engine: a free-text query → matching tool names, best first. Called as
+`search(query)`; an engine that also takes `also` (other phrasings of the same need, as
+`discovery_search`'s does) is called as `search(query, also=[...])` and the model is told so."""
 
 SEARCH_DESCRIPTION = (
     "Find tools by what they do. Most tools are not loaded until found: describe the task in a "
     "few words (e.g. 'export work items', 'make a pdf report') and the matching tools become "
     "callable. Never claim a capability is unavailable without searching for it first."
 )
+ALSO_DESCRIPTION = " `also`: other phrasings of the same need, fused ('money back' → refund)."
 
 
 @dataclass(frozen=True)
@@ -91,18 +95,37 @@ def native_search_tool(
     """The byref tool the model calls to find (and so load) deferred tools."""
     if limit < 1:
         raise InvalidValue(f"A search limit must be at least 1, got {limit!r}.")
+    if not _takes_also(search):
+        @tool(name=name, description=description, capabilities=("tool.search",))
+        def search_tools(query: str) -> dict[str, Any]:
+            names = list(dict.fromkeys(search(query)))[:limit]
+            return {"query": query, "tools": names}
 
-    @tool(name=name, description=description, capabilities=("tool.search",))
-    def search_tools(query: str) -> dict[str, Any]:
-        names = list(dict.fromkeys(search(query)))[:limit]
-        return {"query": query, "tools": names}
+        return search_tools
 
-    return search_tools
+    @tool(name=name, description=description + ALSO_DESCRIPTION, capabilities=("tool.search",))
+    def search_tools_also(query: str, also: list[str] | None = None) -> dict[str, Any]:
+        phrasings = [a for a in also or () if isinstance(a, str) and a.strip()]
+        names = list(dict.fromkeys(search(query, also=phrasings)))[:limit]
+        return {"query": query, "tools": names, **({"also": phrasings} if phrasings else {})}
+
+    return search_tools_also
+
+
+def _takes_also(search: SearchFn) -> bool:
+    try:
+        parameters = inspect.signature(search).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: called with the query only
+        return False
+    also = parameters.get("also")
+    return also is not None and also.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                              inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def discovery_search(source: Catalog | Searcher | Discovery, *, limit: int = 5) -> SearchFn:
     """A `SearchFn` over byref's own engine (field-boosted BM25, rarity re-rank, exact names
-    first), so native mode finds exactly what byref's search_tools would."""
+    first, other phrasings fused), so native mode finds exactly what byref's search_tools
+    would."""
     from byref.discovery import Discovery, Searcher
 
     if isinstance(source, Discovery):
@@ -112,7 +135,7 @@ def discovery_search(source: Catalog | Searcher | Discovery, *, limit: int = 5) 
     else:
         searcher = Searcher(source)
 
-    def search(query: str) -> list[str]:
-        return [result.name for result in searcher.search(query, limit=limit).results]
+    def search(query: str, *, also: Sequence[str] = ()) -> list[str]:
+        return [result.name for result in searcher.search(query, limit=limit, also=also).results]
 
     return search
