@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from byref.integrations.bridge import NOT_RUN, Bridge
+from byref.integrations.bridge import Bridge
+from byref.integrations.turns import NOT_RUN
 from byref.refs import MessageRef, envelope
 
 

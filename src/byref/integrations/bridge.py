@@ -8,24 +8,16 @@ binary) on the way back. Built-in read tools are added; with a catalog, search_t
 activate_tool declare the catalog's tools as the framework's history touches them; with a budget,
 the framework's model input can be fitted (settled results become exact-reread stubs).
 
-The law of the record: a framework runs one model turn's tool calls one call at a time through
-its own hook, possibly concurrently, while byref addresses a result by the transcript message
-that holds it. So a turn's calls are reserved as one batch: the assistant message holding every
-call of the turn is appended when the first of them arrives (the caller names its siblings
-when the framework shows them), each result is dispatched with the address it will have, and
-the tool message is appended when the last one finishes. A call the framework never made (it
-refused the arguments itself, or the run stopped) is recorded as not run when the next turn
-starts. A call whose siblings are unknown is a batch of its own and waits for the batch before
-it, so addresses never collide.
+The law of the record (a model turn's calls reserved as one batch, whatever order the
+framework runs them in) is kept by `byref.integrations.turns.TurnRecord`.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
@@ -36,6 +28,7 @@ from byref.dispatch import Call, Policy
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.harness.session import SYSTEM_NOTE, Session
+from byref.integrations.turns import Batch, TurnRecord
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, MemoryStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
@@ -44,9 +37,6 @@ from byref.transcript import Part, Transcript
 R = TypeVar("R")
 Execute = Callable[[dict[str, Any]], Awaitable[Any]]
 """The framework's own run of one call, given the resolved arguments."""
-
-NOT_RUN = "This call was not run (the framework did not execute it); call the tool again."
-"""Recorded for a reserved call the framework never made, so the turn's record is whole."""
 
 _current: ContextVar[Execute | None] = ContextVar("byref_framework_call", default=None)
 
@@ -85,17 +75,6 @@ class _Relay:
             raise RuntimeError(f"Tool {self.name!r} belongs to its framework and runs only inside "
                                "that framework's tool call.")
         return self.convert(await execute(args))
-
-
-@dataclass
-class _Batch:
-    call_seq: int
-    calls: list[Call]
-    index: dict[str, int]
-    parts: list[Part | None]
-    started: set[int] = field(default_factory=set)
-    running: int = 0
-    idle: threading.Event = field(default_factory=threading.Event)
 
 
 def plain_result(value: Any) -> Any:
@@ -178,9 +157,7 @@ class Bridge:
         self.scope = self.session.scope
         self.dispatcher = self.session.dispatcher
         self._adopted: dict[str, tuple[tuple[str, str], Tool]] = {}
-        self._results: dict[str, Part] = {}
-        self._open: _Batch | None = None
-        self._lock = threading.Lock()
+        self.turns = TurnRecord(self.transcript, self.dispatcher)
 
     # -- tools ---------------------------------------------------------------------------------
     @property
@@ -279,7 +256,7 @@ class Bridge:
                 if calls:
                     out.append("assistant", calls)
                     calls = []
-                recorded = self._results.get(event.call_id)
+                recorded = self.turns.results.get(event.call_id)
                 results.append(recorded if recorded is not None and not event.is_error else Part(
                     type="tool_result", value=None, call_id=event.call_id,
                     is_error=event.is_error))
@@ -298,8 +275,8 @@ class Bridge:
 
         this = Call(call_id, name, {} if args is None else args)
         while True:
-            slot = self._reserve(this, siblings)
-            if not isinstance(slot, threading.Event):
+            slot = self.turns.reserve(this, siblings)
+            if isinstance(slot, tuple):
                 break
             await to_thread.run_sync(slot.wait)
         batch, index = slot
@@ -314,66 +291,14 @@ class Bridge:
 
     def settle(self) -> None:
         """Record the turn's calls the framework never made (call before the next request)."""
-        with self._lock:
-            if self._open is not None and self._open.running == 0:
-                self._flush(self._open)
+        self.turns.settle()
 
-    def _reserve(self, call: Call, siblings: Sequence[tuple[str, str, Any]]
-                 ) -> tuple[_Batch, int] | threading.Event:
-        with self._lock:
-            batch = self._open
-            if batch is not None:
-                index = batch.index.get(call.id)
-                if index is not None and index not in batch.started:
-                    self._start(batch, index)
-                    return batch, index
-                if batch.running:
-                    return batch.idle
-                self._flush(batch)
-            members = [Call(i, n, {} if a is None else a) for i, n, a in siblings
-                       if n in self.dispatcher.tools]
-            if call.id not in {c.id for c in members} or len({c.id for c in members}) != len(
-                    members):
-                members = [call]
-            else:
-                members = [call if c.id == call.id else c for c in members]
-            seq = self.transcript.append(
-                "assistant", [self.dispatcher.call_part(c) for c in members]).seq
-            batch = _Batch(seq, members, {c.id: i for i, c in enumerate(members)},
-                           [None] * len(members))
-            self._open = batch
-            index = batch.index[call.id]
-            self._start(batch, index)
-            return batch, index
-
-    @staticmethod
-    def _start(batch: _Batch, index: int) -> None:
-        batch.started.add(index)
-        batch.running += 1
-        batch.idle.clear()
-
-    def _finish(self, batch: _Batch, index: int, part: Part) -> None:
+    def _finish(self, batch: Batch, index: int, part: Part) -> None:
         tool = self.dispatcher.tools.get(batch.calls[index].name)
         if self.assembler is not None and not (tool is not None and tool.explicit_read):
             # The turn's other results share the room a read in the same turn may use.
             self.assembler.room.consume(len((part.rendered or "").encode()))
-        with self._lock:
-            batch.parts[index] = part
-            if part.call_id is not None:
-                self._results[part.call_id] = part
-            batch.running -= 1
-            if batch.running == 0:
-                batch.idle.set()
-                if all(p is not None for p in batch.parts) and self._open is batch:
-                    self._flush(batch)
-
-    def _flush(self, batch: _Batch) -> None:
-        parts = [p if p is not None else Part(
-            type="tool_result", value=NOT_RUN, rendered=NOT_RUN, tool=c.name, call_id=c.id,
-            is_error=True) for c, p in zip(batch.calls, batch.parts, strict=True)]
-        self.transcript.append("tool", parts)
-        self._open = None
-        batch.idle.set()
+        self.turns.finish(batch, index, part)
 
     # -- budgeted model input ------------------------------------------------------------------
     def fit(self, build: Callable[[Mapping[str, str], str | None], R],
