@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import secrets
 import shutil
@@ -32,6 +31,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _s3 import moto_s3
 from byref.bench.gateway_rig import stop_processes
 
 pytestmark = pytest.mark.anyio
@@ -49,23 +49,8 @@ CROSS_EVERY = 10
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    pytest.importorskip("obstore", reason="obstore is not installed (byref[s3])")
-    boto3 = pytest.importorskip("boto3", reason="boto3 (with moto[server]) is not installed")
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    starter = threading.Thread(target=server.start, daemon=True)
-    starter.start()
-    starter.join(timeout=30)
-    host, port = server.get_host_and_port()
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        os.environ.setdefault(key, value)
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
-        Bucket="byref-replicas")
-    yield endpoint
-    server.stop()
+    with moto_s3("byref-replicas") as endpoint:
+        yield endpoint
 
 
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import secrets
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,6 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _s3 import moto_s3
 from byref.conversations import MemoryConversations
 from byref.gateway import Gateway, build_server, listen_socket, serve_http
 from byref.gateway.config import parse_config
@@ -36,25 +35,8 @@ READ, WRITE = "filesystem__read_text_file", "filesystem__write_file"
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    pytest.importorskip("obstore", reason="obstore is not installed (byref[s3])")
-    boto3 = pytest.importorskip("boto3", reason="boto3 (with moto[server]) is not installed")
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    starter = threading.Thread(target=server.start, daemon=True)
-    starter.start()
-    starter.join(timeout=30)
-    if starter.is_alive():
-        pytest.fail("moto's S3 server did not start within 30 s")
-    host, port = server.get_host_and_port()
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        os.environ.setdefault(key, value)
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
-        Bucket="byref-state")
-    yield endpoint
-    server.stop()
+    with moto_s3("byref-state") as endpoint:
+        yield endpoint
 
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from _s3 import moto_s3
 
 PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
 BUCKET = "byref-tests"
@@ -39,24 +40,8 @@ _RUN = secrets.token_hex(4)
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
-    pytest.importorskip("obstore")
-    boto3 = pytest.importorskip("boto3")
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    starter = threading.Thread(target=server.start, daemon=True)
-    starter.start()
-    starter.join(timeout=30)
-    if starter.is_alive():
-        pytest.fail("moto's S3 server did not start within 30 s")
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        os.environ.setdefault(key, value)  # spawned children inherit these
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
+    with moto_s3(BUCKET) as endpoint:
+        yield endpoint
 
 
 def url_for(adapter: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
