@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -25,41 +25,12 @@ from byref.conversations.port import (
     busy_text,
 )
 from byref.store import Scope
+from byref.store.pg import PgTx, first_line, import_psycopg, redact
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
 _SCHEMA_LOCK = 0x62797263  # "byrc": one advisory key for creating the conversation tables
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise ConversationError(
-            "PostgreSQL conversation state needs psycopg 3; install it with: "
-            "pip install 'byref[postgres]'") from None
-    return psycopg
-
-
-class _PgTx:
-    def __init__(self, cur: psycopg.Cursor[Any], prefix: str) -> None:
-        self._cur, self._prefix = cur, prefix
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("{conv}", f"{self._prefix}_conversations").replace(
-            "{lines}", f"{self._prefix}_lines").replace(
-            "{usage}", f"{self._prefix}_usage").replace(
-            "{lock}", " FOR UPDATE").replace("?", "%s")
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        self._cur.execute(self._sql(sql), tuple(params))
-        return self._cur.fetchall() if self._cur.description else []
-
-    def count(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self._cur.execute(self._sql(sql), tuple(params))
-        return int(self._cur.rowcount)
-
 
 
 class PostgresConversations(SqlConversations):
@@ -71,10 +42,10 @@ class PostgresConversations(SqlConversations):
     def __init__(self, conninfo: str, *, table: str = "byref", ttl: float | None = DEFAULT_TTL,
                  clock: Callable[[], float] | None = None, connect_timeout: float = 10.0) -> None:
         super().__init__(ttl=ttl, clock=clock)
-        from byref.store.postgres import redact
-
-        pg = _psycopg()
+        pg = import_psycopg(ConversationError, "PostgreSQL conversation state")
         self.conninfo, self.table = conninfo, table
+        self._tables = {"conv": f"{table}_conversations", "lines": f"{table}_lines",
+                        "usage": f"{table}_usage", "lock": " FOR UPDATE"}
         timeout = max(1, int(connect_timeout))
         try:
             # Autocommit: `_write` opens an explicit transaction; a numbered append is one
@@ -84,7 +55,7 @@ class PostgresConversations(SqlConversations):
         except pg.Error as exc:
             raise ConversationError(
                 f"Cannot reach PostgreSQL at {redact(conninfo)!r} for conversation state: "
-                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}. Start the "
+                f"{first_line(exc)}. Start the "
                 "server, or fix the state URL.") from exc
         self._wlock, self._rlock = threading.Lock(), threading.Lock()
         with self._write() as tx:
@@ -101,13 +72,13 @@ class PostgresConversations(SqlConversations):
     @contextmanager
     def _write(self) -> Iterator[Tx]:
         with self._wlock, self._writer.transaction(), self._writer.cursor(binary=True) as cur:
-            yield _PgTx(cur, self.table)
+            yield PgTx(cur, self._tables)
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
         # Every read is one statement (its own snapshot): no BEGIN/COMMIT round trips.
         with self._rlock, self._reader.cursor(binary=True) as cur:
-            yield _PgTx(cur, self.table)
+            yield PgTx(cur, self._tables)
 
     def append_numbered(self, scope: Scope, head: bytes, tail: bytes) -> int:
         """See `ConversationState.append_numbered`: one statement, so the conversation row is
@@ -115,7 +86,7 @@ class PostgresConversations(SqlConversations):
         record queue on it for microseconds."""
         key, now = scope.key(), self.clock()
         with self._wlock, self._writer.cursor(binary=True) as cur:
-            got = _PgTx(cur, self.table).rows(
+            got = PgTx(cur, self._tables).rows(
                 "WITH c AS (UPDATE {conv} SET length = length + 1, expires_at = ? WHERE "
                 "scope_key = ? AND live = 1 AND (expires_at IS NULL OR expires_at > ?) "
                 "RETURNING origin + length - 1 AS seq) INSERT INTO {lines} (scope_key, seq, "
@@ -136,7 +107,7 @@ class PostgresConversations(SqlConversations):
         """See `ConversationState.hold`: a session advisory lock on the table and scope, on a
         connection of its own (PostgreSQL drops it when that connection ends, with the
         process)."""
-        pg = _psycopg()
+        pg = import_psycopg(ConversationError, "PostgreSQL conversation state")
         digest = hashlib.sha256(f"{self.table}\0{scope.key()}".encode()).digest()
         key = int.from_bytes(digest[:8], "big", signed=True)
         try:

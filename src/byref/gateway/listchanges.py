@@ -32,17 +32,10 @@ from typing import Any, TextIO
 import anyio
 import anyio.abc
 
+from byref.store.pg import first_line, import_psycopg
+
 RETRY_AFTER = 2.0
 """Seconds before listening again after the connection dropped."""
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise RuntimeError(
-            "byref.replicas needs psycopg 3: pip install 'byref[postgres]'") from None
-    return psycopg
 
 
 class ListChanges:
@@ -69,7 +62,7 @@ class ListChanges:
                   ) -> None:
         """Listen until cancelled; `task_status.started()` once LISTEN is in effect (so a
         gateway serves only after it can hear), reconnecting after a drop."""
-        psycopg = _psycopg()
+        psycopg = import_psycopg(RuntimeError, "byref.replicas")
         started = False
         while True:
             try:
@@ -102,7 +95,7 @@ class ListChanges:
                             await self._heard_scope(name)
             except psycopg.Error as exc:
                 print(f"byref gateway: not hearing other replicas' tool-list changes "
-                      f"(channel {self.channel!r}): {_first_line(exc)}; retrying in "
+                      f"(channel {self.channel!r}): {first_line(exc)}; retrying in "
                       f"{RETRY_AFTER:g} s", file=self._errlog, flush=True)
                 if not started:
                     started = True
@@ -131,7 +124,7 @@ class ListChanges:
         await self._send({"replica": self.replica, "scope": key}, "a conversation")
 
     async def _send(self, message: dict[str, str], what: str) -> None:
-        psycopg = _psycopg()
+        psycopg = import_psycopg(RuntimeError, "byref.replicas")
         payload = json.dumps(message)
         async with self._send_lock:
             try:
@@ -141,15 +134,10 @@ class ListChanges:
                 await self._sender.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
             except psycopg.Error as exc:
                 print(f"byref gateway: other replicas not told that {what} changed its "
-                      f"tools: {_first_line(exc)}", file=self._errlog, flush=True)
+                      f"tools: {first_line(exc)}", file=self._errlog, flush=True)
 
     async def close(self) -> None:
         """Close the connection that sends notifications."""
         if self._sender is not None:
             await self._sender.close()
             self._sender = None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else repr(exc)

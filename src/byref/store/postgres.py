@@ -11,61 +11,20 @@ payload is chunked into 1 MiB rows and streams both ways.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING
 
 from byref.events import Emitter
 from byref.store._sql import SqlStore, Tx, schema
+from byref.store.pg import PgTx, first_line, import_psycopg, redact
 from byref.store.port import StoreUnavailableError, StoreURLError
 from byref.store.retention import Retention
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
 _SCHEMA_LOCK = 0x62797265  # "byre": one advisory key for schema creation
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise StoreUnavailableError(
-            "The PostgreSQL store needs psycopg 3; install it with: pip install 'byref[postgres]'"
-        ) from None
-    return psycopg
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced, fit for an error message or a log."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-class _PgTx:
-    def __init__(self, cur: psycopg.Cursor[Any], prefix: str) -> None:
-        self._cur, self._prefix = cur, prefix
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("{a}", f"{self._prefix}_artifacts").replace(
-            "{c}", f"{self._prefix}_chunks").replace("?", "%s")
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        self._cur.execute(self._sql(sql), tuple(params))
-        return self._cur.fetchall() if self._cur.description else []
-
-    def count(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self._cur.execute(self._sql(sql), tuple(params))
-        return int(self._cur.rowcount)
 
 
 class PostgresStore(SqlStore):
@@ -82,8 +41,9 @@ class PostgresStore(SqlStore):
         connect_timeout: float = 10.0,
     ) -> None:
         super().__init__(retention=retention, clock=clock, emit=emit)
-        pg = _psycopg()
+        pg = import_psycopg(StoreUnavailableError, "The PostgreSQL store")
         self.conninfo, self.table = conninfo, table
+        self._tables = {"a": f"{table}_artifacts", "c": f"{table}_chunks"}
         try:
             self._writer = pg.connect(conninfo, connect_timeout=max(1, int(connect_timeout)))
             self._reader = pg.connect(
@@ -91,11 +51,11 @@ class PostgresStore(SqlStore):
         except pg.ProgrammingError as exc:  # libpq refused the connection string itself
             raise StoreURLError(
                 f"Store URL {redact(conninfo)!r} is not a valid PostgreSQL connection string: "
-                f"{_first_line(exc)}. Options are libpq's (sslmode, connect_timeout, …) plus "
+                f"{first_line(exc)}. Options are libpq's (sslmode, connect_timeout, …) plus "
                 "table, ttl, max_bytes, max_count."
             ) from None
         except pg.OperationalError as exc:
-            first = _first_line(exc)
+            first = first_line(exc)
             raise StoreUnavailableError(
                 f"Cannot reach PostgreSQL at {redact(conninfo)!r}: {first}. Start the server, "
                 "or fix the host, port, user or database in the store URL."
@@ -110,7 +70,7 @@ class PostgresStore(SqlStore):
             self.close()
             raise StoreUnavailableError(
                 f"Cannot create the store's tables {table + '_artifacts'!r} and "
-                f"{table + '_chunks'!r} at {redact(conninfo)!r}: {_first_line(exc)}. Grant the "
+                f"{table + '_chunks'!r} at {redact(conninfo)!r}: {first_line(exc)}. Grant the "
                 "user CREATE on the database, or pick another table= prefix."
             ) from exc
 
@@ -123,14 +83,14 @@ class PostgresStore(SqlStore):
     @contextmanager
     def _write(self) -> Iterator[Tx]:
         with self._wlock, self._writer.transaction(), self._writer.cursor(binary=True) as cur:
-            yield _PgTx(cur, self.table)
+            yield PgTx(cur, self._tables)
 
     @contextmanager
     def _read(self) -> Iterator[Tx]:
         with self._rlock, self._reader.cursor(binary=True) as cur:
             cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
-                yield _PgTx(cur, self.table)
+                yield PgTx(cur, self._tables)
             finally:
                 cur.execute("COMMIT")
 
