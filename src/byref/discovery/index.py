@@ -1,11 +1,8 @@
 """The search index: filters first, then field-boosted BM25 (BM25F), then the rarity re-rank.
 
-The law (seed 001): candidates are filtered first (capability prefixes, domains, entities,
-relationships; the axes intersect, values within an axis unite); query terms are deduplicated;
-every matching candidate is ordered by (1) distinct query terms covered, (2) the sum of
-w(t) = 1 + ln((N+1)/(df(t)+1)) over the terms it covers, where N and df count the *filtered*
-candidates only, so rarity is judged within the scope of this search, (3) BM25F. A query that is
-exactly a tool's name puts that tool first.
+The law (seed 001): candidates are filtered first (`filters`); query terms are deduplicated;
+the matches are scored by BM25F and ordered as `ranking` says (seed 001's coverage and rarity
+keys, applied as measured). A query that is exactly a tool's name puts that tool first.
 
 Hand-written BM25F over in-memory postings (term → {doc: precomputed contribution}): the
 contribution of a term to a document does not depend on the query, so it is computed once at
@@ -15,20 +12,29 @@ build time and a search is dictionary additions plus a sort of the matching docu
 from __future__ import annotations
 
 import gc
-import heapq
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from byref.discovery.ontology import capability_matches
+from byref.discovery.filters import FilterError, Filters, TagTables
+from byref.discovery.ranking import (
+    RERANK,
+    RERANK_DEPTH,
+    Hit,
+    Ranking,
+    Rerank,
+    Scored,
+    arrange,
+)
+from byref.discovery.related import SYNONYM_WEIGHT, Related, read_synonyms
 from byref.discovery.text import ANALYZER, Analyzer, split_words
-from byref.errors import Refused
 
 if TYPE_CHECKING:
     from byref.discovery.catalog import Catalog, Entry
+
+__all__ = ["BOOSTS", "FIELDS", "RERANK", "RERANK_DEPTH", "FilterError", "Filters", "Hit",
+           "Ranking", "Rerank", "Scored", "SearchIndex", "arrange"]
 
 FIELDS = ("name", "description", "capabilities", "glossary", "parameters")
 BOOSTS: Mapping[str, float] = {
@@ -45,136 +51,6 @@ either). With the everyday synonym groups in, A 0.500/0.724, B 0.482/0.680. A de
 of 1.5 was within 0.003 on A (better on B's recall@5, worse on its recall@1) and turned "show
 recent commits" from git_log to git_show on the git server: the seed's 2.0 stays."""
 B = 0.75
-Rerank = Literal["seed", "ties", "none"]
-RERANK: Rerank = "ties"
-"""How seed 001's keys (coverage, then Σ w) order the matches: "seed" re-orders the first
-`RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is score
-order alone. Measured on two disjoint MetaTool dev splits outside the reported sample
-(`byref.bench.retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
-0.486/0.712 and 0.479/0.682, none the same as ties; so ties: the BM25F order, with seed 001's
-keys deciding only what BM25F cannot (its worked example still holds there)."""
-RERANK_DEPTH = 5
-"""Over the whole match list, coverage-first lets a tool that matches many filler words of a
-long request outrank the one matching its rare word (MetaTool rows outside the reported sample:
-recall@5 0.599 re-ranking every match, 0.628 BM25F alone, 0.628 re-ranking the top 5)."""
-SYNONYM_WEIGHT = 0.5
-"""A query word's related words (synonyms.txt) search at half their BM25F score; they are not
-query terms (no coverage, no weight, no excerpt hits). Chosen on rows outside the sample:
-recall@5 0.648 / 0.683 / 0.699 / 0.701 / 0.701 / 0.685 at 0 / 0.2 / 0.35 / 0.5 / 0.7 / 1."""
-SYNONYMS_FILE = Path(__file__).with_name("synonyms.txt")
-
-
-def read_synonyms(path: Path = SYNONYMS_FILE) -> list[str]:
-    """The groups of related words in `path` (one group a line; `#` starts a comment)."""
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines())
-    return [line for line in lines if line]
-
-
-class FilterError(Refused, ValueError):
-    """A filter value matches no tool in the catalog; the text teaches what exists."""
-
-
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """search_tools' filters: any value within an axis, every given axis (capabilities match
-    by prefix)."""
-
-    capabilities: tuple[str, ...] = ()
-    domains: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    relationships: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        """True when any axis has a value."""
-        return bool(self.capabilities or self.domains or self.entities or self.relationships)
-
-    def to_json(self) -> dict[str, list[str]]:
-        """The non-empty axes as lists."""
-        return {k: list(v) for k, v in (
-            ("capabilities", self.capabilities), ("domains", self.domains),
-            ("entities", self.entities), ("relationships", self.relationships)) if v}
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One ranked tool: its doc number in the index, entry, score and covered terms."""
-
-    doc: int
-    entry: Entry
-    score: float
-    """BM25F (the last sort key; fused score when the search was hybrid)."""
-    matched: tuple[str, ...]
-    """The query terms this tool covers, in query order."""
-    weight: float
-    exact: bool = False
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """One search's ordered hits, with the query's terms and their weights in scope."""
-
-    terms: tuple[str, ...]
-    weights: dict[str, float]
-    candidates: int
-    """N: how many tools passed the filters (the scope the weights were computed in)."""
-    matched: int
-    """How many candidates cover at least one query term."""
-    hits: list[Hit] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One query's lexical scoring within the filtered scope, before any ordering."""
-
-    terms: tuple[str, ...]
-    weights: dict[str, float]
-    candidates: int
-    cands: set[int] | None
-    """The docs passing the filters (None: every doc)."""
-    exact: int | None
-    """The doc whose name the query is, if any (it ranks first)."""
-    scores: dict[int, float]
-    """BM25F of every doc that covers a query term or a related word."""
-    masks: dict[int, int]
-    """Bit i set: the doc covers `terms[i]`."""
-
-    def covered(self, doc: int) -> tuple[str, ...]:
-        """The query terms `doc` covers, in query order."""
-        mask = self.masks.get(doc, 0)
-        return tuple(t for i, t in enumerate(self.terms) if mask >> i & 1)
-
-    def ranking(self, index: SearchIndex, order: Iterable[int],
-                scores: Mapping[int, float]) -> Ranking:
-        """Hits for `order`, each scored by `scores` (BM25F, or a fused score)."""
-        hits = []
-        for doc in order:
-            covered = self.covered(doc)
-            hits.append(Hit(doc, index.entries[doc], scores.get(doc, 0.0), covered,
-                            sum(self.weights[t] for t in covered), exact=doc == self.exact))
-        return Ranking(self.terms, self.weights, self.candidates, len(self.scores), hits)
-
-
-def arrange(scored: Scored, scores: Mapping[int, float], rerank: Rerank, limit: int,
-            depth: int = RERANK_DEPTH) -> list[int]:
-    """The first `limit` docs by `scores` (BM25F or fused), the exact name first, seed 001's
-    keys applied as `rerank` says."""
-    masks, exact = scored.masks, scored.exact
-    want = limit + (exact is not None)
-    if rerank == "ties":
-        key_of = _mask_keys(scored.terms, scored.weights, {masks.get(d, 0) for d in scores})
-        leaders = heapq.nlargest(want, scores,
-                                 key=lambda d: (scores[d], key_of[masks.get(d, 0)], -d))
-    else:
-        head = depth if rerank == "seed" else 0
-        leaders = heapq.nlargest(max(want, head), scores, key=lambda d: (scores[d], -d))
-        if head:
-            key_of = _mask_keys(scored.terms, scored.weights,
-                                {masks.get(d, 0) for d in leaders[:head]})
-            leaders = sorted(leaders[:head], key=lambda d: (key_of[masks.get(d, 0)], scores[d],
-                                                            -d), reverse=True) + leaders[head:]
-    top = [exact] if exact is not None else []
-    top.extend(d for d in leaders if d != exact)
-    return top[:limit]
 
 
 class SearchIndex:
@@ -207,7 +83,7 @@ class SearchIndex:
             raise ValueError(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
         self.rerank: Rerank = rerank
         self.rerank_depth = rerank_depth
-        self.related = self._related(read_synonyms() if synonyms is None else synonyms)
+        self.related = Related(read_synonyms() if synonyms is None else synonyms, analyzer)
         self.postings: dict[str, dict[int, float]] = {}
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
@@ -216,7 +92,7 @@ class SearchIndex:
         gc.disable()
         try:
             self._build()
-            self._tags()
+            self.tags = TagTables(self.entries)
         finally:
             if enabled:
                 gc.enable()
@@ -293,75 +169,14 @@ class SearchIndex:
             for key in (entry.name, entry.original_name, split_words(entry.name)):
                 self.by_name.setdefault(key.lower(), doc)
 
-    def _related(self, groups: Iterable[str]) -> dict[str, tuple[str, ...]]:
-        """Term → the other terms of its groups (stemmed like everything else). A member
-        written with `_` ("money_back") is a phrase: kept in `self.phrases` (its words' stems,
-        stop words included → the group's single terms), never searched for itself."""
-        out: dict[str, dict[str, None]] = {}
-        phrases: dict[tuple[str, ...], dict[str, None]] = {}
-        for group in groups:
-            members = group.split()
-            said = [m for m in members if "_" in m]
-            terms = list(dict.fromkeys(
-                t for m in members if "_" not in m for t in self.analyzer.terms(m)))
-            for term in terms:
-                out.setdefault(term, {}).update((t, None) for t in terms if t != term)
-            for phrase in said:
-                key = tuple(self.analyzer.plain_stems(phrase.replace("_", " ")))
-                if len(key) > 1:
-                    phrases.setdefault(key, {}).update(dict.fromkeys(terms))
-        self.phrases = {key: tuple(terms) for key, terms in phrases.items() if terms}
-        self.phrase_lengths = sorted({len(k) for k in self.phrases}, reverse=True)
-        return {term: tuple(others) for term, others in out.items() if others}
-
     def related_terms(self, query: str, terms: tuple[str, ...]) -> list[str]:
         """The related words a query also searches (at `SYNONYM_WEIGHT`): its terms' group
         mates and the groups of the phrases it contains, minus its own terms."""
-        related = [r for t in terms for r in self.related.get(t, ())]
-        if self.phrases:
-            stems = self.analyzer.plain_stems(query)
-            for size in self.phrase_lengths:
-                for i in range(len(stems) - size + 1):
-                    related.extend(self.phrases.get(tuple(stems[i:i + size]), ()))
-        own = set(terms)
-        return [r for r in dict.fromkeys(related) if r not in own]
+        return self.related.terms(query, terms)
 
-    def _tags(self) -> None:
-        self.by_capability: dict[str, set[int]] = {}
-        self.by_domain: dict[str, set[int]] = {}
-        self.by_entity: dict[str, set[int]] = {}
-        self.by_relationship: dict[str, set[int]] = {}
-        for doc, entry in enumerate(self.entries):
-            for axis, values in ((self.by_capability, entry.capabilities),
-                                 (self.by_domain, entry.domains),
-                                 (self.by_entity, entry.entities),
-                                 (self.by_relationship, entry.relationships)):
-                for value in values:
-                    axis.setdefault(value, set()).add(doc)
-
-    # -- filtering -----------------------------------------------------------------------------
     def candidates(self, filters: Filters | None) -> set[int] | None:
         """The docs passing every filter axis (None: no filter, every doc)."""
-        if not filters:
-            return None
-        result: set[int] | None = None
-        axes: list[tuple[str, tuple[str, ...], dict[str, set[int]], bool]] = [
-            ("capability", filters.capabilities, self.by_capability, True),
-            ("domain", filters.domains, self.by_domain, False),
-            ("entity", filters.entities, self.by_entity, False),
-            ("relationship", filters.relationships, self.by_relationship, False),
-        ]
-        for label, values, table, prefix in axes:
-            if not values:
-                continue
-            docs: set[int] = set()
-            for value in values:
-                found = _matching(table, value, prefix)
-                if not found:
-                    raise FilterError(_no_such(label, value, table, prefix))
-                docs |= found
-            result = docs if result is None else result & docs
-        return result
+        return self.tags.candidates(filters)
 
     # -- searching -----------------------------------------------------------------------------
     def score(self, query: str, filters: Filters | None = None) -> Scored:
@@ -430,34 +245,3 @@ class SearchIndex:
         return {f: set(self.analyzer.terms_of_all(texts[f])) for f in FIELDS}
 
 
-def _mask_keys(
-    terms: tuple[str, ...], weights: dict[str, float], masks: set[int]
-) -> dict[int, tuple[int, float]]:
-    """(coverage, Σ w) per distinct mask of covered terms: computed once per mask, not per doc."""
-    out: dict[int, tuple[int, float]] = {0: (0, 0.0)}
-    for mask in masks:
-        covered = [t for i, t in enumerate(terms) if mask >> i & 1]
-        out[mask] = (len(covered), sum(weights[t] for t in covered))
-    return out
-
-
-def _matching(table: dict[str, set[int]], value: str, prefix: bool) -> set[int]:
-    if not prefix:
-        return table.get(value, set())
-    found: set[int] = set()
-    for key, docs in table.items():
-        if capability_matches(key, value):
-            found |= docs
-    return found
-
-
-def _no_such(label: str, value: str, table: dict[str, set[int]], prefix: bool) -> str:
-    import difflib
-
-    known = sorted({k.split(":", 1)[0] for k in table} if prefix else set(table))
-    close = difflib.get_close_matches(value, known, n=3, cutoff=0.6)
-    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-    if not known:
-        return f"No tool has a {label} {value!r}{hint}; no tool in the catalog has any {label}."
-    listed = ", ".join(known[:40]) + (f", … ({len(known)} in all)" if len(known) > 40 else "")
-    return f"No tool has the {label} {value!r}{hint}. Known {label} values: {listed}."
