@@ -104,5 +104,6 @@ def test_vocabulary_queries_have_phrasings_and_fusing_them_runs() -> None:
     also = read_phrasings()
     assert set(also) == {q for q, _ in queries} and all(also.values())
     figures = task_queries(EVAL, None, VOCABULARY_QUERIES)  # raises on an unknown tool name
-    assert set(figures) == {"queries", "lexical", "lexical_without_synonyms", "lexical_also"}
+    assert set(figures) == {"queries", "lexical", "lexical_without_near_words",
+                            "lexical_without_synonyms", "lexical_also"}
     assert figures["lexical_also"]["recall@5"] >= figures["lexical"]["recall@5"]

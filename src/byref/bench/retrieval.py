@@ -33,8 +33,8 @@ from byref.discovery.usage import query_key
 
 __all__ = ["TASK_QUERIES", "VOCABULARY_PHRASINGS", "VOCABULARY_QUERIES", "Memo", "closure",
            "dev_splits", "encode_ms", "extra_size", "first_search", "fusion_sweep",
-           "hybrid_latency", "hybrid_sweep", "read_phrasings", "read_task_queries", "recall",
-           "rerank_table", "run", "task_queries"]
+           "hybrid_latency", "hybrid_sweep", "near_sweep", "read_phrasings",
+           "read_task_queries", "recall", "rerank_table", "run", "task_queries"]
 
 Rows = Sequence[dict[str, str]]
 DEV_SIZE = 2000
@@ -111,6 +111,23 @@ def fusion_sweep(catalog: Catalog, splits: dict[str, Rows], make: Callable[[floa
     return {"by_weight": table, "chosen_on": first, "chosen": float(chosen)}
 
 
+def near_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows]) -> dict[str, Any]:
+    """Lexical recall with the near words (near_words.txt) and without, on each MetaTool split
+    and on the real catalog's task-style and vocabulary queries."""
+    out: dict[str, Any] = {}
+    for label, options in (("near_words", {}), ("without", {"near_words": ()})):
+        index = catalog.index(**options)
+
+        def rank(query: str, index: Any = index) -> list[str]:
+            return [h.entry.original_name.lower() for h in index.search(query, limit=5).hits]
+        out[label] = {name: recall(rank, rows) for name, rows in splits.items()}
+    for label, path in (("task", TASK_QUERIES), ("vocabulary", VOCABULARY_QUERIES)):
+        found = task_queries(root, None, path)
+        out["near_words"][label] = found["lexical"]
+        out["without"][label] = found["lexical_without_near_words"]
+    return out
+
+
 def hybrid_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows], ranker: Any,
                  setting: str, values: Iterable[float]) -> dict[str, Any]:
     """Hybrid recall per value of one `HybridRanker` setting (`density_weight`,
@@ -144,6 +161,7 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     plain = metatool_catalog(descriptions)
     out: dict[str, Any] = {"dev_rows": {"A": len(dev_a), "B": len(dev_b)}}
     out["fusion"] = fusion_sweep(plain, splits, lambda w: ranker.with_weight(w))
+    out["near_words"] = near_sweep(root, plain, splits)
     out["rerank"] = rerank_table(plain, splits, lambda mode: ranker.with_weight(
         ranker.lexical_weight, rerank=mode))
     out["density"] = hybrid_sweep(root, plain, splits, ranker, "density_weight", (0.0, 0.6))

@@ -41,8 +41,9 @@ def read_phrasings(path: Path = VOCABULARY_PHRASINGS) -> dict[str, list[str]]:
 def task_queries(root: Path, ranker: Ranker | None, path: Path = TASK_QUERIES, *,
                  lexical: bool = True) -> dict[str, Any]:
     """Recall@1/@5 of the hand-written task-style queries in `path` on the 2,565-tool catalog,
-    lexical (with and without the synonym table) and hybrid; for the vocabulary dev queries also
-    with their other phrasings fused (`Searcher.search(also=…)`)."""
+    lexical (as is, without the near words, without either vocabulary table) and hybrid; for
+    the vocabulary dev queries also with their other phrasings fused
+    (`Searcher.search(also=…)`)."""
     from byref.discovery.mcp import catalog_from_listings, read_listings
 
     catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
@@ -66,7 +67,9 @@ def task_queries(root: Path, ranker: Ranker | None, path: Path = TASK_QUERIES, *
     out: dict[str, Any] = {"queries": len(queries)}
     if lexical:
         out["lexical"] = measure(by_index(catalog.index()))
-        out["lexical_without_synonyms"] = measure(by_index(catalog.index(synonyms=())))
+        out["lexical_without_near_words"] = measure(by_index(catalog.index(near_words=())))
+        out["lexical_without_synonyms"] = measure(by_index(catalog.index(synonyms=(),
+                                                                         near_words=())))
     if ranker is not None:
         index = catalog.index()
         out["hybrid"] = measure(

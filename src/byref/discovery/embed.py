@@ -250,7 +250,9 @@ class HybridRanker:
         """(lexical scoring, candidate docs, fused score of each) for one phrasing."""
         import numpy as np
 
-        scored = index.score(query, filters)
+        # Without the near words: the query vector already brings the model's vocabulary, and
+        # with them the hybrid was not better on split B (see related.NEAR_WEIGHT).
+        scored = index.score(query, filters, near=False)
         n = len(index)
         pool = (np.arange(n) if scored.cands is None
                 else np.fromiter(sorted(scored.cands), dtype=np.int64, count=len(scored.cands)))

@@ -27,7 +27,14 @@ from byref.discovery.ranking import (
     Scored,
     arrange,
 )
-from byref.discovery.related import SYNONYM_WEIGHT, Related, read_synonyms
+from byref.discovery.related import (
+    NEAR_WEIGHT,
+    SYNONYM_WEIGHT,
+    Related,
+    near_table,
+    packaged_near,
+    read_synonyms,
+)
 from byref.discovery.text import ANALYZER, Analyzer, split_words
 
 if TYPE_CHECKING:
@@ -65,11 +72,13 @@ class SearchIndex:
         b: float = B,
         analyzer: Analyzer = ANALYZER,
         synonyms: Iterable[str] | None = None,
+        near_words: Iterable[str] | None = None,
         rerank: Rerank = RERANK,
         rerank_depth: int = RERANK_DEPTH,
     ) -> None:
         """`synonyms`: groups of related words, one string each (default: synonyms.txt; `()`
-        for none). `rerank`: how seed 001's keys order the matches (see `RERANK`);
+        for none). `near_words`: lines of a word and its near words (default: near_words.txt;
+        `()` for none). `rerank`: how seed 001's keys order the matches (see `RERANK`);
         `rerank_depth`: how many BM25F leaders they re-order in "seed" mode."""
         self.version = catalog.version
         self.entries: list[Entry] = list(catalog)
@@ -83,7 +92,9 @@ class SearchIndex:
             raise ValueError(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
         self.rerank: Rerank = rerank
         self.rerank_depth = rerank_depth
-        self.related = Related(read_synonyms() if synonyms is None else synonyms, analyzer)
+        near = (packaged_near(analyzer) if near_words is None
+                else near_table(near_words, analyzer))
+        self.related = Related(read_synonyms() if synonyms is None else synonyms, analyzer, near)
         self.postings: dict[str, dict[int, float]] = {}
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
@@ -179,9 +190,11 @@ class SearchIndex:
         return self.tags.candidates(filters)
 
     # -- searching -----------------------------------------------------------------------------
-    def score(self, query: str, filters: Filters | None = None) -> Scored:
+    def score(self, query: str, filters: Filters | None = None, *, near: bool = True) -> Scored:
         """Every matching candidate's BM25F score and covered-terms mask, and the query's terms
-        and their weights within the filtered scope (the rankers order from this)."""
+        and their weights within the filtered scope (the rankers order from this). `near`:
+        also search the query words' near words (`related.NEAR_WEIGHT`; the hybrid ranker,
+        which has the model itself, leaves them out)."""
         cands = self.candidates(filters)
         n = len(self.entries) if cands is None else len(cands)
         terms = tuple(self.analyzer.query_terms(query))
@@ -209,14 +222,17 @@ class SearchIndex:
             for doc, contribution in items:
                 scores[doc] = get_score(doc, 0.0) + contribution
                 masks[doc] = get_mask(doc, 0) | bit
-        for term in self.related_terms(query, terms):
-            posting = self.postings.get(term)
-            if not posting:
-                continue
-            get_score = scores.get
-            for doc, contribution in posting.items():
-                if cands is None or doc in cands:
-                    scores[doc] = get_score(doc, 0.0) + SYNONYM_WEIGHT * contribution
+        related = self.related_terms(query, terms)
+        nearby = self.related.near_terms(terms, related, self.postings) if near else []
+        for share, group in ((SYNONYM_WEIGHT, related), (NEAR_WEIGHT, nearby)):
+            for term in group:
+                posting = self.postings.get(term)
+                if not posting:
+                    continue
+                get_score = scores.get
+                for doc, contribution in posting.items():
+                    if cands is None or doc in cands:
+                        scores[doc] = get_score(doc, 0.0) + share * contribution
         return Scored(terms, weights, n, cands, exact, scores, masks)
 
     def search(

@@ -1,14 +1,16 @@
-"""Related words: the synonym groups of synonyms.txt, applied to a query's terms and phrases.
+"""Related words: the synonym groups of synonyms.txt and the sentence model's near words
+(near_words.txt), applied to a query's terms and phrases.
 
 The law: a query word's group mates (and the groups of the phrases it contains, such as "money
-back") are searched too, at `SYNONYM_WEIGHT` of their BM25F score; they are not query terms (no
-coverage, no weight, no excerpt hits). Groups are stemmed by the index's analyzer, like
-everything else.
+back") are searched too, at `SYNONYM_WEIGHT` of their BM25F score, and its nearest indexed near
+words at `NEAR_WEIGHT`; neither are query terms (no coverage, no weight, no excerpt hits). Both
+tables are stemmed by the index's analyzer, like everything else; both are general English
+(the near words come from the model's own vocabulary, never from benchmark text).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from pathlib import Path
 
 from byref.discovery.text import Analyzer
@@ -18,6 +20,21 @@ SYNONYM_WEIGHT = 0.5
 outside the sample: recall@5 0.648 / 0.683 / 0.699 / 0.701 / 0.701 / 0.685 at 0 / 0.2 / 0.35 /
 0.5 / 0.7 / 1."""
 SYNONYMS_FILE = Path(__file__).with_name("synonyms.txt")
+NEAR_WEIGHT = 0.2
+"""A query word's near words (near_words.txt: the sentence model's nearest words, made offline by
+scripts/near_words.py from the model's own vocabulary) search at a fifth of their BM25F score,
+weaker than synonyms, since the model's neighbours are looser ("bill" → "charge", "payment";
+"file" → "lodge"). Chosen on MetaTool dev split A over cosine thresholds 0.45–0.8, weights
+0.15–0.5 and 2–8 words each (best lexical recall@1 + recall@5; the stricter table within 0.005
+of it): lexical A 0.500/0.724 → 0.503/0.735, confirmed on B 0.482/0.680 → 0.484/0.702 (the fixed
+sample, reported only: 0.496/0.685 → 0.496/0.697); the real catalog's vocabulary dev queries
+0.343/0.552 → 0.358/0.537 (one query up at @1, one down at @5), task queries unchanged
+(`byref.bench.retrieval.near_sweep`). Dropping hub targets or the most frequent words did not
+help. The hybrid leaves them out: with them A 0.604/0.825 → 0.611/0.825 but B 0.590/0.805 →
+0.589/0.808 and the task queries' recall@1 0.344 → 0.312, not confirmed."""
+NEAR_KEEP = 2
+"""Near words a query word adds at most: the nearest ones that the catalog's documents have."""
+NEAR_FILE = Path(__file__).with_name("near_words.txt")
 
 
 def read_synonyms(path: Path = SYNONYMS_FILE) -> list[str]:
@@ -26,13 +43,46 @@ def read_synonyms(path: Path = SYNONYMS_FILE) -> list[str]:
     return [line for line in lines if line]
 
 
+def read_near_words(path: Path = NEAR_FILE) -> list[str]:
+    """The lines of `path`: a word, then its near words (`#` lines are comments)."""
+    return [line for line in path.read_text("utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def near_table(lines: Iterable[str], analyzer: Analyzer) -> dict[str, tuple[str, ...]]:
+    """Stem → the stems of its near words (its own stem and stop words left out)."""
+    out: dict[str, dict[str, None]] = {}
+    for line in lines:
+        word, *near = line.split()
+        stem = analyzer.stem(word)
+        if stem:
+            mine = out.setdefault(stem, {})
+            mine.update((n, None) for n in map(analyzer.stem, near) if n and n != stem)
+    return {stem: tuple(near) for stem, near in out.items() if near}
+
+
+_NEAR: dict[int, dict[str, tuple[str, ...]]] = {}
+"""The packaged table per analyzer (read once a process: 11,661 lines)."""
+
+
+def packaged_near(analyzer: Analyzer) -> dict[str, tuple[str, ...]]:
+    """near_words.txt as `near_table` reads it, cached per analyzer."""
+    table = _NEAR.get(id(analyzer))
+    if table is None:
+        table = _NEAR[id(analyzer)] = near_table(read_near_words(), analyzer)
+    return table
+
+
 class Related:
     """Term → the other terms of its groups, and phrase → the terms of its groups."""
 
-    def __init__(self, groups: Iterable[str], analyzer: Analyzer) -> None:
+    def __init__(self, groups: Iterable[str], analyzer: Analyzer,
+                 near: dict[str, tuple[str, ...]] | None = None) -> None:
         """A member written with `_` ("money_back") is a phrase: kept in `phrases` (its words'
-        stems, stop words included → the group's single terms), never searched for itself."""
+        stems, stop words included → the group's single terms), never searched for itself.
+        `near`: stem → near stems (`packaged_near`; empty for none)."""
         self.analyzer = analyzer
+        self.near = {} if near is None else near
         out: dict[str, dict[str, None]] = {}
         phrases: dict[tuple[str, ...], dict[str, None]] = {}
         for group in groups:
@@ -61,3 +111,20 @@ class Related:
                     related.extend(self.phrases.get(tuple(stems[i:i + size]), ()))
         own = set(terms)
         return [r for r in dict.fromkeys(related) if r not in own]
+
+    def near_terms(self, terms: tuple[str, ...], exclude: Iterable[str],
+                   known: Container[str]) -> list[str]:
+        """The near words of `terms` (searched at `NEAR_WEIGHT`): for each term, its nearest
+        `NEAR_KEEP` that are `known` (indexed) and not in `exclude` (the query's terms and
+        related words, which already count more)."""
+        skip = set(terms).union(exclude)
+        out: dict[str, None] = {}
+        for term in terms:
+            kept = 0
+            for near in self.near.get(term, ()):
+                if kept == NEAR_KEEP:
+                    break
+                if near not in skip and near in known:
+                    out[near] = None
+                    kept += 1
+        return list(out)
