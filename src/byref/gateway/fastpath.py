@@ -76,15 +76,24 @@ class PlainCalls:
         self._run = run
         self._extras = extras
         self._connection = connection
+        self.seen: Callable[[ServerRequestContext[Any, Any], Connection | None], None] | None = None
+        """Told of every request the SDK's loop serves (`lane.StdioLane.seen`)."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any],
                        call_next: CallNext) -> HandlerResult:
         """Answer a plain call here; hand anything else to the rest of the chain."""
+        if self.seen is not None:
+            self.seen(ctx, self._connection(ctx))
         if ctx.method != CALL or (plain := plain_call(ctx, self._connection(ctx))) is None:
             return await call_next(ctx)
         if self._server.cache_hints.get(CALL) is not None:  # hints are the runner's to apply
             return await call_next(ctx)
-        part = await self._run(ctx, *plain)
+        return await self.answer(ctx, *plain)
+
+    async def answer(self, ctx: ServerRequestContext[Any, Any], name: str,
+                     arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run the plain call `name(arguments)` and shape its wire result."""
+        part = await self._run(ctx, name, arguments)
         version = ctx.protocol_version
         modern = version in MODERN_PROTOCOL_VERSIONS
         beside = await self._extras(ctx, part)

@@ -23,7 +23,9 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
@@ -34,6 +36,7 @@ from byref.gateway.convert import mcp_tool
 from byref.gateway.core import Gateway
 from byref.gateway.fastpath import PlainCalls
 from byref.gateway.inputs import Parked, Parking
+from byref.gateway.lane import StdioLane
 from byref.gateway.ops import ops_routes
 from byref.gateway.pages import page
 from byref.gateway.passthrough import Passthrough
@@ -221,9 +224,21 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
 async def serve_stdio(gateway: Gateway) -> None:
     """Serve one client on this process's stdin/stdout until it disconnects (reads and writes on
     the event loop: `stdio_transport`)."""
-    server = build_server(gateway)
     async with stdio_streams() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        await serve_streams(gateway, read, write)
+
+
+async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exception],
+                        write: WriteStream[SessionMessage], *, lane: bool = True) -> None:
+    """Serve one client on a stream pair; on byref's own stdio streams a plain call takes the
+    lane (`lane`; `lane=False` serves every request through the SDK's loop)."""
+    server = build_server(gateway)
+    options = server.create_initialization_options()
+    fast = StdioLane.attach(server, read, write) if lane else None
+    if fast is None:
+        await server.run(read, write, options)
+    else:
+        await fast.run(lambda: server.run(read, write, options))
 
 
 def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,

@@ -1,16 +1,13 @@
 """The gateway's stdio transport: MCP messages read and written on the event loop, no task between.
 
-The SDK serves stdio through `anyio.wrap_file`, so every message crosses to a worker thread up to
-three times (the line read, the write, the flush) and back, and then through a reader or writer
-task and a memory stream on each side. This module keeps the SDK's claim of fds 0 and 1 (while
-serving, fd 0 reads the null device and fd 1 goes to stderr, so children and stray prints miss
-the wire; both are restored on exit) and hands the SDK's server loop two streams of its own
-`ReadStream`/`WriteStream` protocols built on asyncio's pipe transports (`connect_read_pipe`,
-`connect_write_pipe`): receiving a message reads and parses its line right there, sending one
-serializes and writes it right there. Two task hand-offs a request fewer than the SDK's
-`stdio_server`, whose framing and parsing they repeat exactly (`jsonrpc_message_adapter`, a line
-that is not JSON-RPC an exception on the read stream, `model_dump_json(by_alias=True,
-exclude_unset=True)` plus a newline out, shutdown on EOF).
+The SDK serves stdio through `anyio.wrap_file` (every message crosses to a worker thread up to
+three times, then a reader or writer task and a memory stream on each side). This module keeps the
+SDK's claim of fds 0 and 1 (while serving, fd 0 reads the null device and fd 1 goes to stderr, so
+children and stray prints miss the wire; both restored on exit) and hands the SDK's server loop
+two streams of its own `ReadStream`/`WriteStream` protocols on asyncio's pipe transports: a
+message is read and parsed, or serialized and written, right there — as the SDK's `stdio_server`
+frames and parses it (`jsonrpc_message_adapter`, a line that is not JSON-RPC an exception on the
+read stream, `model_dump_json(by_alias=True, exclude_unset=True)` plus a newline, EOF the end).
 
 The same streams carry the client edge (`spawn.stdio_process`, an upstream the gateway starts):
 there the lines are what the SDK's `stdio_client` parses (split on "\\n" only, in the server's
@@ -199,11 +196,19 @@ class MessageReader:
         self._closed = False
         self._claim: Callable[[SessionMessage], bool] | None = None
         self._ended: Callable[[], None] | None = None
+        self._take: Callable[[str], bool] | None = None
+        self._drain: Callable[[], Awaitable[None]] | None = None
 
     def divert(self, claim: Callable[[SessionMessage], bool], ended: Callable[[], None]) -> None:
         """Offer every parsed message to `claim` first (one it takes never reaches the session)
         and call `ended` once the stream ends or is closed (`raw_calls`)."""
         self._claim, self._ended = claim, ended
+
+    def screen(self, take: Callable[[str], bool], drain: Callable[[], Awaitable[None]]) -> None:
+        """Offer every line to `take` before it is parsed (a line it takes never reaches the
+        session) and await `drain` at end of input, before the session sees the end
+        (`lane`)."""
+        self._take, self._drain = take, drain
 
     async def receive(self) -> SessionMessage | Exception:
         """The next message (or the exception its line raised when parsed); EndOfStream at EOF."""
@@ -217,8 +222,12 @@ class MessageReader:
                 self._end()
                 raise anyio.EndOfStream from exc
             if line is None:
+                if self._drain is not None:
+                    await self._drain()
                 self._end()
                 raise anyio.EndOfStream
+            if self._take is not None and self._take(line):
+                continue
             item = self._parse(line)
             if self._claim is None or isinstance(item, Exception) or not self._claim(item):
                 return item
@@ -272,6 +281,18 @@ class MessageWriter:
     async def send(self, item: SessionMessage, /) -> None:
         """Write one message as a line; wait while the pipe holds more than its high-water mark."""
         await self.send_line(item.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    async def send_json(self, data: bytes) -> None:
+        """Write `data` (one JSON-RPC message as UTF-8, no newline) as a line."""
+        if self._encoding != "utf-8":
+            await self.send_line(data.decode("utf-8"))
+            return
+        if self._closed or self._put is None:
+            raise anyio.ClosedResourceError
+        try:
+            await self._put(data + b"\n")
+        except (ConnectionError, OSError) as exc:  # the reader went away
+            raise anyio.BrokenResourceError from exc
 
     async def send_line(self, text: str) -> None:
         """Write `text` (one JSON-RPC message, no newline) as a line. Each line reaches the pipe in

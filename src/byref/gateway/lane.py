@@ -1,0 +1,357 @@
+"""A plain `tools/call` on the stdio server edge, taken off the line and answered without the SDK's
+server loop.
+
+Why: behind byref's own stdio streams (`stdio_transport`) the SDK's loop still costs every request
+a pydantic parse of the line, a relay task and memory stream (the era replay), a dispatch context,
+a per-request `ServerRunner` and `Connection` teardown, the middleware chain, a no-op trace span,
+and a response model built and dumped — about a quarter of the gateway's time per proxied call
+(note hotpath). A *plain* call — the one `fastpath.plain_call` answers, on a connection whose era
+the SDK's loop has already chosen, with no progress token, trace context or other `_meta` beside
+the 2026-07-28 envelope, no tracer provider installed and no middleware but the SDK's span and
+`PlainCalls` — is read with pydantic's JSON parser (the SDK's, without the message model), run in
+a task of its own by the very `PlainCalls.answer` the middleware uses, and answered as one line.
+
+The law: the lane takes a line only when the SDK would have run it through `PlainCalls` too, and
+then the client cannot tell: the answer is the SDK's bytes (`pydantic_core.to_json`, NaN as null,
+as the SDK's response model dumps), an error is the SDK's error (the same mapping for each era),
+a `notifications/cancelled` for a lane call cancels it and it is never answered, a call still
+running at end of input is answered `CONNECTION_CLOSED` (shielded, bounded, before the SDK's
+teardown closes the writer), the handler sees a context built as the SDK's runner builds it (the
+era's `Connection`, a `ServerSession` whose back-channel is the SDK's dispatcher on a handshake
+connection and notify-only on a 2026-07-28 one). Every other line, and every line before the SDK's
+loop has served a request, goes to the SDK unchanged (pinned against the SDK path,
+tests/gateway/test_gateway_lane*.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pydantic_core
+from mcp.server.connection import Connection, NotifyOnlyOutbound
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.runner import aclose_shielded, modern_error_data
+from mcp.server.session import ServerSession
+from mcp.shared.dispatcher import CallOptions, coerce_request_id
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.message import SessionMessage
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
+from pydantic import ValidationError
+
+from byref.gateway.fastpath import CALL, PlainCalls, plain_call
+from byref.gateway.stdio_transport import MessageReader, MessageWriter
+
+logger = logging.getLogger(__name__)
+
+CANCELLED = "notifications/cancelled"
+SHUTDOWN_WRITE_TIMEOUT = 1.0
+"""Seconds a call cut off by end of input may take to write its error (the SDK's bound)."""
+_REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+_ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
+                       types.CLIENT_CAPABILITIES_META_KEY})
+_ID_RANGE = range(-(1 << 63), 1 << 63)
+# As the SDK's dispatcher builds it for a stdio message (a 2026-07-28 one masks the flag off).
+_DUPLEX = TransportContext(kind="jsonrpc", can_send_request=True)
+_NOTIFY_ONLY = TransportContext(kind="jsonrpc", can_send_request=False)
+
+
+class _Notifier:
+    """The dispatcher's `notify`, written straight to the pipe (a dropped write is only logged)."""
+
+    def __init__(self, writer: MessageWriter) -> None:
+        self._writer = writer
+
+    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
+                               opts: CallOptions | None = None) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None,
+                     opts: CallOptions | None = None) -> None:
+        message = (types.JSONRPCNotification(jsonrpc="2.0", method=method, params=dict(params))
+                   if params is not None else types.JSONRPCNotification(jsonrpc="2.0",
+                                                                         method=method))
+        try:
+            await self._writer.send(SessionMessage(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("dropped %s: write stream closed", method)
+
+
+class _CallContext:
+    """The `DispatchContext` of one lane call: its back-channel while it runs."""
+
+    message_metadata = None
+
+    def __init__(self, request_id: types.RequestId, notifier: _Notifier,
+                 requests: Connection | None) -> None:
+        self._request_id = request_id
+        self._notifier = notifier
+        self._requests = requests  # the handshake loop's connection: the SDK's dispatcher
+        self._closed = False
+        self.transport = _DUPLEX if requests is not None else _NOTIFY_ONLY
+        self.cancel_requested = anyio.Event()
+
+    @property
+    def request_id(self) -> types.RequestId:
+        """The call's JSON-RPC id."""
+        return self._request_id
+
+    @property
+    def can_send_request(self) -> bool:
+        """Whether the client may be asked something now (handshake era, call running)."""
+        return self._requests is not None and not self._closed
+
+    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
+                               opts: CallOptions | None = None) -> dict[str, Any]:
+        """Ask the client through the SDK's dispatcher, which matches its answer."""
+        if self._requests is None or self._closed:
+            raise NoBackChannelError(method)
+        return await self._requests.outbound.send_raw_request(method, params, opts)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None,
+                     opts: CallOptions | None = None) -> None:
+        """A notification on the pipe while the call runs (dropped after, as the SDK's)."""
+        if self._closed:
+            logger.debug("dropped %s: dispatch context closed", method)
+            return
+        await self._notifier.notify(method, params, opts)
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        """No progress token: nothing to report (a call with one goes the SDK's way)."""
+        return None
+
+    def close(self) -> None:
+        """The call is done: its back-channel closes."""
+        self._closed = True
+
+
+class _Flight:
+    __slots__ = ("dctx", "scope")
+
+    def __init__(self, dctx: _CallContext) -> None:
+        self.dctx = dctx
+        self.scope = anyio.CancelScope()
+
+
+class StdioLane:
+    """The plain calls of one stdio connection, taken off its reader and answered on its writer."""
+
+    def __init__(self, server: Server[Any], plain: PlainCalls, writer: MessageWriter) -> None:
+        self._server = server
+        self._plain = plain
+        self._writer = writer
+        self._notifier = _Notifier(writer)
+        self._modern_outbound = NotifyOnlyOutbound(self._notifier)
+        self._era: str | None = None  # "legacy" or "modern", once the SDK's loop served one
+        self._loop_connection: Connection | None = None
+        self._lifespan: Any = None
+        self._flights: dict[types.RequestId, _Flight] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._running = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    @classmethod
+    def attach(cls, server: Server[Any], read: object, write: object) -> StdioLane | None:
+        """A lane on byref's own stdio streams for `server` (told of the SDK's requests by its
+        `PlainCalls`), or None when the streams or the server are not those."""
+        plain = next((m for m in server.middleware if isinstance(m, PlainCalls)), None)
+        if plain is None or not isinstance(read, MessageReader) or not isinstance(
+                write, MessageWriter):
+            return None
+        lane = cls(server, plain, write)
+        plain.seen = lane.seen
+        read.screen(lane.take, lane.drain)
+        return lane
+
+    def seen(self, ctx: ServerRequestContext[Any, Any], connection: Connection | None) -> None:
+        """A request the SDK's loop serves: the era it chose, its connection and lifespan."""
+        if self._era is not None or connection is None:
+            return
+        self._lifespan = ctx.lifespan_context
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._era = "modern"
+        else:
+            self._loop_connection, self._era = connection, "legacy"
+
+    async def run(self, serve: Callable[[], Awaitable[None]]) -> None:
+        """Run `serve` (the SDK's loop) with the lane's calls beside it."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                await serve()
+            finally:
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    def take(self, line: str) -> bool:
+        """Whether `line` is a plain call the lane now runs (False: the SDK's, unchanged)."""
+        if self._era is None or self._tg is None or (
+                '"tools/call"' not in line and '"notifications/cancelled"' not in line):
+            return False
+        try:  # the parser under the SDK's validate_json: the same lines parse, to the same values
+            message = pydantic_core.from_json(line, cache_strings="keys")
+        except ValueError:
+            return False
+        if not isinstance(message, dict):
+            return False
+        if message.get("method") == CANCELLED and "id" not in message:
+            self._cancelled(message.get("params"))
+            return False  # the SDK sees it too (its own table has no such id)
+        started = self._context(message)
+        if started is None:
+            return False
+        ctx, connection, dctx, name, arguments = started
+        flight = self._flights[coerce_request_id(dctx.request_id)] = _Flight(dctx)
+        if not self._running:
+            self._idle = anyio.Event()
+        self._running += 1
+        self._tg.start_soon(self._call, ctx, connection, flight, name, arguments)
+        return True
+
+    async def drain(self) -> None:
+        """End of input: every running call is cancelled and answered `CONNECTION_CLOSED` (as
+        the SDK's loop answers its own), before the SDK's teardown closes the writer."""
+        for flight in list(self._flights.values()):
+            flight.scope.cancel()
+        with anyio.move_on_after(SHUTDOWN_WRITE_TIMEOUT + 1, shield=True):
+            await self._idle.wait()
+
+    def _cancelled(self, params: Any) -> None:
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(rid, bool) or not isinstance(rid, int | str):
+            return
+        flight = self._flights.get(coerce_request_id(rid))
+        if flight is not None:  # the SDK's "interrupt" mode: flag it and stop the handler
+            flight.dctx.cancel_requested.set()
+            flight.scope.cancel()
+
+    def _context(self, message: dict[str, Any]) -> tuple[
+            ServerRequestContext[Any, Any], Connection, _CallContext, str, dict[str, Any]] | None:
+        """The request's context as the SDK's runner would build it, when the call is plain."""
+        rid, params = message.get("id"), message.get("params")
+        if (message.keys() != _REQUEST_KEYS or message["jsonrpc"] != "2.0"
+                or message["method"] != CALL or not isinstance(params, dict)):
+            return None
+        if not (type(rid) is str or (type(rid) is int and rid in _ID_RANGE)):
+            return None
+        if coerce_request_id(rid) in self._flights:
+            return None  # a duplicate id: the SDK's (blind-overwrite) rules
+        if (self._server.cache_hints.get(CALL) is not None or len(self._server.middleware) != 2
+                or self._server.middleware[-1] is not self._plain or not _untraced()):
+            return None
+        raw_meta = params.get("_meta")
+        if self._era == "legacy":
+            if "_meta" in params or (connection := self._loop_connection) is None:
+                return None
+            version, meta, requests = connection.protocol_version, None, connection
+        elif self._era == "modern":
+            if not isinstance(raw_meta, dict) or not _ENVELOPE.issuperset(raw_meta):
+                return None
+            route = classify_inbound_request({"method": CALL, "params": params})
+            if isinstance(route, InboundLadderRejection):
+                return None
+            version = route.protocol_version
+            try:
+                meta = types.RequestParams.model_validate({"_meta": raw_meta},
+                                                          by_name=False).meta
+            except ValidationError:
+                return None
+            connection = Connection.from_envelope(
+                version, route.client_info, route.client_capabilities,
+                outbound=self._modern_outbound)
+            requests = None
+        else:
+            return None  # the SDK's loop has not chosen its era yet
+        dctx = _CallContext(rid, self._notifier, requests)
+        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+            session=ServerSession(dctx, connection, request_meta=meta),
+            lifespan_context=self._lifespan, method=CALL, params=params, request_id=rid,
+            meta=meta, protocol_version=version)
+        plain = plain_call(ctx, connection)
+        if plain is None:
+            return None
+        return ctx, connection, dctx, *plain
+
+    async def _call(self, ctx: ServerRequestContext[Any, Any], connection: Connection,
+                    flight: _Flight, name: str, arguments: dict[str, Any]) -> None:
+        """One call as the SDK's dispatcher runs a request: answered once, or not at all when
+        the client cancelled it; cut off by end of input, answered `CONNECTION_CLOSED`."""
+        dctx, rid = flight.dctx, flight.dctx.request_id
+        written = False
+        try:
+            with flight.scope:
+                try:
+                    out = await self._plain.answer(ctx, name, arguments)
+                finally:
+                    dctx.close()
+                    self._flights.pop(coerce_request_id(rid), None)
+                    if self._era == "modern":  # the SDK's per-request connection teardown
+                        await aclose_shielded(connection)
+                if not dctx.cancel_requested.is_set():
+                    written = True  # a started write counts as sent: never two answers
+                    await self._answer(rid, out)
+            if flight.scope.cancelled_caught and not written:
+                await self._closed(dctx)
+        except anyio.get_cancelled_exc_class():
+            if not written:
+                await self._closed(dctx)
+            raise
+        except Exception as exc:
+            if not dctx.cancel_requested.is_set():
+                await self._error(rid, self._error_data(exc))
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
+
+    async def _closed(self, dctx: _CallContext) -> None:
+        if dctx.cancel_requested.is_set():
+            return  # the client cancelled it: never answered
+        with anyio.move_on_after(SHUTDOWN_WRITE_TIMEOUT, shield=True):
+            await self._error(dctx.request_id, types.ErrorData(
+                code=types.CONNECTION_CLOSED, message="Connection closed"))
+
+    def _error_data(self, exc: Exception) -> types.ErrorData:
+        if self._era == "modern" and not isinstance(exc, MCPError | ValidationError):
+            return modern_error_data(exc)  # logged; a generic INTERNAL_ERROR on the wire
+        error = handler_exception_to_error_data(exc)
+        if error is None:
+            logger.exception("handler for %r raised", CALL)
+            error = types.ErrorData(code=0, message=str(exc))  # the SDK's handshake-era code
+        return error
+
+    async def _answer(self, rid: types.RequestId, out: dict[str, Any]) -> None:
+        try:
+            line = pydantic_core.to_json({"jsonrpc": "2.0", "id": rid, "result": out},
+                                         inf_nan_mode="null")
+        except pydantic_core.PydanticSerializationError:  # the SDK's own dump says what
+            await self._send(types.JSONRPCResponse(jsonrpc="2.0", id=rid, result=out))
+            return
+        try:
+            await self._writer.send_json(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("dropped result for %r: write stream closed", rid)
+
+    async def _error(self, rid: types.RequestId, error: types.ErrorData) -> None:
+        await self._send(types.JSONRPCError(jsonrpc="2.0", id=rid, error=error))
+
+    async def _send(self, message: types.JSONRPCResponse | types.JSONRPCError) -> None:
+        try:
+            await self._writer.send(SessionMessage(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.debug("dropped answer for %r: write stream closed", message.id)
+
+
+def _untraced() -> bool:
+    """No tracer provider installed: the SDK's span would be a no-op."""
+    return isinstance(get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
