@@ -70,17 +70,17 @@ def test_only_changed_documents_are_encoded_again() -> None:
     encoder = Trigrams()
     hybrid = Searcher(cat, ranker=HybridRanker(encoder))
     hybrid.search("widget")
-    # every document once (its full text and its description alone), then the query
-    assert len(encoder.encoded) == 2 * 4 + 1
+    # every document once (its full text, its description and its name's words), then the query
+    assert len(encoder.encoded) == 3 * 4 + 1
     hybrid.search("board")
-    assert len(encoder.encoded) == 2 * 4 + 2  # same index: only the query
+    assert len(encoder.encoded) == 3 * 4 + 2  # same index: only the query
     cat.learn({"list_members": "crew roster"})
     (top, *_) = hybrid.search("crew roster").results
     assert top.name == "list_members"
-    # the one changed text: the learned words change the full text, not the description
-    assert encoder.encoded[10].startswith("list members: ")
-    assert encoder.encoded[10].endswith("Related: crew roster")
-    assert len(encoder.encoded) == 10 + 1 + 1
+    # the one changed text: the learned words change the full text, not the description or name
+    assert encoder.encoded[14].startswith("list members: ")
+    assert encoder.encoded[14].endswith("Related: crew roster")
+    assert len(encoder.encoded) == 14 + 1 + 1
 
 
 def test_an_empty_catalog_answers_with_nothing() -> None:
@@ -165,18 +165,29 @@ def test_neighbourhood_density_is_the_mean_cosine_to_the_nearest_others() -> Non
         r.name for r in plain.results].index(crowded)
 
 
-def test_a_document_vector_mixes_the_full_text_and_the_description() -> None:
-    from byref.discovery.embed import DESCRIPTION_SHARE, document_text, document_texts
+def test_a_document_vector_mixes_the_full_text_the_description_and_the_name() -> None:
+    from byref.discovery.embed import (
+        DESCRIPTION_SHARE,
+        NAME_SHARE,
+        document_text,
+        document_texts,
+        document_views,
+    )
 
     cat = catalog()
     index = cat.index()
-    full, description = document_texts(index, 0)
+    full, description, name = document_texts(index, 0)
     assert full == document_text(index, 0) and description == "Change the colour of a widget."
+    assert name == "paint widget"
+    assert [w for _, w in document_views(index, 0)] == [1 - DESCRIPTION_SHARE,
+                                                         DESCRIPTION_SHARE, NAME_SHARE]
     encoder = Trigrams()
     got = HybridRanker(encoder).vectors(index)[0]
-    want = (1 - DESCRIPTION_SHARE) * encoder.encode([full])[0] + (
-        DESCRIPTION_SHARE * encoder.encode([description])[0])
+    want = ((1 - DESCRIPTION_SHARE) * encoder.encode([full])[0]
+            + DESCRIPTION_SHARE * encoder.encode([description])[0]
+            + NAME_SHARE * encoder.encode([name])[0])
     assert np.allclose(got, want / np.linalg.norm(want), atol=1e-6)
-    assert np.allclose(HybridRanker(encoder, description_share=0.0).vectors(index)[0],
-                       encoder.encode([full])[0], atol=1e-6)
-    assert document_texts(index, 0, share=0.0) == (full,)
+    assert np.allclose(HybridRanker(encoder, description_share=0.0, name_share=0.0).vectors(
+        index)[0], encoder.encode([full])[0], atol=1e-6)
+    assert document_texts(index, 0, share=0.0, name_share=0.0) == (full,)
+    assert document_texts(index, 0, name_share=0.0) == (full, description)

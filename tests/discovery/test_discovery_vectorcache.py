@@ -77,7 +77,7 @@ def names(ranker: HybridRanker, cat: Catalog, query: str = "widget colour") -> l
 def test_a_second_ranker_over_the_same_catalog_encodes_nothing(tmp_path: Path) -> None:
     first, second = Keyed(), Keyed()
     expected = names(HybridRanker(first, vector_cache=tmp_path), catalog())
-    assert len(first.encoded) == 2 * 4 + 1  # each document's full text and description, query
+    assert len(first.encoded) == 3 * 4 + 1  # each document's three texts, the query
     ranker = HybridRanker(second, vector_cache=tmp_path)
     assert names(ranker, catalog()) == expected
     assert second.encoded == ["widget colour"]  # the query only
@@ -89,7 +89,10 @@ def test_a_changed_description_is_the_only_document_encoded_again(tmp_path: Path
     encoder = Keyed()
     changed = catalog("Paint a widget in another colour.")
     names(HybridRanker(encoder, vector_cache=tmp_path), changed)
-    assert encoder.encoded == [*document_texts(changed.index(), 0), "widget colour"]
+    # the full text and the description changed; the name's words did not (kept on disk)
+    full, description, name = document_texts(changed.index(), 0)
+    assert name == "paint widget"
+    assert encoder.encoded == [full, description, "widget colour"]
     again = Keyed()
     names(HybridRanker(again, vector_cache=tmp_path), catalog())  # the old text is kept too
     assert again.encoded == ["widget colour"]
@@ -100,7 +103,7 @@ def test_another_model_never_sees_these_vectors(tmp_path: Path) -> None:
     other = Keyed()
     other.model_id = "cd" * 32
     names(HybridRanker(other, vector_cache=tmp_path), catalog())
-    assert len(other.encoded) == 2 * 4 + 1
+    assert len(other.encoded) == 3 * 4 + 1
     assert sorted(p.name for p in tmp_path.glob("*.vec")) == [f"{'ab' * 32}.vec",
                                                               f"{'cd' * 32}.vec"]
 
@@ -138,8 +141,8 @@ def test_a_damaged_cache_file_is_survived_and_rebuilt(tmp_path: Path, damage: st
     encoder = Keyed()
     with pytest.warns(VectorCacheWarning, match=r"is damaged \(.*\); ignoring it and rebuilding"):
         assert names(HybridRanker(encoder, vector_cache=tmp_path), catalog()) == expected
-    assert len(encoder.encoded) == 2 * 4 + 1  # re-encoded ...
-    assert len(VectorCache(tmp_path, Keyed.model_id).load()) == 2 * 4  # ... and rewritten whole
+    assert len(encoder.encoded) == 3 * 4 + 1  # re-encoded ...
+    assert len(VectorCache(tmp_path, Keyed.model_id).load()) == 3 * 4  # ... and rewritten whole
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         later = Keyed()
@@ -280,5 +283,5 @@ def test_the_packaged_model_reads_back_the_vectors_it_wrote(tmp_path: Path) -> N
     assert names(first, cat, query)[0] == "get_forecast"
     second = HybridRanker(warm, vector_cache=tmp_path)
     assert names(second, cat, query) == names(first, cat, query) == names(off, cat, query)
-    assert len(cold.encoded) == 2 * 3 + 1 and warm.encoded == [query]
+    assert len(cold.encoded) == 3 * 3 + 1 and warm.encoded == [query]
     assert np.array_equal(second.vectors(cat.index()), off.vectors(cat.index()))

@@ -131,8 +131,8 @@ def near_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows]) -> dict[st
 def hybrid_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows], ranker: Any,
                  setting: str, values: Iterable[float]) -> dict[str, Any]:
     """Hybrid recall per value of one `HybridRanker` setting (`density_weight`,
-    `description_share`): on each MetaTool split, and on the real catalog's task-style and
-    vocabulary queries."""
+    `description_share`, `name_share`): on each MetaTool split, and on the real catalog's
+    task-style and vocabulary queries."""
     out: dict[str, Any] = {}
     for weight in values:
         alike = ranker.with_weight(ranker.lexical_weight, **{setting: weight})
@@ -167,6 +167,8 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     out["density"] = hybrid_sweep(root, plain, splits, ranker, "density_weight", (0.0, 0.6))
     out["description_share"] = hybrid_sweep(root, plain, splits, ranker, "description_share",
                                             (0.0, 0.3, 0.5, 0.7))
+    out["name_share"] = hybrid_sweep(root, plain, splits, ranker, "name_share",
+                                     (0.0, 0.15, 0.2, 0.25))
     raw = ranker.encoder.inner if isinstance(ranker.encoder, Memo) else ranker.encoder
     out["encode_1_thread"] = encode_ms(raw, LATENCY_QUERIES)
     try:

@@ -33,7 +33,7 @@ from byref.discovery.text import split_words
 from byref.discovery.vectorcache import VectorCache, cache_dir
 
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text",
-           "document_texts"]
+           "document_texts", "document_views"]
 
 LEXICAL_WEIGHT = 0.3
 """The lexical share of the fused score (the embedding's is 1 − it). Chosen on dev split A
@@ -42,7 +42,8 @@ LEXICAL_WEIGHT = 0.3
 0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683 (`byref.bench.retrieval.fusion_sweep`).
 Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A; rank fusion
 (RRF, k 10/30/60) lost 1–4 points of recall@5. Re-checked after k1 2.0, the new synonym groups
-and DESCRIPTION_SHARE: 0.3 still best on A (0.604/0.825), B 0.590/0.805."""
+and DESCRIPTION_SHARE: 0.3 still best on A (0.604/0.825), B 0.590/0.805; and after NAME_SHARE
+(0.2–0.4): 0.3 best on A (0.610/0.828; 0.25 0.610/0.824), B 0.595/0.809."""
 HYBRID_RERANK: Rerank = "none"
 """Seed 001's keys over the fused order: re-ordering the top 5 by them costs 13 (A) and 11 (B)
 points of recall@1 at equal recall@5; ties-only equals none (fused scores do not tie)."""
@@ -82,13 +83,38 @@ vocabulary queries 0.433/0.657 vs 0.463/0.672 (0.3–0.7 within 0.003 of each ot
 second encode per document, once (cached like the first)."""
 
 
-def document_texts(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE
-                   ) -> tuple[str, ...]:
-    """The texts whose vectors make document `doc`'s: `document_text`, then the description
-    alone when it is mixed in (a share, and a description different from the full text)."""
+NAME_SHARE = 0.2
+"""A third view in a document's vector: the tool's name as words alone ("create refund"), at this
+weight beside the full text's 1 − DESCRIPTION_SHARE and the description's DESCRIPTION_SHARE
+(the mix is normalised). Chosen on MetaTool dev split A over 0.1–0.25 (with description shares
+0.3 and 0.5): hybrid recall@1/@5 A 0.604/0.825 → 0.611/0.828, confirmed on B 0.590/0.805 →
+0.594/0.808; the real catalog's task queries 0.344/0.625 → 0.375/0.656 and vocabulary queries
+0.463/0.672 → 0.448/0.687 (one query down at @1, one up at @5)
+(`byref.bench.retrieval.hybrid_sweep`). Costs a third, short encode per document, once."""
+
+
+def document_views(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE,
+                   name_share: float = NAME_SHARE) -> tuple[tuple[str, float], ...]:
+    """(text, weight) of each text whose vector goes into document `doc`'s: `document_text`,
+    then the description alone and the name's words alone, each when it is mixed in (a
+    weight, and a text different from the full one)."""
     full = document_text(index, doc)
-    description = index.entries[doc].description.strip()
-    return (full, description) if share > 0 and description and description != full else (full,)
+    entry = index.entries[doc]
+    description = entry.description.strip()
+    views = [(full, 1.0 - share if share > 0 and description and description != full
+              else 1.0)]
+    if views[0][1] < 1.0:
+        views.append((description, share))
+    name = split_words(entry.original_name)
+    if name_share > 0 and name and name not in (full, description):
+        views.append((name, name_share))
+    return tuple(views)
+
+
+def document_texts(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE,
+                   name_share: float = NAME_SHARE) -> tuple[str, ...]:
+    """The texts whose vectors make document `doc`'s (`document_views` without weights)."""
+    return tuple(text for text, _ in document_views(index, doc, share, name_share))
 
 
 class HybridRanker:
@@ -108,6 +134,7 @@ class HybridRanker:
         vector_cache: str | Path | None = None,
         density_weight: float = DENSITY_WEIGHT,
         description_share: float = DESCRIPTION_SHARE,
+        name_share: float = NAME_SHARE,
     ) -> None:
         if not 0.0 <= lexical_weight <= 1.0:
             raise ValueError(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
@@ -117,6 +144,9 @@ class HybridRanker:
         if not 0.0 <= description_share <= 1.0:
             raise ValueError(f"description_share {description_share!r} must lie in [0, 1].")
         self.description_share = description_share
+        if not 0.0 <= name_share <= 1.0:
+            raise ValueError(f"name_share {name_share!r} must lie in [0, 1].")
+        self.name_share = name_share
         self._density: dict[int, tuple[Any, Any]] = {}
         self.rerank: Rerank = rerank
         self._vectors: dict[int, tuple[SearchIndex, Any]] = {}
@@ -133,7 +163,8 @@ class HybridRanker:
 
     def with_weight(self, lexical_weight: float, rerank: Rerank | None = None,
                     density_weight: float | None = None,
-                    description_share: float | None = None) -> HybridRanker:
+                    description_share: float | None = None,
+                    name_share: float | None = None) -> HybridRanker:
         """Another weight (or re-rank, density weight, description share) over the same
         encoder and text and query vectors."""
         other = HybridRanker(self._encoder, lexical_weight=lexical_weight,
@@ -143,7 +174,8 @@ class HybridRanker:
                                              else density_weight),
                              description_share=(self.description_share
                                                 if description_share is None
-                                                else description_share))
+                                                else description_share),
+                             name_share=self.name_share if name_share is None else name_share)
         with self._lock:
             other._by_text = self._by_text
             other._queries = self._queries
@@ -172,9 +204,9 @@ class HybridRanker:
                 return hit[1]
         import numpy as np
 
-        share = self.description_share
-        per_doc = [document_texts(index, d, share) for d in range(len(index))]
-        texts = list(dict.fromkeys(t for group in per_doc for t in group))
+        per_doc = [document_views(index, d, self.description_share, self.name_share)
+                   for d in range(len(index))]
+        texts = list(dict.fromkeys(t for views in per_doc for t, _ in views))
         with self._lock:
             known = self._by_text
         fresh = list(dict.fromkeys(t for t in texts if t not in known))
@@ -194,12 +226,11 @@ class HybridRanker:
         if not per_doc:
             matrix = np.zeros((0, dim))
         else:
-            matrix = np.stack([known[g[0]] for g in per_doc]).astype(np.float32)
-            mixed = [i for i, g in enumerate(per_doc) if len(g) > 1]
-            if mixed:
-                rows = ((1.0 - share) * matrix[mixed]
-                        + share * np.stack([known[per_doc[i][1]] for i in mixed]))
-                matrix[mixed] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+            matrix = np.stack([known[views[0][0]] for views in per_doc]).astype(np.float32)
+            for i, views in enumerate(per_doc):
+                if len(views) > 1:
+                    row = sum(weight * known[text] for text, weight in views)
+                    matrix[i] = row / np.linalg.norm(row)
         with self._lock:
             self._vectors = {id(index): (index, matrix)}
             self._by_text = {t: known[t] for t in texts}
