@@ -25,6 +25,7 @@ tests/gateway/test_gateway_lane*.py).
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -97,7 +98,23 @@ class _CallContext:
         self._requests = requests  # the handshake loop's connection: the SDK's dispatcher
         self._closed = False
         self.transport = _DUPLEX if requests is not None else _NOTIFY_ONLY
-        self.cancel_requested = anyio.Event()
+        self.cancelled = False
+        self._event: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Set when the client cancels the call (made when first asked for: rarely)."""
+        if self._event is None:
+            self._event = anyio.Event()
+            if self.cancelled:
+                self._event.set()
+        return self._event
+
+    def cancel(self) -> None:
+        """The client sent `notifications/cancelled` for this call."""
+        self.cancelled = True
+        if self._event is not None:
+            self._event.set()
 
     @property
     def request_id(self) -> types.RequestId:
@@ -154,6 +171,7 @@ class StdioLane:
         self._era: str | None = None  # "legacy" or "modern", once the SDK's loop served one
         self._loop_connection: Connection | None = None
         self._lifespan: Any = None
+        self._kept: tuple[dict[str, Any], str, Any, Any, Any] | None = None
         self._flights: dict[types.RequestId, _Flight] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._running = 0
@@ -232,7 +250,7 @@ class StdioLane:
             return
         flight = self._flights.get(coerce_request_id(rid))
         if flight is not None:  # the SDK's "interrupt" mode: flag it and stop the handler
-            flight.dctx.cancel_requested.set()
+            flight.dctx.cancel()
             flight.scope.cancel()
 
     def _context(self, message: dict[str, Any]) -> tuple[
@@ -257,18 +275,9 @@ class StdioLane:
         elif self._era == "modern":
             if not isinstance(raw_meta, dict) or not _ENVELOPE.issuperset(raw_meta):
                 return None
-            route = classify_inbound_request({"method": CALL, "params": params})
-            if isinstance(route, InboundLadderRejection):
+            connection, version, meta = self._envelope(raw_meta, params)
+            if connection is None:
                 return None
-            version = route.protocol_version
-            try:
-                meta = types.RequestParams.model_validate({"_meta": raw_meta},
-                                                          by_name=False).meta
-            except ValidationError:
-                return None
-            connection = Connection.from_envelope(
-                version, route.client_info, route.client_capabilities,
-                outbound=self._modern_outbound)
             requests = None
         else:
             return None  # the SDK's loop has not chosen its era yet
@@ -281,6 +290,34 @@ class StdioLane:
         if plain is None:
             return None
         return ctx, connection, dctx, *plain
+
+    def _envelope(self, raw: dict[str, Any], params: dict[str, Any]
+                  ) -> tuple[Connection | None, str, Any]:
+        """A 2026-07-28 request's connection, version and `_meta` as the SDK's loop reads its
+        envelope (None: the SDK's to refuse). A client sends the same envelope every time, so
+        what was read of the last one is kept and reused while the next one equals it."""
+        kept = self._kept
+        if kept is None or kept[0] != raw:
+            route = classify_inbound_request({"method": CALL, "params": params})
+            if isinstance(route, InboundLadderRejection):
+                return None, "", None
+            try:
+                meta = types.RequestParams.model_validate({"_meta": raw}, by_name=False).meta
+            except ValidationError:
+                return None, "", None
+            connection = Connection.from_envelope(
+                route.protocol_version, route.client_info, route.client_capabilities,
+                outbound=self._modern_outbound)
+            self._kept = kept = (copy.deepcopy(raw), route.protocol_version, meta,
+                                 connection.client_params, connection.client_capabilities)
+            return connection, route.protocol_version, meta
+        _raw, version, meta, client_params, capabilities = kept
+        # `Connection.from_envelope` on the envelope read before: born ready, the same identity.
+        connection = Connection(self._modern_outbound, protocol_version=version,
+                                client_params=client_params)
+        connection.client_capabilities = capabilities
+        connection.initialized.set()
+        return connection, version, meta
 
     async def _call(self, ctx: ServerRequestContext[Any, Any], connection: Connection,
                     flight: _Flight, name: str, arguments: dict[str, Any]) -> None:
@@ -297,7 +334,7 @@ class StdioLane:
                     self._flights.pop(coerce_request_id(rid), None)
                     if self._era == "modern":  # the SDK's per-request connection teardown
                         await aclose_shielded(connection)
-                if not dctx.cancel_requested.is_set():
+                if not dctx.cancelled:
                     written = True  # a started write counts as sent: never two answers
                     await self._answer(rid, out)
             if flight.scope.cancelled_caught and not written:
@@ -307,7 +344,7 @@ class StdioLane:
                 await self._closed(dctx)
             raise
         except Exception as exc:
-            if not dctx.cancel_requested.is_set():
+            if not dctx.cancelled:
                 await self._error(rid, self._error_data(exc))
         finally:
             self._running -= 1
@@ -315,7 +352,7 @@ class StdioLane:
                 self._idle.set()
 
     async def _closed(self, dctx: _CallContext) -> None:
-        if dctx.cancel_requested.is_set():
+        if dctx.cancelled:
             return  # the client cancelled it: never answered
         with anyio.move_on_after(SHUTDOWN_WRITE_TIMEOUT, shield=True):
             await self._error(dctx.request_id, types.ErrorData(

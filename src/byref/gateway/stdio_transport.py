@@ -273,8 +273,15 @@ class MessageWriter:
     @classmethod
     def on(cls, put: Callable[[bytes], Awaitable[None]], *, encoding: str = "utf-8",
            errors: str = "strict") -> MessageWriter:
-        """A writer whose lines go to `put`, encoded as `encoding` with `errors`."""
+        """A writer whose lines go to `put`, encoded as `encoding` with `errors`.
+
+        `put` being an anyio process stdin's `send` (a child's pipe), its asyncio stream is
+        written directly: anyio's send yields to the loop after every write (a checkpoint),
+        one loop turn per upstream call that buys nothing here (a closed pipe still fails)."""
         writer = cls()
+        stream = getattr(getattr(put, "__self__", None), "_stream", None)
+        if isinstance(stream, asyncio.StreamWriter) and getattr(put, "__name__", "") == "send":
+            put = _stream_put(stream)
         writer._put, writer._encoding, writer._errors = put, encoding, errors
         return writer
 
