@@ -166,3 +166,22 @@ def test_catalog_rebuilds_its_index_after_add() -> None:
     assert catalog.index().search("zip").hits[0].entry.name == "zip_reader"
     with pytest.raises(ValueError, match="already has a tool named 'zip_reader'"):
         catalog.add(make_tool("zip_reader"))
+
+
+def test_a_variant_shares_the_entries_and_is_built_once() -> None:
+    from byref.discovery.embed import HYBRID_K1
+    from byref.discovery.index import K1
+
+    cat = Catalog([make_tool("git_log", "Show the commit logs."),
+                   make_tool("git_show", "Show the contents of a commit.")])
+    index = cat.index(synonyms=["log history"])
+    assert index.k1 == K1 != HYBRID_K1
+    other = index.variant(k1=HYBRID_K1)
+    assert other is index.variant(k1=HYBRID_K1) and other.k1 == HYBRID_K1
+    assert index.variant(k1=K1) is index
+    assert len(other.entries) == len(index.entries) and other.version == index.version
+    assert all(a is b for a, b in zip(other.entries, index.entries, strict=True))  # doc numbers
+    assert other.boosts == index.boosts
+    assert other.related.by_term == index.related.by_term  # the same synonym groups
+    assert [h.doc for h in other.search("commit history").hits] == [
+        h.doc for h in index.search("commit history").hits]
