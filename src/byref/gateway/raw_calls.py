@@ -31,6 +31,7 @@ shielded and bounded, and stops waiting.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from functools import cache
@@ -39,6 +40,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import mcp_types as types
+import pydantic_core
+import sniffio
 from mcp import Client
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
@@ -61,11 +64,30 @@ _CLOSED = "Connection closed"
 
 
 class _Waiter:
+    """One call's answer to come: on asyncio a bare future (an anyio Event costs ~3x as much to
+    make, set and wait on), elsewhere an anyio Event."""
+
     __slots__ = ("done", "outcome")
 
-    def __init__(self) -> None:
-        self.done = anyio.Event()
+    def __init__(self, done: asyncio.Future[None] | anyio.Event) -> None:
+        self.done = done
         self.outcome: dict[str, Any] | MCPError | None = None
+
+    def settle(self, outcome: dict[str, Any] | MCPError) -> None:
+        self.outcome = outcome
+        done = self.done
+        if isinstance(done, asyncio.Future):
+            if not done.done():  # a caller that gave up cancelled it
+                done.set_result(None)
+        else:
+            done.set()
+
+    async def wait(self) -> None:
+        done = self.done
+        if isinstance(done, asyncio.Future):
+            await done
+        else:
+            await done.wait()
 
 
 class RawCalls:
@@ -76,6 +98,8 @@ class RawCalls:
         self._waiting: dict[int, _Waiter] = {}
         self._count = 0
         self._closed = False
+        self._loop = (asyncio.get_running_loop()
+                      if sniffio.current_async_library() == "asyncio" else None)
 
     @property
     def open(self) -> bool:
@@ -98,8 +122,7 @@ class RawCalls:
         waiter = self._waiting.pop(key, None) if isinstance(key, int) and key < 0 else None
         if waiter is None:
             return False
-        waiter.outcome = outcome
-        waiter.done.set()
+        waiter.settle(outcome)
         return True
 
     def close(self) -> None:
@@ -107,14 +130,14 @@ class RawCalls:
         self._closed = True
         waiting, self._waiting = self._waiting, {}
         for waiter in waiting.values():
-            waiter.outcome = MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED)
-            waiter.done.set()
+            waiter.settle(MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED))
 
     async def request(self, line: str, request_id: int) -> dict[str, Any]:
         """Write `line` (a request with `request_id`) and wait for its result; raises MCPError."""
         if self._closed:
             raise MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED)
-        waiter = self._waiting[request_id] = _Waiter()
+        waiter = self._waiting[request_id] = _Waiter(
+            anyio.Event() if self._loop is None else self._loop.create_future())
         written = False
         try:
             await anyio.lowlevel.checkpoint_if_cancelled()
@@ -123,7 +146,7 @@ class RawCalls:
                 await self._writer.send_line(line)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 raise MCPError(code=types.CONNECTION_CLOSED, message=_CLOSED) from None
-            await waiter.done.wait()
+            await waiter.wait()
         except anyio.get_cancelled_exc_class():
             if written and not self._closed:
                 await self._cancel(request_id)
@@ -160,14 +183,14 @@ def plain(client: Client) -> bool:
 
 async def call_tool(raw: RawCalls, client: Client, name: str,
                     arguments: dict[str, Any]) -> types.CallToolResult | None:
-    """`client.call_tool(name, arguments)` over `raw`; None (nothing sent) when the arguments are
-    not plain JSON, so the caller takes the SDK's path."""
+    """`client.call_tool(name, arguments)` over `raw`; None (nothing sent) when the arguments do
+    not serialize (the SDK's path then says why)."""
     request_id = raw.next_id()
-    try:
-        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                           "params": {"name": name, "arguments": arguments}},
-                          ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError):
+    try:  # as the SDK's writer dumps it (NaN and infinities as null)
+        line = pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                      "params": {"name": name, "arguments": arguments}},
+                                     inf_nan_mode="null").decode("utf-8")
+    except (pydantic_core.PydanticSerializationError, UnicodeDecodeError):
         return None
     result = await raw.request(line, request_id)
     version = client.protocol_version or "2025-11-25"
