@@ -133,3 +133,28 @@ def test_usage_refuses_a_missing_transcript(tmp_path: Path,
     assert main(["tools", "usage", str(missing)]) == 2
     assert capsys.readouterr().err == (
         f"byref tools usage: no transcript file at {str(missing)!r}.\n")
+
+
+def test_bench_search_prints_every_retrieval_section(capsys: pytest.CaptureFixture[str]) -> None:
+    from byref.cli.bench_search import _retrieval
+
+    m = {"recall@1": 0.5, "recall@5": 0.75}
+    splits = {"A": m, "B": m, "task": m, "vocabulary": m}
+    queries = {"queries": 3, "lexical": m, "lexical_without_near_words": m, "hybrid": m}
+    _retrieval({"dev_rows": {"A": 2000, "B": 2000},
+                "fusion": {"by_weight": {"0.3": {"A": m, "B": m}}, "chosen_on": "A",
+                           "chosen": 0.3},
+                "rerank": {"none": {"A": m, "B": m}},
+                "near_words": {"near_words": splits, "without": splits},
+                "density": {"0.0": splits}, "description_share": {"0.5": splits},
+                "name_share": {"0.2": splits},
+                "encode_1_thread": {"p50_ms": 3.0, "p95_ms": 5.0},
+                "task_queries": queries, "vocabulary_queries": queries,
+                "install": {"extra_mb": 219.6, "core_mb": 27.0, "largest": "onnxruntime"}},
+               reference_ms=1.0)
+    out = capsys.readouterr().out
+    assert "Near words (the packaged model's nearest words), lexical" in out
+    assert "  near_words  A r@1 0.500 r@5 0.750" in out
+    assert "Name share of a document vector, hybrid" in out
+    assert "   0.2  A r@1 0.500 r@5 0.750  B r@1 0.500" in out
+    assert "lexical_without_near_words" in out and "<- chosen on A" in out

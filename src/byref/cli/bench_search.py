@@ -119,6 +119,11 @@ def _row(label: str, m: dict[str, float]) -> None:
     print(f"  {label:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}  MRR {m['mrr']:.3f}")
 
 
+def _cells(by_split: dict[str, dict[str, float]]) -> str:
+    return "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
+                     for name, m in by_split.items())
+
+
 def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
     splits = ", ".join(f"{k} {v:,}" for k, v in r["dev_rows"].items())
     fusion = r["fusion"]
@@ -133,14 +138,20 @@ def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
         cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
                           for name, m in by_split.items())
         print(f"  {mode:14} {cells}")
+    if "near_words" in r:
+        print("Near words (the packaged model's nearest words), lexical: MetaTool splits, the "
+              "real catalog's task and vocabulary queries:")
+        for label, by_split in r["near_words"].items():
+            print(f"  {label:10}  {_cells(by_split)}")
     for key, title in (("density", "Neighbourhood-density prior (off by default)"),
-                       ("description_share", "Description share of a document vector")):
+                       ("description_share", "Description share of a document vector"),
+                       ("name_share", "Name share of a document vector")):
+        if key not in r:
+            continue
         print(f"{title}, hybrid: MetaTool splits, the real catalog's task and vocabulary "
               "queries:")
         for weight, by_split in r[key].items():
-            cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
-                              for name, m in by_split.items())
-            print(f"  {weight:>4}  {cells}")
+            print(f"  {weight:>4}  {_cells(by_split)}")
     e = r["encode_1_thread"]
     print(f"Query encode, ONNX int8, 1 thread: p50 {e['p50_ms']} ms, p95 {e['p95_ms']} ms "
           f"(ratio {round(e['p50_ms'] / reference_ms, 3)})")
@@ -153,8 +164,8 @@ def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
                         ("vocabulary_queries", "Vocabulary dev queries")):
         t = r[name]
         print(f"{title} on the real catalog ({t['queries']}, hand-written):")
-        for key in ("lexical", "lexical_without_synonyms", "hybrid", "lexical_also",
-                    "hybrid_also"):
+        for key in ("lexical", "lexical_without_synonyms", "lexical_without_near_words",
+                    "hybrid", "lexical_also", "hybrid_also"):
             if key in t:
                 m = t[key]
                 print(f"  {key:28} r@1 {m['recall@1']:.3f}  r@5 {m['recall@5']:.3f}")
