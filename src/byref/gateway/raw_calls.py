@@ -98,8 +98,7 @@ class RawCalls:
         self._waiting: dict[int, _Waiter] = {}
         self._count = 0
         self._closed = False
-        self._loop = (asyncio.get_running_loop()
-                      if sniffio.current_async_library() == "asyncio" else None)
+        self._loop = _asyncio_loop()
 
     @property
     def open(self) -> bool:
@@ -171,6 +170,15 @@ class RawCalls:
         with anyio.CancelScope(shield=True), anyio.move_on_after(ABANDON_WRITE_TIMEOUT), \
                 contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._writer.send_line(line)
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None (another backend, or none running)."""
+    try:
+        return (asyncio.get_running_loop()
+                if sniffio.current_async_library() == "asyncio" else None)
+    except (sniffio.AsyncLibraryNotFoundError, RuntimeError):
+        return None
 
 
 def plain(client: Client) -> bool:
