@@ -242,13 +242,15 @@ async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exce
 
 
 def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
-             path: str = "/mcp") -> Starlette:
+             path: str = "/mcp", lane: bool = True) -> Starlette:
     """The streamable HTTP app: bearer tokens from the config, refused before any handler.
 
     A request is answered with one JSON body (`json_response`), not an SSE stream: the handlers
     send nothing on a request's own channel before its answer (a tool-list change reaches a
     handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
     which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
+    A plain 2026-07-28 call is answered inside the bearer check by `http_lane` (`lane=False`:
+    every request through the SDK's entry).
     """
     if not gateway.config.tokens and gateway.config.jwt is None:
         raise ValueError(
@@ -257,7 +259,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
             "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")
     server = build_server(gateway)
     base = f"http://{_url_host(host)}:{port}"
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=path, host=host, json_response=True,
         stateless_http=gateway.config.replicas,  # replicas: any request, any replica
         # A request without a valid token gets 401 with `WWW-Authenticate: Bearer ...,
@@ -272,6 +274,10 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
+    if lane:
+        from byref.gateway.http_lane import HttpLane  # (imported here: this function's own)
+        HttpLane.install(app, server, path)
+    return app
 
 
 def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
@@ -293,12 +299,12 @@ def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
 
 
 async def serve_http(gateway: Gateway, sock: socket.socket, *,
-                     announce: TextIO | None = None) -> None:
-    """Serve streamable HTTP on a listening socket until cancelled."""
+                     announce: TextIO | None = None, lane: bool = True) -> None:
+    """Serve streamable HTTP on a listening socket until cancelled (`lane`: `http_app`'s)."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
-    app = http_app(gateway, host=host, port=port)
+    app = http_app(gateway, host=host, port=port, lane=lane)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     out = announce if announce is not None else sys.stderr
