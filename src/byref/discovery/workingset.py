@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Container, Iterable, Iterator
 from typing import Any, ClassVar
 
+from byref.discovery.catalog import Catalog
 from byref.refs import Blob
 from byref.transcript import Part, Transcript
 
@@ -92,6 +93,12 @@ class Projection:
         # Weakly: the memo maps the transcript to this projection and must not keep it alive.
         self._transcript = weakref.ref(transcript)
         self._lock = threading.Lock()
+        self._generation = 0
+        """Moves whenever the order of names by their newest touch may have changed (touching
+        the name touched last, or settling an activation, leaves it put)."""
+        self._picked: tuple[tuple[int, int | None, int], Container[str], Container[str],
+                            tuple[str, ...]] | None = None
+        """The last answer: (generation, catalog version, budget), catalog, always, names."""
         self._reset(transcript.origin, frozenset())
 
     @classmethod
@@ -110,10 +117,22 @@ class Projection:
             raise ValueError(f"The working-set budget must be ≥ 0, got {budget!r}.")
         with self._lock:
             self._catch_up()
-            return _pick((self._log[p] for p in reversed(self._log)), catalog, budget, always)
+            # The last answer stands while the order of names is as it was (the generation) and
+            # the catalog and `always` are too: a Catalog's version moves with every change, a
+            # frozenset never changes; other containers are asked again.
+            version = catalog.version if isinstance(catalog, Catalog) else None
+            key = (self._generation, version, budget)
+            held = self._picked
+            if (held is not None and version is not None and isinstance(always, frozenset)
+                    and held[0] == key and held[1] is catalog and held[2] == always):
+                return list(held[3])
+            names = _pick((self._log[p] for p in reversed(self._log)), catalog, budget, always)
+            self._picked = (key, catalog, always, tuple(names))
+            return names
 
     # -- folding messages in -------------------------------------------------------------------
     def _reset(self, start: int, refused: frozenset[str]) -> None:
+        self._generation += 1
         self._next = start
         self._pos = 0
         self._log: dict[int, str] = {}
@@ -135,9 +154,10 @@ class Projection:
         while self._next <= last:
             message = transcript.message(self._next)
             self._next += 1
-            if not all([self._consume(part) for part in message.parts]):
-                self._rebuild(transcript, last)
-                return
+            for part in message.parts:
+                if not self._consume(part):  # the replay reads this message again
+                    self._rebuild(transcript, last)
+                    return
 
     def _rebuild(self, transcript: Transcript, last: int) -> None:
         """Replay up to `last` knowing every refusal in it, so no touch is ever taken back."""
@@ -152,6 +172,9 @@ class Projection:
 
     def _consume(self, part: Part) -> bool:
         """Fold one part in; False when it retracts a settled activation (rebuild instead)."""
+        if (part.type == "tool_result" and not part.is_error and not part.derived
+                and part.call_id not in self._waiting):
+            return True  # the common result: it touches nothing and settles no activation
         touch = _touch(part)
         if touch is not None:
             names, call_id = touch
@@ -178,6 +201,7 @@ class Projection:
                 gone = self._log.pop(pos, None)
                 if gone is not None:
                     self._unwait(gone, pos)
+                    self._generation += 1
             return True
         positions = self._waiting.pop(call_id, None)
         if positions is not None:
@@ -190,6 +214,10 @@ class Projection:
         return True
 
     def _append(self, name: str) -> int:
+        # The newest touch's name again changes no name's place in the order (dominated touches
+        # dropped by `_firm_touch` are never a name's newest): the generation stays.
+        if not self._log or self._log[next(reversed(self._log))] != name:
+            self._generation += 1
         pos = self._pos
         self._pos += 1
         self._log[pos] = name

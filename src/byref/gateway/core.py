@@ -377,7 +377,7 @@ class Gateway:
         at most the configured budget (the scaffolding and pinned tools are declared anyway and
         take no slot)."""
         return working_set(state.transcript, box.catalog, budget=self.config.working_set,
-                           always={t.name for t in (*box.scaffolding, *box.pinned)})
+                           always=box.always)
 
     async def call(self, state: ScopeState, name: str, arguments: Any, *,
                    connection: Connection | None = None) -> Part:

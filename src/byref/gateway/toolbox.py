@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import mcp_types as types
@@ -60,6 +61,12 @@ class Toolbox:
     """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
     starting: tuple[str, ...] = ()
     """Servers still starting when this box was built (their tools are not in it yet)."""
+
+    @cached_property
+    def always(self) -> frozenset[str]:
+        """The names declared whatever the working set holds (scaffolding and pinned): they
+        take no working-set slot. One set per box (it never changes), not one per call."""
+        return frozenset(t.name for t in (*self.scaffolding, *self.pinned))
 
     def server_of(self, name: str) -> str:
         """A metric's server label: the upstream of a catalog tool, else `byref` (its own)."""
