@@ -101,6 +101,8 @@ class Dispatcher:
         self.emit = emit or Emitter()
         self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
         self.recorder = Recorder(self.policy, store, scope, self.emit)
+        self._async: dict[str, tuple[Any, bool]] = {}
+        """Tool name → (its function, whether it is async), see `_is_async`."""
 
     def declarations(self) -> list[dict[str, Any]]:
         """Tool declarations, name-sorted, byte-stable across turns."""
@@ -166,7 +168,7 @@ class Dispatcher:
 
         try:
             found = self.tools.get(call.name) if isinstance(call.name, str) else None
-            if found is None or not found.is_async:
+            if found is None or not self._is_async(found):
                 return await to_thread.run_sync(functools.partial(
                     self.dispatch, call, call_seq=call_seq, seq=seq, part=part))
             try:
@@ -181,6 +183,14 @@ class Dispatcher:
             return await self.recorder.arecord(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # as in dispatch: a defect is a refusal, not a crash
             return self._internal_error(call, exc)
+
+    def _is_async(self, tool: Tool) -> bool:
+        # `Tool.is_async` inspects the function twice (~1.5 us a call): asked once per function.
+        fn = tool.fn
+        known = self._async.get(tool.name)
+        if known is None or known[0] is not fn:
+            known = self._async[tool.name] = (fn, tool.is_async)
+        return known[1]
 
     def _internal_error(self, call: Call, exc: Exception) -> Part:
         self.emit("refused", op="dispatch", tool=escaped(call.name)[:200],

@@ -17,8 +17,8 @@ upstream never holds up other calls).
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 import weakref
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
@@ -384,7 +384,7 @@ class Gateway:
         """Run one client call in `state`'s scope and return the recorded result part."""
         started = time.perf_counter()
         box = await self.toolbox_for(state)
-        call = Call(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
+        call = Call(f"call_{os.urandom(6).hex()}", name, arguments)  # uuid4's cost: ~1.7 us
         target = box.unwrap(call)
         # The session records the call and its result (byref's own tools exclusively: their
         # recipes name the call's seq; retried only when replicas write the record too).

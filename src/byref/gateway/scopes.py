@@ -255,6 +255,7 @@ class Scopes:
         self._stdio_id = config.stdio_conversation or (
             CONVERSATION if config.conversation == "principal"
             else f"stdio-{uuid.uuid4().hex[:16]}")
+        self._stdio_scope: Scope | None = None
 
     @property
     def conversations(self) -> ConversationState:
@@ -270,7 +271,12 @@ class Scopes:
     @property
     def stdio_scope(self) -> Scope:
         """The scope a stdio gateway runs in (one process is one scope)."""
-        return Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
+        # One Scope while its parts stay (each call asks; building one checks its text, ~1.4 us).
+        held = self._stdio_scope
+        if (held is None or held.tenant != self.config.scope
+                or held.conversation != self._stdio_id):
+            held = self._stdio_scope = Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
+        return held
 
     def state(self, scope: Scope) -> ScopeState:
         """The state of `scope`, opened on first use; one idle past its ttl is reopened as a new
