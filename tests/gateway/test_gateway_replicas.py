@@ -218,6 +218,10 @@ class Load:
     async def _killer(self) -> None:
         await self._kill.wait()
         self.victim.kill()  # SIGKILL, mid-load
+        # Dead once reaped (its sockets closed): a call that started before then may have
+        # reached it alive on a busy box, so that is the time a failed call is held against.
+        with anyio.fail_after(30):
+            await anyio.to_thread.run_sync(self.victim.wait)
         self.killed_at = time.monotonic()
 
     async def session(self, token: str, n: int) -> None:
