@@ -213,6 +213,27 @@ async def test_a_failing_handler_is_the_sdks_error(
     assert lanes[0].taken == 1
 
 
+async def test_a_connections_teardown_runs_as_the_sdks(
+        world: World, lanes: list[HttpLane], monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+    answer = fastpath.PlainCalls.answer
+
+    async def pushing(self: Any, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
+        connection, before = self._connection(ctx), len(ran)
+        connection.exit_stack.callback(ran.append, "torn down")
+        out = await answer(self, ctx, name, arguments)
+        assert len(ran) == before, ran  # not before the call is done
+        return out
+    monkeypatch.setattr(fastpath.PlainCalls, "answer", pushing)
+    with anyio.fail_after(120):
+        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=60) as http:
+            got = await _raw(http, fast, _call(ECHO), {}, "POST")
+            assert ran == ["torn down"] and lanes[0].taken == 1, (ran, lanes[0].taken)
+            want = await _raw(http, sdk, _call(ECHO), {}, "POST")
+            assert ran == ["torn down"] * 2, ran
+    assert got == want
+
+
 async def test_no_lane_where_the_app_is_not_the_sdks_shape(world: World) -> None:
     from starlette.applications import Starlette
 

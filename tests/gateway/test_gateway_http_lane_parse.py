@@ -15,7 +15,7 @@ from mcp.server.runner import _extract_meta
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from byref.gateway.http_lane import HttpLane, _answer
+from byref.gateway.http_lane import HttpLane, _answer, _first_values
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -76,6 +76,14 @@ def test_a_routed_request_is_parsed_alike_by_the_sdks_entry(message: Any) -> Non
         assert (req.id, type(req.id), req.method, req.params) == (rid, type(rid), "tools/call",
                                                                   params)
         assert meta == _extract_meta(params), message
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.lists(st.tuples(st.sampled_from([b"mcp-name", b"accept", b"x-a", b"mcp-method"]),
+                              st.binary(max_size=4)), max_size=8))
+def test_the_headers_the_ladder_sees_are_the_sdks(raw: list[tuple[bytes, bytes]]) -> None:
+    request = Request({"type": "http", "method": "POST", "headers": raw, "path": "/mcp"})
+    assert _first_values(request) == dict(request.headers)
 
 
 def test_a_plain_call_is_routed() -> None:  # the property above is not vacuous

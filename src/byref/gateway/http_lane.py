@@ -191,7 +191,8 @@ class HttpLane:
             try:
                 out = await self._plain.answer(ctx, name, arguments)
             finally:  # as the SDK's serve_one: the connection torn down before the write
-                await aclose_shielded(connection)
+                if getattr(connection.exit_stack, "_exit_callbacks", True):  # (empty: no-op)
+                    await aclose_shielded(connection)
         except Exception as exc:  # the SDK's entry: its mapping, its error body and status
             error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=modern_error_data(exc))
             await _write(error, scope, replay, send)
@@ -216,7 +217,7 @@ class HttpLane:
         headers = request.headers
         if find_duplicated_routing_header(headers.items()) is not None:
             return None
-        verdict = classify_inbound_request(decoded, headers=dict(headers))
+        verdict = classify_inbound_request(decoded, headers=_first_values(request))
         if isinstance(verdict, InboundLadderRejection):
             return None
         meta = self._meta(raw_meta)
@@ -258,6 +259,13 @@ class HttpLane:
             return None
         self._kept = (json.loads(json.dumps(raw)), meta)  # a copy the client's dict cannot change
         return meta
+
+
+def _first_values(request: Request) -> dict[str, str]:
+    """`dict(request.headers)`, as the SDK's entry passes it (a name's first value), in one pass
+    over the raw headers (starlette's mapping scans them all for every name)."""
+    return {k.decode("latin-1"): v.decode("latin-1")
+            for k, v in reversed(request.scope["headers"])}
 
 
 class _Replay:
