@@ -61,9 +61,13 @@ class Part:
     def to_json(self) -> dict[str, Any]:
         """The part as one transcript line holds it (unset fields left out)."""
         out: dict[str, Any] = {"type": self.type, "value": self.value}
-        for key in ("rendered", "tool", "call_id"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        # Spelled out (not a loop of getattr): every part is encoded twice a call, in this order.
+        if self.rendered is not None:
+            out["rendered"] = self.rendered
+        if self.tool is not None:
+            out["tool"] = self.tool
+        if self.call_id is not None:
+            out["call_id"] = self.call_id
         if self.is_error:
             out["is_error"] = True
         if self.derived:

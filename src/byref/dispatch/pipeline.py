@@ -376,6 +376,11 @@ class Dispatcher:
 def _without_absent_nulls(tool: Tool, raw: dict[str, Any]) -> dict[str, Any]:
     """`null` for an optional parameter whose schema has no null means "not given": many models
     (OpenAI's strict mode among them) write null rather than leave an argument out."""
+    for value in raw.values():
+        if value is None:
+            break
+    else:
+        return raw  # nothing to drop (the usual call): no copy; later stages build their own
     props = tool.input_schema.get("properties") or {}
     required = set(tool.required)
     return {name: value for name, value in raw.items()
