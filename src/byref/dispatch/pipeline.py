@@ -27,6 +27,7 @@ from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
+from byref.dispatch.inputs import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
 from byref.dispatch.recording import Recorder
@@ -274,7 +275,7 @@ class Dispatcher:
                 f"Input to tool {tool.name!r} must be a JSON object of its parameters, got "
                 f"{type(raw).__name__!r}.", "invalid-input",
             )
-        return _without_absent_nulls(tool, raw)
+        return without_absent_nulls(tool, raw)
 
     def _parse_refs(self, tool: Tool, raw: dict[str, Any]) -> None:
         """Refs are parsed first, so a forged or malformed one gets the parser's precise words."""
@@ -371,32 +372,6 @@ class Dispatcher:
         """Errors are never placed; the net still bounds them."""
         return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
                       policy=self.policy, store=self.store, scope=self.scope).text
-
-
-def _without_absent_nulls(tool: Tool, raw: dict[str, Any]) -> dict[str, Any]:
-    """`null` for an optional parameter whose schema has no null means "not given": many models
-    (OpenAI's strict mode among them) write null rather than leave an argument out."""
-    for value in raw.values():
-        if value is None:
-            break
-    else:
-        return raw  # nothing to drop (the usual call): no copy; later stages build their own
-    props = tool.input_schema.get("properties") or {}
-    required = set(tool.required)
-    return {name: value for name, value in raw.items()
-            if not (value is None and name in props and name not in required
-                    and not _takes_null(props[name]))}
-
-
-def _takes_null(prop: Any) -> bool:
-    if not isinstance(prop, dict) or not prop or ("default" in prop and prop["default"] is None):
-        return True  # an unconstrained schema (or a null default) accepts null as a value
-    kind = prop.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    if prop.get("const", 0) is None or None in (prop.get("enum") or ()):
-        return True
-    return any(_takes_null(alt) for key in ("anyOf", "oneOf") for alt in prop.get(key) or ())
 
 
 def _pin(ref: Ref, current: int) -> Ref:
