@@ -28,6 +28,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
 from byref.gateway.convert import call_result, call_result_wire
 from byref.gateway.relay import may_ask
@@ -35,6 +36,20 @@ from byref.transcript import Part
 
 CALL = "tools/call"
 _PLAIN_KEYS = frozenset({"name", "arguments", "_meta"})
+# What the stdio and HTTP lanes (lane.py, http_lane.py) take as a plain request off the wire:
+REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+"""A plain request's keys: the JSON-RPC four, nothing beside."""
+ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
+                      types.CLIENT_CAPABILITIES_META_KEY})
+"""The `_meta` keys a plain 2026-07-28 call may carry (a progress token, trace context or
+anything more sends it the SDK's way)."""
+ID_RANGE = range(-(1 << 63), 1 << 63)
+"""Integer ids a lane takes: 64-bit, as the SDK's request id."""
+
+
+def untraced() -> bool:
+    """No tracer provider installed: the SDK's span would be a no-op, so a lane may skip it."""
+    return isinstance(get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
 
 Run = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[Part]]
 """(request, tool name, arguments) → the recorded result part, as the handler runs it."""

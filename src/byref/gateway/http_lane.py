@@ -52,20 +52,23 @@ from mcp.shared.inbound import (
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from byref.gateway.fastpath import CALL, PlainCalls, plain_call
+from byref.gateway.fastpath import (
+    CALL,
+    ENVELOPE,
+    ID_RANGE,
+    REQUEST_KEYS,
+    PlainCalls,
+    plain_call,
+    untraced,
+)
 
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
-_REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
-_ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
-                       types.CLIENT_CAPABILITIES_META_KEY})
-_ID_RANGE = range(-(1 << 63), 1 << 63)
 _JSON = b"application/json"
 
 
@@ -130,7 +133,7 @@ class HttpLane:
                 and len(server.middleware) == 2
                 and isinstance(server.middleware[0], OpenTelemetryMiddleware)
                 and server.middleware[1] is self._plain
-                and isinstance(get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider))
+                and untraced())
 
     async def _body(self, scope: Scope, receive: Receive, read: list[Message]) -> bytes | None:
         """The whole body within the SDK's size limit (every message kept in `read`), or None
@@ -204,15 +207,15 @@ class HttpLane:
             types.RequestId, dict[str, Any], Any, Any] | None:
         """(id, params, the ladder's verdict, `_meta`) of a `tools/call` the SDK's entry would
         serve, with nothing but the envelope in its `_meta`; None for the SDK's way."""
-        if not isinstance(decoded, dict) or decoded.keys() != _REQUEST_KEYS:
+        if not isinstance(decoded, dict) or decoded.keys() != REQUEST_KEYS:
             return None
         rid, params = decoded["id"], decoded["params"]
         if (decoded["jsonrpc"] != "2.0" or decoded["method"] != CALL
                 or not isinstance(params, dict)
-                or not (type(rid) is str or (type(rid) is int and rid in _ID_RANGE))):
+                or not (type(rid) is str or (type(rid) is int and rid in ID_RANGE))):
             return None
         raw_meta = params.get("_meta")
-        if not isinstance(raw_meta, dict) or not _ENVELOPE.issuperset(raw_meta):
+        if not isinstance(raw_meta, dict) or not ENVELOPE.issuperset(raw_meta):
             return None  # a progress token, trace context, log level...: the SDK's way
         headers = request.headers
         if find_duplicated_routing_header(headers.items()) is not None:

@@ -47,10 +47,17 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import SessionMessage
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 from pydantic import ValidationError
 
-from byref.gateway.fastpath import CALL, PlainCalls, plain_call
+from byref.gateway.fastpath import (
+    CALL,
+    ENVELOPE,
+    ID_RANGE,
+    REQUEST_KEYS,
+    PlainCalls,
+    plain_call,
+    untraced,
+)
 from byref.gateway.stdio_transport import MessageReader, MessageWriter
 
 logger = logging.getLogger(__name__)
@@ -58,10 +65,6 @@ logger = logging.getLogger(__name__)
 CANCELLED = "notifications/cancelled"
 SHUTDOWN_WRITE_TIMEOUT = 1.0
 """Seconds a call cut off by end of input may take to write its error (the SDK's bound)."""
-_REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
-_ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
-                       types.CLIENT_CAPABILITIES_META_KEY})
-_ID_RANGE = range(-(1 << 63), 1 << 63)
 # As the SDK's dispatcher builds it for a stdio message (a 2026-07-28 one masks the flag off).
 _DUPLEX = TransportContext(kind="jsonrpc", can_send_request=True)
 _NOTIFY_ONLY = TransportContext(kind="jsonrpc", can_send_request=False)
@@ -267,15 +270,15 @@ class StdioLane:
             ServerRequestContext[Any, Any], Connection, _CallContext, str, dict[str, Any]] | None:
         """The request's context as the SDK's runner would build it, when the call is plain."""
         rid, params = message.get("id"), message.get("params")
-        if (message.keys() != _REQUEST_KEYS or message["jsonrpc"] != "2.0"
+        if (message.keys() != REQUEST_KEYS or message["jsonrpc"] != "2.0"
                 or message["method"] != CALL or not isinstance(params, dict)):
             return None
-        if not (type(rid) is str or (type(rid) is int and rid in _ID_RANGE)):
+        if not (type(rid) is str or (type(rid) is int and rid in ID_RANGE)):
             return None
         if coerce_request_id(rid) in self._flights:
             return None  # a duplicate id: the SDK's (blind-overwrite) rules
         if (self._server.cache_hints.get(CALL) is not None or len(self._server.middleware) != 2
-                or self._server.middleware[-1] is not self._plain or not _untraced()):
+                or self._server.middleware[-1] is not self._plain or not untraced()):
             return None
         raw_meta = params.get("_meta")
         if self._era == "legacy":
@@ -283,7 +286,7 @@ class StdioLane:
                 return None
             version, meta, requests = connection.protocol_version, None, connection
         elif self._era == "modern":
-            if not isinstance(raw_meta, dict) or not _ENVELOPE.issuperset(raw_meta):
+            if not isinstance(raw_meta, dict) or not ENVELOPE.issuperset(raw_meta):
                 return None
             connection, version, meta = self._envelope(raw_meta, params)
             if connection is None:
@@ -397,8 +400,3 @@ class StdioLane:
             await self._writer.send(SessionMessage(message))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.debug("dropped answer for %r: write stream closed", message.id)
-
-
-def _untraced() -> bool:
-    """No tracer provider installed: the SDK's span would be a no-op."""
-    return isinstance(get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
