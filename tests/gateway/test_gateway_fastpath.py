@@ -108,19 +108,25 @@ async def test_answers_match_the_sdks_path_and_plain_ones_skip_it(
         ("search_tools", False)]
 
 
+async def malformed_call_errors(*clients: Client) -> list[tuple[int, str]]:
+    """(code, message) each client is answered for a tools/call whose `arguments` is a list (the
+    SDK's params validation refuses it)."""
+    errors = []
+    for client in clients:
+        with pytest.raises(MCPError) as raised:
+            await client.session.send_request(
+                types.CallToolRequest(params=types.CallToolRequestParams.model_construct(
+                    name="call_tool", arguments=["not", "an", "object"])),
+                types.CallToolResult)
+        errors.append((raised.value.error.code, raised.value.error.message))
+    return errors
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 async def test_a_malformed_call_is_the_sdks_error(world: World, mode: str) -> None:
     with anyio.fail_after(120):
         async with _both(world, mode) as (fast, sdk):
-            errors = []
-            for client in (fast, sdk):
-                with pytest.raises(MCPError) as raised:
-                    # `arguments` must be an object: the SDK's params validation refuses it.
-                    await client.session.send_request(
-                        types.CallToolRequest(params=types.CallToolRequestParams.model_construct(
-                            name="call_tool", arguments=["not", "an", "object"])),
-                        types.CallToolResult)
-                errors.append((raised.value.error.code, raised.value.error.message))
+            errors = await malformed_call_errors(fast, sdk)
             assert errors[0] == errors[1]

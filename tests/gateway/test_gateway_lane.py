@@ -21,7 +21,7 @@ import pytest
 from _gateway_rig import World, running
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from test_gateway_fastpath import CASES, MODES, _media, _shape
+from test_gateway_fastpath import CASES, MODES, _media, _shape, malformed_call_errors
 
 from byref.gateway import fastpath
 from byref.gateway.core import Gateway
@@ -138,14 +138,7 @@ async def test_a_malformed_call_is_the_sdks_error(world: World, mode: str,
     with anyio.fail_after(120):
         async with _both(world, {"media": _media()}, mode) as (a, b, _lane, _sdk):
             await a.list_tools()
-            errors = []
-            for client in (a, b):
-                with pytest.raises(MCPError) as raised:
-                    await client.session.send_request(
-                        types.CallToolRequest(params=types.CallToolRequestParams.model_construct(
-                            name="call_tool", arguments=["not", "an", "object"])),
-                        types.CallToolResult)
-                errors.append((raised.value.error.code, raised.value.error.message))
+            errors = await malformed_call_errors(a, b)
             assert errors[0] == errors[1]
     assert taken == []
 

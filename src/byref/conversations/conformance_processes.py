@@ -44,23 +44,30 @@ def _writer(opener: Callable[[], ConversationState], scope: Scope, who: int, cou
     out.put(who)
 
 
+def _two_writers(target: Callable[..., None], opener: Callable[[], ConversationState],
+                 scope: Scope, count: int) -> list[Any]:
+    """Run `target(opener, scope, who, count, barrier, out)` as writers 1 and 2 in spawned
+    processes released together; what each put on `out`, in the order they reported."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(opener, scope, who, count, barrier, out))
+             for who in (1, 2)]
+    for proc in procs:
+        proc.start()
+    try:
+        return [out.get(timeout=PROCESS_TIMEOUT) for _ in procs]
+    except queue.Empty:
+        raise CaseFailed("a writer process reported nothing in time") from None
+    finally:
+        reap(procs)
+
+
 def two_writers(kit: Kit) -> None:
     """Two processes continuing one record lose nothing and mix nothing up (the loser of a race
     retries)."""
     opener, scope, count = kit.opener(), kit.scope(), 30
     kit.state.open(scope, 0)
-    ctx = multiprocessing.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(opener, scope, who, count, barrier, out))
-             for who in (1, 2)]
-    for proc in procs:
-        proc.start()
-    try:
-        done = sorted(out.get(timeout=PROCESS_TIMEOUT) for _ in procs)
-    except queue.Empty:
-        raise CaseFailed("a writer process reported nothing in time") from None
-    finally:
-        reap(procs)
+    done = sorted(_two_writers(_writer, opener, scope, count))
     equal(done, [1, 2], "writers that finished")
     got = kit.state.lines(scope, 0, 1_000)
     want = {f"writer {w} line {i}\n".encode() for w in (1, 2) for i in range(count)}
@@ -87,18 +94,7 @@ def numbered_writers(kit: Kit) -> None:
     seq its writer was told (written in it), no seq twice, none skipped."""
     opener, scope, count = kit.opener(), kit.scope(), 40
     kit.state.open(scope, 0)
-    ctx = multiprocessing.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_numberer, args=(opener, scope, who, count, barrier, out))
-             for who in (1, 2)]
-    for proc in procs:
-        proc.start()
-    try:
-        told = dict(out.get(timeout=PROCESS_TIMEOUT) for _ in procs)
-    except queue.Empty:
-        raise CaseFailed("a writer process reported nothing in time") from None
-    finally:
-        reap(procs)
+    told = dict(_two_writers(_numberer, opener, scope, count))
     equal(sorted(told[1] + told[2]), list(range(2 * count)), "the seqs the writers were told")
     for who in (1, 2):
         equal(told[who], sorted(told[who]), f"writer {who}'s seqs in its own order")
