@@ -253,3 +253,29 @@ async def test_an_sdk_without_the_lanes_internals_serves_every_call_its_own_way(
         got = await client.call_tool("call_tool", {"name": "media__long_note"})
         assert not got.is_error
     assert lanes == []
+
+
+@pytest.mark.parametrize(("header", "taken"), [("media__peek", 1), ("other", 0), (None, 0)])
+async def test_an_annotated_schema_gets_the_sdks_header_check(
+        world: World, lanes: list[HttpLane], monkeypatch: pytest.MonkeyPatch,
+        header: str | None, taken: int) -> None:
+    """The lane skips the SDK's `Mcp-Param-*` check only for a schema with no `x-mcp-header`
+    annotation: where the declared schema has one, a header that is missing or disagrees with
+    the body is the SDK's 400 on both paths, and a matching one is taken."""
+    from byref.gateway import server as server_module
+
+    annotated = {"type": "object", "properties": {
+        "name": {"type": "string", "x-mcp-header": "Tool"}, "arguments": {"type": "object"}}}
+    declared = server_module.DeclaredSchemas.__call__
+
+    def lookup(self: Any, name: str) -> Any:
+        return annotated if name == "call_tool" else declared(self, name)
+    monkeypatch.setattr(server_module.DeclaredSchemas, "__call__", lookup)
+    with anyio.fail_after(120):
+        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=60) as http:
+            sent = _call(ECHO)
+            got = await _raw(http, fast, sent, {"Mcp-Param-Tool": header}, "POST")
+            want = await _raw(http, sdk, sent, {"Mcp-Param-Tool": header}, "POST")
+    assert got == want
+    assert (got[0] == 200) == (header == "media__peek"), got
+    assert lanes[0].taken == taken

@@ -34,9 +34,11 @@ def _gateway(*args: str) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_the_official_client_over_stdio(world: World) -> None:
+@pytest.mark.parametrize("loop", ["auto", "asyncio"])
+async def test_the_official_client_over_stdio(world: World, loop: str) -> None:
     config = _config(world, world.need("time", "git"), scope="me")
-    command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store")
+    command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store",
+                              "--loop", loop)
     with anyio.fail_after(60), world.log.open("a") as errlog:
         async with Client(stdio_client(StdioServerParameters(
                 command=command, args=args, env=dict(os.environ)), errlog=errlog)) as client:
@@ -47,6 +49,31 @@ async def test_the_official_client_over_stdio(world: World) -> None:
                                                       "max_count": 1}})
             assert not result.is_error, text(result)
             assert "Add note 2" in text(result)
+
+
+def test_the_event_loop_is_uvloop_where_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from byref.cli.gateway import loop_options
+
+    installed = importlib.util.find_spec("uvloop") is not None
+    assert loop_options("auto") == ({"use_uvloop": True} if installed else {})
+    assert loop_options("asyncio") == {}
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if it were not installed
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert loop_options("auto") == {}
+    with pytest.raises(ModuleNotFoundError):
+        loop_options("uvloop")
+
+
+def test_asking_for_uvloop_without_it_is_a_one_line_error(world: World) -> None:
+    config = _config(world, {})
+    code = ("import sys; sys.modules['uvloop'] = None; from byref.cli import main; "
+            f"sys.exit(main(['gateway', '--config', {str(config)!r}, '--loop', 'uvloop']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2, done
+    assert done.stderr == "byref gateway: --loop uvloop needs uvloop: pip install uvloop\n"
 
 
 @pytest.mark.anyio

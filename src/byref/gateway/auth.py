@@ -90,11 +90,13 @@ class BearerVerifier:
         self._hashed = [(bytes.fromhex(t[7:]), g) for t, g in tokens.items()
                         if t.startswith("sha256:")]
         self.jwt = JwtValidator(jwt) if jwt is not None else None
+        self._verified: dict[bytes, AccessToken] = {}
+        """sha-256 of a configured token → its AccessToken, built once (bounded by the config;
+        a JWT, which expires, is checked every time)."""
 
-    def _static(self, token: str) -> Grant | None:
+    def _static(self, token: str, digest: bytes) -> Grant | None:
         grant: Grant | None = None
         raw = token.encode()
-        digest = hashlib.sha256(raw).digest()
         # Compare against every token in constant time; never short-circuit on a match.
         for known, g in self._plain:
             if hmac.compare_digest(known, raw):
@@ -107,7 +109,12 @@ class BearerVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         """The AccessToken a configured token or valid JWT runs as (client_id the JSON [tenant,
         principal], the grant's servers and tools in its claims), or None."""
-        grant, expires = self._static(token), None
+        digest = hashlib.sha256(token.encode()).digest()
+        known = self._verified.get(digest)  # keyed by digest: lookup time says nothing of tokens
+        if known is not None:
+            return known
+        grant, expires = self._static(token, digest), None
+        static = grant is not None
         if grant is None and self.jwt is not None and token.count(".") == 2:
             found = await anyio.to_thread.run_sync(self.jwt.validate, token)
             if found is None:
@@ -122,8 +129,11 @@ class BearerVerifier:
             claims["servers"] = list(grant.servers)
         if grant.tools is not None:
             claims["tools"] = list(grant.tools)
-        return AccessToken(token=token, client_id=owner, scopes=[], expires_at=expires,
-                           claims=claims)
+        access = AccessToken(token=token, client_id=owner, scopes=[], expires_at=expires,
+                             claims=claims)
+        if static:
+            self._verified[digest] = access
+        return access
 
 
 def permits_server(grant: Grant | None, server: str) -> bool:

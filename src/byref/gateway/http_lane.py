@@ -1,27 +1,30 @@
-"""A plain 2026-07-28 `tools/call` POST answered inside the SDK's bearer check, without the SDK's
-per-request runner.
+"""A plain 2026-07-28 `tools/call` POST answered at the edge of the SDK's Starlette app, after
+the SDK's bearer check, without the SDK's middleware stack or per-request runner.
 
-Why: behind the SDK's auth a 2026-07-28 POST still costs the gateway a `JSONRPCRequest` model, a
-per-request `ServerRunner` and middleware chain with its no-op trace span, the runner's result
-copy, and a response model validated, dumped and dumped again by `json.dumps` (note http). A
-*plain* call — the one `fastpath.plain_call` answers, with no trace context or other `_meta`
-beside the 2026-07-28 envelope, no tracer provider installed, no middleware but the SDK's span
-and `PlainCalls` — is run by the very `PlainCalls.answer` the middleware uses, with a context
-built as the SDK's entry and runner build it, and its answer written as the SDK writes it.
+Why: a 2026-07-28 POST through the SDK's app costs the gateway its middleware stack (error,
+authentication, auth context, exception and router layers, each wrapping `send` as well), a
+`JSONRPCRequest` model, a per-request `ServerRunner` and middleware chain with its no-op trace
+span, the runner's result copy, and a response model validated, dumped and dumped again by
+`json.dumps` (note http). A *plain* call — the one `fastpath.plain_call` answers, with no trace
+context or other `_meta` beside the 2026-07-28 envelope, no tracer provider installed, no
+middleware but the SDK's span and `PlainCalls` — is run by the very `PlainCalls.answer` the
+middleware uses, with a context built as the SDK's entry and runner build it, and its answer
+written as the SDK writes it.
 
-The law: the lane takes a request only when every check the SDK's entry makes before serving
-it passes — and makes them by calling the SDK's own functions (transport security, Accept, the
-body limit, `json.loads`, the routing-header duplicate check, the inbound ladder, the
-`Mcp-Param-*` check) — so anything refused, and every other request (handshake era, sessions,
-GET/DELETE, notifications, batches, any other method, a call that is not plain), reaches the SDK
-unchanged, with the very body messages the lane read replayed. A taken call's answer is the SDK's
-bytes and headers (`json.dumps` of the response, compact; NaN or a value `json.dumps` cannot
+The law: the lane takes a request only when every check the SDK makes before serving it passes —
+and makes them by calling the SDK's own code (its `BearerAuthBackend` and the route's required
+scopes, the router's match, transport security, Accept, the body limit, `json.loads`, the
+routing-header duplicate check, the inbound ladder, the `Mcp-Param-*` check wherever the called
+tool's schema declares a header) — so anything refused, and every other request (handshake era,
+sessions, GET/DELETE, other paths, notifications, batches, any other method, a call that is not
+plain), reaches the SDK's stack unchanged, with the very body messages the lane read replayed. A
+taken call runs with the scope and auth context the stack would have given it; its answer is the
+SDK's bytes and headers (`json.dumps` of the response, compact; NaN or a value `json.dumps` cannot
 write sends it through the SDK's own response model), a handler's failure the SDK's error and
 status, and the call runs in the request's own task as the SDK's JSON mode runs it (a client
 that goes away does not cancel it). Pinned against the SDK path (tests/gateway/
 test_gateway_http_lane*.py).
 """
-
 from __future__ import annotations
 
 import json
@@ -34,7 +37,12 @@ from mcp.server._streamable_http_modern import (
     _SingleExchangeDispatchContext,
     _write,
 )
-from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, auth_context_var
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+)
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -48,14 +56,18 @@ from mcp.shared.inbound import (
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
+    find_invalid_x_mcp_header,
+    x_mcp_header_map,
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.routing import Route
+from starlette.authentication import AuthCredentials
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection, Request
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from byref.gateway.fastpath import (
@@ -70,56 +82,106 @@ from byref.gateway.fastpath import (
 
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
 _JSON = b"application/json"
+_HEADED_KEPT = 1024
+"""Declared schemas whose `x-mcp-header` annotations are remembered (a toolbox's worth)."""
 
 
 class HttpLane:
-    """ASGI app in place of the SDK's `StreamableHTTPASGIApp`, under its `RequireAuthMiddleware`:
-    plain 2026-07-28 calls answered here, everything else handed to `sdk` unchanged."""
+    """The outermost layer of the SDK's Starlette app (its built middleware stack, wrapped):
+    plain 2026-07-28 calls to the MCP route answered here, after the bearer check the SDK's
+    middleware makes, made with its own backend; everything else handed to the stack unchanged."""
 
-    def __init__(self, sdk: ASGIApp, manager: StreamableHTTPSessionManager,
-                 server: Server[Any], plain: PlainCalls) -> None:
-        self._sdk = sdk
+    def __init__(self, stack: ASGIApp, manager: StreamableHTTPSessionManager,
+                 server: Server[Any], plain: PlainCalls, route: Route, before: list[BaseRoute],
+                 backend: BearerAuthBackend, required_scopes: list[str]) -> None:
+        self._stack = stack
         self._manager = manager
         self._server = server
         self._plain = plain
+        self._route = route
+        self._before = before  # routes tried before the MCP route (a request they match is theirs)
+        self._backend = backend
+        self._required = required_scopes
         self._security = TransportSecurityMiddleware(manager.security_settings)
         self._kept: tuple[dict[str, Any], Any] | None = None  # the last envelope and its _meta
+        self._headed: dict[int, tuple[Any, bool]] = {}  # id(schema) → (schema, has x-mcp-header)
         self.taken = 0
         """Calls the lane answered (for tests)."""
 
     @classmethod
     def install(cls, app: Starlette, server: Server[Any], path: str) -> HttpLane | None:
-        """Put a lane under the bearer check of `app`'s MCP route (an app made by
-        `server.streamable_http_app`); None, and `app` unchanged, when it is not that shape."""
+        """Wrap the middleware stack of `app` (an app made by `server.streamable_http_app`, not
+        yet serving) in a lane; None, and `app` unchanged, when it is not that shape: the MCP
+        route at `path` behind `RequireAuthMiddleware`, the SDK's bearer and auth-context
+        middleware, and a stack not built yet."""
         plain = next((m for m in server.middleware if isinstance(m, PlainCalls)), None)
         manager = getattr(server, "_session_manager", None)
-        if plain is None or not isinstance(manager, StreamableHTTPSessionManager):
+        if (plain is None or not isinstance(manager, StreamableHTTPSessionManager)
+                or app.middleware_stack is not None):
             return None
-        for route in app.routes:
+        kinds: list[object] = [m.cls for m in app.user_middleware]
+        backend = app.user_middleware[0].kwargs.get("backend") if kinds else None
+        if kinds != [AuthenticationMiddleware, AuthContextMiddleware] or not isinstance(
+                backend, BearerAuthBackend):
+            return None
+        for at, route in enumerate(app.routes):
             guard = getattr(route, "app", None)
             if (isinstance(route, Route) and route.path == path
                     and isinstance(guard, RequireAuthMiddleware)
                     and isinstance(guard.app, StreamableHTTPASGIApp)):
-                lane = cls(guard.app, manager, server, plain)
-                guard.app = lane
+                lane = cls(app.build_middleware_stack(), manager, server, plain, route,
+                           app.routes[:at], backend, list(guard.required_scopes))
+                app.middleware_stack = lane
                 return lane
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one request: here when it is a plain call, else the SDK's app."""
-        if not self._may(scope):
-            await self._sdk(scope, receive, send)
+        """Serve one request: here when it is a plain call, else the SDK's stack."""
+        if not self._may(scope) or (user := await self._user(scope)) is None:
+            await self._stack(scope, receive, send)
             return
         read: list[Message] = []
         body = await self._body(scope, receive, read)
         replay = _Replay(read, receive)
-        if body is None or not await self._serve(scope, replay, send, body):
-            replay.rewind()
-            await self._sdk(scope, replay, send)
+        if body is not None:
+            # As the SDK's stack leaves the scope for its endpoint: the bearer check's verdict,
+            # the route's match, and the user in the auth context for the call.
+            scope["auth"], scope["user"] = user
+            scope.setdefault("router", scope["app"].router)
+            scope["route"] = self._route
+            scope.update(self._route.matches(scope)[1])
+            token = auth_context_var.set(user[1])
+            try:
+                if await self._serve(scope, replay, send, body):
+                    return
+            finally:
+                auth_context_var.reset(token)
+        replay.rewind()  # not taken: the stack checks again, and answers, as it always does
+        await self._stack(scope, replay, send)
+
+    async def _user(self, scope: Scope) -> tuple[AuthCredentials, AuthenticatedUser] | None:
+        """What the SDK's bearer middleware makes of the request, when `RequireAuthMiddleware`
+        lets it through; None (refused, or the backend failed) for the stack to answer."""
+        try:
+            found = await self._backend.authenticate(HTTPConnection(scope))
+        except Exception:  # its AuthenticationError is the stack's to answer (400), as the rest
+            return None
+        if found is None:
+            return None
+        credentials, user = found
+        if not isinstance(user, AuthenticatedUser) or not isinstance(
+                credentials, AuthCredentials) or any(
+                s not in credentials.scopes for s in self._required):
+            return None
+        return credentials, user
 
     def _may(self, scope: Scope) -> bool:
-        """Whether the request may be one the lane takes, from its head alone."""
+        """Whether the request may be one the lane takes, from its head alone: a POST the
+        router sends to the MCP route, in a 2026-07-28 version."""
         if scope["type"] != "http" or scope["method"] != "POST" or not self._ready():
+            return False
+        if self._route.matches(scope)[0] is not Match.FULL or any(
+                r.matches(scope)[0] is Match.FULL for r in self._before):
             return False
         # The header the SDK's manager routes by (its first occurrence): a 2026-07-28 version.
         version = next((v for k, v in scope["headers"] if k == _VERSION_HEADER), None)
@@ -182,8 +244,8 @@ class HttpLane:
         probe = types.JSONRPCRequest.model_construct(jsonrpc="2.0", id=rid, method=CALL,
                                                      params=params)
         lifespan = self._manager._lifespan_state
-        if await _mcp_param_rejection(self._server, request, probe, verdict,
-                                      lifespan) is not None:
+        if self._headers_checked(params) and await _mcp_param_rejection(
+                self._server, request, probe, verdict, lifespan) is not None:
             return False
         taken = self._context(request, rid, params, verdict, meta, lifespan)
         if taken is None:
@@ -202,6 +264,30 @@ class HttpLane:
             return True
         await _answer(rid, out, scope, replay, send)
         return True
+
+    def _headers_checked(self, params: dict[str, Any]) -> bool:
+        """Whether the SDK's `Mcp-Param-*` check could refuse this call: False only when the
+        called tool's declared schema annotates no property with `x-mcp-header` (or annotates it
+        invalidly), where the check validates nothing — known without walking the schema again
+        (the walk was ~5% of the lane's time, every call). Otherwise the SDK's own check runs."""
+        lookup = self._server.get_tool_input_schema
+        name = params.get("name")
+        if lookup is None or not isinstance(name, str):
+            return True
+        try:
+            schema = lookup(name)
+        except Exception:  # the SDK's check says what it makes of a failing lookup
+            return True
+        if schema is None:
+            return False  # the SDK's check: no schema, nothing to validate
+        found = self._headed.get(id(schema))
+        if found is None or found[0] is not schema:
+            if len(self._headed) >= _HEADED_KEPT:
+                self._headed.clear()
+            # Kept with the schema itself, so its id names it while the entry lives.
+            found = self._headed[id(schema)] = (schema, find_invalid_x_mcp_header(schema) is None
+                                                and bool(x_mcp_header_map(schema)))
+        return found[1]
 
     def _routed(self, request: Request, decoded: Any) -> tuple[
             types.RequestId, dict[str, Any], Any, Any] | None:

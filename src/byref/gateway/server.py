@@ -249,8 +249,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     send nothing on a request's own channel before its answer (a tool-list change reaches a
     handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
     which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
-    A plain 2026-07-28 call is answered inside the bearer check by `http_lane` (`lane=False`:
-    every request through the SDK's entry).
+    A plain 2026-07-28 call is answered at the app's edge, after the bearer check, by
+    `http_lane` (`lane=False`: every request through the SDK's stack).
     """
     if not gateway.config.tokens and gateway.config.jwt is None:
         raise ValueError(
