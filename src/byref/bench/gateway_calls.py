@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +196,9 @@ async def http_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> di
                                       plan.calls, plan.warmup, tick)
             searches = await interleaved({"direct": small, "gateway": search},
                                          plan.calls, plan.warmup, tick)
-    return {"calls": plan.calls, "upstream_behind_gateway": "stdio",
+    # Both servers' loop: the gateway's `--loop auto` and uvicorn's own pick the same one.
+    loop = "uvloop" if find_spec("uvloop") is not None else "asyncio"
+    return {"calls": plan.calls, "upstream_behind_gateway": "stdio", "event_loop": loop,
             "call_tool": row(calls["direct"], calls["gateway"]),
             "tools_list": row(lists["direct"], lists["gateway"]),
             "search_tools_vs_direct_call": row(searches["direct"], searches["gateway"])}

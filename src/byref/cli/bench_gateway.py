@@ -100,7 +100,7 @@ def format_report(report: dict[str, Any]) -> list[str]:
                 f"  gateway ÷ SDK floor      ×{f['activated_vs_sdk_floor_p50']}"]
     h = report["http"]
     out += [f"HTTP, {h['calls']} calls (upstream on {h['upstream_behind_gateway']} behind the "
-            "gateway):",
+            f"gateway; both servers on {h['event_loop']}):",
             f"  call_tool                {_pair(h['call_tool'])}",
             f"  tools/list               {_pair(h['tools_list'])}",
             f"  search_tools vs a call   {_pair(h['search_tools_vs_direct_call'])}"]
