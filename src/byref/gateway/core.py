@@ -1,11 +1,11 @@
 """The gateway itself: one catalog over every upstream, and each call through byref's dispatch.
 
 Owns the gateway's life (upstreams started lazily, listed, re-listed on change; the toolbox
-rebuilt from them — see `toolbox` — with the scaffolding every client sees: search_tools,
-activate_tool, call_tool, read_json, query_json, read_result, present) and the per-call sequence:
-a scope's `Session.run_call` records the call in its transcript, dispatches it (a proxied call is
-awaited on the loop, no thread hop unless refs must be read or a result placed) and records the
-result; then a changed tool list is announced.
+rebuilt from them — see `toolbox`, built by `toolbox_build` — with the scaffolding every client
+sees: search_tools, activate_tool, call_tool, read_json, query_json, read_result, present) and the
+per-call sequence: a scope's `Session.run_call` records the call in its transcript, dispatches it
+(a proxied call is awaited on the loop, no thread hop unless refs must be read or a result placed)
+and records the result; then a changed tool list is announced.
 
 The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
 the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream
@@ -31,10 +31,8 @@ from mcp.server.connection import Connection
 
 from byref.conversations import ConversationState
 from byref.conversations.postgres import PostgresConversations
-from byref.discovery import Catalog, Discovery
-from byref.discovery.declare import capability_line, declare
-from byref.discovery.mcp import server_slug
-from byref.discovery.usage import UsageError, UsageFold, UsageLog, learn_glossary
+from byref.discovery.declare import declare
+from byref.discovery.usage import UsageFold, UsageLog
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.events import Emitter
@@ -42,27 +40,15 @@ from byref.gateway.config import GatewayConfig, Grant
 from byref.gateway.content import Passed
 from byref.gateway.health import check_store
 from byref.gateway.listchanges import ListChanges
-from byref.gateway.metadata import (
-    GATEWAY_EXPLICIT_READ_BYTES,
-    metadata_of,
-    pinned,
-)
+from byref.gateway.metadata import GATEWAY_EXPLICIT_READ_BYTES
 from byref.gateway.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.scopes import Scopes, ScopeState
-from byref.gateway.toolbox import (
-    CALL_TOOL,
-    CALL_TOOL_DESCRIPTION,
-    CALL_TOOL_SCHEMA,
-    Toolbox,
-    upstream_catalog,
-)
+from byref.gateway.toolbox import Toolbox
+from byref.gateway.toolbox_build import build_toolbox, refuse_call_tool
 from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
-from byref.tools import Tool, ToolRefusal
-from byref.tools.present import make_present_tool
-from byref.tools.read_result import make_read_result
 from byref.transcript import Part, Transcript
 
 RESULT_TRIES = 20
@@ -243,67 +229,15 @@ class Gateway:
                 state.call_session = None
 
     def _build(self, grant: Grant | None = None) -> Toolbox:
-        catalog = upstream_catalog(self.config, self._listings, self._invoke, self.passed, grant)
-        if self.usage is not None:
-            self._learn(catalog, self.usage)
-        note = capability_line(catalog)
-        if self._errors:
-            note += " Unavailable now: " + " ".join(self._errors[n] for n in sorted(self._errors))
-        starting = sorted(set(self._pending) - set(self._listings))
-        if starting:
-            note += (f" Starting: {', '.join(map(repr, starting))} (their tools are announced "
-                     "when ready).")
-        # search_tools says what the catalog holds, and each row carries its server's metadata.
-        search, activate = Discovery(
-            catalog, budget=self.config.working_set, emit=self.emit, note=note,
-            row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {},
-        ).tools
-        call_tool = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
-                          fn=self._call_tool_refusal, input_schema=CALL_TOOL_SCHEMA,
-                          capabilities=("gateway.call",)),)
-        scaffolding = (
-            search, activate, *(call_tool if self.config.call_tool != "off" else ()),
-            make_read_result(self._read_limits), make_present_tool(),
-        )
-        return Toolbox(self._version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
-                       dict(self._errors), pinned=pinned(
-                           catalog, mode=self.config.mode, always_load=self.config.always_load),
-                       call_tool=self.config.call_tool, starting=tuple(starting))
-
-    def _learn(self, catalog: Catalog, usage: UsageLog) -> None:
-        """Teach the catalog its usage log; a damaged log is reported, never fatal."""
-        try:
-            evidence = usage.read()
-        except (UsageError, OSError, UnicodeDecodeError) as exc:
-            self.emit("learned", usage=str(usage.path), error=str(exc))
-            if self._errlog is not None:
-                print(f"byref gateway: usage log not learned from: {exc}", file=self._errlog)
-            return
-        unknown = catalog.learn(learn_glossary(evidence))
-        self.emit("learned", usage=str(usage.path), evidence=len(evidence),
-                  tools=sum(1 for e in catalog if e.learned), unknown=len(unknown))
+        return build_toolbox(
+            self.config, self._version, self._listings, self._errors,
+            sorted(set(self._pending) - set(self._listings)), invoke=self._invoke,
+            passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
+            read_limits=self._read_limits, call_tool=self._call_tool_refusal, grant=grant)
 
     def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
         # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`).
-        box = self._box
-        if box is not None and name in box.catalog and box.call_tool == "readOnly":
-            raise ToolRefusal(
-                f"call_tool runs only read-only tools here (byref.callTool is 'readOnly'); "
-                f"{name!r} may change things: load it with activate_tool and call it by its own "
-                "name, so your client can ask the user first.", "not-permitted")
-        if box is not None and name in {t.name for t in box.scaffolding}:
-            raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
-                              "it directly.", "unknown-tool")
-        if box is not None and name not in box.catalog:
-            if (refusal := box.still_starting(name)) is not None:
-                raise ToolRefusal(refusal, "upstream-error")
-            for server, why in sorted(box.unavailable.items()):
-                if name.startswith(f"{server_slug(server)}__"):  # a tool of a server that failed
-                    raise ToolRefusal(f"{name!r} cannot run now: {why}", "upstream-error")
-            raise ToolRefusal(box.catalog.unknown_text([name]) + " Find tools with search_tools.",
-                              "unknown-tool")
-        raise ToolRefusal("call_tool needs `name` as text and `arguments` as an object.",
-                          "invalid-input")
+        refuse_call_tool(self._box, name)
 
     async def _upstream_changed(self, server: str) -> None:
         """An upstream's tool list changed: re-index it and tell every scope's clients."""
