@@ -43,7 +43,14 @@ LEXICAL_WEIGHT = 0.3
 Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A; rank fusion
 (RRF, k 10/30/60) lost 1–4 points of recall@5. Re-checked after k1 2.0, the new synonym groups
 and DESCRIPTION_SHARE: 0.3 still best on A (0.604/0.825), B 0.590/0.805; and after NAME_SHARE
-(0.2–0.4): 0.3 best on A (0.610/0.828; 0.25 0.610/0.824), B 0.595/0.809."""
+(0.2–0.4): 0.3 best on A (0.610/0.828; 0.25 0.610/0.824), B 0.595/0.809. Leads tried over this
+fusion (`byref.bench.retrieval_leads`) and not taken: pseudo-relevance feedback (A's pick, query +
+0.5 × the mean of the embedding's top 10: A 0.615/0.831, B 0.593/0.813, but the real catalog's
+task queries 0.375/0.656 → 0.312/0.594, vocabulary 0.448/0.687 → 0.463/0.627), the max over a
+document's views, rarity coverage inside the top N or as a third feature, a per-query weight from
+the lexical leader's margin, centred document vectors (A 0.615/0.828, B 0.598/0.813, task
+0.281/0.625): each within 0.005 of this on A or lost on the real catalog. fp32 weights (from the
+packaged safetensors) gave A 0.610/0.827, B 0.594/0.809: int8 costs nothing here."""
 HYBRID_K1 = 2.0
 """The lexical side of the hybrid keeps k1 2.0 (an index variant built once per catalog version)
 while lexical search alone moved to 6 (`index.K1`): fused with the embedding at weight 0.3, k1 6
