@@ -30,7 +30,7 @@ from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig
 from byref.gateway.core import Gateway
 from byref.gateway.server import build_server, http_app, listen_socket, serve_http, serve_stdio
 from byref.gateway.toolbox import CALL_TOOL, Toolbox
-from byref.gateway.upstream import UpstreamError
+from byref.gateway.upstream_bounds import UpstreamError
 
 __all__ = [
     "CALL_TOOL", "ConfigError", "Gateway", "GatewayConfig", "Grant", "ServerConfig", "Toolbox",

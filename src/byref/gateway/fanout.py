@@ -26,7 +26,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from byref.gateway.auth import permits_server
 from byref.gateway.inputs import Parked, Parking
 from byref.gateway.relay import calling, may_ask
-from byref.gateway.upstream import Upstream, UpstreamError
+from byref.gateway.upstream import Upstream
+from byref.gateway.upstream_bounds import UpstreamError
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]

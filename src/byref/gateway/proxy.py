@@ -27,7 +27,7 @@ import mcp_types as types
 from byref.discovery.mcp import Listed
 from byref.gateway.content import Passed
 from byref.gateway.convert import capability, error_text, result_value
-from byref.gateway.upstream import UpstreamError
+from byref.gateway.upstream_bounds import UpstreamError
 from byref.jsonview import dumps
 from byref.refs import (
     Blob,

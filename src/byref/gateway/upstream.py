@@ -6,8 +6,9 @@ law: an upstream failure — it cannot start, it crashes mid-call, it hangs past
 writes a line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and
 says what happened, never an exception that escapes into the gateway; a broken connection is
 dropped and the next call starts the server again, so one bad server never stops the others being
-served. Each connection is owned by one task of the gateway's task group (the SDK's client must be
-entered and left in the same task); calls from other tasks use it while it lives.
+served (one bounded operation and the words for each failure: `upstream_bounds`). Each
+connection is owned by one task of the gateway's task group (the SDK's client must be entered and
+left in the same task); calls from other tasks use it while it lives.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ import contextlib
 import logging
 import sys
 import time
-import warnings
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TextIO, TypeVar
 
 import anyio
@@ -29,13 +28,14 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway import raw_calls
 from byref.gateway.config import ServerConfig
 from byref.gateway.relay import Relay, current
 from byref.gateway.spawn import Spawned, stdio_process
+from byref.gateway.upstream_bounds import Live, bounded, describe, exit_reason, first_line
+from byref.gateway.upstream_bounds import UpstreamError as UpstreamError  # its old home, kept
 
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
@@ -51,33 +51,6 @@ subscriptions does so only there (a 2026-07-28 connection has no server→client
 the gateway's own client speaks is independent (`relay` answers either way)."""
 
 
-class UpstreamError(Exception):
-    """An upstream server could not answer; the text (naming the server) is shown to the model."""
-
-
-@dataclass
-class _Live:
-    client: Client | None = None
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    broken: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    reason: str | None = None
-    calls: set[anyio.CancelScope] = field(default_factory=set)
-    """The scopes of the calls in flight: a connection that breaks cancels each of them."""
-    spawned: Spawned | None = None
-    """The process behind a stdio connection (its exit code and last stderr lines)."""
-
-    def fail(self, reason: str) -> None:
-        if not self.broken.is_set():
-            self.reason = reason
-        self.end()
-
-    def end(self) -> None:
-        self.broken.set()
-        for scope in list(self.calls):
-            scope.cancel()
-
-
 class Upstream:
     """One configured server and its (re)startable connection."""
 
@@ -89,7 +62,7 @@ class Upstream:
         self._group = group
         self._on_change = on_change
         self._errlog = errlog
-        self._live: _Live | None = None
+        self._live: Live | None = None
         self._lock = anyio.Lock()
         self.starts = 0
         self.failed_at: float | None = None
@@ -170,64 +143,12 @@ class Upstream:
 
     # -- the connection ------------------------------------------------------------------------
     async def _bounded(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
-        timeout = self.config.timeout
         live = self._live
         if live is None or live.broken.is_set():
             live = await self._connected()
-        assert live.client is not None
-        client = live.client
-        outcome: list[T] = []
-        failure: list[BaseException] = []
-        # One cancel scope a call: its deadline is the timeout, and a connection that breaks
-        # meanwhile cancels it (`_Live.end`), so no watcher task is started per call.
-        with anyio.move_on_after(timeout) as scope:
-            live.calls.add(scope)
-            try:
-                if live.broken.is_set():
-                    scope.cancel()
-                outcome.append(await op(client))
-            except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError,
-                    OSError) as exc:
-                failure.append(exc)
-            finally:
-                live.calls.discard(scope)
-        if outcome:
-            return outcome[0]
-        if failure:
-            err = failure[0]
-            if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
-                # The server answered with a JSON-RPC error: it is alive, the call was refused.
-                raise UpstreamError(f"Server {self.name!r} refused {doing}: {err.error.message}")
-            live.fail(await _exit_reason(live.spawned)
-                      or f"its connection closed ({_describe(err)})")
-            await self._drop(live)
-            raise UpstreamError(f"Server {self.name!r} stopped while {doing}: {live.reason}. It "
-                                "will be started again on the next call.")
-        if live.broken.is_set():
-            await self._drop(live)
-            exited = await _exit_reason(live.spawned)
-            if exited is not None and (live.reason or "").startswith("its connection closed"):
-                live.reason = exited
-            raise UpstreamError(f"Server {self.name!r} failed while {doing}: {live.reason}. It "
-                                "will be started again on the next call.")
-        # Timed out. A server that still answers a ping keeps its connection; one that does not
-        # is restarted on the next call.
-        alive = False
-        with anyio.move_on_after(min(5.0, timeout)), contextlib.suppress(Exception):
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                await client.list_tools()  # 2026-07-28 has no ping; a listing is as light
-            else:
-                with warnings.catch_warnings():  # deprecated only for 2026-07-28 servers
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await client.send_ping()
-            alive = True
-        if not alive:
-            live.fail(f"it did not answer within {timeout:g} s and no longer answers a ping")
-            await self._drop(live)
-        raise UpstreamError(f"Server {self.name!r} did not finish {doing} within {timeout:g} s"
-                            f"{'' if alive else '; it was stopped and will be started again'}.")
+        return await bounded(self.name, self.config.timeout, live, doing, op, drop=self._drop)
 
-    async def _connected(self) -> _Live:
+    async def _connected(self) -> Live:
         async with self._lock:
             live = self._live
             if live is not None and not live.broken.is_set():
@@ -237,18 +158,18 @@ class Upstream:
             spawned = self._spawned = Spawned()
             try:
                 with anyio.fail_after(self.config.timeout):
-                    started: _Live = await self._group.start(self._own)
+                    started: Live = await self._group.start(self._own)
             except TimeoutError:
                 said = spawned.tail()
                 self._failed(f"it did not complete the MCP handshake within "
                              f"{self.config.timeout:g} s" + (f"; its stderr: {said}" if said
                                                               else ""))
             except Exception as exc:  # whatever starting raised, the model gets words for it
-                exited = await _exit_reason(spawned)
+                exited = await exit_reason(spawned)
                 if exited is not None:
                     # "Server 'crashy' exited with code 3: fatal: missing API key."
                     self._failed(exited.removeprefix("it "), started=False)
-                self._failed(_describe(exc))
+                self._failed(describe(exc))
             self.starts += 1
             self.failed_at = None
             self._live = started
@@ -261,19 +182,19 @@ class Upstream:
             raise UpstreamError(f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}")
         raise UpstreamError(f"Server {self.name!r} could not be started: {why}.")
 
-    async def _drop(self, live: _Live) -> None:
+    async def _drop(self, live: Live) -> None:
         if self._live is live:
             self._live = None
         live.stop.set()
 
-    async def _own(self, *, task_status: anyio.abc.TaskStatus[_Live]) -> None:
+    async def _own(self, *, task_status: anyio.abc.TaskStatus[Live]) -> None:
         """Holds one connection open until it is stopped or breaks (runs in the gateway's group)."""
-        live = _Live(spawned=self._spawned)
+        live = Live(spawned=self._spawned)
 
         async def on_message(message: Any) -> None:
             if isinstance(message, Exception):
                 live.fail(f"it sent a message that is not valid JSON-RPC "
-                          f"({_first_line(str(message))})")
+                          f"({first_line(str(message))})")
             elif isinstance(message, types.ServerNotification) and isinstance(
                     message, types.ToolListChangedNotification) and self._on_change is not None:
                 await self._on_change(self.name)
@@ -297,8 +218,8 @@ class Upstream:
         except Exception as exc:
             if not started:
                 raise
-            live.fail(_describe(exc))
-            log.info("upstream %r closed: %s", self.name, _describe(exc))
+            live.fail(describe(exc))
+            log.info("upstream %r closed: %s", self.name, describe(exc))
         finally:
             live.end()
             live.done.set()
@@ -328,7 +249,7 @@ class Upstream:
         return (self._on_change is not None and client.protocol_version in
                 MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed))
 
-    async def _listen(self, client: Client, live: _Live) -> None:
+    async def _listen(self, client: Client, live: Live) -> None:
         assert self._on_change is not None
         with contextlib.suppress(Exception):
             async with client.listen(tools_list_changed=True) as subscription:
@@ -387,28 +308,3 @@ class UpstreamManager:
         async with anyio.create_task_group() as group:
             for up in self.upstreams.values():
                 group.start_soon(up.close)
-
-
-async def _exit_reason(spawned: Spawned | None) -> str | None:
-    """'it exited with code N: <its last stderr lines>', if the process behind it has exited."""
-    if spawned is None or spawned.pid is None:
-        return None
-    await spawned.settle()
-    return spawned.reason()
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        inner = exc.exceptions
-        return _describe(inner[0]) if inner else type(exc).__name__
-    if isinstance(exc, MCPError):
-        return exc.error.message
-    if isinstance(exc, FileNotFoundError):
-        return f"the command {exc.filename!r} was not found" if exc.filename else str(exc)
-    text = _first_line(str(exc))
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _first_line(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return " ".join(lines[:2])[:200] if lines else ""
