@@ -17,10 +17,10 @@ as the SDK's response model dumps), an error is the SDK's error (the same mappin
 a `notifications/cancelled` for a lane call cancels it and it is never answered, a call still
 running at end of input is answered `CONNECTION_CLOSED` (shielded, bounded, before the SDK's
 teardown closes the writer), the handler sees a context built as the SDK's runner builds it (the
-era's `Connection`, a `ServerSession` whose back-channel is the SDK's dispatcher on a handshake
-connection and notify-only on a 2026-07-28 one). Every other line, and every line before the SDK's
-loop has served a request, goes to the SDK unchanged (pinned against the SDK path,
-tests/gateway/test_gateway_lane*.py).
+era's `Connection`, a `ServerSession` whose back-channel, `lane_context`, is the SDK's dispatcher
+on a handshake connection and notify-only on a 2026-07-28 one). Every other line, and every line
+before the SDK's loop has served a request, goes to the SDK unchanged (pinned against the SDK
+path, tests/gateway/test_gateway_lane*.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -40,12 +40,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.runner import aclose_shielded, modern_error_data
 from mcp.server.session import ServerSession
-from mcp.shared.dispatcher import CallOptions, coerce_request_id
-from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import SessionMessage
-from mcp.shared.transport_context import TransportContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -58,6 +57,7 @@ from byref.gateway.fastpath import (
     plain_call,
     untraced,
 )
+from byref.gateway.lane_context import CallContext, Notifier
 from byref.gateway.stdio_transport import MessageReader, MessageWriter
 
 logger = logging.getLogger(__name__)
@@ -65,101 +65,12 @@ logger = logging.getLogger(__name__)
 CANCELLED = "notifications/cancelled"
 SHUTDOWN_WRITE_TIMEOUT = 1.0
 """Seconds a call cut off by end of input may take to write its error (the SDK's bound)."""
-# As the SDK's dispatcher builds it for a stdio message (a 2026-07-28 one masks the flag off).
-_DUPLEX = TransportContext(kind="jsonrpc", can_send_request=True)
-_NOTIFY_ONLY = TransportContext(kind="jsonrpc", can_send_request=False)
-
-
-class _Notifier:
-    """The dispatcher's `notify`, written straight to the pipe (a dropped write is only logged)."""
-
-    def __init__(self, writer: MessageWriter) -> None:
-        self._writer = writer
-
-    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
-                               opts: CallOptions | None = None) -> dict[str, Any]:
-        raise NoBackChannelError(method)
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None,
-                     opts: CallOptions | None = None) -> None:
-        message = (types.JSONRPCNotification(jsonrpc="2.0", method=method, params=dict(params))
-                   if params is not None else types.JSONRPCNotification(jsonrpc="2.0",
-                                                                         method=method))
-        try:
-            await self._writer.send(SessionMessage(message))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.debug("dropped %s: write stream closed", method)
-
-
-class _CallContext:
-    """The `DispatchContext` of one lane call: its back-channel while it runs."""
-
-    message_metadata = None
-
-    def __init__(self, request_id: types.RequestId, notifier: _Notifier,
-                 requests: Connection | None) -> None:
-        self._request_id = request_id
-        self._notifier = notifier
-        self._requests = requests  # the handshake loop's connection: the SDK's dispatcher
-        self._closed = False
-        self.transport = _DUPLEX if requests is not None else _NOTIFY_ONLY
-        self.cancelled = False
-        self._event: anyio.Event | None = None
-
-    @property
-    def cancel_requested(self) -> anyio.Event:
-        """Set when the client cancels the call (made when first asked for: rarely)."""
-        if self._event is None:
-            self._event = anyio.Event()
-            if self.cancelled:
-                self._event.set()
-        return self._event
-
-    def cancel(self) -> None:
-        """The client sent `notifications/cancelled` for this call."""
-        self.cancelled = True
-        if self._event is not None:
-            self._event.set()
-
-    @property
-    def request_id(self) -> types.RequestId:
-        """The call's JSON-RPC id."""
-        return self._request_id
-
-    @property
-    def can_send_request(self) -> bool:
-        """Whether the client may be asked something now (handshake era, call running)."""
-        return self._requests is not None and not self._closed
-
-    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
-                               opts: CallOptions | None = None) -> dict[str, Any]:
-        """Ask the client through the SDK's dispatcher, which matches its answer."""
-        if self._requests is None or self._closed:
-            raise NoBackChannelError(method)
-        return await self._requests.outbound.send_raw_request(method, params, opts)
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None,
-                     opts: CallOptions | None = None) -> None:
-        """A notification on the pipe while the call runs (dropped after, as the SDK's)."""
-        if self._closed:
-            logger.debug("dropped %s: dispatch context closed", method)
-            return
-        await self._notifier.notify(method, params, opts)
-
-    async def progress(self, progress: float, total: float | None = None,
-                       message: str | None = None) -> None:
-        """No progress token: nothing to report (a call with one goes the SDK's way)."""
-        return None
-
-    def close(self) -> None:
-        """The call is done: its back-channel closes."""
-        self._closed = True
 
 
 class _Flight:
     __slots__ = ("dctx", "scope")
 
-    def __init__(self, dctx: _CallContext) -> None:
+    def __init__(self, dctx: CallContext) -> None:
         self.dctx = dctx
         self.scope = anyio.CancelScope()
 
@@ -171,7 +82,7 @@ class StdioLane:
         self._server = server
         self._plain = plain
         self._writer = writer
-        self._notifier = _Notifier(writer)
+        self._notifier = Notifier(writer)
         self._modern_outbound = NotifyOnlyOutbound(self._notifier)
         self._era: str | None = None  # "legacy" or "modern", once the SDK's loop served one
         self._loop_connection: Connection | None = None
@@ -267,7 +178,7 @@ class StdioLane:
             flight.scope.cancel()
 
     def _context(self, message: dict[str, Any]) -> tuple[
-            ServerRequestContext[Any, Any], Connection, _CallContext, str, dict[str, Any]] | None:
+            ServerRequestContext[Any, Any], Connection, CallContext, str, dict[str, Any]] | None:
         """The request's context as the SDK's runner would build it, when the call is plain."""
         rid, params = message.get("id"), message.get("params")
         if (message.keys() != REQUEST_KEYS or message["jsonrpc"] != "2.0"
@@ -294,7 +205,7 @@ class StdioLane:
             requests = None
         else:
             return None  # the SDK's loop has not chosen its era yet
-        dctx = _CallContext(rid, self._notifier, requests)
+        dctx = CallContext(rid, self._notifier, requests)
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
             session=ServerSession(dctx, connection, request_meta=meta),
             lifespan_context=self._lifespan, method=CALL, params=params, request_id=rid,
@@ -364,7 +275,7 @@ class StdioLane:
             if not self._running:
                 self._idle.set()
 
-    async def _closed(self, dctx: _CallContext) -> None:
+    async def _closed(self, dctx: CallContext) -> None:
         if dctx.cancelled:
             return  # the client cancelled it: never answered
         with anyio.move_on_after(SHUTDOWN_WRITE_TIMEOUT, shield=True):
