@@ -308,7 +308,9 @@ async def serve_http(gateway: Gateway, sock: socket.socket, *,
 
     host, port = sock.getsockname()[:2]
     app = http_app(gateway, host=host, port=port, lane=lane)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # No access log: at this log level its lines are never shown, yet each response would still
+    # format the client's address and path for it.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     server = uvicorn.Server(config)
     out = announce if announce is not None else sys.stderr
     print(f"byref gateway listening on http://{_url_host(host)}:{port}/mcp", file=out, flush=True)
