@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
         "results by reference",
         description="Put byref in front of the MCP servers in FILE (the mcpServers JSON your MCP "
         "client already uses). The client sees search_tools, activate_tool, call_tool, "
-        "read_json, query_json, read_result and present, plus the tools it activates.")
+        "read_result and present, plus the tools it activates (read_json and query_json once a "
+        "stored result needs them).")
     parser.add_argument("--config", required=True, metavar="FILE",
                         help="mcpServers JSON, optionally with a byref block")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
