@@ -279,3 +279,23 @@ async def test_an_annotated_schema_gets_the_sdks_header_check(
     assert got == want
     assert (got[0] == 200) == (header == "media__peek"), got
     assert lanes[0].taken == taken
+
+
+@pytest.mark.parametrize("path", ["/mcp/", "/healthz", "/elsewhere", "/MCP"])
+async def test_a_call_to_another_path_is_the_stacks_to_answer(
+        world: World, lanes: list[HttpLane], path: str) -> None:
+    """The lane sits in front of the whole app: it takes only what the router sends to the MCP
+    route, so a plain call posted anywhere else gets the SDK app's own answer (a redirect, the
+    ops route's, a 404) and is not taken."""
+    answers = []
+    with anyio.fail_after(120):
+        async with _both(world) as urls, httpx2.AsyncClient(timeout=60) as http:
+            for url in urls:
+                base = url.removesuffix("/mcp")
+                status, headers, body = await _raw(http, base + path, _call(ECHO), {}, "POST")
+                answers.append((status, {k: v.replace(base, "BASE") for k, v in headers.items()},
+                                body))
+    got, want = answers
+    assert got == want
+    assert got[0] != 200 or path == "/healthz", got
+    assert lanes[0].taken == 0
