@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
 from byref.gateway.config import ServerConfig
-from byref.gateway.upstream import Upstream, UpstreamError
+from byref.gateway.upstream import Upstream
+from byref.gateway.upstream_bounds import UpstreamError
 
 pytestmark = pytest.mark.anyio
 

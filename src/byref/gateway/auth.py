@@ -94,9 +94,8 @@ class BearerVerifier:
         """sha-256 of a configured token → its AccessToken, built once (bounded by the config;
         a JWT, which expires, is checked every time)."""
 
-    def _static(self, token: str, digest: bytes) -> Grant | None:
+    def _static(self, raw: bytes, digest: bytes) -> Grant | None:
         grant: Grant | None = None
-        raw = token.encode()
         # Compare against every token in constant time; never short-circuit on a match.
         for known, g in self._plain:
             if hmac.compare_digest(known, raw):
@@ -109,11 +108,12 @@ class BearerVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         """The AccessToken a configured token or valid JWT runs as (client_id the JSON [tenant,
         principal], the grant's servers and tools in its claims), or None."""
-        digest = hashlib.sha256(token.encode()).digest()
+        raw = token.encode()
+        digest = hashlib.sha256(raw).digest()
         known = self._verified.get(digest)  # keyed by digest: lookup time says nothing of tokens
         if known is not None:
             return known
-        grant, expires = self._static(token, digest), None
+        grant, expires = self._static(raw, digest), None
         static = grant is not None
         if grant is None and self.jwt is not None and token.count(".") == 2:
             found = await anyio.to_thread.run_sync(self.jwt.validate, token)

@@ -3,10 +3,10 @@
 Owns the gateway's life (upstreams started lazily, listed, re-listed on change; the toolbox
 rebuilt from them — see `toolbox`, built by `toolbox_build` — with the scaffolding every client
 sees: search_tools, activate_tool, call_tool, read_result, present; read_json and query_json sit
-behind search, declared once a stored result touches them) and the
-per-call sequence: a scope's `Session.run_call` records the call in its transcript, dispatches it
-(a proxied call is awaited on the loop, no thread hop unless refs must be read or a result placed)
-and records the result; then a changed tool list is announced.
+behind search, declared once a stored result touches them) and the per-call sequence: a scope's
+`Session.run_call` records the call in its transcript, dispatches it (a proxied call is awaited
+on the loop, no thread hop unless refs must be read or a result placed) and records the result;
+then a changed tool list is announced.
 
 The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
 the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream

@@ -25,6 +25,7 @@ status, and the call runs in the request's own task as the SDK's JSON mode runs 
 that goes away does not cancel it). Pinned against the SDK path (tests/gateway/
 test_gateway_http_lane*.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -137,7 +138,8 @@ class HttpLane:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request: here when it is a plain call, else the SDK's stack."""
-        if not self._may(scope) or (user := await self._user(scope)) is None:
+        matched = self._may(scope)
+        if matched is None or (user := await self._user(scope)) is None:
             await self._stack(scope, receive, send)
             return
         read: list[Message] = []
@@ -149,7 +151,7 @@ class HttpLane:
             scope["auth"], scope["user"] = user
             scope.setdefault("router", scope["app"].router)
             scope["route"] = self._route
-            scope.update(self._route.matches(scope)[1])
+            scope.update(matched)
             token = auth_context_var.set(user[1])
             try:
                 if await self._serve(scope, replay, send, body):
@@ -175,17 +177,20 @@ class HttpLane:
             return None
         return credentials, user
 
-    def _may(self, scope: Scope) -> bool:
-        """Whether the request may be one the lane takes, from its head alone: a POST the
-        router sends to the MCP route, in a 2026-07-28 version."""
+    def _may(self, scope: Scope) -> Scope | None:
+        """The MCP route's match (the scope keys the router adds) when the request may be one
+        the lane takes, from its head alone: a POST the router sends to the MCP route, in a
+        2026-07-28 version; else None."""
         if scope["type"] != "http" or scope["method"] != "POST" or not self._ready():
-            return False
-        if self._route.matches(scope)[0] is not Match.FULL or any(
+            return None
+        match, child = self._route.matches(scope)
+        if match is not Match.FULL or any(
                 r.matches(scope)[0] is Match.FULL for r in self._before):
-            return False
+            return None
         # The header the SDK's manager routes by (its first occurrence): a 2026-07-28 version.
         version = next((v for k, v in scope["headers"] if k == _VERSION_HEADER), None)
-        return version is not None and version.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+        modern = version is not None and version.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+        return child if modern else None
 
     def _ready(self) -> bool:
         server = self._server

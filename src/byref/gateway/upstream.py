@@ -34,8 +34,14 @@ from byref.gateway import raw_calls
 from byref.gateway.config import ServerConfig
 from byref.gateway.relay import Relay, current
 from byref.gateway.spawn import Spawned, stdio_process
-from byref.gateway.upstream_bounds import Live, bounded, describe, exit_reason, first_line
-from byref.gateway.upstream_bounds import UpstreamError as UpstreamError  # its old home, kept
+from byref.gateway.upstream_bounds import (
+    Live,
+    UpstreamError,
+    bounded,
+    describe,
+    exit_reason,
+    first_line,
+)
 
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
