@@ -76,3 +76,50 @@ def test_the_benchmarks_are_imported_by_the_cli_alone() -> None:
         if _package(module) == "bench" and path.relative_to(SRC).parts[0] != "bench"
     }
     assert importers and all(p.startswith("cli/") for p in importers), importers
+
+
+# The gateway's wings, lowest first; a gateway module may import only its own wing and lower
+# ones (its `__init__` re-exports the public names). `core` keeps the gateway's life and the
+# call sequence; `edge` is where clients meet it.
+GATEWAY_WINGS: list[set[str]] = [
+    {"config"},
+    {"access", "ops", "wire"},
+    {"upstream"},
+    {"catalog"},
+    {"passthrough"},
+    {"core"},
+    {"edge"},
+]
+WING_RANK = {name: rank for rank, names in enumerate(GATEWAY_WINGS) for name in names}
+
+
+def _wing(module: str) -> str | None:
+    """`byref.gateway.upstream.relay` → `upstream`; None outside the gateway or for its door."""
+    parts = module.split(".")
+    if parts[:2] != ["byref", "gateway"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def test_the_gateway_wings_point_downward() -> None:
+    gateway = SRC / "gateway"
+    upward: list[str] = []
+    for path in sorted(gateway.rglob("*.py")):
+        rel = path.relative_to(gateway)
+        if rel == Path("__init__.py"):
+            continue
+        me = rel.parts[0].removesuffix(".py")
+        assert me in WING_RANK, f"gateway/{rel}: wing {me!r} has no rank; add it to GATEWAY_WINGS"
+        for line, module in _imports(path):
+            other = _wing(module)
+            if module == "byref.gateway":
+                upward.append(f"gateway/{rel}:{line} imports the gateway's front door")
+            elif other is not None and other != me and WING_RANK[other] >= WING_RANK[me]:
+                upward.append(f"gateway/{rel}:{line} ({me}) imports {module} ({other})")
+    assert upward == []
+
+
+def test_the_gateway_root_holds_only_its_life() -> None:
+    """Everything else has a wing: a newcomer finds a room by its folder."""
+    loose = sorted(p.name for p in (SRC / "gateway").glob("*.py"))
+    assert loose == ["__init__.py", "core.py"]

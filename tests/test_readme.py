@@ -43,7 +43,7 @@ def test_readme_example_runs() -> None:
 def test_readme_gateway_config_is_one_the_gateway_accepts() -> None:
     import json
 
-    from byref.gateway.config import parse_config
+    from byref.gateway.config.file import parse_config
 
     [block] = [b for b in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
                if '"usage"' in b]
@@ -55,7 +55,7 @@ def test_readme_gateway_config_is_one_the_gateway_accepts() -> None:
 def test_readme_gateway_settings_example_is_read_as_the_text_says() -> None:
     import json
 
-    from byref.gateway.config import ConfigError, parse_config
+    from byref.gateway.config.file import ConfigError, parse_config
 
     [block] = [b for b in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
                if '"callTool"' in b]
@@ -270,7 +270,7 @@ def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> No
     import subprocess
 
     from byref.cli import build_parser
-    from byref.gateway.config import parse_config
+    from byref.gateway.config.file import parse_config
 
     section = README.read_text().split("## Running byref for a team\n", 1)[1].split("\n## ")[0]
     [block] = re.findall(r"```json\n(.*?)```", section, flags=re.S)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from byref.gateway import Gateway, build_server
-from byref.gateway.config import parse_config
-from byref.gateway.server import GatewayServer
+from byref.gateway.config.file import parse_config
+from byref.gateway.edge.server import GatewayServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PG_URL = os.environ.get("BYREF_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from byref.gateway.resources import ARTIFACT_PREFIX, artifact_ref, split
+from byref.gateway.passthrough.uris import ARTIFACT_PREFIX, artifact_ref, split
 
 pytestmark = pytest.mark.anyio
 

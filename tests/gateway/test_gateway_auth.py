@@ -31,8 +31,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from byref.gateway import Gateway, listen_socket, serve_http
-from byref.gateway.auth import BearerVerifier
-from byref.gateway.config import ConfigError, parse_config
+from byref.gateway.access.bearer import BearerVerifier
+from byref.gateway.config.file import ConfigError, parse_config
 
 pytestmark = pytest.mark.anyio
 

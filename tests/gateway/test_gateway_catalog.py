@@ -12,7 +12,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
-from byref.gateway.convert import distinct_name
+from byref.gateway.catalog.convert import distinct_name
 from byref.store import Scope
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from byref.gateway.config import ConfigError, load_config, parse_config
+from byref.gateway.config.file import ConfigError, load_config, parse_config
 
 
 def _one(entry: dict[str, Any], environ: dict[str, str] | None = None,

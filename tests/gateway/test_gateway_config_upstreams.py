@@ -18,7 +18,7 @@ from _gateway_rig import FIXTURES, World
 from mcp import Client
 
 from byref.gateway import Gateway, build_server
-from byref.gateway.config import load_config, parse_config
+from byref.gateway.config.file import load_config, parse_config
 
 pytestmark = pytest.mark.anyio
 

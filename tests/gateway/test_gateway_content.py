@@ -17,9 +17,9 @@ import pytest
 from _gateway_rig import FIXTURES, World, running
 from mcp import Client
 
-from byref.gateway.config import INLINE_MEDIA_BYTES
-from byref.gateway.convert import INLINE_TEXT_RESOURCE_BYTES
-from byref.gateway.metadata import GATEWAY_EXPLICIT_READ_BYTES as EXPLICIT_READ_BYTES
+from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES
+from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES as EXPLICIT_READ_BYTES
+from byref.gateway.config.file import INLINE_MEDIA_BYTES
 
 pytestmark = pytest.mark.anyio
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -18,7 +18,7 @@ from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client, StdioServerParameters
 
 from byref.gateway import Gateway
-from byref.gateway.config import parse_config
+from byref.gateway.config.file import parse_config
 from byref.store.port import StoreUnavailableError
 
 pytestmark = pytest.mark.anyio

@@ -19,10 +19,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 
-from byref.gateway import fastpath
-from byref.gateway.convert import call_result, call_result_wire
-from byref.gateway.fastpath import PlainCalls
-from byref.gateway.server import GatewayServer
+from byref.gateway.catalog.convert import call_result, call_result_wire
+from byref.gateway.edge.lanes import fastpath
+from byref.gateway.edge.lanes.fastpath import PlainCalls
+from byref.gateway.edge.server import GatewayServer
 from byref.transcript import Part
 
 MODES = ("legacy", "2026-07-28")

@@ -174,7 +174,7 @@ async def test_a_session_answers_only_its_own_grant_even_when_joined_names_agree
 
 
 def test_a_grant_is_its_own_session_owner() -> None:
-    from byref.gateway.scopes import TokenMap
+    from byref.gateway.access.scopes import TokenMap
 
     tokens = {t: Grant(g["tenant"], g["principal"]) for t, g in SLASHED.items()}
     owners = [anyio.run(TokenMap(tokens).verify_token, t) for t in SLASHED]

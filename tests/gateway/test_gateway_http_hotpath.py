@@ -18,9 +18,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-import byref.gateway.server as server_module
+import byref.gateway.edge.server as server_module
 from byref.gateway import Gateway, listen_socket, serve_http
-from byref.gateway.server import DeclaredSchemas
+from byref.gateway.edge.server import DeclaredSchemas
 
 pytestmark = pytest.mark.anyio
 TOKEN = "hot-path-token-0123456789abcdef"

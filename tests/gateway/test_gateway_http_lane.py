@@ -23,8 +23,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from test_gateway_fastpath import CASES, MODES, _media, _shape
 
-from byref.gateway import fastpath, http_lane, listen_socket, serve_http
-from byref.gateway.http_lane import HttpLane
+from byref.gateway import listen_socket, serve_http
+from byref.gateway.edge.lanes import fastpath
+from byref.gateway.edge.lanes import http as http_lane
+from byref.gateway.edge.lanes.http import HttpLane
 
 pytestmark = pytest.mark.anyio
 TOKEN = "http-lane-token-0123456789abcdef"
@@ -248,7 +250,7 @@ async def test_an_sdk_without_the_lanes_internals_serves_every_call_its_own_way(
     the gateway still serves (no lane installed), it does not fail to start."""
     import sys
 
-    monkeypatch.setitem(sys.modules, "byref.gateway.http_lane", None)  # import → ImportError
+    monkeypatch.setitem(sys.modules, "byref.gateway.edge.lanes.http", None)  # import → ImportError
     async with _served(world, True) as url, _client(url, MODES[-1]) as client:
         got = await client.call_tool("call_tool", {"name": "media__long_note"})
         assert not got.is_error
@@ -262,7 +264,7 @@ async def test_an_annotated_schema_gets_the_sdks_header_check(
     """The lane skips the SDK's `Mcp-Param-*` check only for a schema with no `x-mcp-header`
     annotation: where the declared schema has one, a header that is missing or disagrees with
     the body is the SDK's 400 on both paths, and a matching one is taken."""
-    from byref.gateway import server as server_module
+    from byref.gateway.edge import server as server_module
 
     annotated = {"type": "object", "properties": {
         "name": {"type": "string", "x-mcp-header": "Tool"}, "arguments": {"type": "object"}}}

@@ -15,7 +15,7 @@ from mcp.server.runner import _extract_meta
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from byref.gateway.http_lane import HttpLane, _answer, _first_values
+from byref.gateway.edge.lanes.http import HttpLane, _answer, _first_values
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),

@@ -23,11 +23,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from test_gateway_fastpath import CASES, MODES, _media, _shape, malformed_call_errors
 
-from byref.gateway import fastpath
 from byref.gateway.core import Gateway
-from byref.gateway.lane import StdioLane
-from byref.gateway.server import serve_streams
-from byref.gateway.stdio_transport import (
+from byref.gateway.edge.lanes import fastpath
+from byref.gateway.edge.lanes.stdio import StdioLane
+from byref.gateway.edge.server import serve_streams
+from byref.gateway.wire.stdio import (
     MessageReader,
     MessageWriter,
     PipeLines,

@@ -18,9 +18,9 @@ from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import _extract_meta
 
-from byref.gateway.fastpath import PlainCalls
-from byref.gateway.lane import StdioLane
-from byref.gateway.stdio_transport import MessageWriter
+from byref.gateway.edge.lanes.fastpath import PlainCalls
+from byref.gateway.edge.lanes.stdio import StdioLane
+from byref.gateway.wire.stdio import MessageWriter
 
 V = types.PROTOCOL_VERSION_META_KEY
 CAPS, INFO = types.CLIENT_CAPABILITIES_META_KEY, types.CLIENT_INFO_META_KEY

@@ -14,7 +14,7 @@ import pytest
 from _gateway_rig import FIXTURES, World, running
 from mcp import Client
 
-from byref.gateway.metadata import MAX_RESULT_SIZE_CHARS
+from byref.gateway.catalog.metadata import MAX_RESULT_SIZE_CHARS
 from byref.harness.tokens import count_tokens
 
 pytestmark = pytest.mark.anyio

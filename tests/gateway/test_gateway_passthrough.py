@@ -22,8 +22,8 @@ from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from byref.gateway.pages import PAGE
-from byref.gateway.resources import namespaced
+from byref.gateway.passthrough.pages import PAGE
+from byref.gateway.passthrough.uris import namespaced
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]

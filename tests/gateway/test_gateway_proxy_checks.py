@@ -14,7 +14,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
-from byref.gateway.proxy import ProxiedTool
+from byref.gateway.catalog.proxy import ProxiedTool
 
 pytestmark = pytest.mark.anyio
 ECHO = "flaky__echo"

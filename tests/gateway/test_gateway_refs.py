@@ -18,7 +18,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
-from byref.gateway.convert import call_result, qualified_name, result_value
+from byref.gateway.catalog.convert import call_result, qualified_name, result_value
 from byref.jsonview import encode
 from byref.tools import Payload
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from byref.gateway.config import parse_config
-from byref.gateway.scopes import Scopes, spill_directory
+from byref.gateway.access.scopes import Scopes, spill_directory
+from byref.gateway.config.file import parse_config
 from byref.store import Scope
 from byref.transcript import Part, TranscriptClosedError
 

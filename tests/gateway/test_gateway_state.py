@@ -23,7 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from _s3 import moto_s3
 from byref.conversations import MemoryConversations
 from byref.gateway import Gateway, build_server, listen_socket, serve_http
-from byref.gateway.config import parse_config
+from byref.gateway.config.file import parse_config
 from byref.jsonview import encode
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from byref.gateway.stdio_transport import MessageReader, MessageWriter, PipeLines
+from byref.gateway.wire.stdio import MessageReader, MessageWriter, PipeLines
 
 
 async def _pipe() -> tuple[MessageReader, MessageWriter, asyncio.BaseTransport,

@@ -21,7 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from byref.gateway.stdio_transport import READ_CHUNK, PipeLines, PipeText
+from byref.gateway.wire.stdio import READ_CHUNK, PipeLines, PipeText
 
 PROBE = FIXTURES / "stdio_probe.py"
 INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'

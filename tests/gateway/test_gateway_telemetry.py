@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 )
 from opentelemetry.trace import SpanKind  # noqa: E402
 
-from byref.gateway.telemetry import install_tracing  # noqa: E402
+from byref.gateway.ops.telemetry import install_tracing  # noqa: E402
 
 _EXPORTER = InMemorySpanExporter()
 _INSTALLED: list[Any] = []

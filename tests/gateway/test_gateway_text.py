@@ -14,7 +14,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
-from byref.gateway.convert import result_value
+from byref.gateway.catalog.convert import result_value
 
 pytestmark = pytest.mark.anyio
 

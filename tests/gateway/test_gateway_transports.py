@@ -18,7 +18,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from byref.gateway.config import ConfigError, load_config, parse_config
+from byref.gateway.config.file import ConfigError, load_config, parse_config
 
 TOKEN = "a-long-random-token-for-tests-0001"
 

@@ -60,7 +60,7 @@ async def test_a_token_sees_only_its_own_runs_and_artifacts(tmp_path: Path) -> N
 
     from byref.bench.gateway import _program
     from byref.gateway import Gateway, listen_socket, serve_http
-    from byref.gateway.config import parse_config
+    from byref.gateway.config.file import parse_config
 
     git = _program("mcp-server-git")
     if not git:

@@ -50,7 +50,7 @@ from byref.bench.gateway_rig import (
     upstream_stdio,
     write_config,
 )
-from byref.gateway.convert import qualified_name
+from byref.gateway.catalog.convert import qualified_name
 
 ECHO, TEXT = qualified_name(UPSTREAM, "echo"), qualified_name(UPSTREAM, "text")
 ECHO_ARGS = {"text": "ping"}

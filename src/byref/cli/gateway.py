@@ -1,11 +1,11 @@
 """`byref gateway --config FILE [--transport stdio|http] [--store URL]`: serve MCP servers by ref.
 
-The config is the `mcpServers` JSON MCP clients already use (see byref.gateway.config). Over stdio
-the gateway speaks MCP on stdin/stdout (put the command in your MCP client's config); over HTTP it
-listens on --host/--port (0 picks a free port; the address is printed on stderr) and needs the
-config's byref.tokens. Conversations (the records Message refs address) are kept by --state
-(default: SQLite beside a file store, else memory); over stdio --conversation ID resumes one, and
-a second stdio gateway on a conversation another one holds is refused (exit 2).
+The config is the `mcpServers` JSON MCP clients already use (see byref.gateway.config.file). Over
+stdio the gateway speaks MCP on stdin/stdout (put the command in your MCP client's config); over
+HTTP it listens on --host/--port (0 picks a free port; the address is printed on stderr) and needs
+the config's byref.tokens. Conversations (the records Message refs address) are kept by
+--state (default: SQLite beside a file store, else memory); over stdio --conversation ID resumes
+one, and a second stdio gateway on a conversation another one holds is refused (exit 2).
 A bad config, store or state URL or address is a one-line error and exit code 2.
 """
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from byref.conversations import ConversationError
     from byref.events import Emitter, JsonLinesSink
     from byref.gateway import ConfigError, Gateway, listen_socket, load_config
-    from byref.gateway.server import http_app, serve_http, serve_stdio
+    from byref.gateway.edge.server import http_app, serve_http, serve_stdio
     from byref.store import StoreURLError, open_store
 
     try:
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(url, emit=emit)
         gateway = Gateway(config, store=store, emit=emit)
         if args.otel:
-            from byref.gateway.telemetry import trace_to_file
+            from byref.gateway.ops.telemetry import trace_to_file
 
             trace_to_file(args.otel)
         gateway.scopes.conversations  # noqa: B018 -- opened now: a bad state URL exits here
@@ -139,14 +139,14 @@ def run(args: argparse.Namespace) -> int:
                 await serve_http(gateway, sock)
             group.cancel_scope.cancel()
 
-    from byref.gateway.spawn import end_all
+    from byref.gateway.upstream.spawn import end_all
     from byref.store.port import StoreUnavailableError
 
     try:
         anyio.run(main, backend_options=options)
     except KeyboardInterrupt:
         pass
-    except StoreUnavailableError as exc:  # checked at start (byref.gateway.health)
+    except StoreUnavailableError as exc:  # checked at start (byref.gateway.ops.health)
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -11,26 +11,25 @@ the artifact store holds the bytes.
     async with Gateway(load_config("gateway.json")) as gateway:
         await serve_stdio(gateway)
 
-Modules: `config` (the file), `upstream` (connections to the servers), `convert` (the edge),
-`proxy` (an upstream tool as a byref `Tool`), `scopes` (who a request runs as), `toolbox`
-(one immutable build of what is offered), `core` (the gateway's life and the call sequence),
-`server` (the MCP handlers and transports), `fastpath` (plain tools/call answered as wire JSON),
-`stdio_transport` (byref's own streams on both stdio edges), `passthrough` (every non-tool
-feature: prompts, completion, logging, roots, list changes), `passthrough_resources`
-(resources: lists, reads, subscriptions, listen streams), `fanout` (their requests to every
-upstream or to the one that owns a name), `resources` and `prompts` (their names, mapped back),
-`artifact_resources` (byref's own artifacts as resources), `relay` (upstream → client traffic
-to the calling session), `inputs` (2026-07-28 input-required rounds), `spawn` (upstream
-processes: their groups, their stderr), `health` (start-up checks), `content` (images, links,
-structuredContent beside a result's text), `metadata` (tool metadata, modes, what call_tool may
-run). Its benchmark lives in `byref.bench.gateway`.
+The house, lowest wing first (`tests/test_layers.py` pins the order; imports point down):
+`config/` (the file, tokens, values), `access/` (bearer check, grants, the scope a request runs
+as), `ops/` (health, metrics, telemetry), `wire/` (byref's stdio framing on both edges),
+`upstream/` (connections to the servers, their processes, raw calls, relay of their requests and
+logs, input-required rounds, fan-out), `catalog/` (the toolbox and how it is built, proxied tools,
+conversion at the edge, metadata, content beside a result, list changes), `passthrough/` (every
+non-tool feature: resources, prompts, completion, logging, roots, byref's artifacts as
+resources), `core.py` (the gateway's life and the call sequence), `edge/` (the MCP server and its
+transports, the ops routes, and `edge/lanes/`, the SDK bypasses). Where a change goes: a
+tools/call answered wrongly over HTTP → `edge/` (and `edge/lanes/http.py`); resource URIs →
+`passthrough/uris.py`; a server that will not start → `upstream/`. Its benchmark lives in
+`byref.bench.gateway`.
 """
 
-from byref.gateway.config import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
+from byref.gateway.catalog.toolbox import CALL_TOOL, Toolbox
+from byref.gateway.config.file import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
 from byref.gateway.core import Gateway
-from byref.gateway.server import build_server, http_app, listen_socket, serve_http, serve_stdio
-from byref.gateway.toolbox import CALL_TOOL, Toolbox
-from byref.gateway.upstream_bounds import UpstreamError
+from byref.gateway.edge.server import build_server, http_app, listen_socket, serve_http, serve_stdio
+from byref.gateway.upstream.bounds import UpstreamError
 
 __all__ = [
     "CALL_TOOL", "ConfigError", "Gateway", "GatewayConfig", "Grant", "ServerConfig", "Toolbox",

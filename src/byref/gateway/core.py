@@ -37,16 +37,16 @@ from byref.discovery.usage import UsageFold, UsageLog
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.events import Emitter
-from byref.gateway.config import GatewayConfig, Grant
-from byref.gateway.content import Passed
-from byref.gateway.health import check_store
-from byref.gateway.listchanges import ListChanges
-from byref.gateway.metadata import GATEWAY_EXPLICIT_READ_BYTES
-from byref.gateway.metrics import GatewayMetrics, MetricsSink
-from byref.gateway.scopes import Scopes, ScopeState
-from byref.gateway.toolbox import Toolbox
-from byref.gateway.toolbox_build import build_toolbox, refuse_call_tool
-from byref.gateway.upstream import START_RETRY_AFTER, UpstreamManager
+from byref.gateway.access.scopes import Scopes, ScopeState
+from byref.gateway.catalog.build import build_toolbox, refuse_call_tool
+from byref.gateway.catalog.content import Passed
+from byref.gateway.catalog.listchanges import ListChanges
+from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES
+from byref.gateway.catalog.toolbox import Toolbox
+from byref.gateway.config.file import GatewayConfig, Grant
+from byref.gateway.ops.health import check_store
+from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
+from byref.gateway.upstream.manager import START_RETRY_AFTER, UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store

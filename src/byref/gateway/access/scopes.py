@@ -1,0 +1,387 @@
+"""Scopes and access: who a request runs as, and the conversation its refs resolve against.
+
+Owns the mapping from a connection to a `Scope` and that scope's state: its conversation (the
+gateway's own record of calls and results, which Message refs address, kept by the conversation
+state port, `byref.conversations`), its subscription bus (2026-07-28 listen streams) and the
+open connections to tell about tool-list changes. The law: over HTTP every request carries a
+bearer token the config maps to a tenant and principal, a request without a valid one is
+refused by the HTTP layer before any handler (or upstream) sees it, and refs never resolve
+across scopes — each conversation has its own record, and the store answers another scope's key
+as absent. Conversations: by default each MCP session is its own (`"conversation": "session"`;
+a 2026-07-28 request has no session and uses its principal's), `"principal"` shares one across
+a principal's sessions; over stdio one process is one conversation, a new one unless
+`stdio_conversation` (`--conversation ID`) resumes one. A conversation's record is written
+through the state port once a call (`persist`), so with durable state every Message ref
+resolves after a restart, and memory holds the calls in flight and a few decoded messages. A
+new record starts at a clock-derived seq, so a ref from another record is refused, never
+answered with a newer result; one idle past its ttl expires, and a ref into it is told so.
+Closing a session releases its conversation's memory. Identities are compared as structured
+values (never a joined string, where `a/b` + `c` would equal `a` + `b/c`), and a connection is
+forgotten when it closes.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.to_thread
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.connection import Connection
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
+
+from byref.conversations import (
+    ConversationError,
+    ConversationState,
+    ConversationTranscript,
+    SeqConflict,
+    default_state_url,
+    open_state,
+)
+from byref.discovery.usage import SearchUsage
+from byref.gateway.access.bearer import BearerVerifier, restriction
+from byref.gateway.config.file import GatewayConfig, Grant
+from byref.harness.session import Session
+from byref.store import Scope
+from byref.transcript import Transcript, fresh_origin
+
+CONVERSATION = "gateway"
+"""The conversation id a principal's sessions share (`"conversation": "principal"`)."""
+SESSION_PREFIX = "session-"
+STDIO_PRINCIPAL = "stdio"
+_CONNECTIONS_KEPT = 64
+TRANSCRIPT_CACHE = 32
+"""Decoded messages a scope keeps: the working set reads only the newest, refs mostly recent
+ones; measured, a larger cache only raises the RSS a session starts with (cache=0 is no lower)."""
+SWEEP_EVERY = 60.0
+"""Seconds between sweeps of expired conversations (run when a conversation is opened)."""
+
+
+class AccessRefused(Exception):
+    """A request reached a handler without a grant (the HTTP layer should have refused it)."""
+
+
+def _transcript(spill: Path | None = None) -> Transcript:
+    # A scope state made by hand (not through Scopes) records in memory, spilled.
+    return Transcript(origin=fresh_origin(), spill=True if spill is None else spill,
+                      cache=TRANSCRIPT_CACHE)
+
+
+def spill_directory(store: str | None) -> Path | None:
+    """Where memory state spills: beside a file store (on its disk), else the temp dir."""
+    if store is None:
+        return None
+    parts = urlsplit(store)
+    if parts.scheme != "file":
+        return None
+    # As `open_store` reads it: file://.byref is relative (netloc holds the first segment).
+    root = Path(parts.netloc + parts.path or ".byref")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@dataclass(eq=False)
+class ScopeState:
+    """One scope's conversation in the gateway: its transcript, lock, listen bus, session,
+    working set as last declared, and the connections to tell of changes."""
+
+    scope: Scope
+    transcript: Transcript = field(default_factory=_transcript)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
+    listen: ListenHandler = field(init=False)
+    call_session: tuple[int, Session] | None = None
+    """(toolbox version, the `Session` over it); dropped when the toolbox is rebuilt."""
+    declared: tuple[str, ...] = ()
+    """The working set this scope's clients were last told about (a change is announced)."""
+    usage_logged: int = 0
+    """Usage pairs of this conversation already in the usage log (kept with its record)."""
+    touched: float = field(default_factory=time.time)
+    """When the record was last written or opened (an idle one past its ttl has expired)."""
+    grant: Grant | None = None
+    """The restricting grant this conversation was opened under (None: it sees every tool)."""
+    sessions: set[int] = field(default_factory=set)
+    """Open sessions using this conversation (by connection identity); the last one to close
+    releases it."""
+    _connections: OrderedDict[int, Connection] = field(default_factory=OrderedDict)
+    """Open connections with a channel for notifications, by identity (held, so ids stay)."""
+    _saved_declared: tuple[str, ...] = ()
+    _usage_folded: int = 0
+    _usage_pending: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.listen = ListenHandler(self.bus)
+        self._saved_declared = self.declared
+
+    # -- the record ----------------------------------------------------------------------------
+    def unlogged(self, found: Sequence[SearchUsage]) -> list[SearchUsage]:
+        """Of the usage evidence a fold of this record just found (in order, from its origin),
+        what the usage log does not hold yet; it is saved with the record at `persist`."""
+        skip = max(0, self.usage_logged - self._usage_folded)
+        self._usage_folded += len(found)
+        fresh = list(found[skip:])
+        self.usage_logged += len(fresh)
+        self._usage_pending.extend((u.query, u.tool) for u in fresh)
+        return fresh
+
+    def _take(self) -> tuple[tuple[str, ...] | None, list[tuple[str, str]]]:
+        """What the next batch saves besides the lines: a changed working set, new usage."""
+        declared = self.declared if self.declared != self._saved_declared else None
+        usage, self._usage_pending = self._usage_pending, []
+        return declared, usage
+
+    def _saved(self, declared: tuple[str, ...] | None) -> None:
+        if declared is not None:
+            self._saved_declared = declared
+        assert isinstance(self.transcript, ConversationTranscript)
+        self.touched = self.transcript.lines.state.clock()
+
+    def _flush(self) -> None:
+        transcript = self.transcript
+        if not isinstance(transcript, ConversationTranscript):
+            return
+        declared, usage = self._take()
+        try:
+            transcript.lines.flush(working_set=declared, usage=usage)
+        except BaseException:
+            self._usage_pending[:0] = usage  # kept for the next flush
+            raise
+        self._saved(declared)
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether lines, usage or the declared working set are waiting to be written to the
+        state."""
+        transcript = self.transcript
+        return isinstance(transcript, ConversationTranscript) and bool(
+            transcript.lines.pending or self._usage_pending or self.declared
+            != self._saved_declared)
+
+    async def persist(self) -> None:
+        """Write this call's messages, working set and usage evidence through the state port as
+        one batch (off the event loop when the state is remote). A failure is the operator's:
+        the lines stay in memory (still answering refs here) and go with the next batch."""
+        if not self.unsaved:
+            return
+        transcript = self.transcript
+        assert isinstance(transcript, ConversationTranscript)
+        # The batch is taken here, on the loop; only a remote round trip runs in a thread.
+        declared, usage = self._take()
+        write = functools.partial(transcript.lines.flush, working_set=declared, usage=usage)
+        try:
+            if transcript.lines.state.remote:
+                await anyio.to_thread.run_sync(write)
+            else:
+                write()
+        except SeqConflict as exc:
+            self._usage_pending[:0] = usage
+            # Another process continued this record: two gateways on one --conversation, or
+            # replicas sharing a principal's conversation (not supported: one writer each).
+            print(f"byref gateway: conversation {str(self.scope)!r} is being written by another "
+                  f"process too; run one gateway per conversation. Its newest messages are "
+                  f"kept in this process only: {exc}", file=sys.stderr)
+        except (ConversationError, OSError) as exc:
+            self._usage_pending[:0] = usage
+            print(f"byref gateway: conversation {str(self.scope)!r} not saved (kept in memory, "
+                  f"retried with the next call): {exc}", file=sys.stderr)
+        else:
+            self._saved(declared)
+
+    def close(self) -> None:
+        """Save what is unsaved and release the record's memory."""
+        try:
+            if self.unsaved:
+                self._flush()
+        finally:
+            self.transcript.close()
+            self.call_session = None
+
+    # -- connections ---------------------------------------------------------------------------
+    def remember(self, connection: Connection) -> None:
+        """Keep an open connection to notify it of list changes; forgotten when it closes."""
+        if not connection.has_standalone_channel:
+            return  # a 2026-07-28 request's own connection: its client listens on the bus
+        key = id(connection)
+        if key not in self._connections:
+            connection.exit_stack.callback(self.forget, connection)
+        self._connections[key] = connection
+        self._connections.move_to_end(key)
+        while len(self._connections) > _CONNECTIONS_KEPT:
+            self._connections.popitem(last=False)
+
+    def forget(self, connection: Connection) -> None:
+        """Stop telling `connection` of list changes."""
+        if self._connections.get(id(connection)) is connection:
+            del self._connections[id(connection)]
+
+    @property
+    def connections(self) -> int:
+        """How many connections are kept for notifications."""
+        return len(self._connections)
+
+    async def announce(self, current: Connection | None = None) -> None:
+        """Tell every client of this scope that the tool list changed, in both generations."""
+        await self.bus.publish(ToolsListChanged())
+        if current is not None:
+            self.remember(current)
+        for connection in list(self._connections.values()):
+            try:
+                with anyio.move_on_after(5):
+                    await connection.send_tool_list_changed()
+            except Exception:  # it cannot take a notice: it is gone
+                self.forget(connection)
+
+
+class Scopes:
+    """Conversation state by scope: opened through the state port on first use, released when
+    its last session closes (or at `close`)."""
+
+    def __init__(self, config: GatewayConfig, *, state: ConversationState | None = None) -> None:
+        self.config = config
+        self._states: dict[Scope, ScopeState] = {}
+        self._given = state
+        self._conversations: ConversationState | None = state
+        self._swept = time.monotonic()
+        self._stdio_id = config.stdio_conversation or (
+            CONVERSATION if config.conversation == "principal"
+            else f"stdio-{uuid.uuid4().hex[:16]}")
+        self._stdio_scope: Scope | None = None
+
+    @property
+    def conversations(self) -> ConversationState:
+        """The state port: the config's byref.state, else SQLite beside a file store, else
+        memory (spilled beside a file store or in the temp directory)."""
+        if self._conversations is None:
+            url = self.config.state or default_state_url(self.config.store)
+            spill = spill_directory(self.config.store)
+            self._conversations = open_state(url, ttl=self.config.conversation_ttl,
+                                             spill=True if spill is None else spill)
+        return self._conversations
+
+    @property
+    def stdio_scope(self) -> Scope:
+        """The scope a stdio gateway runs in (one process is one scope)."""
+        # One Scope while its parts stay (each call asks; building one checks its text, ~1.4 us).
+        held = self._stdio_scope
+        if (held is None or held.tenant != self.config.scope
+                or held.conversation != self._stdio_id):
+            held = self._stdio_scope = Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
+        return held
+
+    def state(self, scope: Scope) -> ScopeState:
+        """The state of `scope`, opened on first use; one idle past its ttl is reopened as a new
+        record after the old one."""
+        found = self._states.get(scope)
+        ttl = self.conversations.ttl if found is not None else None
+        if found is not None and ttl is not None and (
+                self.conversations.clock() - found.touched >= ttl):
+            found = self._reopen(found)  # idle past its ttl: a new record after the old one
+        if found is None:
+            found = self._states[scope] = self._open(ScopeState(scope))
+        return found
+
+    def _open(self, state: ScopeState) -> ScopeState:
+        conversations = self.conversations
+        if time.monotonic() - self._swept >= SWEEP_EVERY:
+            self._swept = time.monotonic()
+            conversations.sweep()
+        conversation = conversations.open(state.scope, fresh_origin())
+        state.transcript = ConversationTranscript(conversations, conversation,
+                                                  cache=TRANSCRIPT_CACHE,
+                                                  shared=self.config.replicas)
+        state.declared = state._saved_declared = conversation.working_set
+        state.usage_logged, state._usage_folded = conversation.usage, 0
+        state.touched = conversations.clock()
+        return state
+
+    def _reopen(self, state: ScopeState) -> ScopeState:
+        state.close()
+        return self._open(state)
+
+    def release(self, scope: Scope) -> None:
+        """Save and forget a conversation's state in memory (its last session closed). A
+        session's own conversation kept only in memory is deleted with it: no later session can
+        reach it (a principal's stays for its next session)."""
+        state = self._states.pop(scope, None)
+        if state is None:
+            return
+        state.close()
+        if (self._conversations is not None and not self._conversations.durable
+                and scope.conversation.startswith(SESSION_PREFIX)):
+            self._conversations.delete(scope)
+
+    def close(self) -> None:
+        """Save and release every scope's conversation; the state port is closed if opened
+        here."""
+        try:
+            for state in self._states.values():
+                try:
+                    state.close()
+                except (ConversationError, OSError) as exc:
+                    print(f"byref gateway: conversation {str(state.scope)!r} not saved: {exc}",
+                          file=sys.stderr)
+        finally:
+            self._states.clear()
+            if self._given is None and self._conversations is not None:
+                self._conversations.close()
+                self._conversations = None
+
+    def all(self) -> list[ScopeState]:
+        """Every scope state currently open."""
+        return list(self._states.values())
+
+    def for_request(self, request: Any, connection: Connection | None = None) -> ScopeState:
+        """The conversation a handler's request runs in (`ctx.request`: None over stdio /
+        in-process; `connection`: the request's MCP connection, whose session it is)."""
+        if request is None:
+            return self.state(self.stdio_scope)
+        user = getattr(request, "scope", {}).get("user")
+        if not isinstance(user, AuthenticatedUser):
+            raise AccessRefused("This gateway serves HTTP requests only with a bearer token.")
+        claims = user.access_token.claims or {}
+        tenant, principal = str(claims["tenant"]), str(claims["principal"])
+        grant = restriction(claims)
+        session = connection.session_id if connection is not None else None
+        if self.config.conversation == "principal" or self.config.replicas or not session:
+            scope = Scope(tenant, principal, CONVERSATION)
+        else:
+            scope = Scope(tenant, principal, SESSION_PREFIX + session)
+        fresh = scope not in self._states
+        state = self.state(scope)
+        if fresh:
+            state.grant = grant
+        elif state.grant != grant:
+            # One conversation, one grant: a token seeing other tools must not share its record.
+            raise AccessRefused(f"Conversation {scope.conversation!r} of {principal!r} was "
+                                "opened by a token with another grant; use that token, or a "
+                                "principal of its own for this one.")
+        if connection is not None and session and id(connection) not in state.sessions:
+            state.sessions.add(id(connection))
+            connection.exit_stack.callback(self._session_closed, scope, id(connection))
+        return state
+
+    def _session_closed(self, scope: Scope, connection: int) -> None:
+        state = self._states.get(scope)
+        if state is None:
+            return
+        state.sessions.discard(connection)
+        if not state.sessions:
+            try:
+                self.release(scope)
+            except (ConversationError, OSError) as exc:
+                print(f"byref gateway: conversation {str(scope)!r} not saved: {exc}",
+                      file=sys.stderr)
+
+
+TokenMap = BearerVerifier
+"""Static tokens only (`BearerVerifier(tokens)`); kept under its first name."""

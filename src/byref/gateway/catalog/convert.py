@@ -1,0 +1,159 @@
+"""The edge: MCP types in, byref values out, and back. No other gateway module builds MCP content.
+
+Owns three conversions. (1) An upstream `tools/list` entry becomes a catalog name and a listing
+(`<server>__<tool>`, so names are unique across servers and stable whatever other servers list);
+(2) an upstream `CallToolResult` becomes the value dispatch records: a text block is the exact
+string the server sent (never parsed, even when it looks like JSON), every binary block (image,
+audio, embedded blob) and every embedded text resource over `INLINE_TEXT_RESOURCE_BYTES` becomes
+a `Payload`, so it is stored and the model sees a marker with its ref, and a small embedded text
+resource is kept inline (`{"type": "resource", "uri", "mimeType", "text"}`); what passes to the
+client beside the text (images, links, structuredContent) is `content`'s;
+(3) a dispatch `Part` becomes the `CallToolResult` the client receives, and a byref declaration
+becomes an MCP `Tool`.
+
+The law: nothing is lost in conversion that a tool would need later — text is kept byte for byte
+(what the model sees, what a ref resolves to and what an edit must match are the server's own
+characters; JSON in it is parsed on demand by read_json / query_json, never by replacing it),
+binary bytes go to the store whole, an upstream error stays an error.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Any
+
+import mcp_types as types
+
+from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, server_slug
+from byref.gateway.catalog.metadata import declared_metadata
+from byref.tools import Payload
+from byref.transcript import Part
+
+INLINE_TEXT_RESOURCE_BYTES = 4 * 1024
+"""An embedded text resource up to this size is kept inline (its text in the result, the block
+passed on to the client); a larger one is stored and shown as a marker."""
+NAME_MAX = 64
+"""Providers reject longer tool names; longer qualified names are shortened with a digest."""
+
+
+# -- names and listings ---------------------------------------------------------------------------
+def qualified_name(server: str, tool: str) -> str:
+    """`<server>__<tool>`, provider-safe, at most 64 characters, the same on every run."""
+    name = safe_name(f"{server_slug(server)}__{tool}")
+    if len(name) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:NAME_MAX - 9]}_{digest}"
+
+
+def distinct_name(server: str, tool: str) -> str:
+    """The name for a tool whose qualified name another server's tool already has.
+
+    `<server>__<tool>` is a joined key: servers 'a-b' and 'a_b' slug alike, and server 'a' with
+    tool 'b__c' joins like server 'a__b' with tool 'c'. The digest is of the pair itself.
+    """
+    pair = json.dumps([server, tool], ensure_ascii=False).encode()
+    base = safe_name(f"{server_slug(server)}__{tool}")[:NAME_MAX - 9]
+    return f"{base}_{hashlib.sha256(pair).hexdigest()[:8]}"
+
+
+def listing(server: str, tools: list[types.Tool]) -> list[Listed]:
+    """An upstream's `tools/list` answer in the shape the discovery catalog reads."""
+    raw = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
+    return parse_listing(raw, server=server, where=f"server {server!r}")
+
+
+def capability(server: str, listed: Listed) -> str:
+    """The capability label of a listed tool: `<server slug>:<access>` (read, write, ... from its
+    name and annotations)."""
+    return f"{server_slug(server)}:{access_of(listed.name, listed.annotations)}"
+
+
+def mcp_tool(declaration: dict[str, Any], *, title: str | None = None) -> types.Tool:
+    """A byref declaration (`name`, `description`, `input_schema`, and for a proxied tool `mcp`:
+    its server's title, annotations, icons and `_meta`) as the client sees it.
+
+    No `outputSchema`: the gateway may always answer with a substitute (a placed preview, a
+    marker), which a client holding the upstream's output schema would reject.
+    """
+    meta = declared_metadata(declaration["name"], declaration.get("mcp"))
+    return types.Tool.model_validate({
+        "name": declaration["name"], "description": declaration["description"],
+        "inputSchema": declaration["input_schema"], **meta,
+        **({"title": title} if title is not None else {})})
+
+
+# -- upstream results → values --------------------------------------------------------------------
+def result_value(result: types.CallToolResult, *, server: str, tool: str) -> Any:
+    """What an upstream call returned, as the value byref records (Payloads for binary)."""
+    label = f"{server}.{tool}"
+    values = [_block(block, label) for block in result.content]
+    if not values:
+        return result.structured_content if result.structured_content is not None else ""
+    return values[0] if len(values) == 1 else values
+
+
+def error_text(result: types.CallToolResult) -> str:
+    """The words of an upstream's error result (its text blocks, joined)."""
+    texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    return "\n".join(texts).strip() or "(the server gave no message)"
+
+
+def _block(block: Any, label: str) -> Any:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.ImageContent | types.AudioContent):
+        return Payload.from_bytes(_b64(block.data, label), block.mime_type, kind=block.mime_type,
+                                  label=f"{label} {block.type}")
+    if isinstance(block, types.EmbeddedResource):
+        res = block.resource
+        if isinstance(res, types.TextResourceContents) and len(
+                res.text.encode()) <= INLINE_TEXT_RESOURCE_BYTES:
+            inline: dict[str, Any] = {"type": "resource", "uri": res.uri}
+            if res.mime_type:
+                inline["mimeType"] = res.mime_type
+            inline["text"] = res.text
+            return inline
+        if isinstance(res, types.BlobResourceContents):
+            data = _b64(res.blob, label)
+            media = res.mime_type or "application/octet-stream"
+        else:
+            data = res.text.encode()
+            media = res.mime_type or "text/plain"
+        return Payload.from_bytes(data, media, kind=media, label=f"{label} {res.uri}")
+    if isinstance(block, types.ResourceLink):
+        link: dict[str, Any] = {"type": "resource_link", "uri": block.uri, "name": block.name}
+        if block.mime_type:
+            link["mimeType"] = block.mime_type
+        if block.size is not None:
+            link["size"] = block.size
+        return link
+    return block.model_dump(by_alias=True, mode="json", exclude_none=True)  # pragma: no cover
+
+
+def _b64(data: str, label: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"{label} returned binary content that is not valid base64") from exc
+
+
+# -- dispatch parts → the client's result ---------------------------------------------------------
+def shown_text(part: Part) -> str:
+    """The text the model is shown for a result part (its rendering)."""
+    return part.rendered if part.rendered is not None else str(part.value)
+
+
+def call_result(part: Part) -> types.CallToolResult:
+    """What the client receives: the text the model is shown, and whether it is an error."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=shown_text(part))],
+                                is_error=part.is_error)
+
+
+def call_result_wire(part: Part) -> dict[str, Any]:
+    """`call_result(part)` as the handshake-era JSON the SDK's result sieve makes of it (no model
+    built, validated and dumped again per call; a test pins the two equal)."""
+    return {"content": [{"type": "text", "text": shown_text(part)}], "isError": part.is_error}

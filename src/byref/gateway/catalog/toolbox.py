@@ -1,0 +1,135 @@
+"""The gateway's toolbox: one immutable build of what it offers, and the catalog of upstream tools.
+
+Owns `Toolbox` (the catalog, the scaffolding, what is pinned, why a server is missing, which are
+still starting) and `upstream_catalog` (every listed upstream tool as a proxied byref tool, under a
+server-qualified name, kept by the entry's allow/deny globs and a grant's, plus the JSON readers).
+The law: a toolbox never changes; a tool-list change builds a new one with a higher version, so a
+scope's session over an old version is rebuilt, never patched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import mcp_types as types
+
+from byref.discovery import Catalog
+from byref.discovery.mcp import server_slug
+from byref.dispatch import Call
+from byref.gateway.access.bearer import permits_server, permits_tool
+from byref.gateway.catalog.content import Passed
+from byref.gateway.catalog.convert import distinct_name, listing, qualified_name
+from byref.gateway.catalog.metadata import is_read_only, tool_metadata
+from byref.gateway.catalog.proxy import Invoke, proxied_tool
+from byref.gateway.config.file import GatewayConfig, Grant
+from byref.tools import BUILTIN_JSON_TOOLS, Tool
+
+CALL_TOOL = "call_tool"
+CALL_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "arguments": {"type": "object"},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+# The parameters are explained once, here: property descriptions repeating it cost every turn.
+CALL_TOOL_DESCRIPTION = (
+    "Run a catalog tool without loading it: `name` exactly as search_tools gave it, `arguments` "
+    "its own (any may be a $ref). Use it too when a loaded tool is missing from your tools.")
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    """One build of what the gateway offers: the catalog, the scaffolding, what is pinned, and why
+    any server is missing from it. Immutable; a tool-list change builds a new one."""
+
+    version: int
+    catalog: Catalog
+    scaffolding: tuple[Tool, ...]
+    tools: tuple[Tool, ...]
+    unavailable: dict[str, str]
+    """Server → why its tools are missing from the catalog."""
+    pinned: tuple[Tool, ...] = ()
+    """Declared beside the scaffolding whatever the working set holds (direct mode: every
+    catalog tool; search mode: byref.alwaysLoad)."""
+    call_tool: str = "all"
+    """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
+    starting: tuple[str, ...] = ()
+    """Servers still starting when this box was built (their tools are not in it yet)."""
+
+    @cached_property
+    def always(self) -> frozenset[str]:
+        """The names declared whatever the working set holds (scaffolding and pinned): they
+        take no working-set slot. One set per box (it never changes), not one per call."""
+        return frozenset(t.name for t in (*self.scaffolding, *self.pinned))
+
+    def server_of(self, name: str) -> str:
+        """A metric's server label: the upstream of a catalog tool, else `byref` (its own)."""
+        server = self.catalog.entry(name).server if name in self.catalog else None
+        return server if server is not None else "byref"
+
+    def is_local(self, name: str) -> bool:
+        """Run by byref itself (scaffolding, the JSON readers), not proxied to an upstream: its
+        result may carry recipes naming its seq, so it is recorded under the scope's lock."""
+        return name not in self.catalog or self.catalog.entry(name).server is None
+
+    def still_starting(self, name: str) -> str | None:
+        """The refusal for a tool of a server still starting (not yet listed), else None."""
+        if not self.starting:
+            return None
+        for server in self.starting:
+            if name.startswith(f"{server_slug(server)}__"):
+                return (f"{name!r} cannot run yet: server {server!r} is still starting (its "
+                        "tools are announced when it is ready); try again then.")
+        return None
+
+    def unwrap(self, call: Call) -> Call:
+        """`call_tool(name, arguments)` for a catalog tool, as that tool's own call (else the
+        call itself: call_tool then runs and refuses, saying why)."""
+        if call.name != CALL_TOOL or not isinstance(call.input, dict) or self.call_tool == "off":
+            return call
+        target, args = call.input.get("name"), call.input.get("arguments", {})
+        if not isinstance(target, str) or target not in self.catalog or not set(call.input) <= {
+                "name", "arguments"}:
+            return call
+        if self.call_tool == "readOnly" and not is_read_only(self.catalog.tool(target)):
+            return call  # refused by call_tool itself, saying why
+        return Call(call.id, target, {} if args is None else args)
+
+
+def upstream_catalog(config: GatewayConfig, listings: Mapping[str, list[types.Tool]],
+                     invoke: Invoke, passed: Passed | None, grant: Grant | None) -> Catalog:
+    """Every listed upstream tool a grant may see, as a proxied tool under its server-qualified
+    name (a clash between two servers' names gets a distinct one), then the JSON readers."""
+    catalog = Catalog()
+    for server in config.servers:
+        if not permits_server(grant, server.name):
+            continue
+        raw = {t.name: t for t in listings.get(server.name, [])}
+        for listed in listing(server.name, listings.get(server.name, [])):
+            if not server.keeps(listed.name):  # the entry's "tools" allow/deny globs
+                continue
+            name = qualified_name(server.name, listed.name)
+            if not permits_tool(grant, name):  # a grant's tool globs: as clients name it
+                continue
+            if name in catalog and _pair(catalog, name) != (server.name, listed.name):
+                name = distinct_name(server.name, listed.name)  # another pair joined alike
+            if name not in catalog:  # a server listing one name twice: the first wins
+                meta = tool_metadata(raw[listed.name]) if listed.name in raw else {}
+                catalog.add(proxied_tool(name, listed, invoke, passed=passed, mcp_meta=meta),
+                            server=server.name, original_name=listed.name)
+    # The JSON readers sit behind search: a stored result touches them (working set), so they
+    # are declared from the turn a result needs them, and cost nothing before it.
+    for reader in BUILTIN_JSON_TOOLS:
+        catalog.add(reader)
+    return catalog
+
+
+def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
+    entry = catalog.entry(name)
+    return entry.server, entry.original_name

@@ -1,0 +1,338 @@
+"""The gateway's config file: the `mcpServers` JSON MCP clients already use, plus a `byref` block.
+
+Owns reading and checking that file (its tokens and JWT settings in `config_auth`, the value
+checks every section shares in `config_values`). The law: a config either loads whole or fails
+with one error that names the file, the server and the key (identifiers with `!r`) and says what
+would fit; keys other clients add to a server entry (`alwaysAllow`, …) are ignored, while the
+`byref` block is strict, since a misspelt gateway setting would otherwise pass silently. What
+users already write is honoured as their clients read it: `"disabled": true` leaves a server out,
+`"tools": {"allow": [...], "deny": [...]}` globs filter its tools, `${VAR}` /
+`${VAR:-default}` are taken from the environment in `command`, `args`, `env`, `url` and
+`headers` (an unset variable with no default is an error, never a literal `${VAR}` passed on),
+`"type": "stdio" | "http" | "sse"` picks the transport, and VS Code's `"servers"` file is read
+like `"mcpServers"`.
+
+    {"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]},
+                    "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
+     "byref": {"scope": "me", "timeout": 60, "autoInsertBytes": 24576, "workingSet": 8,
+               "store": "file://.byref", "usage": "usage.jsonl",
+               "tokens": {"<bearer token>": {"tenant": "acme", "principal": "alice"},
+                          "sha256:<hex digest of a token>": {"tenant": "acme", "principal": "bob",
+                                                             "servers": ["git"]}},
+               "state": "sqlite:///.byref/state.db", "conversation": "session",
+               "conversationTtl": 604800,
+               "jwt": {"issuer": "https://login.example", "audience": "byref",
+                       "jwksUri": "https://login.example/jwks", "tenant": "acme"}}}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from byref.discovery import DEFAULT_BUDGET
+from byref.dispatch import AUTO_INSERT_BYTES
+from byref.gateway.config.auth import Grant as Grant
+from byref.gateway.config.auth import JwtConfig as JwtConfig
+from byref.gateway.config.auth import parse_jwt, parse_tokens
+from byref.gateway.config.values import ConfigError as ConfigError
+from byref.gateway.config.values import expand, number, strings
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds one upstream call may take before the model is told it timed out."""
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
+                         "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
+                         "state", "conversation", "conversationTtl", "jwt", "replicas"})
+TRANSPORTS = ("stdio", "http", "sse")
+MODES = ("search", "direct")
+CALL_TOOL_POLICIES = ("all", "readOnly", "off")
+INLINE_MEDIA_BYTES = 4 * 1024 * 1024
+"""Images and audio up to this size reach the client as image/audio content (and are stored, a ref
+beside them); larger ones are stored and shown as a marker only. A full-HD PNG screenshot is
+typically 0.2–3 MB."""
+Transport = Literal["stdio", "http", "sse"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """One upstream: a command to spawn (stdio) or a URL to reach (streamable HTTP, legacy SSE)."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    kind: Transport | None = None
+    """The transport the entry names (`type`); None: stdio for a command, HTTP for a URL."""
+    allow: tuple[str, ...] | None = None
+    """Globs of upstream tool names to keep (None: every tool)."""
+    deny: tuple[str, ...] = ()
+    """Globs of upstream tool names to leave out (applied after `allow`)."""
+
+    @property
+    def transport(self) -> Transport:
+        """How the server is reached: the configured `type`, else http when it has a URL, else
+        stdio."""
+        if self.kind is not None:
+            return self.kind
+        return "http" if self.url is not None else "stdio"
+
+    def keeps(self, tool: str) -> bool:
+        """Whether the entry's `tools` filter lets the upstream tool `tool` into the catalog."""
+        if self.allow is not None and not any(fnmatch.fnmatchcase(tool, g) for g in self.allow):
+            return False
+        return not any(fnmatch.fnmatchcase(tool, g) for g in self.deny)
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """The gateway's whole configuration: the upstream servers and every `byref` setting
+    (`load_config` reads it)."""
+
+    servers: tuple[ServerConfig, ...]
+    scope: str = "local"
+    """The stdio scope's tenant (over stdio one process is one scope)."""
+    timeout: float = DEFAULT_TIMEOUT
+    auto_insert_bytes: int = AUTO_INSERT_BYTES
+    working_set: int = DEFAULT_BUDGET
+    store: str | None = None
+    tokens: dict[str, Grant] = field(default_factory=dict)
+    source: str = "<config>"
+    usage: Path | None = None
+    """The usage log: search → activate evidence is appended to it, and the catalog learns its
+    glossary from it whenever the catalog is built (relative to the config file's folder)."""
+    mode: Literal["search", "direct"] = "search"
+    """search: the client is declared the scaffolding plus its working set; direct: every
+    upstream tool too (for clients such as Claude Code that defer tools themselves)."""
+    always_load: tuple[str, ...] = ()
+    """Catalog tool names (or globs) declared from the first turn in search mode."""
+    call_tool: Literal["all", "readOnly", "off"] = "all"
+    """What call_tool may run: every catalog tool, only tools annotated readOnlyHint (a tool that
+    may change things must be activated and called by its own name, so a client's per-tool
+    permission prompt sees it), or none (call_tool is not declared). Default: 'all' in search
+    mode, 'off' in direct mode (every tool is declared there, so call_tool is only a way round)."""
+    inline_media_bytes: int = INLINE_MEDIA_BYTES
+    state: str | None = None
+    """Conversation state URL (byref.conversations); default: SQLite beside a file store, else
+    memory."""
+    conversation: Literal["session", "principal"] = "session"
+    """session: each MCP session is its own conversation; principal: one per principal."""
+    conversation_ttl: float | None = 7 * 24 * 3600.0
+    """Seconds a conversation may sit idle before it expires (None: never)."""
+    stdio_conversation: str | None = None
+    """Over stdio, the conversation to resume (`--conversation ID`); None: a new one."""
+    jwt: JwtConfig | None = None
+    """HTTP bearer JWT validation, beside (or instead of) the static tokens."""
+    replicas: bool = False
+    """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
+    request may land on any replica) and a principal's conversation is written by all of
+    them (shared writers)."""
+
+    def server(self, name: str) -> ServerConfig:
+        """The upstream named `name`; raises KeyError naming the configured ones."""
+        for s in self.servers:
+            if s.name == name:
+                return s
+        raise KeyError(f"No upstream server {name!r}; configured: "
+                       f"{', '.join(repr(s.name) for s in self.servers) or 'none'}.")
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    """Read and check a config file."""
+    p = Path(path)
+    where = repr(str(p))
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"Config file {where} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Config file {where} cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"Config file {where} is not valid JSON: {exc}") from None
+    return parse_config(raw, source=str(p), base=p.parent)
+
+
+def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None,
+                 environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Check a decoded config; relative `cwd` values are taken from `base`, `${VAR}` from
+    `environ` (default: this process's environment)."""
+    where = repr(source)
+    env = os.environ if environ is None else environ
+    if not isinstance(raw, dict):
+        raise ConfigError(f"Config {where} must be a JSON object with 'mcpServers', got "
+                          f"{type(raw).__name__!r}.")
+    if "mcpServers" in raw and "servers" in raw:
+        raise ConfigError(f"Config {where} has both 'mcpServers' and 'servers'; keep one.")
+    # VS Code's mcp.json names the object "servers"; every other client "mcpServers".
+    key = "servers" if "servers" in raw else "mcpServers"
+    servers_raw = raw.get(key)
+    if not isinstance(servers_raw, dict) or not servers_raw:
+        raise ConfigError(f"Config {where} needs 'mcpServers': an object of server name → "
+                          "{\"command\": …} or {\"url\": …}, as MCP clients write it.")
+    opts = raw.get("byref") or {}
+    if not isinstance(opts, dict):
+        raise ConfigError(f"Config {where}: 'byref' must be an object, got "
+                          f"{type(opts).__name__!r}.")
+    unknown = sorted(set(opts) - _BYREF_KEYS)
+    if unknown:
+        raise ConfigError(f"Config {where}: unknown 'byref' key(s) {', '.join(map(repr, unknown))};"
+                          f" accepted: {', '.join(map(repr, sorted(_BYREF_KEYS)))}.")
+    timeout = number(opts.get("timeout", DEFAULT_TIMEOUT), f"{where} byref.timeout")
+    servers = tuple(_server(name, entry, where, timeout, base, env)
+                    for name, entry in servers_raw.items()
+                    if not _disabled(name, entry, where))
+    scope = opts.get("scope", "local")
+    if not isinstance(scope, str) or not scope:
+        raise ConfigError(f"Config {where}: byref.scope must be a non-empty string, got {scope!r}.")
+    store = opts.get("store")
+    if store is not None and not isinstance(store, str):
+        raise ConfigError(f"Config {where}: byref.store must be a store URL string, got "
+                          f"{store!r}.")
+    usage = opts.get("usage")
+    if usage is not None and (not isinstance(usage, str) or not usage):
+        raise ConfigError(f"Config {where}: byref.usage must be a file path string, got "
+                          f"{usage!r}.")
+    mode = opts.get("mode", "search")
+    if mode not in MODES:
+        raise ConfigError(f"Config {where}: byref.mode must be 'search' or 'direct', got "
+                          f"{mode!r}.")
+    call_tool = opts.get("callTool", "all" if mode == "search" else "off")
+    if call_tool not in CALL_TOOL_POLICIES:
+        raise ConfigError(f"Config {where}: byref.callTool must be 'all', 'readOnly' or 'off', "
+                          f"got {call_tool!r}.")
+    always = opts.get("alwaysLoad", [])
+    if not isinstance(always, list) or not all(isinstance(a, str) and a for a in always):
+        raise ConfigError(f"Config {where}: byref.alwaysLoad must be a list of tool names (as "
+                          f"search_tools gives them, globs allowed), got {always!r}.")
+    return GatewayConfig(
+        mode=mode, call_tool=call_tool, always_load=tuple(always),
+        inline_media_bytes=int(number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
+                                       f"{where} byref.inlineMediaBytes")),
+        usage=None if usage is None else (base or Path.cwd()) / usage,
+        servers=servers, scope=scope, timeout=timeout,
+        auto_insert_bytes=int(number(opts.get("autoInsertBytes", AUTO_INSERT_BYTES),
+                                      f"{where} byref.autoInsertBytes")),
+        working_set=int(number(opts.get("workingSet", DEFAULT_BUDGET),
+                                f"{where} byref.workingSet")),
+        store=store, tokens=parse_tokens(opts.get("tokens", {}), where), source=source,
+        **_conversations(opts, where), jwt=parse_jwt(opts.get("jwt"), where),
+    )
+
+
+def _disabled(name: Any, entry: Any, where: str) -> bool:
+    if not isinstance(entry, dict) or "disabled" not in entry:
+        return False
+    flag = entry["disabled"]
+    if not isinstance(flag, bool):
+        raise ConfigError(f"Config {where} server {name!r}: 'disabled' must be true or false, "
+                          f"got {flag!r}.")
+    return flag
+
+
+def _server(name: Any, entry: Any, where: str, timeout: float, base: Path | None,
+            environ: Mapping[str, str]) -> ServerConfig:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(f"Config {where}: server name {name!r} must be letters, digits, '_', "
+                          "'-' or '.', starting with a letter or digit.")
+    at = f"{where} server {name!r}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"Config {at} must be an object, got {type(entry).__name__!r}.")
+    kind = entry.get("type")
+    if kind is not None and kind not in TRANSPORTS:
+        raise ConfigError(f"Config {at}: 'type' must be 'stdio', 'http' or 'sse', got {kind!r}.")
+    command, url = entry.get("command"), entry.get("url")
+    if (command is None) == (url is None):
+        raise ConfigError(f"Config {at} needs exactly one of 'command' (a program to start) or "
+                          "'url' (a streamable HTTP endpoint).")
+    if kind is not None and (kind == "stdio") != (command is not None):
+        raise ConfigError(f"Config {at}: 'type' {kind!r} needs "
+                          f"{'command' if kind == 'stdio' else 'url'!r}.")
+    if command is not None and (not isinstance(command, str) or not command):
+        raise ConfigError(f"Config {at}: 'command' must be a non-empty string, got {command!r}.")
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"Config {at}: 'url' must be an http:// or https:// URL, got {url!r}.")
+    if url is not None:
+        url = expand(url, at, "url", environ)
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"Config {at}: 'url' must be an http:// or https:// URL, got "
+                              f"{url!r}.")
+    if command is not None:
+        command = expand(command, at, "command", environ)
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"Config {at}: 'args' must be a list of strings, got {args!r}.")
+    args = [expand(a, at, f"args[{i}]", environ) for i, a in enumerate(args)]
+    cwd = entry.get("cwd")
+    if cwd is not None:
+        if not isinstance(cwd, str):
+            raise ConfigError(f"Config {at}: 'cwd' must be a string, got {cwd!r}.")
+        if base is not None and not Path(cwd).is_absolute():
+            cwd = str(base / cwd)
+    allow, deny = _filter(entry.get("tools"), at)
+    return ServerConfig(
+        name=name, command=command, args=tuple(args),
+        env=strings(entry.get("env"), at, "env", environ),
+        cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
+        timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
+        kind=kind, allow=allow, deny=deny,
+    )
+
+
+def _filter(value: Any, at: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    if value is None:
+        return None, ()
+    if not isinstance(value, dict) or not set(value) <= {"allow", "deny"}:
+        raise ConfigError(f"Config {at}: 'tools' must be {{\"allow\": [globs], \"deny\": "
+                          f"[globs]}}, got {value!r}.")
+    out: list[tuple[str, ...] | None] = []
+    for key in ("allow", "deny"):
+        globs = value.get(key)
+        if globs is not None and (not isinstance(globs, list) or not all(
+                isinstance(g, str) and g for g in globs)):
+            raise ConfigError(f"Config {at}: 'tools.{key}' must be a list of tool-name globs, "
+                              f"got {globs!r}.")
+        out.append(None if globs is None else tuple(globs))
+    return out[0], out[1] or ()
+
+
+def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
+    """byref.state (a state URL), byref.conversation and byref.conversationTtl (seconds, or 0
+    for never)."""
+    out: dict[str, Any] = {}
+    state = opts.get("state")
+    if state is not None:
+        if not isinstance(state, str) or "://" not in state:
+            raise ConfigError(f"Config {where}: byref.state must be a state URL (memory://, "
+                              f"sqlite:///state.db, postgresql://…), got {state!r}.")
+        out["state"] = state
+    mode = opts.get("conversation", "session")
+    if mode not in ("session", "principal"):
+        raise ConfigError(f"Config {where}: byref.conversation must be 'session' (each MCP "
+                          "session its own conversation) or 'principal' (one shared by a "
+                          f"principal's sessions), got {mode!r}.")
+    out["conversation"] = mode
+    replicas = opts.get("replicas", False)
+    if not isinstance(replicas, bool):
+        raise ConfigError(f"Config {where}: byref.replicas must be true or false, got "
+                          f"{replicas!r}.")
+    if replicas and not (isinstance(state, str) and state.startswith(("postgresql:",
+                                                                        "postgres:"))):
+        raise ConfigError(f"Config {where}: byref.replicas needs byref.state on PostgreSQL "
+                          "(postgresql://…), which every replica shares.")
+    out["replicas"] = replicas
+    if "conversationTtl" in opts:
+        ttl = opts["conversationTtl"]
+        if isinstance(ttl, bool) or ttl != 0:
+            ttl = number(ttl, f"{where} byref.conversationTtl")
+        out["conversation_ttl"] = None if ttl == 0 else float(ttl)
+    return out

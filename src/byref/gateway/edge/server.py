@@ -1,0 +1,321 @@
+"""Serving the gateway with the `mcp` SDK's low-level server, over stdio or streamable HTTP.
+
+Owns the MCP face: `tools/list`, `tools/call` and `subscriptions/listen` handlers that find the
+request's scope and hand over to `Gateway`, and the two transports. The law: handlers convert at
+the edge and nothing else (MCP types in `convert`, decisions in `core`); over HTTP the SDK's bearer
+middleware refuses a request without a valid token before any handler runs, and the session a
+token opened answers only that token; both protocol generations are served by the SDK's dual-era
+loop, and a tool-list change reaches each (handshake-era: a notification on the connection;
+2026-07-28: the scope's subscription stream).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import warnings
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import mcp_types as types
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+
+from byref.discovery.declare import PLAIN
+from byref.gateway.access.bearer import BearerVerifier
+from byref.gateway.access.scopes import AccessRefused, ScopeState
+from byref.gateway.catalog.content import answer_extras, client_result
+from byref.gateway.catalog.convert import mcp_tool
+from byref.gateway.catalog.toolbox import Toolbox
+from byref.gateway.core import Gateway
+from byref.gateway.edge.lanes.fastpath import PlainCalls
+from byref.gateway.edge.lanes.stdio import StdioLane
+from byref.gateway.edge.ops import ops_routes
+from byref.gateway.passthrough.handlers import Passthrough
+from byref.gateway.passthrough.pages import page
+from byref.gateway.upstream.inputs import Parked, Parking
+from byref.gateway.upstream.relay import calling, may_ask
+from byref.gateway.wire.stdio import stdio_streams
+from byref.harness import REFS_PROTOCOL
+from byref.lens.gateway import lens_route
+from byref.transcript import Part
+
+INSTRUCTIONS = (
+    "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
+    "declared to you: find them with search_tools (its description lists the capability roots), "
+    "load the ones you need with activate_tool, or run any of them without loading it through "
+    "call_tool(name, arguments). " + REFS_PROTOCOL
+)
+
+
+class GatewayServer(Server[Any]):
+    """The low-level server, advertising tool-list changes on handshake-era connections."""
+
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The SDK's options, with tool, prompt and resource list changes advertised by default."""
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(
+                tools_changed=True, prompts_changed=True, resources_changed=True),
+            experimental_capabilities, extensions)
+
+
+class DeclaredSchemas:
+    """Tool name → the input schema the gateway declares for it, from the latest toolbox.
+
+    The SDK checks a 2026-07-28 HTTP `tools/call`'s `Mcp-Param-*` headers against the called
+    tool's input schema; without this lookup it finds that schema by running the whole
+    `tools/list` handler (and serializing its answer) before every call. The lookup answers as
+    `MCPServer`'s own does: by name, not scoped to the caller, None for a name it does not know
+    (nothing to validate). The toolbox is the one the last HTTP request saw (stdio needs none),
+    so the first request a gateway serves is checked against none; a schema is the very object
+    the listing declares.
+    """
+
+    def __init__(self) -> None:
+        self._box: Toolbox | None = None
+        self._scaffolding: dict[str, dict[str, Any]] = {}
+
+    def seen(self, box: Toolbox) -> Toolbox:
+        """Remember `box` as the latest toolbox (its scaffolding schemas recomputed when it
+        changed); returns it."""
+        if box is not self._box:
+            self._box = box
+            self._scaffolding = {t.name: _declared(t) for t in box.scaffolding}
+        return box
+
+    def __call__(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema declared for tool `name`, or None when no toolbox has it."""
+        box = self._box
+        if box is None:
+            return None
+        found = self._scaffolding.get(name)
+        if found is None and name in box.catalog:
+            found = _declared(box.catalog.tool(name))
+        return found
+
+
+def _declared(tool: Any) -> dict[str, Any]:
+    # As `byref.discovery.declare.assemble` declares it (the declaration object is cached).
+    declaration = tool.plain_declaration() if tool.name in PLAIN else tool.declaration()
+    schema: dict[str, Any] = declaration["input_schema"]
+    return schema
+
+
+def build_server(gateway: Gateway) -> GatewayServer:
+    """The MCP server for a running gateway."""
+    schemas = DeclaredSchemas()
+
+    def scope_of(ctx: ServerRequestContext[Any, Any]) -> ScopeState:
+        try:
+            return gateway.scopes.for_request(ctx.request, _connection(ctx))
+        except AccessRefused as exc:
+            raise MCPError(types.INVALID_REQUEST, str(exc)) from None
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        state = scope_of(ctx)
+        connection = _connection(ctx)
+        if connection is not None:
+            state.remember(connection)
+        p.seen(ctx)  # told of resource and prompt list changes too
+        if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
+            schemas.seen(await gateway.toolbox())
+        with calling(ctx):  # an upstream started now asks this client for what it needs
+            declarations = await gateway.declarations(state)
+        tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
+        return types.ListToolsResult(tools=tools, next_cursor=cursor)
+
+    async def run_call(ctx: ServerRequestContext[Any, Any], name: str,
+                       arguments: dict[str, Any]) -> Part:
+        # The whole call but its answer: the handler's path and the plain one (`fastpath`).
+        state = scope_of(ctx)
+        box = await gateway.toolbox()
+        if ctx.request is not None:
+            schemas.seen(box)
+        with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
+            return await gateway.call(state, own_name(box, name), arguments,
+                                      connection=_connection(ctx))
+
+    async def extras(ctx: ServerRequestContext[Any, Any], part: Part
+                     ) -> tuple[list[types.ContentBlock], Any] | None:
+        return await answer_extras(gateway.passed, gateway.store, scope_of(ctx).scope, part)
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | types.InputRequiredResult:
+        state = scope_of(ctx)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
+            box = await gateway.toolbox()
+            if ctx.request is not None:
+                schemas.seen(box)
+            name = own_name(box, params.name)
+
+            # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
+            async def run(parked: Parked) -> types.CallToolResult:
+                with calling(ctx, parked):
+                    part = await gateway.call(state, name, params.arguments or {},
+                                              connection=_connection(ctx))
+                return await client_result(gateway.passed, gateway.store, state.scope, part)
+
+            answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
+                state, params.request_state, params.input_responses, run)
+            return answer
+        part = await run_call(ctx, params.name, params.arguments or {})
+        return await client_result(gateway.passed, gateway.store, state.scope, part)
+
+    async def listen(ctx: ServerRequestContext[Any, Any],
+                     params: types.SubscriptionsListenRequestParams
+                     ) -> types.SubscriptionsListenResult:
+        state = scope_of(ctx)
+        async with p.listening(ctx, params):  # its resource URIs are watched upstream meanwhile
+            return await state.listen(ctx, params)
+
+    from byref import __version__
+
+    parking = Parking()
+    p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
+                    owner=scope_of, store=gateway.store)
+    with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server = GatewayServer(
+            "byref-gateway", version=__version__, instructions=INSTRUCTIONS,
+            lifespan=lambda _: parking.running(),
+            on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
+            get_tool_input_schema=schemas, on_list_resources=p.list_resources,
+            on_list_resource_templates=p.list_templates, on_read_resource=p.read_resource,
+            on_subscribe_resource=p.subscribe, on_unsubscribe_resource=p.unsubscribe,
+            on_list_prompts=p.list_prompts, on_get_prompt=p.get_prompt, on_completion=p.complete,
+            on_set_logging_level=p.set_level, on_roots_list_changed=p.roots_changed)
+    # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
+    server.middleware.append(PlainCalls(server, run_call, extras, _connection))
+    return server
+
+
+def own_name(box: Toolbox, name: str) -> str:
+    """The catalog name for a call: as given, or the one tool a server lists under `name`.
+
+    A client written against a server names its tools as that server does; behind the gateway
+    such a name still runs that tool when exactly one server lists it (else the call goes on as
+    named and is refused with the catalog's names).
+    """
+    if name in box.catalog or any(t.name == name for t in box.scaffolding):
+        return name
+    found = [e.tool.name for e in box.catalog if e.server is not None and e.original_name == name]
+    return found[0] if len(found) == 1 else name
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+    """The request's connection: remembered itself, not the per-request session that wraps it."""
+    found = getattr(ctx.session, "_connection", None)  # the SDK's context exposes no accessor
+    return found if isinstance(found, Connection) else None
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    """Serve one client on this process's stdin/stdout until it disconnects (reads and writes on
+    the event loop: `stdio_transport`)."""
+    async with stdio_streams() as (read, write):
+        await serve_streams(gateway, read, write)
+
+
+async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exception],
+                        write: WriteStream[SessionMessage], *, lane: bool = True) -> None:
+    """Serve one client on a stream pair; on byref's own stdio streams a plain call takes the
+    lane (`lane`; `lane=False` serves every request through the SDK's loop)."""
+    server = build_server(gateway)
+    options = server.create_initialization_options()
+    fast = StdioLane.attach(server, read, write) if lane else None
+    if fast is None:
+        await server.run(read, write, options)
+    else:
+        await fast.run(lambda: server.run(read, write, options))
+
+
+def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
+             path: str = "/mcp", lane: bool = True) -> Starlette:
+    """The streamable HTTP app: bearer tokens from the config, refused before any handler.
+
+    A request is answered with one JSON body (`json_response`), not an SSE stream: the handlers
+    send nothing on a request's own channel before its answer (a tool-list change reaches a
+    handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
+    which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
+    A plain 2026-07-28 call is answered at the app's edge, after the bearer check, by
+    `http_lane` (`lane=False`: every request through the SDK's stack).
+    """
+    if not gateway.config.tokens and gateway.config.jwt is None:
+        raise ValueError(
+            f"Config {gateway.config.source!r} has no byref.tokens: over HTTP every request needs "
+            "a bearer token mapped to a tenant and principal, e.g. \"byref\": {\"tokens\": "
+            "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")
+    server = build_server(gateway)
+    base = f"http://{_url_host(host)}:{port}"
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, json_response=True,
+        stateless_http=gateway.config.replicas,  # replicas: any request, any replica
+        # A request without a valid token gets 401 with `WWW-Authenticate: Bearer ...,
+        # resource_metadata="<base>/.well-known/oauth-protected-resource<path>"` (RFC 9728), and
+        # that document is served, so a client says "authorization needed" instead of failing to
+        # parse a 404. Tokens are checked by the verifier itself (static or JWT), not by resource.
+        auth=AuthSettings(issuer_url=base,  # type: ignore[arg-type]
+                          resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
+                          validate_token_resource=False),
+        token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
+        # The lens at /lens: the caller's own conversations, behind the same bearer check.
+        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
+                                 *ops_routes(gateway)],  # /healthz /readyz /metrics
+    )
+    if lane:
+        try:  # the lane uses the SDK's HTTP entry internals: an SDK without them serves all
+            from byref.gateway.edge.lanes.http import HttpLane
+        except ImportError:
+            return app
+        HttpLane.install(app, server, path)
+    return app
+
+
+def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
+    """A listening TCP socket (port 0 picks a free one); connections queue until served.
+
+    Created as IPPROTO_TCP, not protocol 0: asyncio sets TCP_NODELAY only on accepted sockets
+    whose `proto` says TCP, and without it Nagle meets the client's delayed ACK (~40 ms a request).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_http(gateway: Gateway, sock: socket.socket, *,
+                     announce: TextIO | None = None, lane: bool = True) -> None:
+    """Serve streamable HTTP on a listening socket until cancelled (`lane`: `http_app`'s)."""
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
+    app = http_app(gateway, host=host, port=port, lane=lane)
+    # No access log: at this log level its lines are never shown, yet each response would still
+    # format the client's address and path for it.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    out = announce if announce is not None else sys.stderr
+    print(f"byref gateway listening on http://{_url_host(host)}:{port}/mcp", file=out, flush=True)
+    await server.serve(sockets=[sock])
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,260 @@
+"""Upstream resources passed through: lists, reads, subscriptions and listen streams.
+
+Owns the gateway's handlers for `resources/list`, `resources/templates/list`, `resources/read`,
+`resources/subscribe` and `resources/unsubscribe`, the resource URIs a 2026-07-28 listen stream
+watches, and the upstream resource updates that answer them. URIs are the gateway's
+(`resources`); each request runs on the upstream that owns the URI (`fanout`). The law: a grant
+naming servers sees only their resources (another's read as ones no server offers), a server is
+subscribed upstream while anyone (a subscribed connection or a listen stream) watches the pair
+and unsubscribed when the last stops, and byref's own artifacts (`byref:artifact/<ref>`) are
+answered from the store in the caller's scope (`artifact_resources`), never by an upstream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.server.connection import Connection
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import ResourceUpdated
+
+from byref.gateway.passthrough.artifacts import ArtifactResources
+from byref.gateway.passthrough.pages import page
+from byref.gateway.passthrough.uris import (
+    ARTIFACT_TEMPLATE,
+    ResourceIndex,
+    Subscriptions,
+    artifact_ref,
+    listed_resource,
+    listed_template,
+    namespaced,
+    renamed_contents,
+    split,
+    unresolved,
+)
+from byref.gateway.upstream.fanout import Ctx, Fanout, follow
+from byref.gateway.upstream.relay import calling
+
+
+class ResourcePassthrough:
+    """Every upstream's resources and templates behind the gateway's URIs, plus byref's own."""
+
+    def __init__(self, fan: Fanout, artifacts: ArtifactResources | None) -> None:
+        self._fan = fan
+        self.artifacts = artifacts
+        self.index = ResourceIndex()
+        self.subscriptions = Subscriptions()
+        self._listening: dict[tuple[str, str], int] = {}
+        """(server, URI) → 2026-07-28 listen streams watching it."""
+
+    async def _all_resources(self) -> dict[str, list[types.Resource]]:
+        async def fetch(client: Client) -> list[types.Resource]:
+            return await follow(lambda c: client.list_resources(cursor=c), "resources")
+
+        found = await self._fan.each("listing its resources", _has_resources, fetch)
+        for server, resources in found.items():
+            self.index.listed(server, resources)
+        return found
+
+    async def _all_templates(self) -> dict[str, list[types.ResourceTemplate]]:
+        async def fetch(client: Client) -> list[types.ResourceTemplate]:
+            return await follow(lambda c: client.list_resource_templates(cursor=c),
+                                "resource_templates")
+
+        found = await self._fan.each("listing its resource templates", _has_resources, fetch)
+        for server, templates in found.items():
+            self.index.listed_templates(server, templates)
+        return found
+
+    async def list_resources(self, ctx: Ctx, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        """One page of the resources the caller's grant sees, then the caller's artifacts."""
+        self._fan.seen(ctx)
+        with calling(ctx):
+            found = await self._all_resources()
+        sees = self._fan.sees(ctx)
+        items = [listed_resource(s, r) for s, rs in found.items() if sees(s) for r in rs]
+        if self.artifacts is not None:
+            items += await self.artifacts.resources(ctx)
+        got, cursor = page(items, params.cursor if params else None)
+        return types.ListResourcesResult(resources=got, next_cursor=cursor)
+
+    async def list_templates(self, ctx: Ctx, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        """One page of the templates the caller's grant sees, then the artifact template."""
+        self._fan.seen(ctx)
+        with calling(ctx):
+            found = await self._all_templates()
+        sees = self._fan.sees(ctx)
+        items = [listed_template(s, t) for s, ts in found.items() if sees(s) for t in ts]
+        if self.artifacts is not None:
+            items.append(ARTIFACT_TEMPLATE)
+        got, cursor = page(items, params.cursor if params else None)
+        return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
+
+    async def _owner(self, uri: str, sees: Callable[[str], bool] | None = None
+                     ) -> tuple[str, str]:
+        """(server, its URI) for a URI a client sent: the gateway's form, or a server's own
+        (among the servers `sees` admits: the caller's grant)."""
+        pair = split(uri, self._fan.upstreams())
+        if pair is not None:
+            return pair
+        owners = [s for s in self.index.owners(uri) if sees is None or sees(s)]
+        if len(owners) != 1:  # not known yet, or known as several: ask the servers again
+            await self._all_resources()
+            await self._all_templates()
+            owners = [s for s in self.index.owners(uri) if sees is None or sees(s)]
+        if len(owners) != 1:
+            raise unresolved(uri, owners)
+        return owners[0], uri
+
+    async def read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult | types.InputRequiredResult:
+        """The contents, named as asked, from the owning server (or the store, for an
+        artifact); raises MCPError when no server the grant sees offers the URI."""
+        self._fan.seen(ctx)
+        asked = str(params.uri)
+        ref = artifact_ref(asked)
+        if ref is not None and self.artifacts is not None:  # byref's own, in the caller's scope
+            return await self.artifacts.read(ctx, asked, ref)
+
+        async def run() -> types.ReadResourceResult:
+            server, uri = await self._owner(asked, self._fan.sees(ctx))
+            if not self._fan.sees(ctx)(server):
+                raise unresolved(asked, [])
+
+            async def read(client: Client) -> types.ReadResourceResult:
+                return await client.read_resource(uri)
+
+            result = await self._fan.on(server, f"reading {uri!r}", read)
+            return renamed_contents(result, server, asked, uri)
+
+        return await self._fan.asking(ctx, params, run)
+
+    async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        """Watch a URI for this connection (subscribing upstream for the first watcher); raises
+        MCPError when no seen server offers it or its server does not offer subscriptions."""
+        self._fan.seen(ctx)
+        asked = str(params.uri)
+        connection = getattr(ctx.session, "_connection", None)
+        ref = artifact_ref(asked)
+        if ref is not None and self.artifacts is not None:  # stored bytes never change
+            await self.artifacts.check(ctx, asked, ref)
+            return types.EmptyResult()
+        with calling(ctx):
+            server, uri = await self._owner(asked, self._fan.sees(ctx))
+            if not self._fan.sees(ctx)(server):
+                raise unresolved(asked, [])
+            if not isinstance(connection, Connection):
+                raise MCPError(types.INVALID_REQUEST, "This connection cannot take updates.")
+            first = not self._interest((server, uri))
+            self.subscriptions.add((server, uri), connection, asked)
+            if first:
+                try:
+                    await self._subscribe_upstream(server, uri)
+                except MCPError:
+                    self.subscriptions.remove((server, uri), connection)
+                    raise
+        return types.EmptyResult()
+
+    def _interest(self, pair: tuple[str, str]) -> int:
+        return len(self.subscriptions.of(pair)) + self._listening.get(pair, 0)
+
+    async def _subscribe_upstream(self, server: str, uri: str) -> None:
+        async def sub(client: Client) -> None:
+            caps = client.server_capabilities.resources
+            if caps is None or not caps.subscribe:
+                raise MCPError(types.INVALID_REQUEST, (
+                    f"Server {server!r} does not offer resource subscriptions."))
+            with warnings.catch_warnings():  # removed in 2026-07-28; upstreams are handshake-era
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(uri)
+
+        await self._fan.on(server, f"subscribing to {uri!r}", sub)
+
+    async def _unsubscribe_upstream(self, server: str, uri: str) -> None:
+        async def unsub(client: Client) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.unsubscribe_resource(uri)
+
+        await self._fan.on(server, f"unsubscribing from {uri!r}", unsub)
+
+    @contextlib.asynccontextmanager
+    async def listening(self, ctx: Ctx, params: types.SubscriptionsListenRequestParams
+                        ) -> AsyncIterator[None]:
+        """A 2026-07-28 listen stream's resource URIs are subscribed upstream while it is open
+        (its updates arrive on the scope's bus, `updated`)."""
+        self._fan.seen(ctx)
+        pairs: list[tuple[str, str]] = []
+        with calling(ctx):
+            for asked in params.notifications.resource_subscriptions or ():
+                with contextlib.suppress(MCPError):  # a URI no server offers never updates
+                    pair = await self._owner(asked, self._fan.sees(ctx))
+                    if not self._fan.sees(ctx)(pair[0]):
+                        continue
+                    first = not self._interest(pair)
+                    self._listening[pair] = self._listening.get(pair, 0) + 1
+                    pairs.append(pair)
+                    if first:
+                        await self._subscribe_upstream(*pair)
+        try:
+            yield
+        finally:
+            for pair in pairs:
+                self._listening[pair] -= 1
+                if not self._listening[pair]:
+                    del self._listening[pair]
+                if not self._interest(pair):
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5), \
+                            contextlib.suppress(MCPError):
+                        await self._unsubscribe_upstream(*pair)
+
+    async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams
+                          ) -> types.EmptyResult:
+        """Stop watching a URI for this connection (unsubscribing upstream after the last)."""
+        self._fan.seen(ctx)
+        asked = str(params.uri)
+        connection = getattr(ctx.session, "_connection", None)
+        if artifact_ref(asked) is not None and self.artifacts is not None:
+            return types.EmptyResult()  # nothing was watched
+        with calling(ctx):
+            server, uri = await self._owner(asked)
+            if isinstance(connection, Connection) and self.subscriptions.remove(
+                    (server, uri), connection) and not self._interest((server, uri)):
+                await self._unsubscribe_upstream(server, uri)
+        return types.EmptyResult()
+
+    async def template_owner(self, uri: str) -> tuple[str, str]:
+        """(server, its template) for a template URI a client sent (for completion); raises
+        MCPError naming the candidates unless exactly one server has it."""
+        pair = split(uri, self._fan.upstreams())
+        if pair is not None:
+            return pair
+        templates = await self._all_templates()
+        owners = sorted(s for s, ts in templates.items() if any(t.uri_template == uri for t in ts))
+        if len(owners) != 1:
+            owners = owners or self.index.owners(uri)
+        if len(owners) != 1:
+            raise unresolved(uri, owners)
+        return owners[0], uri
+
+    async def updated(self, server: str, uri: str) -> None:
+        """A server's resource changed: its subscribed connections and every scope's listeners
+        are told (never raises; a slow connection is given 5 s)."""
+        for connection, asked in self.subscriptions.of((server, uri)):
+            with contextlib.suppress(Exception), anyio.move_on_after(5):
+                await connection.send_resource_updated(asked)
+        for state in self._fan.scopes():  # 2026-07-28 listeners: both spellings may be watched
+            for form in (namespaced(server, uri), uri):
+                with contextlib.suppress(Exception):
+                    await state.bus.publish(ResourceUpdated(uri=form))
+
+
+def _has_resources(caps: types.ServerCapabilities) -> bool:
+    return caps.resources is not None

@@ -1,0 +1,151 @@
+"""One operation on a live upstream connection, bounded in time, and the words for how it failed.
+
+Owns `Live` (a connection while it lives: its client, the calls in flight on it, the process behind
+it, and why it broke), `bounded` (one operation on it: its deadline is the server's timeout, and a
+connection that breaks meanwhile cancels it) and `UpstreamError` with the words it carries
+(`describe`, `exit_reason`, `first_line`). Starting, owning and restarting connections is
+`upstream`'s.
+
+The law: an operation ends in its result or an `UpstreamError` whose text names the server and
+says what happened — the server refused it (a JSON-RPC error: the connection is kept), it stopped
+or its connection broke (dropped: the next call starts it again), it hung past its timeout (kept
+while it still answers a ping, else dropped) — never an exception that escapes into the gateway.
+One cancel scope an operation: no watcher task is started per call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from byref.gateway.upstream.spawn import Spawned
+
+T = TypeVar("T")
+
+
+class UpstreamError(Exception):
+    """An upstream server could not answer; the text (naming the server) is shown to the model."""
+
+
+@dataclass
+class Live:
+    """One upstream connection while it lives (its owning task ends it; a break cancels its
+    calls)."""
+
+    client: Client | None = None
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    broken: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reason: str | None = None
+    calls: set[anyio.CancelScope] = field(default_factory=set)
+    """The scopes of the calls in flight: a connection that breaks cancels each of them."""
+    spawned: Spawned | None = None
+    """The process behind a stdio connection (its exit code and last stderr lines)."""
+
+    def fail(self, reason: str) -> None:
+        """Break the connection for `reason` (the first reason given is the one kept)."""
+        if not self.broken.is_set():
+            self.reason = reason
+        self.end()
+
+    def end(self) -> None:
+        """Mark the connection broken and cancel every call in flight on it."""
+        self.broken.set()
+        for scope in list(self.calls):
+            scope.cancel()
+
+
+async def bounded(name: str, timeout: float, live: Live, doing: str,
+                  op: Callable[[Client], Awaitable[T]], *,
+                  drop: Callable[[Live], Awaitable[None]]) -> T:
+    """`op` on server `name`'s live connection within `timeout` seconds; raises UpstreamError
+    saying what happened otherwise (`doing` names the operation; `drop` forgets a connection
+    that must be started again)."""
+    assert live.client is not None
+    client = live.client
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+    # One cancel scope a call: its deadline is the timeout, and a connection that breaks
+    # meanwhile cancels it (`Live.end`), so no watcher task is started per call.
+    with anyio.move_on_after(timeout) as scope:
+        live.calls.add(scope)
+        try:
+            if live.broken.is_set():
+                scope.cancel()
+            outcome.append(await op(client))
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                OSError) as exc:
+            failure.append(exc)
+        finally:
+            live.calls.discard(scope)
+    if outcome:
+        return outcome[0]
+    if failure:
+        err = failure[0]
+        if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
+            # The server answered with a JSON-RPC error: it is alive, the call was refused.
+            raise UpstreamError(f"Server {name!r} refused {doing}: {err.error.message}")
+        live.fail(await exit_reason(live.spawned)
+                  or f"its connection closed ({describe(err)})")
+        await drop(live)
+        raise UpstreamError(f"Server {name!r} stopped while {doing}: {live.reason}. It "
+                            "will be started again on the next call.")
+    if live.broken.is_set():
+        await drop(live)
+        exited = await exit_reason(live.spawned)
+        if exited is not None and (live.reason or "").startswith("its connection closed"):
+            live.reason = exited
+        raise UpstreamError(f"Server {name!r} failed while {doing}: {live.reason}. It "
+                            "will be started again on the next call.")
+    # Timed out. A server that still answers a ping keeps its connection; one that does not
+    # is restarted on the next call.
+    alive = False
+    with anyio.move_on_after(min(5.0, timeout)), contextlib.suppress(Exception):
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await client.list_tools()  # 2026-07-28 has no ping; a listing is as light
+        else:
+            with warnings.catch_warnings():  # deprecated only for 2026-07-28 servers
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.send_ping()
+        alive = True
+    if not alive:
+        live.fail(f"it did not answer within {timeout:g} s and no longer answers a ping")
+        await drop(live)
+    raise UpstreamError(f"Server {name!r} did not finish {doing} within {timeout:g} s"
+                        f"{'' if alive else '; it was stopped and will be started again'}.")
+
+
+async def exit_reason(spawned: Spawned | None) -> str | None:
+    """'it exited with code N: <its last stderr lines>', if the process behind it has exited."""
+    if spawned is None or spawned.pid is None:
+        return None
+    await spawned.settle()
+    return spawned.reason()
+
+
+def describe(exc: BaseException) -> str:
+    """`exc` in a few words for the model (the first of a group's; a missing command named)."""
+    if isinstance(exc, BaseExceptionGroup):
+        inner = exc.exceptions
+        return describe(inner[0]) if inner else type(exc).__name__
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    if isinstance(exc, FileNotFoundError):
+        return f"the command {exc.filename!r} was not found" if exc.filename else str(exc)
+    text = first_line(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def first_line(text: str) -> str:
+    """The first two non-blank lines of `text` as one, at most 200 characters."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return " ".join(lines[:2])[:200] if lines else ""

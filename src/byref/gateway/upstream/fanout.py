@@ -1,0 +1,129 @@
+"""Requests to the upstreams on behalf of one client request: to every server, or to one.
+
+Owns the plumbing the non-tool handlers (`passthrough`, `passthrough_resources`) share: which
+connections to tell of list changes, which servers the caller's grant sees, a request fanned out
+to every server with a capability, a request to the one server that owns a name, an upstream
+list followed through its cursor, and a request that may be parked for a 2026-07-28 client's
+answers (`inputs`). The law: a server that lacks the capability contributes nothing (never an
+error), one that fails is left out of a fan-out and named (MCP internal error) when it is asked
+directly, and no upstream paginator is followed past `_PAGES` pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from byref.gateway.access.bearer import permits_server
+from byref.gateway.upstream.bounds import UpstreamError
+from byref.gateway.upstream.inputs import Parked, Parking
+from byref.gateway.upstream.manager import Upstream
+from byref.gateway.upstream.relay import calling, may_ask
+
+T = TypeVar("T")
+Ctx = ServerRequestContext[Any, Any]
+_PAGES = 100
+"""Upstream pages followed at most (a paginator that never ends cannot hang the gateway)."""
+
+
+class Fanout:
+    """The upstreams as the non-tool handlers reach them, and the client connections seen."""
+
+    def __init__(self, upstreams: Callable[[], dict[str, Upstream]],
+                 scopes: Callable[[], list[Any]],
+                 notice: Callable[[str, Any], Awaitable[None]], *,
+                 parking: Parking | None = None,
+                 owner: Callable[[Ctx], Any] | None = None) -> None:
+        self.upstreams = upstreams
+        self.scopes = scopes
+        """Every scope's state (each has the `bus` its 2026-07-28 listeners hear)."""
+        self._notice = notice
+        self._parking = parking
+        self.owner_of = owner
+        """Who may resume a parked request (the scope a request runs in)."""
+        self.connections: dict[int, Connection] = {}
+        """Handshake-era connections seen, told of resource and prompt list changes."""
+        self._wired: set[int] = set()
+
+    def seen(self, ctx: Ctx) -> None:
+        """Remember the request's connection (for list changes) and hear every upstream."""
+        for up in self.upstreams().values():
+            if id(up) not in self._wired:
+                self._wired.add(id(up))
+                up.on_notice = self._notice
+        connection = getattr(ctx.session, "_connection", None)
+        if isinstance(connection, Connection) and connection.has_standalone_channel and \
+                id(connection) not in self.connections:
+            self.connections[id(connection)] = connection
+            connection.exit_stack.callback(self.connections.pop, id(connection), None)
+
+    def sees(self, ctx: Ctx) -> Callable[[str], bool]:
+        """Whether the request's grant sees a server (resources and prompts are granted by
+        server; an unseen one's are never listed and read as ones no server offers)."""
+        grant = getattr(self.owner_of(ctx), "grant", None) if self.owner_of else None
+        return lambda server: permits_server(grant, server)
+
+    async def each(self, doing: str, has: Callable[[types.ServerCapabilities], bool],
+                   op: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
+        """`op` on every server that has the capability (in parallel, config order kept);
+        servers that fail are left out."""
+        got: dict[str, T] = {}
+
+        async def one(up: Upstream) -> None:
+            async def run(client: Client) -> T | None:
+                return await op(client) if has(client.server_capabilities) else None
+
+            with contextlib.suppress(UpstreamError):
+                found = await up.request(doing, run)
+                if found is not None:
+                    got[up.name] = found
+
+        ups = list(self.upstreams().values())
+        async with anyio.create_task_group() as group:
+            for up in ups:
+                group.start_soon(one, up)
+        return {up.name: got[up.name] for up in ups if up.name in got}
+
+    async def on(self, server: str, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        """`op` on one server; its failure raises as an MCP internal error naming it."""
+        try:
+            return await self.upstreams()[server].request(doing, op)
+        except UpstreamError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+
+    async def asking(self, ctx: Ctx, params: types.InputResponseRequestParams,
+                     run: Callable[[], Awaitable[T]]) -> T | types.InputRequiredResult:
+        """Run under the request's mark; a 2026-07-28 client that can answer questions has it
+        parked, so an upstream's question becomes its InputRequiredResult (`inputs`)."""
+        if self._parking is not None and self.owner_of is not None and \
+                ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
+            async def parked(park: Parked) -> T:
+                with calling(ctx, park):
+                    return await run()
+
+            answer: T | types.InputRequiredResult = await self._parking.call(
+                self.owner_of(ctx), params.request_state, params.input_responses, parked)
+            return answer
+        with calling(ctx):
+            return await run()
+
+
+async def follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> list[Any]:
+    """Every item of an upstream list, following its cursor (at most `_PAGES` pages)."""
+    out: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGES):
+        got = await fetch(cursor)
+        out.extend(getattr(got, items))
+        if not (cursor := got.next_cursor):
+            break
+    return out

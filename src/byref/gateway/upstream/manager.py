@@ -1,0 +1,316 @@
+"""Upstream MCP servers: started lazily, restarted after a crash, every call bounded in time.
+
+Owns the connections to the servers in the config, through the official `mcp` client (a plain
+`tools/call` on a stdio server through `raw_calls`, on the same pipes, with the same outcomes). The
+law: an upstream failure — it cannot start, it crashes mid-call, it hangs past its timeout, it
+writes a line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and
+says what happened, never an exception that escapes into the gateway; a broken connection is
+dropped and the next call starts the server again, so one bad server never stops the others being
+served (one bounded operation and the words for each failure: `upstream_bounds`). Each
+connection is owned by one task of the gateway's task group (the SDK's client must be entered and
+left in the same task); calls from other tasks use it while it lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, NoReturn, TextIO, TypeVar
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from byref.gateway.config.file import ServerConfig
+from byref.gateway.upstream import raw_calls
+from byref.gateway.upstream.bounds import (
+    Live,
+    UpstreamError,
+    bounded,
+    describe,
+    exit_reason,
+    first_line,
+)
+from byref.gateway.upstream.relay import Relay, current
+from byref.gateway.upstream.spawn import Spawned, stdio_process
+
+log = logging.getLogger("byref.gateway")
+T = TypeVar("T")
+
+START_RETRY_AFTER = 30.0
+"""Seconds before a server that failed to start is tried again for a listing."""
+
+
+UPSTREAM_MODE: Literal["legacy"] = "legacy"
+"""Upstreams are spoken to in the handshake generation, which every server serves: a server's
+tool that asks its client for sampling, elicitation or roots mid-call, logs, or takes resource
+subscriptions does so only there (a 2026-07-28 connection has no server→client requests). What
+the gateway's own client speaks is independent (`relay` answers either way)."""
+
+
+class Upstream:
+    """One configured server and its (re)startable connection."""
+
+    def __init__(self, config: ServerConfig, group: anyio.abc.TaskGroup, *,
+                 on_change: Callable[[str], Awaitable[None]] | None = None,
+                 errlog: TextIO | None = None) -> None:
+        self.config = config
+        self.name = config.name
+        self._group = group
+        self._on_change = on_change
+        self._errlog = errlog
+        self._live: Live | None = None
+        self._lock = anyio.Lock()
+        self.starts = 0
+        self.failed_at: float | None = None
+        self.last_error: str | None = None
+        self._spawned: Spawned | None = None
+        self.relay = Relay(config.name)
+        """The way back to the client whose request is in flight here (`relay`)."""
+        self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
+        """Told (server, notification) of its resource and prompt notifications (`passthrough`)."""
+
+    # -- public --------------------------------------------------------------------------------
+    async def list_tools(self) -> list[types.Tool]:
+        """Every tool the server lists (following pagination)."""
+
+        async def fetch(client: Client) -> list[types.Tool]:
+            tools: list[types.Tool] = []
+            cursor: str | None = None
+            for _ in range(100):  # a paginator that never ends cannot hang the gateway
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return tools
+
+        with self.relay.flight(current()):
+            return await self._bounded("listing its tools", fetch)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Run `tool` on the server, bounded by its timeout, with the client's progress token and
+        forwarded `_meta`; raises UpstreamError when the server cannot be reached, fails or times
+        out."""
+        caller = current()
+        # The client's progress token and log opt-in carry on upstream; its progress comes back.
+        progress = caller.progress if caller is not None and caller.progress_token is not None \
+            else None
+        meta = caller.forwarded_meta() if caller is not None else None
+
+        async def run(client: Client) -> types.CallToolResult:
+            raw = self._raw(client) if progress is None and not meta else None
+            if raw is not None and raw_calls.plain(client):
+                result = await raw_calls.call_tool(raw, client, tool, arguments)
+                if result is not None:
+                    return result
+            return await client.call_tool(tool, arguments, progress_callback=progress,
+                                          meta=meta)  # type: ignore[arg-type]
+
+        with self.relay.flight(caller):
+            return await self._bounded(f"running {tool!r}", run)
+
+    async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        """Any other operation on the connection, bounded and failing as a call does."""
+        with self.relay.flight(current()):
+            return await self._bounded(doing, op)
+
+    @property
+    def connected(self) -> Client | None:
+        """The live connection's client, if the server is running now."""
+        live = self._live
+        return live.client if live is not None and not live.broken.is_set() else None
+
+    def _raw(self, client: Client) -> raw_calls.RawCalls | None:
+        """byref's own call path on `client`'s pipes: a stdio connection that is still live."""
+        live = self._live
+        if live is None or live.client is not client or live.broken.is_set() \
+                or live.spawned is None:
+            return None
+        raw = live.spawned.raw
+        return raw if raw is not None and raw.open else None
+
+    async def close(self) -> None:
+        """Stop the connection and wait for it to end (at most 10 s)."""
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop.set()
+            with anyio.move_on_after(10, shield=True):
+                await live.done.wait()
+
+    # -- the connection ------------------------------------------------------------------------
+    async def _bounded(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        live = self._live
+        if live is None or live.broken.is_set():
+            live = await self._connected()
+        return await bounded(self.name, self.config.timeout, live, doing, op, drop=self._drop)
+
+    async def _connected(self) -> Live:
+        async with self._lock:
+            live = self._live
+            if live is not None and not live.broken.is_set():
+                return live
+            if live is not None:
+                await self._drop(live)
+            spawned = self._spawned = Spawned()
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    started: Live = await self._group.start(self._own)
+            except TimeoutError:
+                said = spawned.tail()
+                self._failed(f"it did not complete the MCP handshake within "
+                             f"{self.config.timeout:g} s" + (f"; its stderr: {said}" if said
+                                                              else ""))
+            except Exception as exc:  # whatever starting raised, the model gets words for it
+                exited = await exit_reason(spawned)
+                if exited is not None:
+                    # "Server 'crashy' exited with code 3: fatal: missing API key."
+                    self._failed(exited.removeprefix("it "), started=False)
+                self._failed(describe(exc))
+            self.starts += 1
+            self.failed_at = None
+            self._live = started
+            return started
+
+    def _failed(self, why: str, *, started: bool = True) -> NoReturn:
+        self.failed_at = time.monotonic()
+        self.last_error = why
+        if not started:  # it ran and exited: its own words say why
+            raise UpstreamError(f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}")
+        raise UpstreamError(f"Server {self.name!r} could not be started: {why}.")
+
+    async def _drop(self, live: Live) -> None:
+        if self._live is live:
+            self._live = None
+        live.stop.set()
+
+    async def _own(self, *, task_status: anyio.abc.TaskStatus[Live]) -> None:
+        """Holds one connection open until it is stopped or breaks (runs in the gateway's group)."""
+        live = Live(spawned=self._spawned)
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, Exception):
+                live.fail(f"it sent a message that is not valid JSON-RPC "
+                          f"({first_line(str(message))})")
+            elif isinstance(message, types.ServerNotification) and isinstance(
+                    message, types.ToolListChangedNotification) and self._on_change is not None:
+                await self._on_change(self.name)
+            elif self.on_notice is not None and isinstance(message, (
+                    types.ResourceUpdatedNotification, types.ResourceListChangedNotification,
+                    types.PromptListChangedNotification)):
+                await self.on_notice(self.name, message)
+
+        started = False
+        try:
+            async with Client(self._target(), message_handler=on_message, cache=None,
+                              mode=UPSTREAM_MODE, **self._offered()) as client:
+                live.client = client
+                started = True
+                task_status.started(live)
+                async with anyio.create_task_group() as group:
+                    if self._listens(client):
+                        group.start_soon(self._listen, client, live)
+                    await live.stop.wait()
+                    group.cancel_scope.cancel()
+        except Exception as exc:
+            if not started:
+                raise
+            live.fail(describe(exc))
+            log.info("upstream %r closed: %s", self.name, describe(exc))
+        finally:
+            live.end()
+            live.done.set()
+
+    def _offered(self) -> dict[str, Any]:
+        """What the gateway offers the server: sampling, elicitation and roots (answered by the
+        calling client, `relay`), and its log messages (forwarded naming the server)."""
+        relay = self.relay
+
+        async def sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
+            kind = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+            return await relay.forward(types.CreateMessageRequest(params=params), kind)
+
+        async def elicitation(_: Any, params: types.ElicitRequestParams) -> Any:
+            return await relay.forward(types.ElicitRequest(params=params), types.ElicitResult)
+
+        async def roots(_: Any) -> Any:
+            return await relay.forward(types.ListRootsRequest(), types.ListRootsResult)
+
+        return {"sampling_callback": sampling, "elicitation_callback": elicitation,
+                "list_roots_callback": roots, "logging_callback": relay.log,
+                "sampling_capabilities": types.SamplingCapability(
+                    tools=types.SamplingToolsCapability())}
+
+    def _listens(self, client: Client) -> bool:
+        tools = client.server_capabilities.tools
+        return (self._on_change is not None and client.protocol_version in
+                MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed))
+
+    async def _listen(self, client: Client, live: Live) -> None:
+        assert self._on_change is not None
+        with contextlib.suppress(Exception):
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    await self._on_change(self.name)
+
+    def _target(self) -> Any:
+        c = self.config
+        if c.transport == "sse":
+            assert c.url is not None
+            return sse_client(c.url, headers=c.headers or None, timeout=c.timeout)
+        if c.url is not None:
+            return streamable_http_client(c.url, http_client=create_mcp_http_client(
+                headers=c.headers or None))
+        assert c.command is not None
+        # The server's stderr goes where the gateway operator will see it (never to stdout,
+        # which carries the gateway's own protocol over stdio).
+        errlog = self._errlog if self._errlog is not None else sys.stderr
+        params = StdioServerParameters(command=c.command, args=list(c.args), env=c.env or None,
+                                       cwd=c.cwd)
+        if sys.platform == "win32" or self._spawned is None:  # pragma: no cover
+            return stdio_client(params, errlog=errlog)
+        return stdio_process(params, self._spawned, errlog=errlog)
+
+
+class UpstreamManager:
+    """Every configured upstream, by name."""
+
+    def __init__(self, configs: tuple[ServerConfig, ...], group: anyio.abc.TaskGroup, *,
+                 on_change: Callable[[str], Awaitable[None]] | None = None,
+                 errlog: TextIO | None = None) -> None:
+        self.upstreams = {c.name: Upstream(c, group, on_change=on_change, errlog=errlog)
+                          for c in configs}
+
+    def __getitem__(self, name: str) -> Upstream:
+        return self.upstreams[name]
+
+    async def list_all(self) -> tuple[dict[str, list[types.Tool]], dict[str, str]]:
+        """Listings of every server that answers, and why each other one did not (in parallel)."""
+        listings: dict[str, list[types.Tool]] = {}
+        errors: dict[str, str] = {}
+
+        async def one(up: Upstream) -> None:
+            try:
+                listings[up.name] = await up.list_tools()
+            except UpstreamError as exc:
+                errors[up.name] = str(exc)
+
+        async with anyio.create_task_group() as group:
+            for up in self.upstreams.values():
+                group.start_soon(one, up)
+        return listings, errors
+
+    async def close(self) -> None:
+        """Close every upstream connection, in parallel."""
+        async with anyio.create_task_group() as group:
+            for up in self.upstreams.values():
+                group.start_soon(up.close)

@@ -1,0 +1,214 @@
+"""The way back: what an upstream says to a client reaches the client session that made the call.
+
+Owns the routing of upstream → client traffic: sampling, elicitation and roots requests, progress
+and log notifications. A handler marks the client request it serves (`calling`); an upstream
+operation started under that mark registers the request as in flight on its upstream (`Relay`),
+and whatever the upstream sends meanwhile goes to that request's session — on the request's own
+channel, so over HTTP it rides that call's stream. The law: a message goes to one client, the one
+whose request is in flight on that upstream; when requests of several client sessions are in
+flight at once, a server→client request cannot be attributed and is refused with a reason
+(never guessed), and a notification goes to each of them. Outside any call (a server asking for
+roots after it starts, say) the last session that used the upstream answers on its connection.
+The gateway offers every upstream sampling, elicitation and roots, so tools gated on them stay
+listed; a client that lacks one gets the upstream's request refused, saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+from pydantic import BaseModel
+
+from byref.gateway.upstream.inputs import Parked
+
+R = TypeVar("R", bound=BaseModel)
+
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+_FORWARDED_META = (LOG_LEVEL_META,)
+"""Request `_meta` keys an upstream call carries on (a 2026-07-28 client's log opt-in)."""
+
+
+@dataclass(eq=False)
+class Caller:
+    """One client request being served: where replies to its upstream traffic go."""
+
+    ctx: ServerRequestContext[Any, Any]
+    park: Parked | None = None
+    """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
+
+    @property
+    def connection(self) -> Connection | None:
+        """The request's connection, or None."""
+        found = getattr(self.ctx.session, "_connection", None)  # the SDK exposes no accessor
+        return found if isinstance(found, Connection) else None
+
+    @property
+    def key(self) -> int:
+        """Which client session: requests on one connection share it."""
+        return id(self.connection) if self.connection is not None else id(self.ctx.session)
+
+    @property
+    def progress_token(self) -> Any:
+        """The client's progress token for this request, or None."""
+        meta = self.ctx.meta or {}
+        return meta.get("progressToken", meta.get("progress_token"))
+
+    def forwarded_meta(self) -> dict[str, Any] | None:
+        """The request's `_meta` entries that are passed on upstream, or None."""
+        meta: dict[str, Any] = dict(self.ctx.meta or {})
+        kept = {k: meta[k] for k in _FORWARDED_META if k in meta}
+        return kept or None
+
+    def supports(self, what: str) -> bool:
+        """Whether the client declared the capability `what` (sampling, elicitation, roots)."""
+        caps = self.ctx.session.client_capabilities
+        if caps is None:
+            return False
+        return getattr(caps, what, None) is not None
+
+    @property
+    def own_channel(self) -> bool:
+        """Whether the request's own channel carries messages (not an HTTP request answered
+        with one JSON body: then they go on the connection's standalone stream)."""
+        return self.ctx.session.can_send_request
+
+    async def request(self, request: Any, result_type: type[R], *,
+                      scoped: bool) -> R | types.ErrorData:
+        """Put an upstream's request to the client (through the parked call when there is one); its
+        result or the client's error."""
+        if self.park is not None:
+            return await self.park.ask(request, result_type)
+        scoped = scoped and self.own_channel
+        metadata = ServerMessageMetadata(related_request_id=self.ctx.request_id) if scoped else None
+        return await self.ctx.session.send_request(request, result_type, metadata=metadata)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Pass an upstream's progress to the client (dropped once a parked request was
+        answered)."""
+        if self.park is not None and self.park.answered_once:
+            return  # the request it belonged to has been answered (InputRequiredResult)
+        if self.own_channel:
+            await self.ctx.session.report_progress(progress, total, message)
+        elif self.progress_token is not None:
+            await self.ctx.session.send_progress_notification(
+                self.progress_token, progress, total, message)
+
+    async def log(self, params: types.LoggingMessageNotificationParams, *, scoped: bool) -> None:
+        """Pass an upstream's log message to the client (related to this request when `scoped`)."""
+        with warnings.catch_warnings():  # deprecated for 2026-07-28, where it is opt-in
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            sending = self.ctx.session.send_log_message(
+                params.level, params.data, logger=params.logger,
+                related_request_id=self.ctx.request_id if scoped and self.own_channel
+                else None)
+        await sending
+
+
+CALLER: ContextVar[Caller | None] = ContextVar("byref_gateway_caller", default=None)
+
+
+@contextlib.contextmanager
+def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None
+            ) -> Iterator[Caller]:
+    """Mark the client request a handler serves, for every upstream operation it starts."""
+    caller = Caller(ctx, park)
+    token = CALLER.set(caller)
+    try:
+        yield caller
+    finally:
+        CALLER.reset(token)
+
+
+def may_ask(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the request's client could answer an upstream's question at all."""
+    caps = ctx.session.client_capabilities
+    return caps is not None and any(
+        getattr(caps, c, None) is not None for c in ("sampling", "elicitation", "roots"))
+
+
+def current() -> Caller | None:
+    """The client request this task is serving, or None."""
+    return CALLER.get()
+
+
+_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
+               "roots/list": "roots"}
+
+
+class Relay:
+    """One upstream's way back: the client requests in flight on it, and the last one seen."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._flight: dict[int, Caller] = {}
+        self._last: Caller | None = None
+
+    @contextlib.contextmanager
+    def flight(self, caller: Caller | None) -> Iterator[None]:
+        """Mark `caller` in flight on this upstream while the body runs (None: nothing is
+        marked)."""
+        if caller is None:
+            yield
+            return
+        self._flight[id(caller)] = caller
+        self._last = caller
+        try:
+            yield
+        finally:
+            self._flight.pop(id(caller), None)
+
+    def _targets(self) -> list[Caller]:
+        """One caller per client session in flight (the newest request of each)."""
+        by_session: dict[int, Caller] = {}
+        for caller in self._flight.values():
+            by_session[caller.key] = caller
+        return list(by_session.values())
+
+    async def forward(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
+        """A server→client request, answered by the client whose call is in flight."""
+        method = request.method
+        what = _CAPABILITY.get(method, method)
+        targets = self._targets()
+        if len(targets) > 1:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                f"byref gateway: {method} from server {self.server!r} cannot be attributed: calls "
+                f"of {len(targets)} client sessions are in flight on it."))
+        caller, scoped = (targets[0], True) if targets else (self._last, False)
+        if caller is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                f"byref gateway: no client session has used server {self.server!r} yet, so its "
+                f"{method} has no one to answer it."))
+        if not caller.supports(what):
+            return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                f"byref gateway: the client connected to the gateway does not support {what}, "
+                f"so server {self.server!r}'s {method} cannot be answered."))
+        try:
+            return await caller.request(request, result_type, scoped=scoped)
+        except MCPError as exc:
+            return exc.error
+        except Exception as exc:  # the client is gone or cannot take requests: the upstream hears
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=(
+                f"byref gateway: {method} could not reach the client: {type(exc).__name__}: "
+                f"{exc}"[:300]))
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """An upstream log message, naming the server, to each session in flight (else the last)."""
+        named = params.model_copy(update={
+            "logger": self.server if not params.logger else f"{self.server}/{params.logger}"})
+        targets = self._targets()
+        scoped = bool(targets)
+        if not targets and self._last is not None:
+            targets = [self._last]
+        for caller in targets:
+            with contextlib.suppress(Exception):  # a client that cannot take it has gone
+                await caller.log(named, scoped=scoped)
