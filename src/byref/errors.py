@@ -11,7 +11,8 @@ The law: every error byref raises on purpose is a `ByrefError`, and its class sa
     │   └── jsonview.StaleSelectionError, jsonview.NotJsonError, discovery.FilterError
     ├── DeveloperError   the code calling byref: a wrong argument or setup; the message says what
     │   │                to do next
-    │   ├── InvalidValue (also a ValueError), jsonview.JsonEncodeError (also a TypeError)
+    │   ├── InvalidValue (also a ValueError), MisuseError (also a RuntimeError),
+    │   │   jsonview.JsonEncodeError (also a TypeError)
     │   ├── harness: ProviderSetupError (MissingSDKError, MissingKeyError), StepLimitError,
     │   │            ScriptExhaustedError; context.ContextBudgetError; discovery.OntologyError
     └── OperatorError    the deployment: a store, a config file, an upstream server, the host
@@ -69,10 +70,16 @@ class InvalidValue(DeveloperError, ValueError):
     """An argument byref cannot use (a bad name, budget, scope, option); it says what fits."""
 
 
+class MisuseError(DeveloperError, RuntimeError):
+    """byref was used out of order (not started, closed, or outside its owner); it says what to
+    do first."""
+
+
 class OperatorError(ByrefError):
     """The deployment failed byref: a store, a config file, an upstream server, the host."""
 
 
 __all__ = [
-    "ByrefError", "DeveloperError", "InvalidValue", "OperatorError", "RefusalReason", "Refused",
+    "ByrefError", "DeveloperError", "InvalidValue", "MisuseError", "OperatorError",
+    "RefusalReason", "Refused",
 ]

@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from byref.errors import Refused
+from byref.errors import InvalidValue, Refused
 
 ENVELOPE_KEY: Final = "$ref"
 DEFAULT_VALIDATION_CAP: Final = 8
@@ -83,7 +83,7 @@ class Blob:
 
     def __post_init__(self) -> None:
         if (self.key is None) == (self.source is None):
-            raise ValueError("Blob needs exactly one of key= or source=")
+            raise InvalidValue("Blob needs exactly one of key= or source=")
 
     def to_json(self) -> dict[str, Any]:
         """This address in its wire form: by `key`, or by the recipe it derives from."""

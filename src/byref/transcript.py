@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from byref.errors import OperatorError
+from byref.errors import InvalidValue, OperatorError
 from byref.refs import Ref, RefRefusal, parse_server_ref, quote
 from byref.transcript_lines import FileLines, Lines, MemoryLines
 from byref.transcript_lines import TranscriptClosedError as TranscriptClosedError
@@ -122,11 +122,11 @@ class Transcript:
                  spill: bool | str | Path = False, cache: int = DEFAULT_CACHE,
                  lines: Lines | None = None) -> None:
         if isinstance(origin, bool) or not isinstance(origin, int) or origin < 0:
-            raise ValueError(f"Transcript origin must be a non-negative integer, got {origin!r}")
+            raise InvalidValue(f"Transcript origin must be a non-negative integer, got {origin!r}")
         if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
-            raise ValueError(f"Transcript cache must be a non-negative integer, got {cache!r}")
+            raise InvalidValue(f"Transcript cache must be a non-negative integer, got {cache!r}")
         if path is not None and spill is not False:
-            raise ValueError(f"A persisted transcript ({str(path)!r}) is its own file; spill "
+            raise InvalidValue(f"A persisted transcript ({str(path)!r}) is its own file; spill "
                              f"applies only to one kept without a path, got spill={spill!r}")
         self.path = Path(path) if path is not None else None
         self.origin = origin
@@ -137,7 +137,7 @@ class Transcript:
         self._lines: Lines
         if lines is not None:  # kept elsewhere (byref.conversations): adopted as they are
             if path is not None or spill is not False:
-                raise ValueError("A transcript over given lines takes no path or spill.")
+                raise InvalidValue("A transcript over given lines takes no path or spill.")
             self._lines = lines
         elif self.path is not None:
             self._lines = self._load(self.path)
@@ -151,7 +151,7 @@ class Transcript:
         """Record a message of `role` with `parts` and return it; raises `ValueError` for no
         parts or a value that cannot be recorded, leaving the transcript unchanged."""
         if not parts:
-            raise ValueError("a message needs at least one part")
+            raise InvalidValue("a message needs at least one part")
         with self._lock:
             return self._append(role, parts)
 
@@ -160,7 +160,7 @@ class Transcript:
         """Append only if the message lands at `seq` (a result whose refs were rendered with
         the seq before it); None, with nothing written, when another message came first."""
         if not parts:
-            raise ValueError("a message needs at least one part")
+            raise InvalidValue("a message needs at least one part")
         with self._lock:
             if self.origin + len(self._lines) != seq:
                 return None

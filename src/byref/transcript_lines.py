@@ -20,8 +20,10 @@ from array import array
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from byref.errors import DeveloperError
 
-class TranscriptClosedError(ValueError):
+
+class TranscriptClosedError(DeveloperError, ValueError):
     """The transcript was closed; its lines are gone (developer-facing)."""
 
 

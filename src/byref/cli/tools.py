@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from byref.errors import InvalidValue
+
 
 def register(sub: Any) -> None:
     """Add the `tools` command to the CLI's subparsers."""
@@ -70,9 +72,9 @@ def _queries(path: Path) -> Iterator[str]:
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{str(path)!r} line {number} is not JSON: {exc}") from exc
+                raise InvalidValue(f"{str(path)!r} line {number} is not JSON: {exc}") from exc
             if not isinstance(raw, dict) or not isinstance(raw.get("query"), str):
-                raise ValueError(f"{str(path)!r} line {number} has no 'query' string.")
+                raise InvalidValue(f"{str(path)!r} line {number} has no 'query' string.")
             yield raw["query"]
         else:
             yield line.strip()

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from byref.errors import InvalidValue
+
 _COLUMNS = ("tool", "op", "reason", "ref", "kind", "bytes")
 
 
@@ -31,7 +33,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
             try:
                 events.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{str(path)!r} line {number} is not JSON: {exc.msg}") from exc
+                raise InvalidValue(f"{str(path)!r} line {number} is not JSON: {exc.msg}") from exc
     return events
 
 

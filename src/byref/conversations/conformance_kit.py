@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from byref.conversations.port import ConversationBusy, ConversationState, SeqConflict
+from byref.errors import DeveloperError
 from byref.store import Scope
 
 PROCESS_TIMEOUT = 120.0
@@ -16,7 +17,7 @@ TTL = 100.0
 """The ttl the battery's states are created with (seconds of the battery's own clock)."""
 
 
-class CaseFailed(Exception):
+class CaseFailed(DeveloperError):
     """A law did not hold."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import msgspec
 
 from byref.conversations.port import Conversation, ConversationState, SeqConflict
+from byref.errors import InvalidValue, MisuseError
 from byref.transcript import (
     DEFAULT_CACHE,
     Message,
@@ -116,7 +117,7 @@ class ConversationLines:
         with self._flushing:
             with self._lock:
                 if self._pending:
-                    raise RuntimeError("numbered() with lines still waiting to be flushed")
+                    raise MisuseError("numbered() with lines still waiting to be flushed")
             seq = self.state.append_numbered(self.scope, head, tail)
             with self._lock:
                 self._flushed = max(self._flushed, seq - self.origin + 1)
@@ -131,7 +132,7 @@ class ConversationLines:
                               "transcript began (it expired or was deleted); open it again.")
         with self._lock:
             if self._pending:
-                raise RuntimeError("refresh() with lines still waiting to be flushed")
+                raise MisuseError("refresh() with lines still waiting to be flushed")
             self._flushed = max(self._flushed, conversation.length)
 
     def discard(self) -> None:
@@ -178,7 +179,7 @@ class ConversationTranscript(Transcript):
         if not self.shared:
             return super().append(role, parts)
         if not parts:
-            raise ValueError("a message needs at least one part")
+            raise InvalidValue("a message needs at least one part")
         # Encoded with seq 0, then split around that number: the state writes in the real one.
         # Encoding first means a value that cannot be recorded raises before anything is written.
         line = self._encoder.encode(Message(0, role, tuple(parts)).to_json()) + b"\n"

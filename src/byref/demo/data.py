@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from byref.errors import InvalidValue
+
 DEFAULT_SIZE = 2_100_000
 DEFAULT_OPEN = 148
 PROJECT = "ATLAS"
@@ -36,7 +38,7 @@ def parse_size(text: str) -> int:
     """'2.1MB' → 2_100_000; also accepts plain byte counts."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?B?)\s*", text.upper())
     if not match:
-        raise ValueError(f"Cannot read size {text!r}; write it like '2MB', '200MB' or '2GB'.")
+        raise InvalidValue(f"Cannot read size {text!r}; write it like '2MB', '200MB' or '2GB'.")
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 

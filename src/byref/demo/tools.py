@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from byref.errors import InvalidValue
 from byref.tools import Payload, Tool, tool
 
 
@@ -27,7 +28,7 @@ def make_tools(export_path: Path, pdf_path: Path, delivered: Delivered) -> list[
         ({"project", "count", "items": [...]}; each item has id, title, status, priority,
         assignee, updated, description)."""
         if project.upper() != "ATLAS":
-            raise ValueError(f"Unknown project {project!r}; the only project is 'ATLAS'.")
+            raise InvalidValue(f"Unknown project {project!r}; the only project is 'ATLAS'.")
         return Payload.from_path(export_path, "application/json", kind="export/work-items",
                                  label=f"{project} work items export")
 

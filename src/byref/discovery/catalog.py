@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from byref.discovery.ontology import Ontology, capability_root, relationship_endpoints
+from byref.errors import InvalidValue
 from byref.tools import Tool
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class Catalog:
         entry = Entry(tool, server, original_name or tool.name, rels, entities, glossary)
         with self._lock:
             if tool.name in self._entries:
-                raise ValueError(
+                raise InvalidValue(
                     f"The catalog already has a tool named {tool.name!r}"
                     + (f" (from server {self._entries[tool.name].server!r})"
                        if self._entries[tool.name].server else "")

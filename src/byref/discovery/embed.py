@@ -31,6 +31,7 @@ from byref.discovery.index import (
 )
 from byref.discovery.text import split_words
 from byref.discovery.vectorcache import VectorCache, cache_dir
+from byref.errors import InvalidValue
 
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text",
            "document_texts", "document_views"]
@@ -149,15 +150,15 @@ class HybridRanker:
         name_share: float = NAME_SHARE,
     ) -> None:
         if not 0.0 <= lexical_weight <= 1.0:
-            raise ValueError(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
+            raise InvalidValue(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
         self._encoder = encoder
         self.lexical_weight = lexical_weight
         self.density_weight = density_weight
         if not 0.0 <= description_share <= 1.0:
-            raise ValueError(f"description_share {description_share!r} must lie in [0, 1].")
+            raise InvalidValue(f"description_share {description_share!r} must lie in [0, 1].")
         self.description_share = description_share
         if not 0.0 <= name_share <= 1.0:
-            raise ValueError(f"name_share {name_share!r} must lie in [0, 1].")
+            raise InvalidValue(f"name_share {name_share!r} must lie in [0, 1].")
         self.name_share = name_share
         self._density: dict[int, tuple[Any, Any]] = {}
         self.rerank: Rerank = rerank

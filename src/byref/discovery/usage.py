@@ -23,7 +23,7 @@ from typing import Any
 
 from byref.discovery.text import ANALYZER, Analyzer
 from byref.discovery.workingset import ACTIVATE, SEARCH
-from byref.errors import OperatorError
+from byref.errors import InvalidValue, OperatorError
 from byref.transcript import Transcript
 
 MIN_SUPPORT = 3
@@ -197,7 +197,7 @@ def learn_glossary(
     Deterministic: ties are broken by the word itself, so the same usage gives the same text.
     """
     if min_support < 1 or max_terms < 1:
-        raise ValueError(
+        raise InvalidValue(
             f"min_support and max_terms must be ≥ 1, got {min_support!r} and {max_terms!r}."
         )
     support: dict[str, Counter[str]] = defaultdict(Counter)

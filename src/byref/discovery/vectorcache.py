@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from byref.errors import InvalidValue
+
 CACHE_ENV = "BYREF_VECTOR_CACHE"
 """Directory of the vector cache, or `off` to disable it."""
 OFF = "off"
@@ -72,7 +74,7 @@ class VectorCache:
     def __init__(self, directory: str | Path, model_id: str, *,
                  max_entries: int = MAX_ENTRIES) -> None:
         if not model_id or not all(c in "0123456789abcdef" for c in model_id):
-            raise ValueError(f"model_id {model_id!r} must be a lower-case hex digest.")
+            raise InvalidValue(f"model_id {model_id!r} must be a lower-case hex digest.")
         self.directory = Path(directory)
         self.model_id = model_id
         self.max_entries = max_entries

@@ -24,6 +24,7 @@ from collections.abc import Container, Iterable, Iterator
 from typing import Any, ClassVar
 
 from byref.discovery.catalog import Catalog
+from byref.errors import InvalidValue, MisuseError
 from byref.refs import Blob
 from byref.transcript import Part, Transcript
 
@@ -114,7 +115,7 @@ class Projection:
                     always: Container[str] = ()) -> list[str]:
         """As `working_set()`, for this projection's transcript as it is now."""
         if budget < 0:
-            raise ValueError(f"The working-set budget must be ≥ 0, got {budget!r}.")
+            raise InvalidValue(f"The working-set budget must be ≥ 0, got {budget!r}.")
         with self._lock:
             self._catch_up()
             # The last answer stands while the order of names is as it was (the generation) and
@@ -147,7 +148,7 @@ class Projection:
     def _catch_up(self) -> None:
         transcript = self._transcript()
         if transcript is None:
-            raise RuntimeError("The transcript of this working-set projection no longer exists.")
+            raise MisuseError("The transcript of this working-set projection no longer exists.")
         last = transcript.last_seq
         if last is None:
             return
@@ -253,7 +254,7 @@ def _pick(names: Iterable[str], catalog: Container[str], budget: int,
           always: Container[str]) -> list[str]:
     """The first `budget` distinct catalog names of `names` (newest first), skipping `always`."""
     if budget < 0:
-        raise ValueError(f"The working-set budget must be ≥ 0, got {budget!r}.")
+        raise InvalidValue(f"The working-set budget must be ≥ 0, got {budget!r}.")
     out: list[str] = []
     seen: set[str] = set()
     for name in names:

@@ -8,10 +8,9 @@ refusal lists up to 10 live refs of the wanted kind (label, size) so the model c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from byref.errors import RefusalReason
+from byref.errors import RefusalReason, Refused
 from byref.refs import Blob, MessageRef, RefRefusal, is_envelope, parse_model_envelope, quote
 from byref.resolve import Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
@@ -21,14 +20,13 @@ from byref.tools.tool import Tool
 LIVE_LIMIT = 10
 
 
-@dataclass(frozen=True, slots=True)
-class WantsRefusal(Exception):
+class WantsRefusal(Refused):
     """A `wants` argument could not be resolved: the model-facing text, its reason code, the ref
     and the detail for the trace."""
-    text: str
-    reason: RefusalReason
-    ref: str | None
-    detail: str
+
+    def __init__(self, text: str, reason: RefusalReason, ref: str | None, detail: str) -> None:
+        super().__init__(text)
+        self.text, self.reason, self.ref, self.detail = text, reason, ref, detail
 
 
 def redeem(

@@ -36,6 +36,7 @@ from byref.discovery.declare import declare
 from byref.discovery.usage import UsageFold, UsageLog
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
+from byref.errors import MisuseError
 from byref.events import Emitter
 from byref.gateway.access.scopes import Scopes, ScopeState
 from byref.gateway.catalog.build import build_toolbox, refuse_call_tool
@@ -151,7 +152,7 @@ class Gateway:
         """The running upstream connections; raises RuntimeError outside `async with
         Gateway(...)`."""
         if self._upstreams is None:
-            raise RuntimeError("The gateway is not running; use `async with Gateway(config)`.")
+            raise MisuseError("The gateway is not running; use `async with Gateway(config)`.")
         return self._upstreams
 
     # -- the toolbox ---------------------------------------------------------------------------

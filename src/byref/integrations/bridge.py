@@ -25,7 +25,7 @@ from byref.discovery import Catalog, Discovery
 from byref.discovery.declare import PLAIN
 from byref.discovery.workingset import DEFAULT_BUDGET, working_set
 from byref.dispatch import Call, Policy
-from byref.errors import InvalidValue
+from byref.errors import InvalidValue, MisuseError
 from byref.events import Emitter
 from byref.harness.session import SYSTEM_NOTE, Session
 from byref.integrations.turns import Batch, TurnRecord
@@ -72,7 +72,7 @@ class _Relay:
     async def __call__(self, **args: Any) -> Any:
         execute = _current.get()
         if execute is None:
-            raise RuntimeError(f"Tool {self.name!r} belongs to its framework and runs only inside "
+            raise MisuseError(f"Tool {self.name!r} belongs to its framework and runs only inside "
                                "that framework's tool call.")
         return self.convert(await execute(args))
 
@@ -175,7 +175,7 @@ class Bridge:
         if held is not None and held[0] == key:
             return held[1]
         if name in self.dispatcher.tools and held is None:
-            raise ValueError(f"The framework tool {name!r} has the name of a byref tool; rename "
+            raise InvalidValue(f"The framework tool {name!r} has the name of a byref tool; rename "
                              "it (byref's read and search tools keep their names).")
         tool = Tool(name=name, description=description, fn=_Relay(name, convert),
                     input_schema=schema)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from byref.discovery import Catalog, Searcher
 from byref.discovery.search import MAX_ALSO
+from byref.errors import MisuseError
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
 from byref.tools import Payload, Tool
@@ -209,7 +210,7 @@ def byref_search(*, limit: int = 10) -> Callable[
 
 
 def _listed(**_: Any) -> Any:
-    raise RuntimeError("A tool indexed for pydantic-ai's ToolSearch runs in pydantic-ai.")
+    raise MisuseError("A tool indexed for pydantic-ai's ToolSearch runs in pydantic-ai.")
 
 
 def seen(messages: Iterable[ModelMessage]) -> list[Seen]:

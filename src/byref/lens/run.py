@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import msgspec
 
+from byref.errors import DeveloperError
 from byref.lens.readonly import ReadOnlyStore
 from byref.refs import Blob, Ref
 from byref.resolve import Resolver
@@ -26,7 +27,7 @@ TRACE = "trace.jsonl"
 STORE = "store"
 
 
-class RunDirectoryError(ValueError):
+class RunDirectoryError(DeveloperError, ValueError):
     """The path given to the lens is not a run directory (developer-facing: says what to pass)."""
 
 

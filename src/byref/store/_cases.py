@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from byref.errors import DeveloperError
 from byref.refs import KEY_PATTERN
 from byref.store.port import (
     ArtifactIntegrityError,
@@ -42,11 +43,11 @@ Hook = Literal["advance_time", "corrupt", "rewrite", "bounded_store", "reopen"]
 PROCESS_TIMEOUT = 180.0
 
 
-class HookMissing(Exception):
+class HookMissing(DeveloperError):
     """A case needed a harness hook that was neither supplied nor declared."""
 
 
-class CaseFailed(Exception):
+class CaseFailed(DeveloperError):
     """A law did not hold."""
 
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from byref.errors import InvalidValue
 from byref.store._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
 from byref.store._cases_damage import DAMAGE_CASES
 from byref.store._cases_streams import STREAM_CASES
@@ -64,12 +65,13 @@ class StoreBattery:
         known = set(get_args(CaseName))
         for name, reason in self.declared.items():
             if name not in known:
-                raise ValueError(
+                raise InvalidValue(
                     f"Store battery {self.name!r} declares unknown case {name!r}; case names are: "
                     f"{', '.join(sorted(known))}."
                 )
             if not reason or not reason.strip():
-                raise ValueError(f"Store battery {self.name!r} declares {name!r} without a reason.")
+                raise InvalidValue(
+                    f"Store battery {self.name!r} declares {name!r} without a reason.")
 
     def dispose(self, store: ArtifactStore) -> None:
         """Dispose of a store the battery made (`dispose_store`, else `close`)."""

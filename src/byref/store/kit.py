@@ -23,6 +23,7 @@ from typing import Literal
 
 import msgspec
 
+from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.store.port import (
     ArtifactIntegrityError,
@@ -46,7 +47,7 @@ class Meter:
 
     def __init__(self, declared_bytes: int, *, digest: bool) -> None:
         if declared_bytes < 0:
-            raise ValueError(f"declared_bytes must be >= 0, got {declared_bytes!r}")
+            raise InvalidValue(f"declared_bytes must be >= 0, got {declared_bytes!r}")
         self.declared = declared_bytes
         self.count = 0
         self._hasher = hashlib.sha256() if digest else None
@@ -240,7 +241,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
         created_at, ref = msgspec.json.decode(base64.urlsafe_b64decode(padded))
         return float(created_at), str(ref)
     except (ValueError, TypeError, msgspec.DecodeError):
-        raise ValueError(
+        raise InvalidValue(
             f"Invalid list cursor {cursor!r}; pass the next_cursor a previous page returned."
         ) from None
 
@@ -248,7 +249,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
 def check_limit(limit: int | None) -> None:
     """Raise `ValueError` unless `limit` is None or a positive number of items."""
     if limit is not None and limit <= 0:
-        raise ValueError(f"list limit must be a positive number of items, got {limit!r}")
+        raise InvalidValue(f"list limit must be a positive number of items, got {limit!r}")
 
 
 def newest_first(metas: Iterable[ArtifactMeta]) -> list[ArtifactMeta]:

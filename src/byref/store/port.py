@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import msgspec
 
-from byref.errors import OperatorError
+from byref.errors import InvalidValue, OperatorError
 from byref.refs import KEY_PATTERN, KEY_PREFIX
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -55,11 +55,11 @@ class Scope:
         for name in ("tenant", "principal", "conversation"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                raise ValueError(f"Scope {name} must be a non-empty string, got {value!r}")
+                raise InvalidValue(f"Scope {name} must be a non-empty string, got {value!r}")
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
-                raise ValueError(
+                raise InvalidValue(
                     f"Scope {name} {value!r} is not valid Unicode text (it holds a lone "
                     "surrogate); pass the original text, not a decoding artefact."
                 ) from None
@@ -156,9 +156,9 @@ class PutOptions:
 
     def __post_init__(self) -> None:
         if not self.kind:
-            raise ValueError("PutOptions.kind must be a non-empty string such as 'dataset/rows'")
+            raise InvalidValue("PutOptions.kind must be a non-empty string such as 'dataset/rows'")
         if self.ttl is not None and self.ttl <= 0:
-            raise ValueError(f"PutOptions.ttl must be positive seconds, got {self.ttl!r}")
+            raise InvalidValue(f"PutOptions.ttl must be positive seconds, got {self.ttl!r}")
 
 
 class ArtifactError(OperatorError):

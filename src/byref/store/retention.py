@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from byref.errors import InvalidValue
 from byref.store.port import ArtifactMeta, ArtifactTooLargeError
 
 
@@ -31,7 +32,7 @@ class Retention:
         for name in ("ttl", "max_bytes_per_scope", "max_count_per_scope"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"Retention.{name} must be positive, got {value!r}")
+                raise InvalidValue(f"Retention.{name} must be positive, got {value!r}")
 
 
 def expiry(now: float, requested_ttl: float | None, retention: Retention) -> float | None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from byref.errors import MisuseError
 from byref.store import Artifact, ArtifactMeta, ArtifactStore, PutOptions, Scope
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class ToolContext:
     def artifacts(self) -> ScopedArtifacts:
         """The store, bound to the tool's scope; raises `RuntimeError` when no store is attached."""
         if self.store is None:
-            raise RuntimeError(
+            raise MisuseError(
                 f"Tool {self.tool_name!r} used ctx.artifacts but no artifact store is attached; "
                 "check ctx.has_artifacts first, or build the agent with a store."
             )

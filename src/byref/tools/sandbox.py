@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from byref.errors import OperatorError
+from byref.errors import InvalidValue, OperatorError
 
 NOBODY = 65534
 _TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
@@ -104,7 +104,7 @@ def interpreter_dirs(python: str) -> tuple[str, ...]:
     kept: list[str] = []
     for path in sorted({os.path.abspath(p) for p in found if p}, key=len):
         if path == "/":
-            raise ValueError(f"the interpreter {python!r} lives at '/', which cannot be "
+            raise InvalidValue(f"the interpreter {python!r} lives at '/', which cannot be "
                              "shown alone")
         if not any(path == k or path.startswith(k + "/") for k in ["/usr", *kept]):
             kept.append(path)
@@ -281,7 +281,7 @@ def _reached(view: list[Mount], newroot: Path, dest: str) -> Path:
         return Path(str(newroot) + dest)
     nearest = max(above, key=lambda m: len(m.dest))
     if nearest.kind != "rw":
-        raise ValueError(f"cannot show {dest!r} inside the read-only {nearest.dest!r}")
+        raise InvalidValue(f"cannot show {dest!r} inside the read-only {nearest.dest!r}")
     return Path(nearest.source + dest[len(nearest.dest):])
 
 

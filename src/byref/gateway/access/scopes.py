@@ -49,6 +49,7 @@ from byref.conversations import (
     open_state,
 )
 from byref.discovery.usage import SearchUsage
+from byref.errors import OperatorError
 from byref.gateway.access.bearer import BearerVerifier, restriction
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.harness.session import Session
@@ -67,7 +68,7 @@ SWEEP_EVERY = 60.0
 """Seconds between sweeps of expired conversations (run when a conversation is opened)."""
 
 
-class AccessRefused(Exception):
+class AccessRefused(OperatorError):
     """A request reached a handler without a grant (the HTTP layer should have refused it)."""
 
 

@@ -27,12 +27,13 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from byref.errors import OperatorError
 from byref.gateway.upstream.spawn import Spawned
 
 T = TypeVar("T")
 
 
-class UpstreamError(Exception):
+class UpstreamError(OperatorError):
     """An upstream server could not answer; the text (naming the server) is shown to the model."""
 
 
