@@ -123,3 +123,31 @@ def test_the_gateway_root_holds_only_its_life() -> None:
     """Everything else has a wing: a newcomer finds a room by its folder."""
     loose = sorted(p.name for p in (SRC / "gateway").glob("*.py"))
     assert loose == ["__init__.py", "core.py"]
+
+
+SDK_COMPAT = {"wire/sdk_server.py", "wire/sdk_client.py"}
+
+
+def test_sdk_internals_are_read_in_the_two_compatibility_modules_alone() -> None:
+    """A private `mcp.*` module, or an SDK object's private attribute read by name, appears only
+    in `wire/sdk_server.py` (server edge) and `wire/sdk_client.py` (upstream client)."""
+    gateway = SRC / "gateway"
+    found: list[str] = []
+    for path in sorted(gateway.rglob("*.py")):
+        rel = str(path.relative_to(gateway))
+        if rel in SDK_COMPAT:
+            continue
+        tree = ast.parse(path.read_text(), rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                private = [p for p in node.module.split(".") if p.startswith("_")]
+                if node.module.split(".")[0] == "mcp" and (
+                        private or any(a.name.startswith("_") for a in node.names)):
+                    found.append(f"gateway/{rel}:{node.lineno} imports {node.module}")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id == "getattr" and len(node.args) >= 2
+                  and isinstance(node.args[1], ast.Constant)
+                  and str(node.args[1].value) in {"_connection", "_session_manager",
+                                                  "_task_group", "_exit_callbacks", "_stream"}):
+                found.append(f"gateway/{rel}:{node.lineno} reads {node.args[1].value}")
+    assert found == []

@@ -246,11 +246,13 @@ async def test_no_lane_where_the_app_is_not_the_sdks_shape(world: World) -> None
 
 async def test_an_sdk_without_the_lanes_internals_serves_every_call_its_own_way(
         world: World, monkeypatch: pytest.MonkeyPatch, lanes: list[HttpLane]) -> None:
-    """The lane leans on the SDK's private HTTP entry helpers: when an SDK release moves them,
-    the gateway still serves (no lane installed), it does not fail to start."""
-    import sys
+    """The lane leans on the SDK's private HTTP entry helpers (imported in `wire.sdk_server`):
+    when an SDK release moves them, the gateway still serves (no lane installed), it does not
+    fail to start."""
+    from byref.gateway.wire import bypass, sdk_server
 
-    monkeypatch.setitem(sys.modules, "byref.gateway.edge.lanes.http", None)  # import → ImportError
+    monkeypatch.setattr(sdk_server, "_HTTP_GAP", "mcp.server._streamable_http_modern (moved)")
+    monkeypatch.setattr(bypass, "_reported", set())
     async with _served(world, True) as url, _client(url, MODES[-1]) as client:
         got = await client.call_tool("call_tool", {"name": "media__long_note"})
         assert not got.is_error

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from typing import Any
 
@@ -50,6 +51,9 @@ def register(sub: Any) -> None:
                         "byref[otel])")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on")
     parser.add_argument("--port", type=int, default=8848, help="HTTP: port (0: any free port)")
+    parser.add_argument("--sdk-paths-only", action="store_true",
+                        help="serve every request through the MCP SDK's own paths (no byref "
+                             "lane; also BYREF_SDK_PATHS_ONLY=1)")
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
                         help="event loop: uvloop when it is installed (auto, as uvicorn "
                         "chooses), else asyncio's own")
@@ -82,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import anyio
 
+    if args.sdk_paths_only:  # the one switch (`gateway.wire.bypass`), read by both edges
+        os.environ["BYREF_SDK_PATHS_ONLY"] = "1"
     try:
         options = loop_options(args.loop)
     except ModuleNotFoundError:

@@ -19,11 +19,9 @@ from typing import Any, TextIO
 
 import mcp_types as types
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -43,6 +41,8 @@ from byref.gateway.passthrough.handlers import Passthrough
 from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.inputs import Parked, Parking
 from byref.gateway.upstream.relay import calling, may_ask
+from byref.gateway.wire.bypass import lane_usable, lanes_on
+from byref.gateway.wire.sdk_server import ReadStream, WriteStream, connection_of
 from byref.gateway.wire.stdio import stdio_streams
 from byref.harness import REFS_PROTOCOL
 from byref.lens.gateway import lens_route
@@ -113,20 +113,22 @@ def _declared(tool: Any) -> dict[str, Any]:
     return schema
 
 
-def build_server(gateway: Gateway) -> GatewayServer:
-    """The MCP server for a running gateway."""
+def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
+    """The MCP server for a running gateway (`lanes=False`: no bypass, every request through the
+    SDK's own paths)."""
+    lanes = lanes_on(lanes)
     schemas = DeclaredSchemas()
 
     def scope_of(ctx: ServerRequestContext[Any, Any]) -> ScopeState:
         try:
-            return gateway.scopes.for_request(ctx.request, _connection(ctx))
+            return gateway.scopes.for_request(ctx.request, connection_of(ctx))
         except AccessRefused as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         state = scope_of(ctx)
-        connection = _connection(ctx)
+        connection = connection_of(ctx)
         if connection is not None:
             state.remember(connection)
         p.seen(ctx)  # told of resource and prompt list changes too
@@ -146,7 +148,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
             schemas.seen(box)
         with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
             return await gateway.call(state, own_name(box, name), arguments,
-                                      connection=_connection(ctx))
+                                      connection=connection_of(ctx))
 
     async def extras(ctx: ServerRequestContext[Any, Any], part: Part
                      ) -> tuple[list[types.ContentBlock], Any] | None:
@@ -165,7 +167,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
             async def run(parked: Parked) -> types.CallToolResult:
                 with calling(ctx, parked):
                     part = await gateway.call(state, name, params.arguments or {},
-                                              connection=_connection(ctx))
+                                              connection=connection_of(ctx))
                 return await client_result(gateway.passed, gateway.store, state.scope, part)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
@@ -198,7 +200,8 @@ def build_server(gateway: Gateway) -> GatewayServer:
             on_list_prompts=p.list_prompts, on_get_prompt=p.get_prompt, on_completion=p.complete,
             on_set_logging_level=p.set_level, on_roots_list_changed=p.roots_changed)
     # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
-    server.middleware.append(PlainCalls(server, run_call, extras, _connection))
+    if lanes:
+        server.middleware.append(PlainCalls(server, run_call, extras, connection_of))
     return server
 
 
@@ -215,17 +218,11 @@ def own_name(box: Toolbox, name: str) -> str:
     return found[0] if len(found) == 1 else name
 
 
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
-    """The request's connection: remembered itself, not the per-request session that wraps it."""
-    found = getattr(ctx.session, "_connection", None)  # the SDK's context exposes no accessor
-    return found if isinstance(found, Connection) else None
-
-
-async def serve_stdio(gateway: Gateway) -> None:
+async def serve_stdio(gateway: Gateway, *, lane: bool = True) -> None:
     """Serve one client on this process's stdin/stdout until it disconnects (reads and writes on
-    the event loop: `stdio_transport`)."""
+    the event loop: `wire.stdio`; `lane=False`: every request through the SDK's loop)."""
     async with stdio_streams() as (read, write):
-        await serve_streams(gateway, read, write)
+        await serve_streams(gateway, read, write, lane=lane)
 
 
 async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exception],
@@ -274,11 +271,9 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
-    if lane:
-        try:  # the lane uses the SDK's HTTP entry internals: an SDK without them serves all
-            from byref.gateway.edge.lanes.http import HttpLane
-        except ImportError:
-            return app
+    if lanes_on(lane) and lane_usable("http"):
+        from byref.gateway.edge.lanes.http import HttpLane
+
         HttpLane.install(app, server, path)
     return app
 

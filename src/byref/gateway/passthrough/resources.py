@@ -39,6 +39,7 @@ from byref.gateway.passthrough.uris import (
 )
 from byref.gateway.upstream.fanout import Ctx, Fanout, follow
 from byref.gateway.upstream.relay import calling
+from byref.gateway.wire.sdk_server import connection_of
 
 
 class ResourcePassthrough:
@@ -141,7 +142,7 @@ class ResourcePassthrough:
         MCPError when no seen server offers it or its server does not offer subscriptions."""
         self._fan.seen(ctx)
         asked = str(params.uri)
-        connection = getattr(ctx.session, "_connection", None)
+        connection = connection_of(ctx)
         ref = artifact_ref(asked)
         if ref is not None and self.artifacts is not None:  # stored bytes never change
             await self.artifacts.check(ctx, asked, ref)
@@ -220,7 +221,7 @@ class ResourcePassthrough:
         """Stop watching a URI for this connection (unsubscribing upstream after the last)."""
         self._fan.seen(ctx)
         asked = str(params.uri)
-        connection = getattr(ctx.session, "_connection", None)
+        connection = connection_of(ctx)
         if artifact_ref(asked) is not None and self.artifacts is not None:
             return types.EmptyResult()  # nothing was watched
         with calling(ctx):

@@ -28,6 +28,7 @@ from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.inputs import Parked, Parking
 from byref.gateway.upstream.manager import Upstream
 from byref.gateway.upstream.relay import calling, may_ask
+from byref.gateway.wire.sdk_server import connection_of
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
@@ -60,7 +61,7 @@ class Fanout:
             if id(up) not in self._wired:
                 self._wired.add(id(up))
                 up.on_notice = self._notice
-        connection = getattr(ctx.session, "_connection", None)
+        connection = connection_of(ctx)
         if isinstance(connection, Connection) and connection.has_standalone_channel and \
                 id(connection) not in self.connections:
             self.connections[id(connection)] = connection

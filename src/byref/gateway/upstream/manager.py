@@ -27,7 +27,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config.file import ServerConfig
@@ -42,6 +41,8 @@ from byref.gateway.upstream.bounds import (
 )
 from byref.gateway.upstream.relay import Relay, current
 from byref.gateway.upstream.spawn import Spawned, stdio_process
+from byref.gateway.wire.bypass import lanes_on
+from byref.gateway.wire.sdk_client import create_mcp_http_client
 
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
@@ -78,6 +79,7 @@ class Upstream:
         """The way back to the client whose request is in flight here (`relay`)."""
         self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
         """Told (server, notification) of its resource and prompt notifications (`passthrough`)."""
+        self._raw_lane = lanes_on()  # off: every call through the SDK's ClientSession
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -108,7 +110,8 @@ class Upstream:
         meta = caller.forwarded_meta() if caller is not None else None
 
         async def run(client: Client) -> types.CallToolResult:
-            raw = self._raw(client) if progress is None and not meta else None
+            raw = self._raw(client) if self._raw_lane and progress is None and not meta \
+                else None
             if raw is not None and raw_calls.plain(client):
                 result = await raw_calls.call_tool(raw, client, tool, arguments)
                 if result is not None:

@@ -30,6 +30,7 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
 from byref.gateway.upstream.inputs import Parked
+from byref.gateway.wire.sdk_server import connection_of
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -49,7 +50,7 @@ class Caller:
     @property
     def connection(self) -> Connection | None:
         """The request's connection, or None."""
-        found = getattr(self.ctx.session, "_connection", None)  # the SDK exposes no accessor
+        found = connection_of(self.ctx)
         return found if isinstance(found, Connection) else None
 
     @property

@@ -30,10 +30,10 @@ import anyio.abc
 import anyio.lowlevel
 from anyio.streams.text import TextReceiveStream
 from mcp import StdioServerParameters
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 
 from byref.gateway.upstream.raw_calls import RawCalls
+from byref.gateway.wire.sdk_client import TransportStreams
 from byref.gateway.wire.stdio import (
     MessageReader,
     MessageWriter,

@@ -41,24 +41,23 @@ import anyio
 import mcp_types as types
 import sniffio
 from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 from byref.gateway.wire.lines import READ_CHUNK as READ_CHUNK  # re-exported: their old home
 from byref.gateway.wire.lines import ChunkSource as ChunkSource
 from byref.gateway.wire.lines import PipeLines as PipeLines
-
-try:  # the SDK's own claim of fds 0 and 1, reused so the diversion is exactly the SDK's
-    from mcp.server.stdio import (
-        _claim_fd,
-        _open_stdin_diversion,
-        _open_stdout_diversion,
-        _UnownedTextWrapper,
-    )
-except ImportError:  # pragma: no cover - an SDK that moved them: serve as the SDK does
-    CLAIMS = False
-else:
-    CLAIMS = True
+from byref.gateway.wire.sdk_client import asyncio_writer
+from byref.gateway.wire.sdk_server import (
+    STDIO_CLAIMS as CLAIMS,
+)
+from byref.gateway.wire.sdk_server import (
+    ReadStream,
+    WriteStream,
+    _claim_fd,
+    _open_stdin_diversion,
+    _open_stdout_diversion,
+    _UnownedTextWrapper,
+)
 
 logger = logging.getLogger(__name__)
 Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
@@ -201,8 +200,7 @@ class MessageWriter:
         written directly: anyio's send yields to the loop after every write (a checkpoint),
         one loop turn per upstream call that buys nothing here (a closed pipe still fails)."""
         writer = cls()
-        stream = getattr(getattr(put, "__self__", None), "_stream", None)
-        if isinstance(stream, asyncio.StreamWriter) and getattr(put, "__name__", "") == "send":
+        if (stream := asyncio_writer(put)) is not None:
             put = _stream_put(stream)
         writer._put, writer._encoding, writer._errors = put, encoding, errors
         return writer

@@ -32,12 +32,6 @@ import json
 from typing import Any
 
 import mcp_types as types
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server._streamable_http_modern import (
-    _mcp_param_rejection,
-    _SingleExchangeDispatchContext,
-    _write,
-)
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, auth_context_var
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
@@ -80,6 +74,15 @@ from byref.gateway.edge.lanes.fastpath import (
     plain_call,
     untraced,
 )
+from byref.gateway.wire.sdk_server import (
+    OpenTelemetryMiddleware,
+    _mcp_param_rejection,
+    _SingleExchangeDispatchContext,
+    _write,
+    has_exit_callbacks,
+    manager_running,
+    session_manager,
+)
 
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
 _JSON = b"application/json"
@@ -116,7 +119,7 @@ class HttpLane:
         route at `path` behind `RequireAuthMiddleware`, the SDK's bearer and auth-context
         middleware, and a stack not built yet."""
         plain = next((m for m in server.middleware if isinstance(m, PlainCalls)), None)
-        manager = getattr(server, "_session_manager", None)
+        manager = session_manager(server)
         if (plain is None or not isinstance(manager, StreamableHTTPSessionManager)
                 or app.middleware_stack is not None):
             return None
@@ -194,7 +197,7 @@ class HttpLane:
 
     def _ready(self) -> bool:
         server = self._server
-        return (getattr(self._manager, "_task_group", None) is not None
+        return (manager_running(self._manager)
                 and self._manager.json_response
                 and server.cache_hints.get(CALL) is None
                 and len(server.middleware) == 2
@@ -261,7 +264,7 @@ class HttpLane:
             try:
                 out = await self._plain.answer(ctx, name, arguments)
             finally:  # as the SDK's serve_one: the connection torn down before the write
-                if getattr(connection.exit_stack, "_exit_callbacks", True):  # (empty: no-op)
+                if has_exit_callbacks(connection):
                     await aclose_shielded(connection)
         except Exception as exc:  # the SDK's entry: its mapping, its error body and status
             error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=modern_error_data(exc))
