@@ -1,5 +1,5 @@
-"""byref's layers: every import points downward (DESIGN.md's table, with the packages added
-since), so a module can be read knowing only what lies below it. The benchmarks sit above the
+"""byref's layers: every import points downward (the table below; docs/ARCHITECTURE.md
+explains it), so a module can be read knowing only what lies below it. The benchmarks sit above the
 library: only the CLI imports them."""
 
 from __future__ import annotations

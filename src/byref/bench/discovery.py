@@ -142,11 +142,11 @@ def metatool(root: Path, *, ranker: Ranker | None = None,
              curve: Sequence[int] = (5, 10, 20, 40)) -> dict[str, Any]:
     """Recall@1/@5 and MRR on the fixed sample.
 
-    Zero-shot (documents = name + description, as the baselines): with the generic synonym
-    table (synonyms.txt), without it, without seed 001's re-rank, and with the re-rank over
-    every match (seed 001 as written). Learned: the same catalog after `Catalog.learn` from the
-    rows outside the sample read as a usage log (`usage.learn_glossary`), with all of them and
-    with at most k per tool (the learning curve)."""
+    Zero-shot (documents = name + description, as the baselines): with the generic synonym table
+    (synonyms.txt), without it, without the re-rank, and with the re-rank over every match (the
+    keys as first written). Learned: the same catalog after `Catalog.learn` from the rows outside
+    the sample read as a usage log (`usage.learn_glossary`), with all of them and with at most k
+    per tool (the learning curve)."""
     descriptions, sample, rest = metatool_data(root)
     usage = training_usage(sample, rest)
     plain = metatool_catalog(descriptions)

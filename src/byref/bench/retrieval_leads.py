@@ -34,7 +34,7 @@ class Frame:
     lexical: Any
     """BM25F (the hybrid's k1, no near words) of every doc per query, divided by the best."""
     coverage: Any
-    """The share of the query's rarity weight (Σ w(t), seed 001's w) each doc covers."""
+    """The share of the query's rarity weight (Σ w(t), the rarity weight w) each doc covers."""
     exact: Any
     """The doc a query names exactly, else -1."""
     queries: Any

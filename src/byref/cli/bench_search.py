@@ -133,7 +133,7 @@ def _retrieval(r: dict[str, Any], reference_ms: float) -> None:
                           for name, m in by_split.items())
         mark = "  <- chosen on " + fusion["chosen_on"] if float(weight) == fusion["chosen"] else ""
         print(f"  {weight:>4}  {cells}{mark}")
-    print("Re-rank (seed 001's keys), dev splits:")
+    print("Re-rank (the coverage-then-rarity keys), dev splits:")
     for mode, by_split in r["rerank"].items():
         cells = "  ".join(f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
                           for name, m in by_split.items())

@@ -1,4 +1,4 @@
-"""Tool discovery (seed 001): find, don't load.
+"""Tool discovery: find, don't load.
 
 Owns the catalog and its ontology, the search index (filters, field-boosted BM25, the rarity
 re-rank), the excerpt lens, the scaffolding tools `search_tools` / `activate_tool`, the working
@@ -24,8 +24,8 @@ from typing import Any
 
 from byref.discovery.catalog import Catalog, Entry
 from byref.discovery.declare import Declared, declare
+from byref.discovery.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
 from byref.discovery.index import BOOSTS, FilterError, Filters, Ranking, SearchIndex
-from byref.discovery.lens import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
 from byref.discovery.mcp import ListingError, load_catalog
 from byref.discovery.ontology import Ontology, OntologyError
 from byref.discovery.scaffold import discovery_tools

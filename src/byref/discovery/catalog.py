@@ -119,7 +119,7 @@ class Catalog:
             self._entries[tool.name] = entry
             self.version += 1
         # A tool whose description is live data (run_python's package inventory) re-indexes
-        # the catalog when it changes (seed 001, "descriptions as live data").
+        # the catalog when it changes (descriptions as live data).
         tool.watchers.append(lambda changed: self.touch(changed.name))
         return entry
 

@@ -1,6 +1,6 @@
 """search_tools' filters: capability prefixes, domains, entities and relationships.
 
-The law (seed 001): the axes intersect, values within an axis unite, capabilities match by
+The law: the axes intersect, values within an axis unite, capabilities match by
 prefix; a value no tool has is refused with the values that exist.
 """
 

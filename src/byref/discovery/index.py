@@ -1,7 +1,7 @@
 """The search index: filters first, then field-boosted BM25 (BM25F), then the rarity re-rank.
 
-The law (seed 001): candidates are filtered first (`filters`); query terms are deduplicated;
-the matches are scored by BM25F and ordered as `ranking` says (seed 001's coverage and rarity
+The law: candidates are filtered first (`filters`); query terms are deduplicated;
+the matches are scored by BM25F and ordered as `ranking` says (the coverage and rarity
 keys, applied as measured). A query that is exactly a tool's name puts that tool first.
 
 Hand-written BM25F over in-memory postings (term → {doc: precomputed contribution}): the
@@ -103,9 +103,9 @@ class SearchIndex:
         rerank: Rerank = RERANK,
         rerank_depth: int = RERANK_DEPTH,
     ) -> None:
-        """`synonyms`: groups of related words, one string each (default: synonyms.txt; `()`
-        for none). `near_words`: lines of a word and its near words (default: near_words.txt;
-        `()` for none). `rerank`: how seed 001's keys order the matches (see `RERANK`);
+        """`synonyms`: groups of related words, one string each (default: synonyms.txt; `()` for
+        none). `near_words`: lines of a word and its near words (default: near_words.txt; `()` for
+        none). `rerank`: how the coverage-then-rarity keys order the matches (see `RERANK`);
         `rerank_depth`: how many BM25F leaders they re-order in "seed" mode."""
         self.version = catalog.version
         self.entries: list[Entry] = list(catalog)

@@ -1,6 +1,6 @@
-"""A search's ranking: the scored matches, seed 001's keys, and the ordered hits.
+"""A search's ranking: the scored matches, the coverage-then-rarity keys, and the ordered hits.
 
-The law (seed 001): every matching candidate is ordered by (1) distinct query terms covered,
+The law: every matching candidate is ordered by (1) distinct query terms covered,
 (2) the sum of w(t) = 1 + ln((N+1)/(df(t)+1)) over the terms it covers, where N and df count the
 *filtered* candidates only, so rarity is judged within the scope of this search, (3) BM25F; how
 much of that order is applied is `RERANK` (measured: BM25F first, the keys breaking ties). A
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
 Rerank = Literal["seed", "ties", "none"]
 RERANK: Rerank = "ties"
-"""How seed 001's keys (coverage, then Σ w) order the matches: "seed" re-orders the first
-`RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is score
-order alone. Measured on two disjoint MetaTool dev splits outside the reported sample
+"""How the coverage-then-rarity keys (coverage, then Σ w) order the matches: "seed" re-orders the
+first `RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is
+score order alone. Measured on two disjoint MetaTool dev splits outside the reported sample
 (`byref.bench.retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
-0.486/0.712 and 0.479/0.682, none the same as ties; so ties: the BM25F order, with seed 001's
-keys deciding only what BM25F cannot (its worked example still holds there)."""
+0.486/0.712 and 0.479/0.682, none the same as ties; so ties: the BM25F order, with the keys
+deciding only what BM25F cannot (its worked example still holds there)."""
 RERANK_DEPTH = 5
 """Over the whole match list, coverage-first lets a tool that matches many filler words of a
 long request outrank the one matching its rare word (MetaTool rows outside the reported sample:
@@ -99,7 +99,7 @@ class Scored:
 
 def arrange(scored: Scored, scores: Mapping[int, float], rerank: Rerank, limit: int,
             depth: int = RERANK_DEPTH) -> list[int]:
-    """The first `limit` docs by `scores` (BM25F or fused), the exact name first, seed 001's
+    """The first `limit` docs by `scores` (BM25F or fused), the exact name first, the
     keys applied as `rerank` says."""
     masks, exact = scored.masks, scored.exact
     want = limit + (exact is not None)

@@ -1,8 +1,8 @@
 """A search page: ranked catalog tools, each with an excerpt, within one page budget.
 
 The law: a page is a menu, never a declaration; its rows carry names, tags and excerpts, and the
-excerpts of one page share a budget water-filled across the rows (the lens). Ranking is the
-index's (lexical, seed 001's keys) or, when a hybrid ranker is given, that ranking fused with
+excerpts of one page share a budget water-filled across the rows (the lens). Ranking is the index's
+(lexical, the coverage-then-rarity keys) or, when a hybrid ranker is given, that ranking fused with
 embedding similarity; an exact tool name is first either way.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from byref.discovery.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
 from byref.discovery.index import Filters, Hit, Ranking, SearchIndex
-from byref.discovery.lens import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
 from byref.discovery.text import split_words
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The working set: which catalog tools are declared, as a pure projection of the transcript.
 
-The law (seed 001): no session state. Walking the transcript newest to oldest, an
+The law: no session state. Walking the transcript newest to oldest, an
 `activate_tool` call adds its names (later names in one call count as more recent), a direct
 call to any other tool but `search_tools` keeps it warm, a result that was stored keeps the JSON
 readers (`read_json`, `query_json`) warm, and the most recently touched catalog

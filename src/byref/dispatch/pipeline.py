@@ -27,7 +27,7 @@ from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
-from byref.dispatch.inputs import without_absent_nulls
+from byref.dispatch.nulls import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
 from byref.dispatch.recording import Recorder
@@ -50,7 +50,7 @@ from byref.refs import (
 )
 from byref.resolve import Caps, Resolver
 from byref.store import ArtifactMeta, ArtifactStore, Scope
-from byref.tools.context import ToolContext
+from byref.tools.call_context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part, Transcript
 

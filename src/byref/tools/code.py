@@ -21,7 +21,7 @@ from byref.errors import RefusalReason
 from byref.jsonview import encode
 from byref.refs import Blob, MessageRef, RefRefusal, is_envelope, parse_model_envelope
 from byref.store.port import CanGetStream
-from byref.tools.context import ToolContext
+from byref.tools.call_context import ToolContext
 from byref.tools.runner import (
     CodeRunner,
     Limits,
@@ -139,7 +139,7 @@ def make_run_python_tool(
                 capabilities=("code.python.run",), glossary=("script", "compute", "chart"))
 
     def refresh(names: list[str]) -> None:
-        tool.description = describe(names, limits)  # descriptions as live data (seed 001)
+        tool.description = describe(names, limits)  # descriptions as live data
         for watcher in list(tool.watchers):
             watcher(tool)
 

@@ -12,7 +12,7 @@ from typing import Any, NotRequired, TypedDict
 
 from byref.jsonview import bounded, shape_hint
 from byref.refs import MODEL_REF_SCHEMA, Clause, JsonPointer, JsonQuery, Ref
-from byref.tools.context import ToolContext
+from byref.tools.call_context import ToolContext
 from byref.tools.tool import Tool, ToolInputError, tool
 
 PREVIEW_CHARS = 5_000

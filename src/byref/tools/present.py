@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from byref.refs import KEY_PATTERN, MODEL_REF_SCHEMA, Blob, MessageRef
-from byref.tools.context import ToolContext
+from byref.tools.call_context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 
 PRESENT_TOOL_NAME = "present"

@@ -39,7 +39,7 @@ from byref.refs import (
 )
 from byref.resolve import BytesSource
 from byref.store.port import ArtifactIntegrityError, ArtifactMeta
-from byref.tools.context import ToolContext
+from byref.tools.call_context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal, tool
 
 READ_RESULT_NAME: Final = "read_result"

@@ -24,7 +24,7 @@ from byref.refs import KEY_PATTERN, RefRefusal, envelope, is_ref
 from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
 if TYPE_CHECKING:
-    from byref.tools.context import ToolContext
+    from byref.tools.call_context import ToolContext
 
 T = TypeVar("T")
 

@@ -1,19 +1,18 @@
 """Plain `tools/call` requests on a stdio upstream's pipes, written and matched by byref itself.
 
 Why this hand-writes part of what the SDK's `ClientSession` does: a proxy made of nothing but the
-SDK's Server and Client measures ×1.55–1.79 of a direct call, and the gateway sits at that floor
-(notes 13-hotpath, 13-upstream-streams). On the client edge each call pays the SDK's request path:
-a request model built and dumped, the dispatcher's stream hop, a pending-response stream, and
-three result validations. Here a *plain* call (no progress token, no forwarded `_meta`, no trace
-context to carry, a handshake-era connection) is one JSON line written through the connection's
-own `MessageWriter`, its response taken off the connection's own `MessageReader` by id, and its
-result validated as the SDK validates it: the negotiated version's result surface
-(`mcp_types.methods.validate_server_result`), a later revision's fields dropped, one
-`CallToolResult.model_validate`, and the tool's output schema through the session's public
-`validate_tool_result` (which also lists the tools when it has not seen this one yet). Measured
-(note 13-raw-calls, interleaved with the code before): the gateway process's CPU per proxied call
-1.11–1.13 → 0.99–1.05 ms, its stdio p50 −0.06 to −0.11 ms, `byref bench gateway` stdio ×1.60–1.67
-→ ×1.54–1.64.
+SDK's Server and Client measures ×1.55–1.79 of a direct call, and the gateway sits at that floor.
+On the client edge each call pays the SDK's request path: a request model built and dumped, the
+dispatcher's stream hop, a pending-response stream, and three result validations. Here a *plain*
+call (no progress token, no forwarded `_meta`, no trace context to carry, a handshake-era
+connection) is one JSON line written through the connection's own `MessageWriter`, its response
+taken off the connection's own `MessageReader` by id, and its result validated as the SDK validates
+it: the negotiated version's result surface (`mcp_types.methods.validate_server_result`), a later
+revision's fields dropped, one `CallToolResult.model_validate`, and the tool's output schema
+through the session's public `validate_tool_result` (which also lists the tools when it has not
+seen this one yet). Measured (interleaved with the code before): the gateway process's CPU per
+proxied call 1.11–1.13 → 0.99–1.05 ms, its stdio p50 −0.06 to −0.11 ms, `byref bench gateway` stdio
+×1.60–1.67 → ×1.54–1.64.
 
 The law: ids are the negative integers -1, -2, …, which the SDK's dispatcher (it counts up from 1)
 never mints — integers, not strings such as "byref-<n>", because pydantic caches the short strings

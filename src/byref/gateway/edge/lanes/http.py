@@ -5,7 +5,7 @@ Why: a 2026-07-28 POST through the SDK's app costs the gateway its middleware st
 authentication, auth context, exception and router layers, each wrapping `send` as well), a
 `JSONRPCRequest` model, a per-request `ServerRunner` and middleware chain with its no-op trace
 span, the runner's result copy, and a response model validated, dumped and dumped again by
-`json.dumps` (note http). A *plain* call — the one `fastpath.plain_call` answers, with no trace
+`json.dumps`. A *plain* call — the one `fastpath.plain_call` answers, with no trace
 context or other `_meta` beside the 2026-07-28 envelope, no tracer provider installed, no
 middleware but the SDK's span and `PlainCalls` — is run by the very `PlainCalls.answer` the
 middleware uses, with a context built as the SDK's entry and runner build it, and its answer

@@ -4,12 +4,12 @@ server loop.
 Why: behind byref's own stdio streams (`stdio_transport`) the SDK's loop still costs every request
 a pydantic parse of the line, a relay task and memory stream (the era replay), a dispatch context,
 a per-request `ServerRunner` and `Connection` teardown, the middleware chain, a no-op trace span,
-and a response model built and dumped — about a quarter of the gateway's time per proxied call
-(note hotpath). A *plain* call — the one `fastpath.plain_call` answers, on a connection whose era
-the SDK's loop has already chosen, with no progress token, trace context or other `_meta` beside
-the 2026-07-28 envelope, no tracer provider installed and no middleware but the SDK's span and
-`PlainCalls` — is read with pydantic's JSON parser (the SDK's, without the message model), run in
-a task of its own by the very `PlainCalls.answer` the middleware uses, and answered as one line.
+and a response model built and dumped — about a quarter of the gateway's time per proxied call. A
+*plain* call — the one `fastpath.plain_call` answers, on a connection whose era the SDK's loop has
+already chosen, with no progress token, trace context or other `_meta` beside the 2026-07-28
+envelope, no tracer provider installed and no middleware but the SDK's span and `PlainCalls` — is
+read with pydantic's JSON parser (the SDK's, without the message model), run in a task of its own
+by the very `PlainCalls.answer` the middleware uses, and answered as one line.
 
 The law: the lane takes a line only when the SDK would have run it through `PlainCalls` too, and
 then the client cannot tell: the answer is the SDK's bytes (`pydantic_core.to_json`, NaN as null,

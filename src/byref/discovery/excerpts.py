@@ -1,6 +1,6 @@
 """The excerpt lens: which characters of a tool's description a search result shows.
 
-The law (seed 001, its constants): an excerpt is built from the query outward. Query-term hits
+The law (its constants below): an excerpt is built from the query outward. Query-term hits
 are located in the description; hits at most 36 characters apart share a window whose span is at
 most 120; a greedy set cover picks the fewest windows explaining the most distinct terms; after a
 12-character floor per window, the leftover budget is spread in proportion to each window's
