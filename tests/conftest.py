@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+
+import _tiers
 import pytest
 
 from byref.dispatch import Dispatcher
@@ -25,3 +28,24 @@ class Rig:
 @pytest.fixture
 def rig_factory() -> type[Rig]:
     return Rig
+
+
+# -- tiers: markers for what a test needs, and the fast tier's guard (tests/_tiers.py) ---------
+def pytest_configure(config: pytest.Config) -> None:
+    _tiers.configure(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _tiers.classify(items, str(config.rootpath))
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.environ.get("BYREF_FAST_TIER") and request.node.get_closest_marker("fast"):
+        _tiers.guard(monkeypatch, request.node.nodeid)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Every async test runs on asyncio (the loop the gateway serves on)."""
+    return "asyncio"

@@ -29,10 +29,6 @@ from byref.tools.sources import (
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
 
 @byref.tool
 def add(a: int, b: int) -> int:

@@ -27,10 +27,6 @@ TOKENS = {ALICE: {"tenant": "acme", "principal": "alice"},
           BOB: {"tenant": "acme", "principal": "bob"}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
 
 def big_repo(path: Path) -> Path:
     env = {**os.environ, "GIT_AUTHOR_NAME": "byref", "GIT_AUTHOR_EMAIL": "byref@example.com",
