@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import os
 
-import _tiers
 import pytest
 
+import _tiers
 from byref.dispatch import Dispatcher
 from byref.events import Emitter, MemorySink
 from byref.store import MemoryStore, Scope

@@ -16,7 +16,6 @@ from _gateway_rig import PG_URL, World
 from byref.bench.gateway import make_repo, reference_servers
 
 
-
 @pytest.fixture
 def world(tmp_path: Path) -> World:
     files = tmp_path / "files"
