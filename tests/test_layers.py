@@ -151,3 +151,20 @@ def test_sdk_internals_are_read_in_the_two_compatibility_modules_alone() -> None
                                                   "_task_group", "_exit_callbacks", "_stream"}):
                 found.append(f"gateway/{rel}:{node.lineno} reads {node.args[1].value}")
     assert found == []
+
+
+def test_the_architecture_page_names_every_layer_and_wing() -> None:
+    """docs/ARCHITECTURE.md is the map a newcomer reads first: it names every package of the
+    layer table and every gateway wing, in the order the tables give."""
+    page = (SRC.parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    for rank, names in enumerate(LAYERS):
+        if names <= {"errors", "__version__"}:
+            names = {"errors"}
+        row = next((r for r in rows if r.startswith(f"| {rank} |")), None)
+        assert row is not None, f"docs/ARCHITECTURE.md has no row for layer {rank}"
+        assert all(f"`{n}`" in row for n in names), (rank, names, row)
+    wings = [w for names in GATEWAY_WINGS for w in sorted(names)]
+    for wing in wings:
+        label = "`core.py`" if wing == "core" else f"`{wing}/`"
+        assert any(r.startswith(f"| {label} |") for r in rows), f"no row for wing {wing!r}"
