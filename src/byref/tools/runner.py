@@ -59,7 +59,7 @@ runpy.run_path("main.py", run_name="__main__")
 _INIT = Path(sandbox_init.__file__).read_text()
 _TAIL = 256 << 10
 _FORK_FAILED = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable",
-                "Cannot fork", "can't fork")
+                "Cannot fork", "can't fork", "can't start new thread")
 _TOO_LARGE = ("[Errno 27] File too large", "File size limit exceeded")
 _DISK_FULL = ("[Errno 28] No space left on device",)
 # Less free space than this on the run's tmpfs, after a failed run: the disk budget was hit.
