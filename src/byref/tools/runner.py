@@ -18,8 +18,8 @@ unless built with `isolation="none"` for trusted local use.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import marshal
 import os
 import select
 import signal
@@ -253,7 +253,7 @@ class SubprocessRunner:
                       "processes": limits.max_processes if isolated else -1,
                       "max_files": limits.max_output_files, "max_bytes": limits.max_output_bytes,
                       "scratch": [str(stage.root), "/tmp", "/dev/shm"] if isolated else []}
-            argv = [self.python, "-I", "-S", "-c", _INIT, json.dumps(config), "--",
+            argv = [self.python, "-I", "-S", "-c", _INIT, marshal.dumps(config).hex(), "--",
                     self.python, "-I", "-c", _BOOTSTRAP]
             isolation = "none"
             if isolated:
@@ -330,8 +330,9 @@ def _read_report(fd: int) -> dict[str, Any] | None:
             break
         data += chunk
     try:
-        report = json.loads(data)
-    except ValueError:
+        # Written by the init alone (the code never holds this pipe): plain values only.
+        report = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
         return None
     return report if isinstance(report, dict) and isinstance(report.get("wait"), int) else None
 
