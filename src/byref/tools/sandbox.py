@@ -230,7 +230,7 @@ def _bwrap(bwrap: str, view: list[Mount], work: Path, disk_bytes: int,
     # init would report the exit code first, while the rest is still being killed).
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--die-with-parent", "--new-session", "--disable-userns",
-            "--as-pid-1"]
+            "--as-pid-1", "--cap-drop", "ALL"]
     for m in view:
         if m.kind == "ro":
             argv += ["--ro-bind", m.source, m.dest]
