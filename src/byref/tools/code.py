@@ -108,7 +108,8 @@ def describe(packages: list[str], limits: Limits, unenforced: list[str] | None =
 
 
 def _limits_text(limits: Limits, unenforced: list[str]) -> str:
-    processes = (f"{limits.max_processes} processes and threads" if unenforced else
+    per_process = any("memory is per process" in note for note in unenforced)
+    processes = (f"{limits.max_processes} processes and threads" if per_process else
                  f"one process (no subprocesses; up to {limits.max_processes} threads)")
     text = (f"Limits for the whole run: {limits.cpu_seconds}s CPU, "
             f"{limits.memory_bytes >> 20} MB memory, {limits.disk_bytes >> 20} MB and "
@@ -223,10 +224,11 @@ def _limit_amount(stopped: str, limits: Limits, unenforced: list[str]) -> str:
         "processes": "one process with at most "
                      f"{limits.max_processes} threads; subprocesses cannot be started",
     }
-    said = amounts[stopped]
-    if unenforced and stopped in ("memory", "disk", "processes"):
-        said += "; on this host " + "; ".join(unenforced)
-    return said
+    if any("memory is per process" in note for note in unenforced):
+        amounts["processes"] = f"{limits.max_processes} processes and threads"
+    # Each note names the limit it is about ("memory", "disk"): only those are said here.
+    notes = [note for note in unenforced if stopped in note]
+    return amounts[stopped] + "".join(f"; on this host {note}" for note in notes)
 
 
 @contextlib.contextmanager

@@ -179,10 +179,19 @@ class SubprocessRunner:
         tool's description and refusals use; empty when every limit holds for the whole run."""
         if self.isolation == "none":
             return ["this runner is not isolated, so memory is per process and disk per file"]
+        said = []
         missing = syscalls.unavailable()
         if missing is not None:
-            return [f"memory is per process, as this host has no syscall filter ({missing})"]
-        return []
+            said.append(f"memory is per process, as this host has no syscall filter ({missing})")
+        try:
+            backend = self.sandbox.backend(self.python)[0]
+        except IsolationUnavailable:
+            backend = None  # every run is refused, saying why
+        if backend == "bwrap":
+            said.append("under bwrap the disk budget is split (a quarter for /tmp, a quarter "
+                        "for /dev/shm, half for the working directory) and files are not "
+                        "counted")
+        return said
 
     def check(self) -> None:
         """Raise IsolationUnavailable now if runs would be refused (for a check at startup)."""
