@@ -235,14 +235,19 @@ def test_an_output_with_a_non_utf8_name_is_refused_and_the_rest_kept(
         tmp_path: Path, runner: SubprocessRunner) -> None:
     code = ("import os\nout = os.environ['BYREF_OUTPUT_DIR'].encode()\n"
             "open(os.path.join(out, b'bad\\xff.txt'), 'w').write('lost')\n"
-            "open(os.path.join(out, b'good.txt'), 'w').write('kept')\n")
+            "open(os.path.join(out, b'good.txt'), 'w').write('kept')\n"
+            "open(os.path.join(out, b'shut.txt'), 'w').write('unreadable')\n"
+            "os.chmod(os.path.join(out, b'shut.txt'), 0)\n")
     result = decode(run(code, tmp_path, runner).rendered or "")
-    assert [f["name"] for f in result["files"]] == ["good.txt", "bad\\xff.txt"]
+    assert [f["name"] for f in result["files"]] == ["good.txt", "bad\\xff.txt", "shut.txt"]
     assert result["files"][0]["bytes"] == 4
-    assert result["files"][1] == {
-        "name": "bad\\xff.txt", "stored": False,
-        "reason": "its name is not UTF-8, so it cannot be named in a result; give output files "
-                  "UTF-8 names."}
+    assert result["files"][1:] == [
+        {"name": "bad\\xff.txt", "stored": False,
+         "reason": "its name is not UTF-8, so it cannot be named in a result; give output files "
+                   "UTF-8 names."},
+        {"name": "shut.txt", "stored": False,
+         "reason": "it could not be read back (Permission denied); leave output files "
+                   "readable."}]
 
 
 def test_a_damaged_input_is_the_integrity_refusal(tmp_path: Path,

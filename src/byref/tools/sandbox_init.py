@@ -26,6 +26,7 @@ from typing import Any
 
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 4, 38, 22, 2
 _MAX_NOTES = 20
+_INIT_MEMORY = 256 << 20  # the init's own address space: an interpreter, ctypes, 1 MiB buffers
 
 
 class _Fprog(ctypes.Structure):
@@ -98,11 +99,12 @@ def _become_code(c: dict[str, Any], fds: dict[str, int], keep: list[int], libc: 
 def _limit(c: dict[str, Any], *, own: bool) -> None:
     """The run's rlimits: on the code's process, or (own) the ones that bind the init too."""
     fsize, nproc = c["file_bytes"], c["processes"]
+    # The init's soft limit is its own; its hard limit leaves the code's to be set below it.
+    memory = (_INIT_MEMORY, max(_INIT_MEMORY, c["memory"])) if own else (c["memory"],) * 2
     pairs = [(resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_FSIZE, fsize, fsize),
-             (resource.RLIMIT_NPROC, nproc, nproc)]
+             (resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_AS, *memory)]
     if not own:
-        pairs += [(resource.RLIMIT_CPU, c["cpu"], c["cpu"] + 1),
-                  (resource.RLIMIT_AS, c["memory"], c["memory"])]
+        pairs.append((resource.RLIMIT_CPU, c["cpu"], c["cpu"] + 1))
     for res, soft, hard in pairs:
         if soft >= 0:
             resource.setrlimit(res, (soft, hard))
@@ -158,15 +160,22 @@ def _collect(c: dict[str, Any], into: int) -> dict[str, Any]:
                 out["stopped"] = ("output-files" if len(files) >= c["max_files"]
                                   else "output-bytes")
                 return out
-            _copy(path, into, str(len(files)), name)
+            try:
+                _copy(path, into, str(len(files)), name)
+            except OSError as exc:  # the code took its own read permission away, say
+                if len(refused) < _MAX_NOTES:
+                    refused.append([shown, f"it could not be read back ({exc.strerror}); leave "
+                                           "output files readable."])
+                continue
             files.append(name)
     return out
 
 
 def _copy(path: str, into: int, slot: str, name: str) -> None:
-    os.mkdir(slot, dir_fd=into)
-    folder = os.open(slot, os.O_RDONLY | os.O_DIRECTORY, dir_fd=into)
     src = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with contextlib.suppress(FileExistsError):  # left by a file that could not be read
+        os.mkdir(slot, dir_fd=into)
+    folder = os.open(slot, os.O_RDONLY | os.O_DIRECTORY, dir_fd=into)
     try:
         dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=folder)
         try:
