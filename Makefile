@@ -47,6 +47,7 @@ bench: $(BIN)/python
 	$(BIN)/byref bench dispatch
 	$(BIN)/byref bench store
 	$(BIN)/byref bench search
+	$(BIN)/byref bench run-python
 	$(BIN)/byref bench gateway
 
 clean:

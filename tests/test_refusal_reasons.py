@@ -21,7 +21,7 @@ PINNED = {
     "tool-refused", "tool-error", "upstream-error", "not-permitted",
     "truncated", "over-ceiling", "unserializable-result", "damaged-record",
     "gone", "not-readable", "parse-error",
-    "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall",
+    "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall", "limit-disk",
     "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
 }
 

@@ -85,7 +85,7 @@ print(json.dumps(seen))
     assert seen["marker"] == seen["this_test"] == "FileNotFoundError"
     assert "tests" not in seen["host_cwd_listing"]  # at most the venv's path is shown there
     assert len(seen["pids"]) <= 3 and max(seen["pids"]) < 100  # only the sandbox's own
-    assert seen["parent_cwd"].endswith("/work") and "byref-run-" in seen["parent_cwd"]
+    assert seen["parent_cwd"] == "PermissionError"  # the sandbox's init cannot be looked into
     assert set(seen["etc"]) <= {"ld.so.cache", "localtime", "alternatives"}
     # The sandbox turned off user namespaces inside itself, never on the host.
     assert Path("/proc/sys/user/max_user_namespaces").read_text() == userns_cap
@@ -109,6 +109,7 @@ attempt("store_root", lambda: os.listdir({str((tmp_path / "store").resolve())!r}
 print(json.dumps(seen))
 """
     seen = stdout_json(run(code, tmp_path, SubprocessRunner(sandbox=sandbox), store=store))
+    assert seen.pop("via_parent") == "PermissionError"  # the init's cwd is not the code's to see
     assert set(seen.values()) == {"FileNotFoundError"}, seen
     got = store.get(victim, meta.ref)
     assert got is not None and got.data == b"the victim's bytes"
@@ -139,7 +140,8 @@ def test_a_process_flood_stops_at_the_process_limit(tmp_path: Path, sandbox: San
     part = run(code, tmp_path, SubprocessRunner(sandbox=sandbox),
                Limits(max_processes=32, wall_seconds=60))
     assert (part.rendered or "").startswith(
-        "Your program was stopped at its process-count limit and produced no result.")
+        "Your program was stopped at its process-count limit (one process with at most 32 "
+        "threads; subprocesses cannot be started) and produced no result.")
     assert "all 200" not in (part.rendered or "")
     assert time.monotonic() - started < 30  # the 600 s sleepers died with the sandbox
 
@@ -157,9 +159,14 @@ def _alive_in(pid_namespace: str) -> list[int]:
 
 
 _DETACH = """
-import os, subprocess, sys
-# A child in a session of its own that keeps stdout open and never ends.
-subprocess.Popen(["setsid", sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)"])
+import os, subprocess, sys, threading, time
+try:  # a child in a session of its own that keeps stdout open and never ends
+    subprocess.Popen(["setsid", sys.executable, "-c", "import time\\nwhile True: time.sleep(1)"])
+    print("started", flush=True)
+except BlockingIOError:
+    print("refused", flush=True)
+# A thread that never ends: it is the process's, so it ends with it.
+threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
 print(os.readlink("/proc/self/ns/pid"), flush=True)
 """
 
@@ -167,7 +174,7 @@ print(os.readlink("/proc/self/ns/pid"), flush=True)
 @pytest.mark.parametrize("main_waits", [False, True], ids=["main-exits", "main-sleeps"])
 def test_a_detached_child_does_not_outlive_the_call(tmp_path: Path, sandbox: Sandbox,
                                                     main_waits: bool) -> None:
-    code = _DETACH + ("import time\ntime.sleep(3600)\n" if main_waits else "")
+    code = _DETACH + ("time.sleep(3600)\n" if main_waits else "")
     started = time.monotonic()
     part = run(code, tmp_path, SubprocessRunner(sandbox=sandbox), Limits(wall_seconds=3))
     elapsed = time.monotonic() - started
@@ -177,6 +184,7 @@ def test_a_detached_child_does_not_outlive_the_call(tmp_path: Path, sandbox: San
         assert text.startswith("Your program was stopped at its wall-clock limit")
     else:
         assert not part.is_error, text
+    assert "refused" in text and "started" not in text  # no second process, detached or not
     match = re.search(r"pid:\[\d+\]", text)
     assert match, text
     assert _alive_in(match.group()) == []
@@ -206,23 +214,18 @@ libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.socket(2, 1, 0)  # AF_INET, SOCK_STREAM: below Python's audit hook
 addr = struct.pack("=H", 2) + struct.pack(">H", port) + bytes([127, 0, 0, 1]) + bytes(8)
 out["ctypes"] = [libc.connect(fd, addr, len(addr)), ctypes.get_errno()]
-probe = "import socket; socket.create_connection(('127.0.0.1', %d), timeout=2)" % port
-child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-out["subprocess"] = [child.returncode, child.stderr.strip().splitlines()[-1]]
-if shutil.which("curl"):
-    curl = subprocess.run(["curl", "-sS", "--max-time", "3", f"http://127.0.0.1:{{port}}/"],
-                          capture_output=True, text=True)
-    out["curl"] = [curl.returncode, curl.stderr.strip()]
+try:  # another program (curl, a second Python) would need a second process
+    subprocess.run(["curl", "-sS", f"http://127.0.0.1:{{port}}/"], capture_output=True)
+    out["subprocess"] = "ran"
+except OSError as exc:
+    out["subprocess"] = type(exc).__name__
 print(json.dumps(out))
 """
     out = stdout_json(run(code, tmp_path, SubprocessRunner(sandbox=sandbox)))
     # The sandbox's loopback is down (unshare) or its own (bwrap): unreachable or refused.
     assert out["python"] == "PermissionError"  # the audit hook answers Python code first
     assert out["ctypes"] in ([-1, errno.ENETUNREACH], [-1, errno.ECONNREFUSED])
-    assert out["subprocess"][0] != 0
-    assert re.search("Network is unreachable|Connection refused", out["subprocess"][1])
-    if "curl" in out:
-        assert out["curl"][0] == 7  # curl: could not connect
+    assert out["subprocess"] == "BlockingIOError"
     with pytest.raises(BlockingIOError):
         listener.accept()  # nothing ever arrived
 

@@ -45,7 +45,7 @@ RefusalReason = Literal[
     "gone", "not-readable", "parse-error",
     # run_python
     "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall",
-    "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
+    "limit-disk", "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
 ]
 """Every code a refusal carries (`Refused.reason`, the `reason` of a `refused` event): a closed
 set, so a typo is a type error and a dashboard can list them all."""

@@ -16,7 +16,7 @@ from byref.cli.progress import progress
 from byref.demo.data import parse_size
 
 _PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway",
-            "byref.cli.bench_conversations")
+            "byref.cli.bench_conversations", "byref.cli.bench_run_python")
 
 
 def register(sub: Any) -> None:

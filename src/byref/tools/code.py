@@ -10,9 +10,10 @@ The description carries the installed package inventory, refreshed on a timer.
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from byref.errors import RefusalReason
 from byref.jsonview import encode
 from byref.refs import Blob, MessageRef, RefRefusal, is_envelope, parse_model_envelope
-from byref.store.port import CanGetStream
+from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
 from byref.tools.call_context import ToolContext
 from byref.tools.runner import (
     CodeRunner,
@@ -36,12 +37,13 @@ from byref.tools.tool import Tool, ToolRefusal
 RUN_PYTHON = "run_python"
 _LIMIT_WORDS = {
     "cpu": "its CPU-time limit", "memory": "its memory limit", "wall": "its wall-clock limit",
-    "file-size": "its file-size limit", "processes": "its process-count limit",
+    "disk": "its disk limit", "file-size": "its file-size limit",
+    "processes": "its process-count limit",
     "output-files": "the output file-count limit",
     "output-bytes": "the output size limit",
 }
 _LIMIT_REASONS: dict[str, RefusalReason] = {
-    "cpu": "limit-cpu", "memory": "limit-memory", "wall": "limit-wall",
+    "cpu": "limit-cpu", "memory": "limit-memory", "wall": "limit-wall", "disk": "limit-disk",
     "file-size": "limit-file-size", "processes": "limit-processes",
     "output-files": "limit-output-files", "output-bytes": "limit-output-bytes",
 }
@@ -91,20 +93,32 @@ def _installed() -> list[str]:
     return sorted(names, key=str.lower)
 
 
-def describe(packages: list[str], limits: Limits) -> str:
-    """The run_python tool's description: how inputs and outputs work, the limits, and the
-    importable packages."""
+def describe(packages: list[str], limits: Limits, unenforced: list[str] | None = None) -> str:
+    """The run_python tool's description: how inputs and outputs work, the limits (and which
+    of them hold only per process here), and the importable packages."""
     shown = ", ".join(packages[:120]) + (" …" if len(packages) > 120 else "")
     return (
         "Run a Python program. Data you pass in `inputs` (name → ref) is staged as files: read "
         "the JSON manifest at os.environ['BYREF_INPUTS'] ({name: {path, mediaType, bytes}}). "
         "Write any file you want back (a chart, a CSV) into os.environ['BYREF_OUTPUT_DIR']; each "
         "comes back as a ref. stdout is returned (bounded). No network, and no files but its "
-        f"own. Limits: {limits.cpu_seconds}s CPU, {limits.memory_bytes >> 20} MB memory, "
-        f"{limits.wall_seconds:g}s wall clock, {limits.max_processes} processes, "
-        f"{limits.max_output_files} output files. "
+        f"own. {_limits_text(limits, unenforced or [])} "
         f"Installed packages: {shown}."
     )
+
+
+def _limits_text(limits: Limits, unenforced: list[str]) -> str:
+    per_process = any("memory is per process" in note for note in unenforced)
+    processes = (f"{limits.max_processes} processes and threads" if per_process else
+                 f"one process (no subprocesses; up to {limits.max_processes} threads)")
+    text = (f"Limits for the whole run: {limits.cpu_seconds}s CPU, "
+            f"{limits.memory_bytes >> 20} MB memory, {limits.disk_bytes >> 20} MB and "
+            f"{limits.disk_files:,} files in all in /tmp, /dev/shm and the working directory "
+            f"({limits.file_bytes >> 20} MB a file), {limits.wall_seconds:g}s wall clock, "
+            f"{processes}, {limits.max_output_files} output files.")
+    if unenforced:
+        text += " On this host: " + "; ".join(unenforced) + "."
+    return text
 
 
 def make_run_python_tool(
@@ -116,6 +130,8 @@ def make_run_python_tool(
     runner = runner or SubprocessRunner()
     limits = limits or Limits()
     inventory = inventory or PackageInventory()
+    says = getattr(runner, "unenforced", None)
+    unenforced: list[str] = says() if callable(says) else []
 
     def run_python(ctx: ToolContext, code: str, inputs: dict[str, Any] | None = None) -> Any:
         with StagingArea() as stage:
@@ -132,14 +148,14 @@ def make_run_python_tool(
                     f"Tool {RUN_PYTHON!r} cannot run code on this host: code runs only in an "
                     f"isolated sandbox, and none can be made here ({exc.reason}). Answer "
                     "without running code.", "isolation-unavailable") from exc
-            return _report(outcome, staged, ctx, limits)
+            return _report(outcome, staged, ctx, limits, unenforced)
 
-    tool = Tool(name=RUN_PYTHON, description=describe(inventory.current(), limits),
+    tool = Tool(name=RUN_PYTHON, description=describe(inventory.current(), limits, unenforced),
                 fn=run_python, input_schema=_SCHEMA, lazy=frozenset({"inputs"}), wants_ctx=True,
                 capabilities=("code.python.run",), glossary=("script", "compute", "chart"))
 
     def refresh(names: list[str]) -> None:
-        tool.description = describe(names, limits)  # descriptions as live data
+        tool.description = describe(names, limits, unenforced)  # descriptions as live data
         for watcher in list(tool.watchers):
             watcher(tool)
 
@@ -173,7 +189,7 @@ def _stage(name: str, value: Any, ctx: ToolContext, stage: StagingArea) -> Stage
                 "missing-or-expired")
         ext = mimetypes.guess_extension(meta.media_type.split(";")[0]) or ".bin"
         path = stage.inputs / f"{name}{ext}"
-        with path.open("wb") as fh:
+        with path.open("wb") as fh, _store_errors(name, key):
             if streamed is not None:
                 for chunk in streamed.chunks:
                     fh.write(chunk)
@@ -197,14 +213,49 @@ def _stage(name: str, value: Any, ctx: ToolContext, stage: StagingArea) -> Stage
     return StagedInput(name, path, "application/json", len(data))
 
 
+def _limit_amount(stopped: str, limits: Limits, unenforced: list[str]) -> str:
+    """The limit's own figure, and where it holds only per process, that it does."""
+    amounts = {
+        "cpu": f"{limits.cpu_seconds}s", "wall": f"{limits.wall_seconds:g}s",
+        "memory": f"{limits.memory_bytes >> 20} MB for the run",
+        "disk": f"{limits.disk_bytes >> 20} MB and {limits.disk_files:,} files in all in /tmp, "
+                "/dev/shm and the working directory",
+        "file-size": f"{limits.file_bytes >> 20} MB a file",
+        "processes": "one process with at most "
+                     f"{limits.max_processes} threads; subprocesses cannot be started",
+    }
+    if any("memory is per process" in note for note in unenforced):
+        amounts["processes"] = f"{limits.max_processes} processes and threads"
+    # Each note names the limit it is about ("memory", "disk"): only those are said here.
+    notes = [note for note in unenforced if stopped in note]
+    return amounts[stopped] + "".join(f"; on this host {note}" for note in notes)
+
+
+@contextlib.contextmanager
+def _store_errors(name: str, key: str) -> Iterator[None]:
+    """A damaged or unreadable staged input is the store's refusal, never an exception's name;
+    the cause stays chained for the operator."""
+    try:
+        yield
+    except ArtifactIntegrityError as exc:
+        raise ToolRefusal(
+            f"Tool {RUN_PYTHON!r} was not executed: input {name!r} = {key!r} failed its "
+            "integrity check and was not used; produce it again.", "integrity") from exc
+    except ArtifactError as exc:
+        raise ToolRefusal(
+            f"Tool {RUN_PYTHON!r} was not executed: input {name!r} = {key!r} cannot be read "
+            f"now ({str(exc)[:200]}).", "missing-or-expired") from exc
+
+
 def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
-            limits: Limits) -> Any:
+            limits: Limits, unenforced: list[str] | None = None) -> Any:
     stdout = outcome.stdout[-limits.max_stdout_chars:]
-    if outcome.stopped in ("cpu", "memory", "wall", "file-size", "processes"):
+    if outcome.stopped in ("cpu", "memory", "wall", "disk", "file-size", "processes"):
         reason = _LIMIT_REASONS[outcome.stopped]
         ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=reason)
         raise ToolRefusal(
-            f"Your program was stopped at {_LIMIT_WORDS[outcome.stopped]} and produced no "
+            f"Your program was stopped at {_LIMIT_WORDS[outcome.stopped]} "
+            f"({_limit_amount(outcome.stopped, limits, unenforced or [])}) and produced no "
             f"result. Make it do less work (sample, aggregate, stream). Last output: "
             f"{(outcome.stderr or stdout)[-600:]!r}", reason)
     if outcome.exit_code != 0:
@@ -220,6 +271,8 @@ def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
             "was kept. Write fewer, smaller files.", reason)
     parents = tuple(dict.fromkeys(s.ref for s in staged if s.ref))
     files = [_mint(path, parents, ctx) for path in outcome.outputs or []]
+    files += [{"name": name, "stored": False, "reason": why}
+              for name, why in outcome.refused_outputs]
     result: dict[str, Any] = {"exitCode": 0, "stdout": stdout, "files": files}
     if outcome.notes:
         result["notes"] = outcome.notes

@@ -2,31 +2,37 @@
 
 The law: code runs in its own working directory, in a sandbox (`byref.tools.sandbox`) that shows
 it only that directory, its staged inputs and the interpreter — no host processes, files,
-secrets or network — under CPU-time, memory, file-size, process-count and wall-clock limits;
-inputs arrive as staged files named by a JSON manifest (`BYREF_INPUTS`); outputs are only what
-lands in the declared directory (`BYREF_OUTPUT_DIR`), read back with bounded size and count.
-Hitting a limit stops the run and says which limit, never the machine. When the whole process
-tree is gone, the run is over: nothing it started outlives the call. Where no sandbox can be
-made, the runner refuses, unless built with `isolation="none"` for trusted local use.
+secrets or network — under CPU-time, memory, disk, file-size, process-count and wall-clock
+limits that hold for the whole run: one tmpfs of the disk budget holds every place it can
+write, and a syscall filter (`byref.tools.syscalls`) keeps it to one process, so one
+address-space limit is its whole memory (this host delegates no cgroup to bound several).
+Where a limit can only hold per process, `unenforced()` says which, for the tool's description
+and its refusals. Inputs arrive as staged files named by a JSON manifest (`BYREF_INPUTS`);
+outputs are only what lands in the declared directory (`BYREF_OUTPUT_DIR`), copied out by the
+sandbox's init (`byref.tools.sandbox_init`) with bounded size and count. Hitting a limit stops
+the run and says which limit, never the machine. When the code's process ends, the run is
+over: nothing it started outlives the call. Where no sandbox can be made, the runner refuses,
+unless built with `isolation="none"` for trusted local use.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import marshal
 import os
 import select
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from byref.errors import InvalidValue
+from byref.tools import sandbox_init, syscalls
 from byref.tools.sandbox import (
     IsolationUnavailable,
     Sandbox,
@@ -49,43 +55,15 @@ sys.argv = ["main.py"]
 runpy.run_path("main.py", run_name="__main__")
 """
 
-# The sandbox's init (its pid 1): applies the limits to the code's process, gives it
-# the stdout/stderr files (the launcher's own messages stay apart), reaps orphans, and reports
-# the code's exact wait status on a pipe the code never holds (an exit code alone cannot tell a
-# signal from `sys.exit(128 + n)`). Its exit ends the pid namespace, and all within it.
-_INIT = """
-import os, resource, sys
-status, out, err = (int(v) for v in sys.argv[1:4])
-cpu, mem, fsize, nproc = (int(v) for v in sys.argv[4:8])
-keep = sorted({status, out, err})
-os.closerange(3, keep[0])
-for low, high in zip(keep, [*keep[1:], 1024]):
-    os.closerange(low + 1, high)
-pid = os.fork()
-if pid == 0:
-    os.dup2(out, 1)
-    os.dup2(err, 2)
-    for fd in keep:
-        os.close(fd)
-    for name in ("PWD", "OLDPWD"):  # set by the shells and bwrap on the way: not the allowlist
-        os.environ.pop(name, None)
-    for res, soft, hard in ((resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, mem, mem),
-                            (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_CORE, 0, 0),
-                            (resource.RLIMIT_NPROC, nproc, nproc)):
-        if soft >= 0:
-            resource.setrlimit(res, (soft, hard))
-    os.execv(sys.argv[9], sys.argv[9:])
-os.close(out)
-os.close(err)
-while True:
-    got, wait_status = os.wait()
-    if got == pid:
-        break
-os.write(status, b"%d" % wait_status)
-"""
+# The sandbox's init (its pid 1): its own module, run as a program (it imports nothing of byref).
+_INIT = Path(sandbox_init.__file__).read_text()
 _TAIL = 256 << 10
 _FORK_FAILED = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable",
-                "Cannot fork", "can't fork")
+                "Cannot fork", "can't fork", "can't start new thread")
+_TOO_LARGE = ("[Errno 27] File too large", "File size limit exceeded")
+_DISK_FULL = ("[Errno 28] No space left on device",)
+# Less free space than this on the run's tmpfs, after a failed run: the disk budget was hit.
+_NEARLY_FULL = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +79,11 @@ class Limits:
     max_stdout_chars: int = 4_000
     max_processes: int = 64
     """Processes and threads at once, the sandbox's init included (isolated runs only)."""
+    disk_bytes: int = 256 << 20
+    """Bytes written in all to /tmp, /dev/shm and the working directory (isolated runs)."""
+    disk_files: int = 16_384
+    """Files and directories there at once (each costs kernel memory that bytes do not count;
+    under `unshare`; bwrap cannot cap them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +104,12 @@ class RunOutcome:
     stdout: str
     stderr: str
     stopped: str | None = None
-    """Which limit stopped the run: 'cpu', 'memory', 'wall', 'file-size', 'processes',
-    'output-files', 'output-bytes'."""
+    """Which limit stopped the run: 'cpu', 'memory', 'wall', 'disk', 'file-size',
+    'processes', 'output-files', 'output-bytes'."""
     outputs: list[Path] | None = None
     """Files found in the output directory; None would mean the runner cannot tell."""
+    refused_outputs: list[tuple[str, str]] = field(default_factory=list)
+    """(name as shown, why) of output files that could not be kept."""
     isolated_network: bool = False
     workdir: Path | None = None
     notes: list[str] = field(default_factory=list)
@@ -141,8 +126,10 @@ class CodeRunner(Protocol):
 class StagingArea:
     """A private working directory with `inputs/` and `outputs/`; removed on close.
 
-    `root` is the code's working directory; beside it in `base`, out of the code's sight, are
-    the sandbox's own files and the files the code's stdout and stderr go to.
+    `root` is the code's working directory (in the sandbox, a tmpfs at that path); beside it in
+    `base`, out of the code's sight, are the seed (main.py and the manifest, which the init
+    copies into `root`), the directory the init copies the output files into, the sandbox's own
+    files and the files the code's stdout and stderr go to.
     """
 
     def __init__(self) -> None:
@@ -151,9 +138,12 @@ class StagingArea:
         self.root = self.base / "work"
         self.inputs = self.root / "inputs"
         self.outputs = self.root / "outputs"
-        self.inputs.mkdir(parents=True)
-        self.outputs.mkdir()
-        self.manifest = self.root / "inputs.json"
+        self.seed = self.base / "seed"
+        self.collected = self.base / "collected"
+        for path in (self.inputs, self.outputs, self.seed, self.collected):
+            path.mkdir(parents=True)
+        self.manifest = self.seed / "inputs.json"
+        """Where the manifest is written; the code reads it as `root`/inputs.json."""
 
     def close(self) -> None:
         """Remove the directory and everything in it."""
@@ -184,6 +174,25 @@ class SubprocessRunner:
         self.sandbox = sandbox or Sandbox()
         self._warned = False
 
+    def unenforced(self) -> list[str]:
+        """The limits this runner can hold only per process or per file, in the words the
+        tool's description and refusals use; empty when every limit holds for the whole run."""
+        if self.isolation == "none":
+            return ["this runner is not isolated, so memory is per process and disk per file"]
+        said = []
+        missing = syscalls.unavailable()
+        if missing is not None:
+            said.append(f"memory is per process, as this host has no syscall filter ({missing})")
+        try:
+            backend = self.sandbox.backend(self.python)[0]
+        except IsolationUnavailable:
+            backend = None  # every run is refused, saying why
+        if backend == "bwrap":
+            said.append("under bwrap the disk budget is split (a quarter for /tmp, a quarter "
+                        "for /dev/shm, half for the working directory) and files are not "
+                        "counted")
+        return said
+
     def check(self) -> None:
         """Raise IsolationUnavailable now if runs would be refused (for a check at startup)."""
         if self.isolation == "required":
@@ -199,58 +208,79 @@ class SubprocessRunner:
                 self._warned = True
                 log.warning("%s", developer_message(exc.reason))
             raise
-        (stage.root / "main.py").write_text(code)
+        (stage.seed / "main.py").write_text(code)
+        if not stage.manifest.exists():
+            stage.manifest.write_text("{}")
         paths = [stage.base / name for name in ("stdout", "stderr", "launcher")]
         read_status, write_status = os.pipe()
         try:
             proc, isolation = self._launch(stage, limits, write_status, paths)
             try:
                 stopped = self._wait(proc, limits, isolation != "none")
-                status = _read_status(read_status)
+                report = _read_report(read_status)
             except BaseException:
                 self._stop(proc, isolation != "none")  # interrupted: nothing outlives the call
                 raise
         finally:
             os.close(read_status)
         stdout, stderr, launcher = (_tail(p) for p in paths)
-        if status is None and stopped is None:
+        if report is None and stopped is None:
             # The init never reported: the sandbox itself failed; say what it said.
             stderr += launcher
-        exit_code = os.waitstatus_to_exitcode(status) if status is not None else proc.returncode
+        report = report or {}
+        status = report.get("wait")
+        exit_code = (os.waitstatus_to_exitcode(status) if isinstance(status, int)
+                     else proc.returncode)
         if stopped is None:
-            stopped = _limit_hit(exit_code, stderr)
-        outcome = RunOutcome(exit_code, stdout, stderr, stopped,
+            stopped = _limit_hit(exit_code, stderr, report.get("free"))
+        outcome = RunOutcome(exit_code, stdout, stderr, stopped or report.get("stopped"),
                              isolated_network=isolation != "none", workdir=stage.root,
                              isolation=isolation)
-        outcome.outputs = _collect(stage.outputs, limits, outcome)
+        outcome.outputs = [stage.collected / str(i) / name
+                           for i, name in enumerate(report.get("files", []))]
+        outcome.refused_outputs = [(name, why) for name, why in report.get("refused", [])]
+        outcome.notes = list(report.get("notes", []))
         return outcome
 
     def _launch(self, stage: StagingArea, limits: Limits, write_status: int,
                 paths: list[Path]) -> tuple[subprocess.Popen[bytes], str]:
         """Start the init (in the sandbox, unless isolation is 'none'); closes `write_status`."""
-        env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.manifest),
+        isolated = self.isolation == "required"
+        env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.root / "inputs.json"),
                                          "BYREF_OUTPUT_DIR": str(stage.outputs)}
         # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
         out, err, launcher_err = (os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                                   for p in paths)
+        program = syscalls.program() if isolated else ""
+        fds = {"status": write_status, "out": out, "err": err,
+               "filter": _memfd(program) if isinstance(program, bytes) else -1,
+               "collect": os.open(stage.collected, os.O_RDONLY | os.O_DIRECTORY)}
         try:
-            argv = [self.python, "-I", "-S", "-c", _INIT, str(write_status), str(out), str(err),
-                    str(limits.cpu_seconds), str(limits.memory_bytes), str(limits.file_bytes),
-                    str(limits.max_processes if self.isolation == "required" else -1), "--",
+            config = {"fds": fds, "seed": str(stage.seed), "outputs": str(stage.outputs),
+                      "cpu": limits.cpu_seconds, "memory": limits.memory_bytes,
+                      "file_bytes": limits.file_bytes,
+                      "processes": limits.max_processes if isolated else -1,
+                      "max_files": limits.max_output_files, "max_bytes": limits.max_output_bytes,
+                      "scratch": [str(stage.root), "/tmp", "/dev/shm"] if isolated else []}
+            argv = [self.python, "-I", "-S", "-c", _INIT, marshal.dumps(config).hex(), "--",
                     self.python, "-I", "-c", _BOOTSTRAP]
             isolation = "none"
-            if self.isolation == "required":
+            if isolated:
                 isolation = self.sandbox.backend(self.python)[0]
                 argv = self.sandbox.command(
-                    self.python, work=stage.root, inputs=stage.inputs,
-                    writable=(stage.root, stage.outputs), private=stage.base / "sandbox",
+                    self.python, work=stage.root, inputs=stage.inputs, seed=stage.seed,
+                    writable=(stage.collected,), private=stage.base / "sandbox",
+                    disk_bytes=limits.disk_bytes, disk_files=limits.disk_files,
                     inner=argv)
-            proc = subprocess.Popen(argv, cwd=stage.root, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=launcher_err, stderr=launcher_err,
-                                    pass_fds=(write_status, out, err), start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=stage.base if isolated else stage.root, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=launcher_err,
+                                    stderr=launcher_err,
+                                    pass_fds=tuple(fd for fd in fds.values() if fd >= 0),
+                                    start_new_session=True)
         finally:
-            for fd in (write_status, out, err, launcher_err):
-                os.close(fd)
+            for fd in (launcher_err, *fds.values()):
+                if fd >= 0:
+                    os.close(fd)
         return proc, isolation
 
     @staticmethod
@@ -292,19 +322,31 @@ def _exited_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
             os.close(pidfd)
 
 
-def _read_status(fd: int) -> int | None:
-    """The code's wait status as the init wrote it; None if the init never got that far."""
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("byref-seccomp", 0)  # not close-on-exec: the init reads it
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _read_report(fd: int) -> dict[str, Any] | None:
+    """What the init reported (wait status, files…); None if it never got that far."""
     deadline = time.monotonic() + 5
     data = b""
     while (left := deadline - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
-        chunk = os.read(fd, 64)
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         data += chunk
-    return int(data) if data.isdigit() else None
+    try:
+        # Written by the init alone (the code never holds this pipe): plain values only.
+        report = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    return report if isinstance(report, dict) and isinstance(report.get("wait"), int) else None
 
 
-def _limit_hit(exit_code: int, stderr: str) -> str | None:
+def _limit_hit(exit_code: int, stderr: str, free: int | None = None) -> str | None:
     # The soft CPU limit sends SIGXCPU; code that ignores it meets the hard limit's SIGKILL.
     if exit_code in (-signal.SIGXCPU, -signal.SIGKILL):
         return "cpu"
@@ -312,7 +354,14 @@ def _limit_hit(exit_code: int, stderr: str) -> str | None:
         return "memory"
     if exit_code == -signal.SIGXFSZ:
         return "file-size"
-    if exit_code != 0 and any(s in stderr[-2_000:] for s in _FORK_FAILED):
+    if exit_code == 0:
+        return None
+    tail = stderr[-2_000:]
+    if any(s in tail for s in _DISK_FULL) or (free is not None and free < _NEARLY_FULL):
+        return "disk"
+    if any(s in tail for s in _TOO_LARGE):  # Python ignores SIGXFSZ: the write fails instead
+        return "file-size"
+    if any(s in tail for s in _FORK_FAILED):
         return "processes"
     return None
 
@@ -321,34 +370,3 @@ def _tail(path: Path) -> str:
     with path.open("rb") as fh:
         fh.seek(max(0, path.stat().st_size - _TAIL))
         return fh.read().decode("utf-8", errors="replace")
-
-
-def _collect(directory: Path, limits: Limits, outcome: RunOutcome) -> list[Path]:
-    found: list[Path] = []
-    total = 0
-    try:
-        mode = directory.lstat().st_mode
-    except FileNotFoundError:
-        return found  # the code removed it: nothing to read
-    if not stat.S_ISDIR(mode):
-        # The code may swap its output directory for a link to the host's files: read nothing.
-        outcome.notes.append("the output directory was replaced, so nothing was read back")
-        return found
-    for dirpath, _, files in os.walk(directory):
-        for name in sorted(files):
-            path = Path(dirpath) / name
-            info = path.lstat()
-            if not stat.S_ISREG(info.st_mode):
-                # A symlink would be read as the host sees it; a FIFO would block the read.
-                kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-                outcome.notes.append(f"{name!r} is {kind} and was not read back")
-                continue
-            found.append(path)
-            total += info.st_size
-            if len(found) > limits.max_output_files:
-                outcome.stopped = outcome.stopped or "output-files"
-                return found[: limits.max_output_files]
-            if total > limits.max_output_bytes:
-                outcome.stopped = outcome.stopped or "output-bytes"
-                return found[:-1]
-    return found

@@ -4,11 +4,14 @@ The law: the code gets its own user, mount, pid, IPC, UTS and network namespaces
 maintained tool — bubblewrap (`bwrap`) when installed, else util-linux `unshare` + `mount` +
 `pivot_root` — never by syscalls of ours. Its root is an empty, read-only tree holding read-only
 binds of only /usr (and the /bin, /lib… links into it), the interpreter's prefixes, three /etc
-entries and five /dev nodes, plus writable /tmp and /dev/shm of the run's own and the work
-directory (its staged inputs read-only). /proc is mounted fresh, so it lists only the sandbox's
-processes; the only network is a loopback of its own (down, under unshare); no process in it
-holds a capability or can make a user namespace. Whether the host allows all this is found by
-trying once (per tool set and interpreter), not by guessing.
+entries and five /dev nodes, its staged inputs and seed files (read-only), plus the only
+writable places: /tmp, /dev/shm and the work directory, all on a tmpfs of the run's own whose
+size is the run's disk budget — one tmpfs for the three under `unshare`; three, splitting the
+budget (a quarter, a quarter, a half), under bwrap, whose binds cannot share one. /proc is
+mounted fresh, so it lists only the sandbox's processes; the only network is a loopback of its
+own (down, under unshare); no process in it holds a capability or can make a user namespace.
+Whether the host allows all this is found by trying once (per tool set and interpreter), not by
+guessing.
 
 As root, RLIMIT_NPROC would never bite (the kernel exempts uid 0), so there the mounts are made
 by root itself and the code runs as `nobody` inside a user namespace of its own."""
@@ -42,7 +45,9 @@ _DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
 # Only ever run inside a user namespace of the sandbox: there it caps that namespace alone.
 _NO_USERNS = "echo 0 > /proc/sys/user/max_user_namespaces"
 _PROBE_OK = "byref-sandbox-ok"
-_UNSHARE_TOOLS = ("sh", "mount", "umount", "pivot_root", "setpriv")
+_UNSHARE_TOOLS = ("sh", "mount", "umount", "pivot_root", "setpriv", "mkdir")
+# Under bwrap: the share of the disk budget each writable place gets (see the docstring).
+_BWRAP_SHARES = {"/tmp": 4, "/dev/shm": 4}
 
 
 class IsolationUnavailable(OperatorError, RuntimeError):
@@ -63,28 +68,31 @@ def developer_message(reason: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Mount:
     """One mount inside the sandbox: its kind, where it appears, and its source."""
-    kind: Literal["ro", "rw", "link", "proc", "dev"]
-    """'ro' or 'rw' (a bind of `source`), 'link' (a symlink to `source`), 'proc' or 'dev'."""
+    kind: Literal["ro", "link", "proc", "dev", "scratch"]
+    """'ro' (a bind of `source`), 'link' (a symlink to `source`), 'proc', 'dev', or 'scratch'
+    (writable: the directory `source` of the run's tmpfs)."""
     dest: str
     source: str = ""
 
 
-def plan_view(python_dirs: tuple[str, ...], work: Path, inputs: Path, scratch: Path) -> list[Mount]:
+def plan_view(python_dirs: tuple[str, ...], work: Path, inputs: Path,
+              seed: Path) -> list[Mount]:
     """What the child sees, parents before children (a bind must land on its parent's mount).
 
-    /tmp and /dev/shm are directories of the run's own (under `scratch`), removed with it, so
-    what the code writes there is on disk like its work directory, not in memory.
+    /tmp, /dev/shm and the work directory are the run's tmpfs, gone with the run; the inputs
+    and the seed (main.py and the manifest, which the init copies into the work directory) are
+    read-only binds of the host's files.
     """
     view = [Mount("ro", "/usr", "/usr"), Mount("proc", "/proc"), Mount("dev", "/dev"),
-            Mount("rw", "/tmp", str(scratch / "tmp")),
-            Mount("rw", "/dev/shm", str(scratch / "shm"))]
+            Mount("scratch", "/tmp", "tmp"), Mount("scratch", "/dev/shm", "shm")]
     for path in (*_LINKS, *_ETC):
         if os.path.islink(path):
             view.append(Mount("link", path, os.readlink(path)))
         elif os.path.exists(path):
             view.append(Mount("ro", path, path))
     view += [Mount("ro", d, d) for d in python_dirs]
-    view += [Mount("rw", str(work), str(work)), Mount("ro", str(inputs), str(inputs))]
+    view += [Mount("scratch", str(work), "work"), Mount("ro", str(inputs), str(inputs)),
+             Mount("ro", str(seed), str(seed))]
     return sorted(view, key=lambda m: Path(m.dest).parts)
 
 
@@ -137,29 +145,36 @@ class Sandbox:
             return exc.reason
         return None
 
-    def command(self, python: str, *, work: Path, inputs: Path, writable: Sequence[Path],
-                private: Path, inner: list[str]) -> list[str]:
-        """The argv that runs `inner` in a sandbox showing `work` (and `inputs`, read-only).
+    def command(self, python: str, *, work: Path, inputs: Path, seed: Path,
+                writable: Sequence[Path], private: Path, disk_bytes: int, disk_files: int,
+                inner: list[str]) -> list[str]:
+        """The argv that runs `inner` in a sandbox whose work directory is `work` (a tmpfs of
+        `disk_bytes` and `disk_files` inodes, with /tmp and /dev/shm), showing `inputs` and
+        `seed` read-only.
 
-        `writable` are the directories the code must write (as root, they are given to nobody);
-        `private` is an empty directory out of the code's sight, for the sandbox's own files.
+        `writable` are host directories the sandbox's init writes through a descriptor (as
+        root, they are given to nobody); `private` is an empty directory out of the code's
+        sight, for the sandbox's own files.
         """
         name, tool = self.backend(python)
-        return self._build(name, tool, python, work, inputs, writable, private, inner)
+        return self._build(name, tool, python, work, inputs, seed, writable, private,
+                           (disk_bytes, disk_files), inner)
 
-    def _build(self, name: str, tool: str, python: str, work: Path, inputs: Path,
-               writable: Sequence[Path], private: Path, inner: list[str]) -> list[str]:
+    def _build(self, name: str, tool: str, python: str, work: Path, inputs: Path, seed: Path,
+               writable: Sequence[Path], private: Path, disk: tuple[int, int],
+               inner: list[str]) -> list[str]:
         scratch, newroot = private / "scratch", private / "newroot"
-        for path in (scratch / "tmp", scratch / "shm", newroot):
+        for path in (scratch, newroot):
             path.mkdir(parents=True)
-        view = plan_view(interpreter_dirs(python), work, inputs, scratch)
+        view = plan_view(interpreter_dirs(python), work, inputs, seed)
         if self.as_root:
-            for path in (*writable, scratch / "tmp", scratch / "shm"):
+            for path in writable:
                 os.chown(path, NOBODY, NOBODY)
         if name == "bwrap":
-            return _bwrap(tool, view, work, inner)
+            return _bwrap(tool, view, work, disk[0], inner)
         _skeleton(view, newroot)
-        return _unshare(tool, view, work, newroot, inner, as_root=self.as_root)
+        return _unshare(tool, view, work, newroot, scratch, disk, inner,
+                        as_root=self.as_root)
 
     def _probe(self, python: str) -> tuple[str, str] | str:
         """Run a trivial program with each candidate tool; the reasons if none works."""
@@ -192,10 +207,11 @@ class Sandbox:
                 return f"{missing[0]!r} was not found (needed with {path!r})"
         with tempfile.TemporaryDirectory(prefix="byref-probe-") as tmp:
             work = Path(tmp, "work")
-            (work / "inputs").mkdir(parents=True)
+            for sub in ("inputs", "seed"):
+                (work / sub).mkdir(parents=True)
             try:
-                argv = self._build(name, path, python, work, work / "inputs", [work],
-                                   Path(tmp, "private"),
+                argv = self._build(name, path, python, work, work / "inputs", work / "seed",
+                                   [], Path(tmp, "private"), (1 << 20, 64),
                                    [python, "-I", "-S", "-c", f"print({_PROBE_OK!r})"])
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
                                       env=minimal_env(work), stdin=subprocess.DEVNULL,
@@ -208,15 +224,19 @@ class Sandbox:
         return f"{path!r} could not make a sandbox (exit {done.returncode}: {said_!r})"
 
 
-def _bwrap(bwrap: str, view: list[Mount], work: Path, inner: list[str]) -> list[str]:
+def _bwrap(bwrap: str, view: list[Mount], work: Path, disk_bytes: int,
+           inner: list[str]) -> list[str]:
     # --as-pid-1: our init is pid 1, so bwrap exits only once the namespace is empty (its own
     # init would report the exit code first, while the rest is still being killed).
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--die-with-parent", "--new-session", "--disable-userns",
-            "--as-pid-1"]
+            "--as-pid-1", "--cap-drop", "ALL"]
     for m in view:
-        if m.kind in ("ro", "rw"):
-            argv += ["--ro-bind" if m.kind == "ro" else "--bind", m.source, m.dest]
+        if m.kind == "ro":
+            argv += ["--ro-bind", m.source, m.dest]
+        elif m.kind == "scratch":
+            size = disk_bytes // _BWRAP_SHARES.get(m.dest, 2)
+            argv += ["--perms", "1777", "--size", str(size), "--tmpfs", m.dest]
         elif m.kind == "link":
             argv += ["--symlink", m.source, m.dest]
         else:
@@ -225,11 +245,10 @@ def _bwrap(bwrap: str, view: list[Mount], work: Path, inner: list[str]) -> list[
     return [*argv, "--remount-ro", "/", "--chdir", str(work), "--", *inner]
 
 
-def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, inner: list[str],
-             *, as_root: bool) -> list[str]:
+def _unshare(unshare: str, view: list[Mount], work: Path, newroot: Path, scratch: Path,
+             disk: tuple[int, int], inner: list[str], *, as_root: bool) -> list[str]:
     t = {name: _which(name) or name for name in _UNSHARE_TOOLS}
-    script = _setup_script(view, newroot, t["mount"], t["pivot_root"], t["umount"],
-                           in_userns=not as_root)
+    script = _setup_script(view, newroot, scratch, disk, t, in_userns=not as_root)
     script += f"\ncd {shlex.quote(str(work))}\nexec \"$@\""
     spaces = ["--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
     chain: list[str] = []
@@ -256,6 +275,8 @@ def _skeleton(view: list[Mount], newroot: Path) -> None:
     """
     (newroot / ".old").mkdir()
     for m in view:
+        if _in_scratch(view, m.dest):
+            continue  # made on the run's tmpfs by the setup script
         if m.kind == "dev":
             at = _reached(view, newroot, m.dest)
             at.mkdir(parents=True, exist_ok=True)
@@ -268,35 +289,54 @@ def _skeleton(view: list[Mount], newroot: Path) -> None:
         at.parent.mkdir(parents=True, exist_ok=True)
         if m.kind == "link":
             at.symlink_to(m.source)
-        elif m.kind == "proc" or os.path.isdir(m.source):
+        elif m.kind in ("proc", "scratch") or os.path.isdir(m.source):
             at.mkdir(exist_ok=True)
         else:
             at.touch()
 
 
-def _reached(view: list[Mount], newroot: Path, dest: str) -> Path:
-    """The host path that `dest` in the sandbox is, once the binds above it are in place."""
-    above = [m for m in view if m.kind in ("ro", "rw") and dest.startswith(m.dest + "/")]
-    if not above:
+def _nearest_above(view: list[Mount], dest: str) -> Mount | None:
+    above = [m for m in view if m.kind in ("ro", "scratch") and dest.startswith(m.dest + "/")]
+    return max(above, key=lambda m: len(m.dest)) if above else None
+
+
+def _in_scratch(view: list[Mount], dest: str) -> bool:
+    nearest = _nearest_above(view, dest)
+    return nearest is not None and nearest.kind == "scratch"
+
+
+def _reached(view: list[Mount], newroot: Path, dest: str, scratch: Path | None = None) -> Path:
+    """The path that `dest` in the sandbox is, once the mounts above it are in place: in the
+    skeleton on the host, or (given `scratch`, the tmpfs's mount point) on the run's tmpfs."""
+    nearest = _nearest_above(view, dest)
+    if nearest is None:
         return Path(str(newroot) + dest)
-    nearest = max(above, key=lambda m: len(m.dest))
-    if nearest.kind != "rw":
+    if nearest.kind != "scratch" or scratch is None:
         raise InvalidValue(f"cannot show {dest!r} inside the read-only {nearest.dest!r}")
-    return Path(nearest.source + dest[len(nearest.dest):])
+    return scratch / nearest.source / dest[len(nearest.dest) + 1:]
 
 
-def _setup_script(view: list[Mount], newroot: Path, mount: str, pivot_root: str, umount: str,
-                  *, in_userns: bool) -> str:
-    """A shell script, run in the new namespaces, that binds the view and pivots into it."""
+def _setup_script(view: list[Mount], newroot: Path, scratch: Path, disk: tuple[int, int],
+                  t: dict[str, str], *, in_userns: bool) -> str:
+    """A shell script, run in the new namespaces, that mounts the run's tmpfs, binds the view
+    and pivots into it."""
     q = shlex.quote
-    root = str(newroot)
-    lines = ["set -eu", f"{mount} --bind {q(root)} {q(root)}"]  # pivot_root wants a mount point
+    mount, root = t["mount"], str(newroot)
+    # One tmpfs holds /tmp, /dev/shm and the work directory: the disk budget is for all three.
+    dirs = sorted({str(scratch / m.source) for m in view if m.kind == "scratch"}
+                  | {str(_reached(view, newroot, m.dest, scratch)) for m in view
+                     if _in_scratch(view, m.dest)})
+    lines = ["set -eu", f"{mount} --bind {q(root)} {q(root)}",  # pivot_root wants a mount point
+             f"{mount} -t tmpfs -o size={disk[0]},nr_inodes={disk[1]},mode=0755,"
+             f"nosuid,nodev byref-scratch {q(str(scratch))}",
+             f"{t['mkdir']} -p -m 1777 {' '.join(q(d) for d in dirs)}"]
     for m in view:
-        at = q(root + m.dest)
-        if m.kind in ("ro", "rw"):
-            opts = ",".join([*(["ro"] if m.kind == "ro" else []), "nosuid", "nodev",
-                             *_kept_flags(m.source)])
+        at = q(root + m.dest)  # through the mounts above it, once they are in place
+        if m.kind == "ro":
+            opts = ",".join(["ro", "nosuid", "nodev", *_kept_flags(m.source)])
             lines.append(f"{mount} --bind -o {opts} {q(m.source)} {at}")
+        elif m.kind == "scratch":
+            lines.append(f"{mount} --bind -o nosuid,nodev {q(str(scratch / m.source))} {at}")
         elif m.kind == "proc":
             lines.append(f"{mount} -t proc -o nosuid,nodev,noexec proc {at}")
         elif m.kind == "dev":
@@ -305,7 +345,7 @@ def _setup_script(view: list[Mount], newroot: Path, mount: str, pivot_root: str,
     if in_userns:
         lines.append(_NO_USERNS.replace("/proc", q(root + "/proc"), 1))
     # The old root is detached, not removed: an empty /.old is all that is left of it.
-    lines += [f"cd {q(root)}", f"{pivot_root} . .old", f"{umount} -l /.old",
+    lines += [f"cd {q(root)}", f"{t['pivot_root']} . .old", f"{t['umount']} -l /.old",
               f"{mount} -o remount,ro,bind /"]
     return "\n".join(lines)
 
