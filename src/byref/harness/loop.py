@@ -15,7 +15,6 @@ bounded by the explicit-read limit, not by placement's automatic-insertion limit
 from __future__ import annotations
 
 import inspect
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -23,6 +22,7 @@ from typing import Any, Literal, cast
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Discovery
 from byref.dispatch import Call, Dispatcher, Policy
+from byref.dispatch.grounds import Grounds
 from byref.errors import DeveloperError, InvalidValue
 from byref.events import Emitter
 from byref.harness.messages import (
@@ -39,7 +39,7 @@ from byref.harness.session import Session, run_blocking
 from byref.jsonview import dumps
 from byref.reads import ReadLimits
 from byref.resolve import Caps
-from byref.store import ArtifactStore, MemoryStore, Scope
+from byref.store import ArtifactStore, Scope
 from byref.tools import Tool
 from byref.tools.present import PRESENT_TOOL_NAME
 from byref.tools.read_result import READ_RESULT_NAME, make_read_result
@@ -108,15 +108,15 @@ class Harness:
             getattr(model, "respond", None))
         self.on_delta = on_delta
         listed = collect(tools)
-        refs = (policy or Policy()).refs
+        grounds = Grounds.make(store=store, scope=scope, policy=policy, emit=emit)
+        refs = grounds.policy.refs
         if store is not None and refs and any(t.name == PRESENT_TOOL_NAME for t in listed):
             raise InvalidValue(
                 f"The tool name {PRESENT_TOOL_NAME!r} is reserved when an artifact store is "
                 "attached (byref attaches its own); rename yours."
             )
         # Made here, not by the session, because a budget's assembler needs them first.
-        kept: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
-        scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        kept, scope = grounds.store, grounds.scope
         self.assembler: ContextAssembler | None = None
         if budget is not None:
             self.assembler = ContextAssembler(budget, store=kept, scope=scope, emit=emit)
@@ -125,10 +125,10 @@ class Harness:
             # reread ref is a Message ref into the transcript.
             if refs and all(t.name != READ_RESULT_NAME for t in listed):
                 limits = read_limits or ReadLimits(
-                    auto_insert_bytes=(policy or Policy()).auto_insert_bytes)
+                    auto_insert_bytes=grounds.policy.auto_insert_bytes)
                 listed.append(make_read_result(limits, room=self.assembler.room))
-        self.session = Session(listed, store=kept, scope=scope, policy=policy,
-                               transcript=transcript, emit=emit, caps=caps,
+        self.session = Session(listed, store=kept, scope=scope, policy=grounds.policy,
+                               transcript=transcript, emit=grounds.emit, caps=caps,
                                read_limits=read_limits, discovery=discovery)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""

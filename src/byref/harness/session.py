@@ -17,19 +17,19 @@ import atexit
 import contextlib
 import json
 import threading
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from byref.dispatch import Call, Dispatcher, Policy
+from byref.dispatch.grounds import Grounds
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.reads import ReadLimits
 from byref.refs import is_recipe
 from byref.resolve import Caps
-from byref.store import ArtifactStore, MemoryStore, Scope
+from byref.store import ArtifactStore, Scope
 from byref.tools import Tool, builtin_tools
 from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
@@ -92,7 +92,8 @@ class Session:
                  discovery: Discovery | None = None,
                  readers: Sequence[Tool] | None = None, lock: AsyncLock | None = None,
                  unknown_tool: Callable[[str], str | None] | None = None) -> None:
-        self.policy = policy or Policy()
+        grounds = Grounds.make(store=store, scope=scope, policy=policy, emit=emit)
+        self.policy, emit = grounds.policy, grounds.emit
         if read_limits is not None:
             # The explicit-read limit is the reads' dial; placement follows it for reads.
             self.policy = replace(self.policy, explicit_read_bytes=max(
@@ -103,8 +104,8 @@ class Session:
             auto_insert_bytes=self.policy.auto_insert_bytes)
         self.transcript = transcript if transcript is not None else Transcript()
         # "memory" (the default) gives the session its own in-memory store; None runs storeless.
-        self.store: ArtifactStore | None = MemoryStore(emit=emit) if store == "memory" else store
-        self.scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        self.store: ArtifactStore | None = grounds.store
+        self.scope = grounds.scope
         declared = collect(tools)
         if readers is None:
             # A stored result's note names these readers: whoever can store, declares them.

@@ -14,7 +14,6 @@ framework runs them in) is kept by `byref.integrations.turns.TurnRecord`.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -25,12 +24,13 @@ from byref.discovery import Catalog, Discovery
 from byref.discovery.declare import PLAIN
 from byref.discovery.workingset import DEFAULT_BUDGET, working_set
 from byref.dispatch import Call, Policy
+from byref.dispatch.grounds import Grounds
 from byref.errors import InvalidValue, MisuseError
 from byref.events import Emitter
 from byref.harness.session import SYSTEM_NOTE, Session
 from byref.integrations.turns import Batch, TurnRecord
 from byref.reads import ReadLimits
-from byref.store import ArtifactStore, MemoryStore, Scope
+from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
 from byref.transcript import Part, Transcript
 
@@ -127,9 +127,8 @@ class Bridge:
         search = options.get("search", False)
         working_set = options.get("working_set", DEFAULT_BUDGET)
         budget = options.get("budget")
-        policy = options.get("policy") or Policy()
-        own_store = MemoryStore(emit=emit) if store == "memory" else store
-        scope = scope or Scope("local", conversation=uuid.uuid4().hex)
+        grounds = Grounds.make(store=store, scope=scope, policy=options.get("policy"), emit=emit)
+        policy, own_store, scope, emit = grounds.policy, grounds.store, grounds.scope, grounds.emit
         self.limits = ReadLimits(auto_insert_bytes=policy.auto_insert_bytes)
         self.assembler = (ContextAssembler(budget, store=own_store, scope=scope, emit=emit)
                           if budget is not None else None)
