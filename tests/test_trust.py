@@ -265,6 +265,21 @@ def test_refusals_are_bounded_whatever_they_quote(args: Any) -> None:
     assert "characters" in text_of(out) or "digits" in text_of(out)
 
 
+@pytest.mark.parametrize("tool", ["read_json", "echo"])  # a lazy parameter, and an eager one
+@pytest.mark.parametrize("index", ["seq", "part"])
+def test_a_thousand_digit_index_is_refused_saying_what_would_fit(tool: str, index: str) -> None:
+    rig = Rig()
+    rig.call("echo", {"x": 1})
+    body = {"type": "Message", "seq": 1, "part": 0, index: int("9" * 4_001)}
+    arg = "source" if tool == "read_json" else "x"
+    _, out = rig.call(tool, {arg: {"$ref": body}})
+    assert out.is_error and rig.received == [1]
+    assert (f"{index!r} must be a non-negative integer of at most 9,007,199,254,740,991, got an "
+            "integer of 4,001 digits. Copy the seq and part from the result you mean (each "
+            "result names its own), or leave 'seq' out for the current turn.") in text_of(out)
+    assert len(text_of(out)) < 400
+
+
 def test_an_unknown_tool_name_of_a_megabyte_is_quoted_briefly() -> None:
     rig = Rig()
     _, out = rig.call("x" * 1_000_000, {})

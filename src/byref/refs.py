@@ -27,6 +27,9 @@ KEY_PATTERN: Final = "art_[0-9A-Za-z]{22}"
 one home of this fact: the store mints keys in it, schemas and resource URIs match it)."""
 _KEY_RE: Final = re.compile(KEY_PATTERN)
 _FIELD_RE: Final = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
+INDEX_MAX: Final = 2**53 - 1
+"""The largest `seq` or `part` a ref may name: JSON's safe integer (seqs are ~11 digits), so an
+index is never a thousand-digit number quoted back or carried into a lookup."""
 QUOTE_CHARS: Final = 100
 """At most this many characters of any offending value are quoted back in a refusal."""
 
@@ -38,8 +41,10 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     count, and a value whose repr fails is named by its type.
     """
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4_000:
-        digits = int(value.bit_length() * 0.30103) + 1
-        return f"an integer of about {digits:,} digits"
+        digits = int(value.bit_length() * 0.30102999566398) + 1  # exact, or one over
+        if abs(value) < 10 ** (digits - 1):
+            digits -= 1
+        return f"an integer of {digits:,} digits"
     if isinstance(value, str) and len(value) > limit:
         return f"{value[:limit]!r}… ({len(value):,} characters)"
     try:
@@ -371,6 +376,12 @@ def _index(value: object, name: str) -> int:
     # bool is an int subclass; True is not a message number.
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise RefRefusal(f"'{name}' must be a non-negative integer, got {quote(value)}.")
+    if value > INDEX_MAX:
+        raise RefRefusal(
+            f"'{name}' must be a non-negative integer of at most {INDEX_MAX:,}, got "
+            f"{quote(value, 40)}. Copy the seq and part from the result you mean (each result "
+            "names its own), or leave 'seq' out for the current turn."
+        )
     return value
 
 
