@@ -307,6 +307,19 @@ def test_almost_envelopes_are_refused_with_the_valid_form(value: dict[str, Any])
     assert whole.is_error and "the input is almost a reference" in text_of(whole)
 
 
+@pytest.mark.parametrize("key", [" $ref", "$ref ", "\u200b$ref", "$ref\x00", "$ref\n",
+                                 "\t$Ref\r\n", "$r\u200de f", "$re\u0301f", "\u2060＄REF\ufe0f"])
+def test_padded_look_alike_envelopes_are_refused_with_the_valid_form(key: str) -> None:
+    rig = Rig()
+    _, out = rig.call("echo", {"x": {key: BODY}})
+    assert out.is_error and rig.received == []
+    assert (f"argument 'x' is almost a reference, but not quite. It has the key {key!r}, which "
+            'looks like \'$ref\' but is not it. Write {"$ref": {"type": "Message"') in text_of(out)
+    _, whole = rig.call("echo", {key: BODY})
+    assert whole.is_error and "the input is almost a reference" in text_of(whole)
+    assert rig.received == []
+
+
 @pytest.mark.parametrize("value", [
     {"$ref": "#/definitions/x", "description": "JSON Schema's $ref holds a string"},
     {"outer": {"$ref": BODY, "note": 1}},  # nested below the top level: data

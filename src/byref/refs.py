@@ -170,21 +170,38 @@ def is_envelope(value: object) -> bool:
 
 
 ENVELOPE_RULE: Final = (
-    "An argument object whose '$ref' (or a look-alike key such as '$REF', '＄ref' or '$rеf' with "
-    "a Cyrillic letter) holds an object is always read as a reference, and must then be exactly "
-    '{"$ref": {...}} with no other keys. A tool whose own schema accepts such an object receives '
-    "it only nested below the top level of an argument; an object whose '$ref' holds a string "
-    "(as in JSON Schema) is plain data."
+    "An argument object whose '$ref' (or a look-alike key such as '$REF', '＄ref', '$rеf' with "
+    "a Cyrillic letter, or '$ref' padded with spaces or invisible characters) holds an object is "
+    'always read as a reference, and must then be exactly {"$ref": {...}} with no other keys. A '
+    "tool whose own schema accepts such an object receives it only nested below the top level "
+    "of an argument; an object whose '$ref' holds a string (as in JSON Schema) is plain data."
 )
+LOOK_ALIKE_CHARS: Final = 64
+"""Longer keys are never taken for `$ref` (padding past this is not a plausible slip)."""
+_INVISIBLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me"})
+"""Unicode categories dropped before comparing: controls, format characters (zero-width
+spaces, joiners, bidi marks, tags), separators and combining marks — none changes what a
+reader sees in `$ref` but the look of the spacing."""
+
+
+def fold_key(key: str) -> str:
+    """`key` as a reader sees it: decomposed (NFKD: width, compatibility forms, accents apart),
+    without whitespace, control, format and combining characters, recomposed and casefolded
+    (`" $RÉF\u200b"` → `"$ref"`)."""
+    text = unicodedata.normalize("NFKD", key)
+    text = "".join(ch for ch in text
+                   if not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE)
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def looks_like_ref_key(key: object) -> bool:
-    """True when `key` is `$ref` or is confusable with it (case, width, homoglyphs, accents)."""
-    if not isinstance(key, str) or len(key) > 16:
+    """True when `key` is `$ref` or is confusable with it: case, width, homoglyphs, accents, and
+    padding or interleaving with whitespace, control or invisible characters (`fold_key`)."""
+    if not isinstance(key, str) or len(key) > LOOK_ALIKE_CHARS:
         return False
     if key == ENVELOPE_KEY:
         return True
-    folded = unicodedata.normalize("NFKC", key).casefold()
+    folded = fold_key(key)
     if folded == ENVELOPE_KEY:
         return True
     if len(folded) != len(ENVELOPE_KEY) or folded.isascii():
