@@ -74,3 +74,31 @@ def test_the_backstop_bound_is_what_the_messages_are_cut_to() -> None:
 
     assert bounded_message("y" * ERROR_CHARS) == "y" * ERROR_CHARS
     assert bounded_message("y" * 5_000) == "y" * ERROR_CHARS + "… [5,000 characters in all]"
+
+
+async def test_any_error_a_handler_raises_leaves_the_edge_bounded() -> None:
+    """The backstop for text no refusal shaped: an MCPError of any length, any subclass, is cut
+    to ERROR_CHARS characters by the gateway's middleware, its code and data kept."""
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+
+    from byref.gateway.edge.lanes.fastpath import PlainCalls
+
+    class Custom(MCPError):
+        pass
+
+    async def never(*_: object) -> None:
+        raise AssertionError("not a plain call")
+
+    plain = PlainCalls(Server("t"), never, never, lambda _: None)  # type: ignore[arg-type]
+    ctx: ServerRequestContext[object, object] = ServerRequestContext(
+        session=None, lifespan_context=None, method="resources/read",  # type: ignore[arg-type]
+        params={"uri": "x"}, request_id=1, meta=None, protocol_version="2025-06-18")
+
+    async def raises(_: object) -> None:
+        raise Custom(-32602, "z" * 3_000_000, {"kept": True})
+
+    with pytest.raises(Custom) as err:
+        await plain(ctx, raises)  # type: ignore[arg-type]
+    assert err.value.error.code == -32602 and err.value.error.data == {"kept": True}
+    assert err.value.error.message == "z" * ERROR_CHARS + "… [3,000,000 characters in all]"
