@@ -72,3 +72,28 @@ def test_a_file_made_before_is_converted_when_opened(tmp_path: Path) -> None:
 def test_the_conversation_state_file_gives_space_back_too(tmp_path: Path) -> None:
     SqliteConversations(tmp_path / "state.db").close()
     assert _auto_vacuum(tmp_path / "state.db") == 2
+
+
+def test_a_file_too_busy_to_convert_still_opens_and_is_converted_later(tmp_path: Path) -> None:
+    from byref.store import sqlite_file
+
+    scope, path = Scope("t", "busy"), tmp_path / "busy.db"
+    old = SqliteStore(path, reclaim=False)
+    keep = old.put(scope, b"still here", OPTS).ref
+    old.close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's writer holds the file
+    try:
+        conn = sqlite3.connect(path, timeout=0.1, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 100")
+        assert sqlite_file.migrate(conn) is False  # VACUUM waits, then gives up: no raise
+        conn.close()
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert _auto_vacuum(path) == 0
+    store = SqliteStore(path)
+    got = store.get(scope, keep)
+    assert got is not None and got.data == b"still here"
+    store.close()
+    assert _auto_vacuum(path) == 2

@@ -114,13 +114,19 @@ class SqliteFile(Generic[T]):
             self._reader.close()
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: sqlite3.Connection) -> bool:
     """Convert a file made without incremental auto-vacuum (one `VACUUM`: it rewrites the file,
-    so it needs as much free disk as the file holds, once)."""
+    so it needs as much free disk as the file holds, once); whether the file now gives space
+    back. A file another process keeps busy past the timeout, or a disk too full to rewrite it,
+    is left as it was and converted on a later open: the store still opens."""
     if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
-        return
-    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-    conn.execute("VACUUM")
+        return True
+    try:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError:
+        return False
+    return True
 
 
 def give_back(conn: sqlite3.Connection, *, slack: int = SLACK_PAGES,
