@@ -58,6 +58,9 @@ def _malformed(rid: str | int, method: str) -> list[dict[str, Any] | list[Any]]:
     # Well-formed: served by the SDK under a string or integer id; under a fractional one the
     # SDK's parse takes it for a notification, which the gateway refuses.
     out.append({**base, "params": {}})
+    # Well-formed JSON-RPC whose params do not fit the method: the SDK's own errors.
+    out.append({**base, "params": {"name": 5, "uri": 7, "arguments": "x", "cursor": 3}})
+    out.append({**base, "params": {"_meta": "not an object"}})
     return out
 
 
