@@ -61,3 +61,21 @@ def test_the_async_paths_are_measured_against_the_sync_turn_in_the_same_run() ->
     for row in paths.values():
         assert row["us"] > 0
         assert abs(row["vs_sync_us"] - (row["us"] - paths[BASELINE]["us"])) <= 0.2
+
+
+def test_the_sqlite_store_reports_its_space_after_deletes_before_and_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "SPACE_SIZES", (4 << 10, 256 << 10))
+    space = bench.space_after_deletes(f"sqlite:///{tmp_path / 'b.db'}", n=60)
+    assert space["puts"] == 60 and space["deleted"] == 54
+    assert space["held"]["free_pages"] > space["given"]["free_pages"]
+    assert space["held"]["file_mb"] > space["given"]["file_mb"]
+    assert space["time_vs_held"] > 0
+    assert not [p for p in tmp_path.iterdir() if "-space-" in p.name]  # its files removed
+    assert bench.space_after_deletes(f"file://{tmp_path / 'files'}") == {
+        "skipped": "not a SQLite store"}
+    entry = {"throughput": {}, "streamed": {"skipped": "n/a"}, "space": space}
+    lines = format_bench({"baseline": {}, "stream_bytes": 1 << 20,
+                          "adapters": {"sqlite": entry}}).splitlines()
+    assert lines[-1].startswith("sqlite    space after 60 puts, 54 deletes: free pages ")
+    assert " → " in lines[-1] and lines[-1].endswith(f"(×{space['time_vs_held']})")

@@ -265,6 +265,21 @@ def test_refusals_are_bounded_whatever_they_quote(args: Any) -> None:
     assert "characters" in text_of(out) or "digits" in text_of(out)
 
 
+@pytest.mark.parametrize("tool", ["read_json", "echo"])  # a lazy parameter, and an eager one
+@pytest.mark.parametrize("index", ["seq", "part"])
+def test_a_thousand_digit_index_is_refused_saying_what_would_fit(tool: str, index: str) -> None:
+    rig = Rig()
+    rig.call("echo", {"x": 1})
+    body = {"type": "Message", "seq": 1, "part": 0, index: int("9" * 4_001)}
+    arg = "source" if tool == "read_json" else "x"
+    _, out = rig.call(tool, {arg: {"$ref": body}})
+    assert out.is_error and rig.received == [1]
+    assert (f"{index!r} must be a non-negative integer of at most 9,007,199,254,740,991, got an "
+            "integer of 4,001 digits. Copy the seq and part from the result you mean (each "
+            "result names its own), or leave 'seq' out for the current turn.") in text_of(out)
+    assert len(text_of(out)) < 400
+
+
 def test_an_unknown_tool_name_of_a_megabyte_is_quoted_briefly() -> None:
     rig = Rig()
     _, out = rig.call("x" * 1_000_000, {})
@@ -290,6 +305,19 @@ def test_almost_envelopes_are_refused_with_the_valid_form(value: dict[str, Any])
     assert "almost a reference" in text_of(out) and '{"$ref": {"type": "Message"' in text_of(out)
     _, whole = rig.call("echo", value)
     assert whole.is_error and "the input is almost a reference" in text_of(whole)
+
+
+@pytest.mark.parametrize("key", [" $ref", "$ref ", "\u200b$ref", "$ref\x00", "$ref\n",
+                                 "\t$Ref\r\n", "$r\u200de f", "$re\u0301f", "\u2060＄REF\ufe0f"])
+def test_padded_look_alike_envelopes_are_refused_with_the_valid_form(key: str) -> None:
+    rig = Rig()
+    _, out = rig.call("echo", {"x": {key: BODY}})
+    assert out.is_error and rig.received == []
+    assert (f"argument 'x' is almost a reference, but not quite. It has the key {key!r}, which "
+            'looks like \'$ref\' but is not it. Write {"$ref": {"type": "Message"') in text_of(out)
+    _, whole = rig.call("echo", {key: BODY})
+    assert whole.is_error and "the input is almost a reference" in text_of(whole)
+    assert rig.received == []
 
 
 @pytest.mark.parametrize("value", [

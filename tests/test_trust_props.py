@@ -146,3 +146,47 @@ def test_dispatch_never_raises_and_delivers_only_what_is_addressed(args: Any) ->
         event("ran with an exactly checked value")
         assert got == value
     assert unrecordable(got) is None or got is x
+
+
+# -- look-alike envelope keys: whatever pads or disguises `$ref`, it is refused, never data ------
+_PAD = st.text(st.sampled_from(
+    [" ", "\t", "\n", "\r", "\x00", "\x1f", "\x7f", "\u00a0", "\u200b", "\u200c", "\u200d",
+     "\u2060", "\ufeff", "\u202e", "\u2028", "\u3000", "\ufe0f", "\u0301", "\U000e0020"]),
+    max_size=4)
+_CHAR = {"$": ["$", "＄", "﹩"], "r": ["r", "R", "ｒ", "Ｒ"], "e": ["e", "E", "é", "ｅ", "е"],
+         "f": ["f", "F", "ｆ"]}
+
+
+@st.composite
+def _look_alike(draw: st.DrawFn) -> str:
+    key = draw(_PAD)
+    for ch in "$ref":
+        key += draw(st.sampled_from(_CHAR[ch])) + draw(_PAD)
+    return key
+
+
+@settings(max_examples=300, deadline=None)
+@given(_look_alike())
+def test_every_key_that_reads_as_ref_is_refused_with_the_valid_form(key: str) -> None:
+    body = {"type": "Message", "seq": 0, "part": 0}
+    if key == "$ref":
+        return  # the envelope itself
+    event("padded" if fold_differs(key) else "confusable only")
+    assert near_envelope({key: body}) is not None, repr(key)
+    rig = Rig()
+    _, out = rig.call("echo", {"x": {key: body}})
+    assert out.is_error and rig.received == [], repr(key)
+    assert '{"$ref": {"type": "Message"' in text_of(out)
+
+
+def fold_differs(key: str) -> bool:
+    return key.strip() != key or not key.isprintable()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(codec="ascii"), max_size=8))
+def test_keys_that_do_not_read_as_ref_are_data(key: str) -> None:
+    squeezed = "".join(ch for ch in key if ch.isprintable() and not ch.isspace()).casefold()
+    if squeezed == "$ref":
+        return
+    assert near_envelope({key: {"type": "Message", "seq": 0, "part": 0}}) is None, repr(key)

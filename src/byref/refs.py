@@ -27,6 +27,9 @@ KEY_PATTERN: Final = "art_[0-9A-Za-z]{22}"
 one home of this fact: the store mints keys in it, schemas and resource URIs match it)."""
 _KEY_RE: Final = re.compile(KEY_PATTERN)
 _FIELD_RE: Final = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
+INDEX_MAX: Final = 2**53 - 1
+"""The largest `seq` or `part` a ref may name: JSON's safe integer (seqs are ~11 digits), so an
+index is never a thousand-digit number quoted back or carried into a lookup."""
 QUOTE_CHARS: Final = 100
 """At most this many characters of any offending value are quoted back in a refusal."""
 
@@ -38,8 +41,10 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     count, and a value whose repr fails is named by its type.
     """
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4_000:
-        digits = int(value.bit_length() * 0.30103) + 1
-        return f"an integer of about {digits:,} digits"
+        digits = int(value.bit_length() * 0.30102999566398) + 1  # exact, or one over
+        if abs(value) < 10 ** (digits - 1):
+            digits -= 1
+        return f"an integer of {digits:,} digits"
     if isinstance(value, str) and len(value) > limit:
         return f"{value[:limit]!r}… ({len(value):,} characters)"
     try:
@@ -165,21 +170,38 @@ def is_envelope(value: object) -> bool:
 
 
 ENVELOPE_RULE: Final = (
-    "An argument object whose '$ref' (or a look-alike key such as '$REF', '＄ref' or '$rеf' with "
-    "a Cyrillic letter) holds an object is always read as a reference, and must then be exactly "
-    '{"$ref": {...}} with no other keys. A tool whose own schema accepts such an object receives '
-    "it only nested below the top level of an argument; an object whose '$ref' holds a string "
-    "(as in JSON Schema) is plain data."
+    "An argument object whose '$ref' (or a look-alike key such as '$REF', '＄ref', '$rеf' with "
+    "a Cyrillic letter, or '$ref' padded with spaces or invisible characters) holds an object is "
+    'always read as a reference, and must then be exactly {"$ref": {...}} with no other keys. A '
+    "tool whose own schema accepts such an object receives it only nested below the top level "
+    "of an argument; an object whose '$ref' holds a string (as in JSON Schema) is plain data."
 )
+LOOK_ALIKE_CHARS: Final = 64
+"""Longer keys are never taken for `$ref` (padding past this is not a plausible slip)."""
+_INVISIBLE: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me"})
+"""Unicode categories dropped before comparing: controls, format characters (zero-width
+spaces, joiners, bidi marks, tags), separators and combining marks — none changes what a
+reader sees in `$ref` but the look of the spacing."""
+
+
+def fold_key(key: str) -> str:
+    """`key` as a reader sees it: decomposed (NFKD: width, compatibility forms, accents apart),
+    without whitespace, control, format and combining characters, recomposed and casefolded
+    (`" $RÉF\u200b"` → `"$ref"`)."""
+    text = unicodedata.normalize("NFKD", key)
+    text = "".join(ch for ch in text
+                   if not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE)
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def looks_like_ref_key(key: object) -> bool:
-    """True when `key` is `$ref` or is confusable with it (case, width, homoglyphs, accents)."""
-    if not isinstance(key, str) or len(key) > 16:
+    """True when `key` is `$ref` or is confusable with it: case, width, homoglyphs, accents, and
+    padding or interleaving with whitespace, control or invisible characters (`fold_key`)."""
+    if not isinstance(key, str) or len(key) > LOOK_ALIKE_CHARS:
         return False
     if key == ENVELOPE_KEY:
         return True
-    folded = unicodedata.normalize("NFKC", key).casefold()
+    folded = fold_key(key)
     if folded == ENVELOPE_KEY:
         return True
     if len(folded) != len(ENVELOPE_KEY) or folded.isascii():
@@ -371,6 +393,12 @@ def _index(value: object, name: str) -> int:
     # bool is an int subclass; True is not a message number.
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise RefRefusal(f"'{name}' must be a non-negative integer, got {quote(value)}.")
+    if value > INDEX_MAX:
+        raise RefRefusal(
+            f"'{name}' must be a non-negative integer of at most {INDEX_MAX:,}, got "
+            f"{quote(value, 40)}. Copy the seq and part from the result you mean (each result "
+            "names its own), or leave 'seq' out for the current turn."
+        )
     return value
 
 

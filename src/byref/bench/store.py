@@ -8,7 +8,9 @@ ratio to the file store's in the same run, never MB/s; and
 the streamed figure is the growth of a fresh child process's peak RSS while 1 GB passes through,
 which must stay flat (a few chunks, never the payload). `get_stream` of a digested artifact is
 timed beside the same read of an undigested one, same store, same run, as a ratio: what verifying
-the digest on the streaming path costs.
+the digest on the streaming path costs. A SQLite store also runs a delete-heavy workload twice,
+on a file as SQLite alone leaves it and on one that gives space back (`sqlite_file`): free pages,
+file size and the workload's time, before and after, same run.
 """
 
 from __future__ import annotations
@@ -134,6 +136,45 @@ def stream_digest_cost(url: str, nbytes: int = 64 << 20, rounds: int = 7) -> dic
             "verified_vs_plain": round(verified / max(plain, 1e-9), 3)}
 
 
+SPACE_SIZES = (4 << 10, 64 << 10, 1 << 20)
+"""The delete-heavy workload's artifact sizes, put in turn."""
+
+
+def space_after_deletes(url: str, n: int = 240) -> dict[str, Any]:
+    """`n` puts cycling through `SPACE_SIZES`, then every one deleted but each tenth, on two new
+    files beside the store at `url` (SQLite only): one as SQLite alone leaves it (space held),
+    one giving space back. Free pages, file size and seconds for each, and the time's ratio."""
+    from byref.store.sqlite import SqliteStore
+
+    probe = open_store(url)
+    where = getattr(probe, "path", None)
+    probe.close()
+    if not isinstance(probe, SqliteStore) or not isinstance(where, Path):
+        return {"skipped": "not a SQLite store"}
+    payloads = [os.urandom(size) for size in SPACE_SIZES]
+    out: dict[str, Any] = {"puts": n, "deleted": n - len(range(0, n, 10))}
+    for label, reclaim in (("held", False), ("given", True)):
+        path = where.with_name(f"{where.stem}-space-{label}.db")
+        store, scope = SqliteStore(path, reclaim=reclaim), Scope("bench", "space", mint_key())
+        try:
+            started = time.perf_counter()
+            refs = [store.put(scope, payloads[i % len(payloads)], OPTS).ref for i in range(n)]
+            for i, ref in enumerate(refs):
+                if i % 10:
+                    store.delete(scope, ref)
+            seconds = time.perf_counter() - started
+            space = store.space()
+        finally:
+            store.close()
+            for extra in ("", "-wal", "-shm"):
+                Path(f"{path}{extra}").unlink(missing_ok=True)
+        out[label] = {"free_pages": space["free_pages"],
+                      "file_mb": round(space["file_bytes"] / 1e6, 1),
+                      "seconds": round(seconds, 3)}
+    out["time_vs_held"] = round(out["given"]["seconds"] / max(out["held"]["seconds"], 1e-9), 3)
+    return out
+
+
 def _peak_kb() -> int:
     """This process's own peak RSS (VmHWM), which, unlike ru_maxrss, does not inherit the
     parent's high-water mark across fork and exec."""
@@ -221,6 +262,9 @@ def bench_store(
                 entry["streamed"] = streamed_peak_rss(url, stream_bytes)
                 log(f"{name}: get_stream with and without digest")
                 entry["stream_digest"] = stream_digest_cost(url)
+                if url.startswith("sqlite:"):
+                    log(f"{name}: space after a delete-heavy workload")
+                    entry["space"] = space_after_deletes(url)
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             report["adapters"][name] = entry

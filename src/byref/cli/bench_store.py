@@ -94,4 +94,12 @@ def format_bench(report: dict[str, Any]) -> str:
                 d["skipped"] if "skipped" in d else
                 f"plain {d['plain_mb_s']} MB/s, digest-verified {d['verified_mb_s']} MB/s "
                 f"(×{d['verified_vs_plain']})"))
+        sp = entry.get("space")
+        if sp is not None and "skipped" not in sp:
+            held, given = sp["held"], sp["given"]
+            lines.append(
+                f"{name:9} space after {sp['puts']} puts, {sp['deleted']} deletes: free pages "
+                f"{held['free_pages']:,} → {given['free_pages']:,}, file {held['file_mb']} MB → "
+                f"{given['file_mb']} MB, workload {held['seconds']} s → {given['seconds']} s "
+                f"(×{sp['time_vs_held']})")
     return "\n".join(lines)

@@ -1,8 +1,9 @@
 """The SQLite adapter (`sqlite:///relative.db`, `sqlite:////absolute.db`): one server, one file.
 
-Owns opening the database (WAL journal, a busy timeout so several processes may share the file)
-and the two connections the shared SQL engine runs on: a writer (BEGIN IMMEDIATE, so retention in
-a scope is serialized across processes) and a reader (snapshots that do not wait for writers).
+Owns opening the database (WAL journal, a busy timeout so several processes may share the file,
+space given back after deletes: `sqlite_file`) and the two connections the shared SQL engine
+runs on: a writer (BEGIN IMMEDIATE, so retention in a scope is serialized across processes) and a
+reader (snapshots that do not wait for writers).
 The law is the engine's: a put is one transaction, so nothing partial is ever visible.
 """
 
@@ -47,12 +48,14 @@ class SqliteStore(SqlStore):
         retention: Retention | None = None,
         clock: Callable[[], float] | None = None,
         emit: Emitter | None = None,
+        reclaim: bool = True,
     ) -> None:
         super().__init__(retention=retention, clock=clock, emit=emit)
         self.path = Path(path)
         self.table = table
         try:
-            self._db = SqliteFile(self.path, lambda conn: _SqliteTx(conn, table), reentrant=True)
+            self._db = SqliteFile(self.path, lambda conn: _SqliteTx(conn, table), reentrant=True,
+                                  reclaim=reclaim)
         except (OSError, sqlite3.Error) as exc:
             raise StoreUnavailableError(
                 f"Cannot open SQLite store {str(self.path)!r}: {exc}. Check that the directory "
@@ -75,6 +78,10 @@ class SqliteStore(SqlStore):
 
     def _lock_scope(self, tx: Tx, scope_key: str) -> None:
         return None  # BEGIN IMMEDIATE already holds the database's single write lock
+
+    def space(self) -> dict[str, int]:
+        """Free pages, page size and file size on disk (`SqliteFile.space`)."""
+        return self._db.space()
 
     def close(self) -> None:
         """Close both connections."""

@@ -39,7 +39,7 @@ from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.edge.ops import ops_routes
 from byref.gateway.passthrough.handlers import Passthrough
 from byref.gateway.passthrough.pages import page
-from byref.gateway.upstream.inputs import Parked, Parking
+from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.bypass import lane_usable, lanes_on
 from byref.gateway.wire.sdk_server import ReadStream, WriteStream, connection_of
@@ -171,7 +171,8 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                 return await client_result(gateway.passed, gateway.store, state.scope, part)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
-                state, params.request_state, params.input_responses, run)
+                state, params.request_state, params.input_responses, run,
+                call=binding("tools/call", params))
             return answer
         part = await run_call(ctx, params.name, params.arguments or {})
         return await client_result(gateway.passed, gateway.store, state.scope, part)

@@ -34,6 +34,7 @@ from byref.gateway.upstream.fanout import Ctx, Fanout, follow
 from byref.gateway.upstream.inputs import Parking
 from byref.gateway.upstream.manager import Upstream
 from byref.gateway.upstream.relay import calling
+from byref.refs import quote
 from byref.store import ArtifactStore
 
 
@@ -97,7 +98,7 @@ class Passthrough:
             async def get(client: Client) -> types.GetPromptResult:
                 return await client.get_prompt(name, params.arguments)
 
-            return await self._fan.on(server, f"getting prompt {name!r}", get)
+            return await self._fan.on(server, f"getting prompt {quote(name)}", get)
 
         return await self._fan.asking(ctx, params, run)
 

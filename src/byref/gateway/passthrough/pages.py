@@ -15,6 +15,8 @@ from typing import TypeVar
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from byref.refs import quote
+
 T = TypeVar("T")
 PAGE = 100
 """Items in one page of the gateway's own lists."""
@@ -27,10 +29,10 @@ def page(items: Sequence[T], cursor: str | None) -> tuple[list[T], str | None]:
         try:
             start = int(json.loads(base64.urlsafe_b64decode(cursor.encode()))["offset"])
         except (ValueError, KeyError, TypeError, binascii.Error):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back the "
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {quote(cursor)}: pass back the "
                            "nextCursor of the previous page.") from None
         if start < 0 or start > len(items):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: the list has "
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {quote(cursor)}: the list has "
                            f"{len(items)} items now; start again without a cursor.")
     end = start + PAGE
     more = end < len(items)

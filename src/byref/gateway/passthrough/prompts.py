@@ -16,6 +16,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from byref.gateway.catalog.convert import distinct_name, qualified_name
+from byref.refs import quote
 
 
 @dataclass
@@ -58,14 +59,14 @@ class PromptIndex:
         servers = sorted(self.own.get(name, ()))
         if servers:
             return MCPError(types.INVALID_PARAMS, (
-                f"Prompt {name!r} is offered by several servers "
+                f"Prompt {quote(name)} is offered by several servers "
                 f"({', '.join(map(repr, servers))}); ask for one of "
-                f"{', '.join(repr(qualified_name(s, name)) for s in servers)}."))
+                f"{', '.join(quote(qualified_name(s, name)) for s in servers)}."))
         return prompt_not_offered(name)
 
 
 def prompt_not_offered(name: str) -> MCPError:
     """A prompt no server offers — or one of a server the caller's grant does not see."""
     return MCPError(types.INVALID_PARAMS, (
-        f"Prompt {name!r} is not offered by any server behind this gateway; prompts/list "
+        f"Prompt {quote(name)} is not offered by any server behind this gateway; prompts/list "
         "names each as <server>__<prompt>."))

@@ -40,6 +40,7 @@ from byref.gateway.passthrough.uris import (
 from byref.gateway.upstream.fanout import Ctx, Fanout, follow
 from byref.gateway.upstream.relay import calling
 from byref.gateway.wire.sdk_server import connection_of
+from byref.refs import quote
 
 
 class ResourcePassthrough:
@@ -132,7 +133,7 @@ class ResourcePassthrough:
             async def read(client: Client) -> types.ReadResourceResult:
                 return await client.read_resource(uri)
 
-            result = await self._fan.on(server, f"reading {uri!r}", read)
+            result = await self._fan.on(server, f"reading {quote(uri)}", read)
             return renamed_contents(result, server, asked, uri)
 
         return await self._fan.asking(ctx, params, run)
@@ -176,7 +177,7 @@ class ResourcePassthrough:
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await client.subscribe_resource(uri)
 
-        await self._fan.on(server, f"subscribing to {uri!r}", sub)
+        await self._fan.on(server, f"subscribing to {quote(uri)}", sub)
 
     async def _unsubscribe_upstream(self, server: str, uri: str) -> None:
         async def unsub(client: Client) -> None:
@@ -184,7 +185,7 @@ class ResourcePassthrough:
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await client.unsubscribe_resource(uri)
 
-        await self._fan.on(server, f"unsubscribing from {uri!r}", unsub)
+        await self._fan.on(server, f"unsubscribing from {quote(uri)}", unsub)
 
     @contextlib.asynccontextmanager
     async def listening(self, ctx: Ctx, params: types.SubscriptionsListenRequestParams

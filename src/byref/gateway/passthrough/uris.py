@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from byref.media import is_text
-from byref.refs import KEY_PATTERN
+from byref.refs import KEY_PATTERN, quote
 from byref.store import Artifact, ArtifactMeta
 
 PREFIX = "byref://"
@@ -105,21 +105,30 @@ def unresolved(uri: str, owners: list[str]) -> MCPError:
     no server behind the gateway offers it."""
     if owners:
         return MCPError(types.INVALID_PARAMS, (
-            f"Resource {uri!r} is offered by several servers ({', '.join(map(repr, owners))}); "
-            f"name it as one of {', '.join(repr(namespaced(s, uri)) for s in owners)}."))
+            f"Resource {quote(uri)} is offered by several servers "
+            f"({', '.join(map(repr, owners))}); name it as one of "
+            f"{', '.join(quote(namespaced(s, uri)) for s in owners)}."))
     return MCPError(types.INVALID_PARAMS, (
-        f"Resource {uri!r} is not offered by any server behind this gateway; resources/list "
+        f"Resource {quote(uri)} is not offered by any server behind this gateway; resources/list "
         f"names each as {PREFIX}<server>/<uri>."))
 
 
 def renamed_contents(result: types.ReadResourceResult, server: str,
                      asked: str, original: str) -> types.ReadResourceResult:
-    """Contents named the way the client asked: the gateway's form if it used that form."""
-    if asked == original:
-        return result
-    contents = [c.model_copy(update={"uri": namespaced(server, str(c.uri))})
+    """Contents named the way the client asked, always under the server that answered: the
+    gateway's form if it used that form; else the server's own URIs, except one in the gateway's
+    own namespace (`byref:…`), which would speak for another server or an artifact and is
+    namespaced under the answering server instead."""
+    bare = asked == original
+    contents = [c if bare and not _gateways(str(c.uri))
+                else c.model_copy(update={"uri": namespaced(server, str(c.uri))})
                 for c in result.contents]
     return result.model_copy(update={"contents": contents})
+
+
+def _gateways(uri: str) -> bool:
+    # URI schemes are case-insensitive (RFC 3986 §3.1): `BYREF://other/x` names the gateway's too.
+    return uri[:6].lower() == "byref:"
 
 
 @dataclass
@@ -209,8 +218,8 @@ def artifact_missing(uri: str, ref: str) -> MCPError:
     """One answer for a malformed ref, an unknown one, an expired one and another scope's."""
     if not _REF.fullmatch(ref):
         return MCPError(types.INVALID_PARAMS, (
-            f"Resource {uri!r} names no artifact: after {ARTIFACT_PREFIX!r} comes a ref, 'art_' "
-            "followed by 22 letters or digits."))
+            f"Resource {quote(uri)} names no artifact: after {ARTIFACT_PREFIX!r} comes a ref, "
+            "'art_' followed by 22 letters or digits."))
     return MCPError(types.INVALID_PARAMS, (
-        f"Artifact {ref!r} is not available in this conversation: it is missing, expired, or "
+        f"Artifact {quote(ref)} is not available in this conversation: it is missing, expired, or "
         "was never stored under this scope."))

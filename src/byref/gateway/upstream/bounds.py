@@ -94,7 +94,7 @@ async def bounded(name: str, timeout: float, live: Live, doing: str,
         err = failure[0]
         if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
             # The server answered with a JSON-RPC error: it is alive, the call was refused.
-            raise UpstreamError(f"Server {name!r} refused {doing}: {err.error.message}")
+            raise UpstreamError(f"Server {name!r} refused {doing}: {said(err.error.message)}")
         live.fail(await exit_reason(live.spawned)
                   or f"its connection closed ({describe(err)})")
         await drop(live)
@@ -144,6 +144,14 @@ def describe(exc: BaseException) -> str:
         return f"the command {exc.filename!r} was not found" if exc.filename else str(exc)
     text = first_line(str(exc))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def said(text: str, limit: int = 500) -> str:
+    """A server's own error message, at most `limit` characters (it may echo what a client sent,
+    a megabyte URI), saying how long it was when cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text):,} characters in all]"
 
 
 def first_line(text: str) -> str:

@@ -25,7 +25,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.access.bearer import permits_server
 from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.inputs import Parked, Parking
+from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.manager import Upstream
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.sdk_server import connection_of
@@ -112,7 +112,8 @@ class Fanout:
                     return await run()
 
             answer: T | types.InputRequiredResult = await self._parking.call(
-                self.owner_of(ctx), params.request_state, params.input_responses, parked)
+                self.owner_of(ctx), params.request_state, params.input_responses, parked,
+                call=binding(ctx.method, params))
             return answer
         with calling(ctx):
             return await run()

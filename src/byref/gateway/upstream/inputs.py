@@ -7,7 +7,9 @@ upstream asks, the client's request is answered `InputRequiredResult` (the quest
 `request_state` naming the parked call) while the upstream keeps waiting; the retry hands the
 responses to the upstream's questions and waits again, for the result or the next questions. The
 law: a parked call is resumed only by a retry of the same scope carrying its state (an unguessable
-token), each question is answered once, and nothing waits without a bound — an unanswered
+token) for the very call it was minted for — the same method, name or URI and arguments, bound by
+a digest (`binding`); a retry of another call is refused saying so — each question is answered
+once, and nothing waits without a bound — an unanswered
 question fails the upstream's request after `ASK_TIMEOUT`, and a finished call nobody collects is
 forgotten after `KEEP_DONE`.
 """
@@ -15,6 +17,8 @@ forgotten after `KEEP_DONE`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,6 +38,22 @@ KEEP_DONE = 300.0
 """Seconds a finished parked call waits to be collected."""
 
 
+_RETRY_FIELDS = frozenset({"meta", "input_responses", "request_state"})
+"""What a retry adds or may change beside the call itself."""
+
+
+def binding(method: str, params: BaseModel) -> str:
+    """A digest of the call `params` make under `method`: its name or URI and arguments, without
+    what a retry carries beside them (its state, responses and `_meta`); absent and empty
+    arguments are the same call."""
+    dumped = params.model_dump(mode="json", by_alias=True, exclude_none=True,
+                               exclude=set(_RETRY_FIELDS))
+    if dumped.get("arguments") == {}:
+        del dumped["arguments"]
+    text = json.dumps([method, dumped], sort_keys=True, ensure_ascii=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @dataclass(eq=False)
 class _Question:
     request: Any
@@ -47,6 +67,8 @@ class Parked:
 
     token: str
     owner: object
+    call: str = ""
+    """The `binding` of the call it runs: a retry must make the same call."""
     changed: anyio.Event = field(default_factory=anyio.Event)
     unsent: dict[str, _Question] = field(default_factory=dict)
     waiting: dict[str, _Question] = field(default_factory=dict)
@@ -106,8 +128,9 @@ class Parking:
                 group.cancel_scope.cancel()
 
     async def call(self, owner: object, state: str | None, responses: dict[str, Any] | None,
-                   run: Callable[[Parked], Awaitable[Any]]) -> Any:
-        """A call's answer: its result, or `InputRequiredResult` while its upstream asks."""
+                   run: Callable[[Parked], Awaitable[Any]], *, call: str) -> Any:
+        """A call's answer: its result, or `InputRequiredResult` while its upstream asks.
+        `call` is the request's `binding`: a state minted for another call is refused."""
         self._sweep()
         if state is not None:
             parked = self._parked.get(state)
@@ -115,11 +138,16 @@ class Parking:
                 raise MCPError(types.INVALID_PARAMS, (
                     "This requestState names no call waiting for input here (it finished, "
                     "expired, or belongs to another session); call the tool again without it."))
+            if parked.call != call:  # the parked call is left waiting for its own retry
+                raise MCPError(types.INVALID_PARAMS, (
+                    "This requestState was issued for another call: retry with the same "
+                    "method, name or URI and arguments as the call that returned it, or make "
+                    "this call again without a requestState."))
             parked.answer(responses or {})
         else:
             if self._group is None:
                 raise MCPError(types.INTERNAL_ERROR, "The gateway is not serving (no lifespan).")
-            parked = Parked(secrets.token_urlsafe(24), owner)
+            parked = Parked(secrets.token_urlsafe(24), owner, call)
             self._parked[parked.token] = parked
             self._group.start_soon(self._run, parked, run)
         return await self._next(parked)

@@ -7,7 +7,9 @@ children and stray prints miss the wire; both restored on exit) and hands the SD
 two streams of its own `ReadStream`/`WriteStream` protocols on asyncio's pipe transports: a
 message is read and parsed, or serialized and written, right there — as the SDK's `stdio_server`
 frames and parses it (`jsonrpc_message_adapter`, a line that is not JSON-RPC an exception on the
-read stream, `model_dump_json(by_alias=True, exclude_unset=True)` plus a newline, EOF the end).
+read stream, `model_dump_json(by_alias=True, exclude_unset=True)` plus a newline, EOF the end) —
+except that a line the SDK would only log is answered here with the JSON-RPC error the spec names
+(`malformed`), so a client never waits on a request that will not be served.
 
 The same streams carry the client edge (`spawn.stdio_process`, an upstream the gateway starts):
 there the lines are what the SDK's `stdio_client` parses (split on "\\n" only, in the server's
@@ -46,6 +48,7 @@ from mcp.shared.message import SessionMessage
 from byref.gateway.wire.lines import READ_CHUNK as READ_CHUNK  # re-exported: their old home
 from byref.gateway.wire.lines import ChunkSource as ChunkSource
 from byref.gateway.wire.lines import PipeLines as PipeLines
+from byref.gateway.wire.malformed import answers, hides_request
 from byref.gateway.wire.sdk_client import asyncio_writer
 from byref.gateway.wire.sdk_server import (
     STDIO_CLAIMS as CLAIMS,
@@ -111,9 +114,13 @@ class MessageReader:
     """The SDK's `ReadStream` of session messages, each line read and parsed on receive."""
 
     def __init__(self, lines: PipeLines,
-                 parse: Callable[[str], SessionMessage | Exception] = parse_request_line) -> None:
+                 parse: Callable[[str], SessionMessage | Exception] = parse_request_line, *,
+                 refuse: Callable[[str], Awaitable[None]] | None = None) -> None:
         self._lines = lines
         self._parse = parse
+        self._refuse = refuse
+        """Answers a line that did not parse (the server edge: `answer_malformed`); without it
+        the session is handed the exception, as the SDK's reader does."""
         self._closed = False
         self._claim: Callable[[SessionMessage], bool] | None = None
         self._ended: Callable[[], None] | None = None
@@ -150,6 +157,11 @@ class MessageReader:
             if self._take is not None and self._take(line):
                 continue
             item = self._parse(line)
+            if self._refuse is not None and (isinstance(item, Exception) or (
+                    isinstance(item.message, types.JSONRPCNotification)
+                    and hides_request(line))):
+                await self._refuse(line)
+                continue
             if self._claim is None or isinstance(item, Exception) or not self._claim(item):
                 return item
 
@@ -259,7 +271,8 @@ async def stdio_streams() -> AsyncIterator[Streams]:
         lines = await _reading(stack, stdin_buffer)
         writer = await _writing(stack, stdout_buffer)
         if lines is not None and writer is not None:
-            yield MessageReader(lines), MessageWriter(writer)
+            out = MessageWriter(writer)
+            yield MessageReader(lines, refuse=answer_malformed(out)), out
             return
         # One side is not a pipe: the SDK's own loop, on whatever side is one.
         stdin = (anyio.wrap_file(_UnownedTextWrapper(stdin_buffer, encoding="utf-8",
@@ -269,6 +282,18 @@ async def stdio_streams() -> AsyncIterator[Streams]:
                   if writer is None else cast("anyio.AsyncFile[str]", PipeText(writer)))
         async with stdio_server(stdin, stdout) as streams:
             yield streams
+
+
+def answer_malformed(writer: MessageWriter) -> Callable[[str], Awaitable[None]]:
+    """What answers a client's line that is not a valid message, on `writer` (`malformed`)."""
+    async def refuse(line: str) -> None:
+        logger.debug("answering a malformed line of %d characters", len(line))
+        for answer in answers(line):
+            try:
+                await writer.send_json(answer)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return  # the client went away
+    return refuse
 
 
 def _stream_put(writer: asyncio.StreamWriter) -> Callable[[bytes], Awaitable[None]]:

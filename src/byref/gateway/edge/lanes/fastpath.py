@@ -14,7 +14,10 @@ The law: a plain call's answer is the very JSON the SDK's own path makes of the 
 (pinned by a test over both protocol generations); anything not plain — a malformed request, an
 answer with images, links or structuredContent — goes the SDK's way (the request to the handler,
 the rich answer through the SDK's result sieve), so errors and shapes are the SDK's. Tracing is
-untouched: the middleware runs inside the SDK's OpenTelemetry span.
+untouched: the middleware runs inside the SDK's OpenTelemetry span. Being the gateway's one
+middleware (the lanes require exactly it), it is also the backstop that bounds every error a
+handler raises to `ERROR_CHARS` characters of message: each refusal quotes a client's input
+through `byref.refs.quote`, but an upstream's own message or an SDK error may echo a megabyte.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
@@ -45,6 +49,15 @@ ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KE
 anything more sends it the SDK's way)."""
 ID_RANGE = range(-(1 << 63), 1 << 63)
 """Integer ids a lane takes: 64-bit, as the SDK's request id."""
+ERROR_CHARS = 1_000
+"""At most this many characters of an error's message reach the client."""
+
+
+def bounded_message(text: str, limit: int = ERROR_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how long it was when cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text):,} characters in all]"
 
 
 def untraced() -> bool:
@@ -96,14 +109,21 @@ class PlainCalls:
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any],
                        call_next: CallNext) -> HandlerResult:
-        """Answer a plain call here; hand anything else to the rest of the chain."""
-        if self.seen is not None:
-            self.seen(ctx, self._connection(ctx))
-        if ctx.method != CALL or (plain := plain_call(ctx, self._connection(ctx))) is None:
-            return await call_next(ctx)
-        if self._server.cache_hints.get(CALL) is not None:  # hints are the runner's to apply
-            return await call_next(ctx)
-        return await self.answer(ctx, *plain)
+        """Answer a plain call here; hand anything else to the rest of the chain. An error
+        leaving either with a message past `ERROR_CHARS` is cut (its type, code, data kept)."""
+        try:
+            if self.seen is not None:
+                self.seen(ctx, self._connection(ctx))
+            if ctx.method != CALL or (plain := plain_call(ctx, self._connection(ctx))) is None:
+                return await call_next(ctx)
+            if self._server.cache_hints.get(CALL) is not None:  # the runner applies hints
+                return await call_next(ctx)
+            return await self.answer(ctx, *plain)
+        except MCPError as exc:
+            if len(exc.error.message) > ERROR_CHARS:  # in place: a subclass stays itself
+                exc.error = exc.error.model_copy(
+                    update={"message": bounded_message(exc.error.message)})
+            raise
 
     async def answer(self, ctx: ServerRequestContext[Any, Any], name: str,
                      arguments: dict[str, Any]) -> dict[str, Any]:
