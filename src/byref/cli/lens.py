@@ -18,6 +18,9 @@ def register(sub: Any) -> None:
     parser.add_argument("path", type=Path, help="the run directory")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="also answer requests for this Host (e.g. a proxy's name); by "
+                        "default only the address listened on (and, on loopback, localhost)")
     parser.add_argument("--store", default=None, metavar="URL",
                         help="read artifacts from this store URL instead of PATH/store")
     parser.add_argument("--scope", action="append", default=None, metavar="T/P/C",
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"byref lens: {exc}", file=sys.stderr)
         return 2
     try:
-        server = make_server(lens, args.host, args.port)
+        server = make_server(lens, args.host, args.port, allow_hosts=args.allow_host)
     except OSError as exc:
         print(f"byref lens: cannot listen on {args.host}:{args.port}: {exc.strerror}",
               file=sys.stderr)

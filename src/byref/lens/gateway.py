@@ -5,7 +5,8 @@ bearer check (the SDK's authentication middleware puts the verified token's tena
 in the request's `user`); a request without one is 401 before any run is touched. The caller
 sees the conversations of its tenant and principal and nothing else: each page's store view is
 bound to that one conversation's scope, so another caller's ref answers as absent (404), exactly
-like a ref that never existed, and only events that name the caller's scope are shown.
+like a ref that never existed, and only events that name the caller's scope are shown. The
+route answers the hosts the MCP route answers (the SDK's DNS-rebinding check, on loopback).
 """
 
 from __future__ import annotations
@@ -29,21 +30,35 @@ ASGIApp = Callable[[ASGIScope, Any, Any], Any]
 
 def lens_route(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
                events: Callable[[], Iterable[dict[str, Any]]] | None = None,
-               prefix: str = "/lens") -> Any:
-    """A Starlette route serving `lens_app` under `prefix` (for `custom_starlette_routes`)."""
+               prefix: str = "/lens", security: Any = None) -> Any:
+    """A Starlette route serving `lens_app` under `prefix` (for `custom_starlette_routes`).
+    `security`: the MCP route's `TransportSecuritySettings`, so `/lens` answers the same hosts
+    (a request for another `Host` is 421, another `Origin` 403, as on the MCP route)."""
     from starlette.routing import Route
 
     return Route(prefix + "{rest:path}", endpoint=_Endpoint(
-        lens_app(states, store, events=events, prefix=prefix)))
+        lens_app(states, store, events=events, prefix=prefix), security))
 
 
 class _Endpoint:
     """An ASGI app as a Starlette endpoint: an instance, so Route passes it the raw scope."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, security: Any = None) -> None:
         self.app = app
+        self.guard: Any = None
+        if security is not None and security.enable_dns_rebinding_protection:
+            from mcp.server.transport_security import TransportSecurityMiddleware
+
+            self.guard = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: ASGIScope, receive: Any, send: Any) -> None:
+        if self.guard is not None:
+            from starlette.requests import Request
+
+            refused = await self.guard.validate_request(Request(scope, receive))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
