@@ -17,9 +17,11 @@ from urllib.parse import unquote
 
 import anyio.to_thread
 
+from byref.conversations import Conversation, ConversationState
 from byref.lens.markup import esc, gap, link, path_part
 from byref.lens.readonly import ReadOnlyStore
 from byref.lens.run import Run
+from byref.lens.stored import conversation_run
 from byref.lens.web import Lens, Response, html_response
 from byref.store import ArtifactStore, Scope
 from byref.transcript import Transcript
@@ -30,14 +32,15 @@ ASGIApp = Callable[[ASGIScope, Any, Any], Any]
 
 def lens_route(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
                events: Callable[[], Iterable[dict[str, Any]]] | None = None,
-               prefix: str = "/lens", security: Any = None) -> Any:
+               prefix: str = "/lens", security: Any = None,
+               kept: Callable[[], ConversationState] | None = None) -> Any:
     """A Starlette route serving `lens_app` under `prefix` (for `custom_starlette_routes`).
     `security`: the MCP route's `TransportSecuritySettings`, so `/lens` answers the same hosts
     (a request for another `Host` is 421, another `Origin` 403, as on the MCP route)."""
     from starlette.routing import Route
 
     return Route(prefix + "{rest:path}", endpoint=_Endpoint(
-        lens_app(states, store, events=events, prefix=prefix), security))
+        lens_app(states, store, events=events, prefix=prefix, kept=kept), security))
 
 
 class _Endpoint:
@@ -64,15 +67,20 @@ class _Endpoint:
 
 def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
              events: Callable[[], Iterable[dict[str, Any]]] | None = None,
-             prefix: str = "/lens") -> ASGIApp:
-    """`states()` lists the gateway's conversations (each with `.scope` and `.transcript`),
-    `store` is the gateway's artifact store, `events()` what its trace holds, if it keeps one;
-    pages live under `prefix` below the app's root path."""
+             prefix: str = "/lens",
+             kept: Callable[[], ConversationState] | None = None) -> ASGIApp:
+    """`states()` lists the gateway's open conversations (each with `.scope` and
+    `.transcript`), `kept()` is its conversation state (so a conversation no session has open
+    is shown too), `store` its artifact store, `events()` what its trace holds, if it keeps
+    one; pages live under `prefix` below the app's root path."""
 
     def answer(identity: tuple[str, str], method: str, root: str, path: str,
                query: str) -> Response:
-        mine = {s.scope.conversation: s for s in states()
-                if (s.scope.tenant, s.scope.principal) == identity}
+        mine: dict[str, Any] = {}
+        if kept is not None:
+            mine.update((c.scope.conversation, c) for c in kept().conversations(*identity))
+        mine.update((s.scope.conversation, s) for s in states()
+                    if (s.scope.tenant, s.scope.principal) == identity)
         if path in ("", "/"):
             rows = "".join(f"<li>{link(f'{root}/c/{path_part(c)}/', c)}</li>"
                            for c in sorted(mine))
@@ -85,7 +93,10 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
             return html_response(404, "Not found", gap("No such conversation for this caller."),
                                  root)
         base = f"{root}/c/{head}"
-        run = _run(state.scope, state.transcript, store, events)
+        if isinstance(state, Conversation) and kept is not None:  # kept, not open
+            run = conversation_run(kept(), state, store)
+        else:
+            run = _run(state.scope, state.transcript, store, events)
         return Lens(run, base=base).respond(method, f"{base}/{rest}" + (f"?{query}" if query
                                                                           else ""))
 

@@ -10,6 +10,7 @@ pages share one model.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -148,17 +149,23 @@ def read_report(path: Path) -> dict[str, Any] | None:
 def copy_transcript(path: Path) -> Transcript:
     """The persisted transcript, copied line by line into an in-memory one (a torn last line,
     never acknowledged, is left out, as `Transcript(path)` would, but the file is not touched)."""
+    with path.open("rb") as fh:
+        return transcript_of(fh)
+
+
+def transcript_of(lines: Iterable[bytes], origin: int = 0) -> Transcript:
+    """An in-memory transcript of recorded lines (the first line's seq is its origin; `origin`
+    when there are none); reading stops at a line without its newline (never acknowledged)."""
     decoder = msgspec.json.Decoder()
     copy: Transcript | None = None
-    with path.open("rb") as fh:
-        for line in fh:
-            if not line.endswith(b"\n"):
-                break
-            raw = decoder.decode(line)
-            if copy is None:
-                copy = Transcript(origin=int(raw["seq"]))
-            copy.append(raw["role"], [Part.from_json(p) for p in raw["parts"]])
-    return copy if copy is not None else Transcript()
+    for line in lines:
+        if not line.endswith(b"\n"):
+            break
+        raw = decoder.decode(line)
+        if copy is None:
+            copy = Transcript(origin=int(raw["seq"]))
+        copy.append(raw["role"], [Part.from_json(p) for p in raw["parts"]])
+    return copy if copy is not None else Transcript(origin=origin)
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from byref.lens.artifacts import INLINE_IMAGES, artifact_page, pdf_png
@@ -40,6 +40,16 @@ class Response:
     content_type: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+
+
+class Pages(Protocol):
+    """What a lens server serves: responses to GET and HEAD, under `base`."""
+
+    base: str
+
+    def respond(self, method: str, target: str) -> Response:
+        """The response to `method` of `target`."""
+        ...
 
 
 class Lens:
@@ -124,7 +134,7 @@ def _int(text: str | None, default: int) -> int:
 
 
 # -- the standard library's server -------------------------------------------------------------
-def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0, *,
+def make_server(lens: Pages, host: str = "127.0.0.1", port: int = 0, *,
                 allow_hosts: Iterable[str] = ()) -> ThreadingHTTPServer:
     """A threading HTTP server answering `lens`'s pages; port 0 picks a free one. Only requests
     for the names it was started for are answered (`byref.lens.hosts`; `allow_hosts` adds

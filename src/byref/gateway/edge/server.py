@@ -274,7 +274,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store,
-                                            security=security),
+                                            security=security,
+                                            kept=lambda: gateway.scopes.conversations),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
     if lane:
