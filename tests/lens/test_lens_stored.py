@@ -107,9 +107,3 @@ async def test_byref_lens_opens_the_conversations_a_gateway_store_holds(tmp_path
     await anyio.to_thread.run_sync(look)
     assert digest(store) == before  # read-only: the state and the store are as they were
 
-
-def test_a_directory_that_is_neither_says_what_to_pass(tmp_path: Path) -> None:
-    done = subprocess.run([*BYREF, "lens", str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 2
-    assert "has no transcript.jsonl" in done.stderr and "--store URL" in done.stderr
