@@ -18,7 +18,7 @@ from urllib.parse import unquote
 import anyio.to_thread
 
 from byref.conversations import Conversation, ConversationState
-from byref.lens.markup import esc, gap, link, path_part
+from byref.lens.markup import empty, esc, gap, link, path_part
 from byref.lens.readonly import ReadOnlyStore
 from byref.lens.run import Run
 from byref.lens.stored import conversation_run
@@ -85,7 +85,7 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
             rows = "".join(f"<li>{link(f'{root}/c/{path_part(c)}/', c)}</li>"
                            for c in sorted(mine))
             body = (f"<p>Conversations of {esc(identity[0])}/{esc(identity[1])}:</p><ul>{rows}"
-                    "</ul>" if rows else gap("This caller has no conversation yet."))
+                    "</ul>" if rows else empty("This caller has no conversation yet."))
             return html_response(200, "your conversations", body, root)
         head, _, rest = path.removeprefix("/c/").partition("/")
         state = mine.get(unquote(head)) if path.startswith("/c/") else None

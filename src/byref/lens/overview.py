@@ -1,7 +1,8 @@
 """The run's front page: costs per turn, tool calls with their refs, artifacts, events.
 
-The law: every section states what the run holds, and an empty section says it is empty (and
-why, when the run directory lacks the file it would come from) instead of vanishing.
+The law: every section states what the run holds, and an empty section says it is empty as a
+plain fact (a warning is kept for what is missing or unreadable: a file the run directory lacks,
+a value that cannot be measured) instead of vanishing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from byref.jsonview import dumps
 from byref.lens.artifacts import known_refs
 from byref.lens.calls import Call, RefUse, calls
 from byref.lens.costs import Costs, Turn, visible_text
-from byref.lens.markup import card, chart, esc, gap, link, num, path_part, table
+from byref.lens.markup import card, chart, empty, esc, gap, link, num, path_part, table
 from byref.lens.run import Run
 
 REQUEST_CHARS = 200_000
@@ -35,7 +36,7 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
         chart(turns, "tokens", id_="chart-tokens"),
         _turn_table(turns),
         f"<h2>Tool calls ({len(found)})</h2>",
-        "".join(_call(run, c, base) for c in found) or gap("No tool calls in this run."),
+        "".join(_call(run, c, base) for c in found) or empty("No tool calls in this run."),
         "<h2>Artifacts</h2>",
         _artifacts(run, base),
         "<h2>Search → activate</h2>",
@@ -112,8 +113,8 @@ def _naive(report: dict[str, Any], naive: dict[str, Any]) -> str:
 def _turn_table(turns: list[Turn]) -> str:
     rows = [(str(t.seq), esc(t.role), esc(t.label), num(t.visible.chars), num(t.visible.tokens),
              num(t.inlined.chars), num(t.inlined.tokens)) for t in turns]
-    return table(("seq", "role", "parts", "visible chars", "visible tokens", "inlined chars",
-                  "≈ inlined tokens"), rows, id_="turns")
+    return table(("seq", "role", "parts", "visible chars", "visible tokens",
+                  "inlined chars (estimate)", "≈ inlined tokens"), rows, id_="turns")
 
 
 def _call(run: Run, call: Call, base: str) -> str:
@@ -180,7 +181,7 @@ def _went(use: RefUse) -> str:
 def _artifacts(run: Run, base: str) -> str:
     refs = known_refs(run)
     if not refs:
-        return gap("This run names no artifact.")
+        return empty("This run names no artifact.")
     rows = []
     for ref in refs:
         found = run.head(ref)
@@ -196,24 +197,26 @@ def _artifacts(run: Run, base: str) -> str:
                  id_="artifacts")
 
 
-def _events(run: Run, names: tuple[str, ...] | None, id_: str, empty: str) -> str:
+def _events(run: Run, names: tuple[str, ...] | None, id_: str, nothing: str) -> str:
     picked = [e for e in run.events if names is None or e.get("event") in names]
     if not picked:
-        return gap(empty)
+        return empty(nothing)
     return table(("event", "details"), ((esc(e.get("event")), _fields(e)) for e in picked),
                  id_=id_)
 
 
 def _fields(event: dict[str, Any]) -> str:
+    # A field an event leaves unset (None) says nothing: it is not shown as `null`.
     return "<br>".join(f"<b>{esc(k)}</b>: <code>{esc(v if isinstance(v, str) else dumps(v))}"
-                       "</code>" for k, v in event.items() if k not in ("event", "at"))
+                       "</code>" for k, v in event.items()
+                       if k not in ("event", "at") and v is not None)
 
 
 def _refusals(run: Run, found: list[Call]) -> str:
     refused = [e for e in run.events if e.get("event") == "refused"]
     errors = [c for c in found if c.result is not None and c.result.is_error]
     if not refused and not errors:
-        return gap("Nothing was refused in this run.")
+        return empty("Nothing was refused in this run.")
     rows = [(esc(e.get("tool") or e.get("op") or ""), esc(e.get("reason") or ""),
              _fields(e)) for e in refused]
     rows += [(esc(c.tool), "what the model was told", f"<pre>{esc(c.result.rendered)}</pre>")
@@ -225,5 +228,5 @@ def _coverage(found: list[Call]) -> str:
     rows = [(esc(c.tool), esc(c.call_id), _fields(c.result.coverage))
             for c in found if c.result is not None and c.result.coverage is not None]
     if not rows:
-        return gap("No read in this run reported coverage (only explicit reads do).")
+        return empty("No read in this run reported coverage (only explicit reads do).")
     return table(("read", "call", "coverage facts"), rows, id_="coverage")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from urllib.parse import unquote, urlsplit
 
 from byref.conversations import Conversation, ConversationState
-from byref.lens.markup import esc, gap, link, num, path_part, table
+from byref.lens.markup import empty, esc, gap, link, num, path_part, table
 from byref.lens.readonly import ReadOnlyStore
 from byref.lens.run import Run, transcript_of
 from byref.lens.web import Lens, Response, html_response
@@ -117,7 +117,7 @@ class StoreLens:
     def _index(self) -> str:
         listed = self.state.conversations()
         if not listed:
-            return gap(f"{self.source} holds no live conversation.")
+            return empty(f"{self.source} holds no live conversation.")
         rows = [(link(f"/c/{path_part(c.scope.tenant)}/{path_part(c.scope.principal)}/"
                       f"{path_part(c.scope.conversation)}/", c.scope.conversation),
                  esc(c.scope.tenant), esc(c.scope.principal), num(c.length))

@@ -88,7 +88,7 @@ class Lens:
         if match := _RESULT.match(path):
             seq, part = int(match.group(1)), int(match.group(2))
             body = result_page(self.run, seq, part, query.get("field"), page=page_no,
-                               base=self.base)
+                               base=self.base, path=query.get("path", ""))
             return html_response(200, f"result at seq {seq} part {part}", body, self.base)
         return html_response(404, "Not found", gap(f"No lens page at {path!r}."), self.base)
 
