@@ -92,7 +92,8 @@ def test_the_harness_takes_a_model_id(monkeypatch: Any) -> None:
         raise AssertionError("no key was asked for")
 
 
-def test_an_async_tool_runs_through_the_sync_harness_and_the_readers_come_declared() -> None:
+def test_an_async_tool_runs_through_the_sync_harness_and_the_readers_come_when_stored(
+) -> None:
     import asyncio
 
     @byref.tool
@@ -101,10 +102,12 @@ def test_an_async_tool_runs_through_the_sync_harness_and_the_readers_come_declar
         await asyncio.sleep(0)
         return list(range(n))
 
-    model = byref.ScriptedModel([byref.call("fetch", {"n": 3}), byref.say("ok")])
+    model = byref.ScriptedModel([byref.call("fetch", {"n": 3}), byref.call("fetch", {"n": 9_000}),
+                                 byref.say("ok")])
     run = byref.Harness(model, [fetch]).run_sync("go")
     assert run.text == "ok"
     results = [p for m in run.transcript for p in m.parts if p.type == "tool_result"]
     assert results[0].value == [0, 1, 2] and not results[0].is_error
-    declared = {t["name"] for t in run.requests[0].tools}
-    assert {"read_json", "query_json", "read_result", "present"} <= declared
+    declared = [{t["name"] for t in r.tools} for r in run.requests]
+    assert declared[0] == declared[1] == {"fetch"}  # nothing stored: no reader declared
+    assert {"read_json", "query_json", "read_result", "present"} <= declared[2]

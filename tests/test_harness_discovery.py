@@ -41,8 +41,8 @@ def test_search_activate_call_through_the_harness() -> None:
     h = Harness(model, [note], discovery=discovery)
     run = h.run_sync("Archive invoice INV-7.")
     names = [[d["name"] for d in r.tools] for r in run.requests]
-    assert names[0] == ["activate_tool", "note", "present", "query_json", "read_json",
-                        "read_result", "search_tools"]
+    # Nothing stored yet: the readers are callable but not declared (issue 25.10).
+    assert names[0] == ["activate_tool", "note", "search_tools"]
     assert names[1] == names[0]  # a search declares nothing
     assert "archive_invoice" in names[2]
     assert run.requests[0].tools is run.requests[1].tools  # unchanged set: identical object

@@ -36,7 +36,74 @@ def test_declarations_come_in_the_providers_shape_and_stay_byte_stable(provider:
     first, second = session.declarations(provider), session.declarations(provider)
     assert msgspec.json.encode(first) == msgspec.json.encode(second)
     names = [d.get("name") or d.get("function", {}).get("name") for d in first]
+    assert names == sorted(names) == ["count", "export"]
+    session.handle_sync([{"type": "tool_use", "id": "t1", "name": "export", "input": {}}])
+    third, fourth = session.declarations(provider), session.declarations(provider)
+    assert msgspec.json.encode(third) == msgspec.json.encode(fourth)
+    names = [d.get("name") or d.get("function", {}).get("name") for d in third]
     assert names == sorted(names) and {"export", "count", "read_json", "read_result"} <= set(names)
+
+
+def _names(session: byref.Session) -> list[str]:
+    return [d["name"] for d in session.declarations("anthropic")]
+
+
+@byref.tool
+def weather(city: str) -> dict[str, object]:
+    """Today's weather for a city."""
+    return {"city": city, "temp_c": 21}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai-chat", "mcp"])
+def test_nothing_stored_declares_no_reader(provider: Any) -> None:
+    """The README's weather loop: the readers cost nothing while no result is stored (they
+    were ~4.8 KB of every request), and stay callable."""
+    session = byref.Session([weather])
+    first = session.declarations(provider)
+    assert "read_" not in json.dumps(first) and "present" not in json.dumps(first)
+    [answer] = session.handle_sync([{"type": "tool_use", "id": "t", "name": "weather",
+                                     "input": {"city": "Paris"}}])
+    assert answer["content"] == '{"city":"Paris","temp_c":21}'
+    assert session.declarations(provider) == first  # an inline result needs no reader
+    # Undeclared is not uncallable: a model that writes read_result anyway is answered by it.
+    [read] = session.handle_sync([{"type": "tool_use", "id": "r", "name": "read_result",
+                                   "input": {"ref": {"$ref": {"type": "Message", "seq": 1,
+                                                              "part": 0}}}}])
+    assert "no tool" not in read["content"].lower() and "Paris" in read["content"]
+
+
+def test_a_placed_result_declares_the_readers_its_note_names() -> None:
+    session = byref.Session([weather, *_tools([])])
+    assert _names(session) == ["count", "export", "weather"]
+    [placed] = session.handle_sync([{"type": "tool_use", "id": "t", "name": "export",
+                                     "input": {}}])
+    note = json.loads(placed["content"])["note"]
+    due = ["count", "export", "present", "query_json", "read_json", "read_result", "weather"]
+    assert _names(session) == due
+    assert all(name in note for name in ("read_result", "read_json", "query_json"))
+    session.handle_sync([{"type": "tool_use", "id": "w", "name": "weather",
+                          "input": {"city": "Oslo"}}])
+    assert _names(session) == due  # once due, a reader stays declared (the prefix stays put)
+
+
+def test_a_stored_image_declares_read_result_and_present_not_the_json_readers() -> None:
+    @byref.tool
+    def snapshot() -> byref.Payload:
+        """Take a picture."""
+        return byref.Payload.from_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png")
+
+    session = byref.Session([snapshot])
+    assert _names(session) == ["snapshot"]
+    [marker] = session.handle_sync([{"type": "tool_use", "id": "s", "name": "snapshot",
+                                     "input": {}}])
+    assert json.loads(marker["content"])["opaque"] is True
+    assert _names(session) == ["present", "read_result", "snapshot"]
+
+
+def test_an_error_result_declares_no_reader() -> None:
+    session = byref.Session(_tools([]))
+    session.handle_sync([{"type": "tool_use", "id": "c", "name": "count", "input": {}}])
+    assert _names(session) == ["count", "export"]
 
 
 def test_an_anthropic_loop_passes_a_ref_between_tools_exactly() -> None:
@@ -123,7 +190,7 @@ def test_with_discovery_the_declarations_follow_the_working_set() -> None:
     session = byref.Session(_tools([]), discovery=Discovery(Catalog([archive_invoice])))
     before = {d["name"] for d in session.declarations("anthropic")}
     assert {"search_tools", "activate_tool", "count"} <= before
-    assert "archive_invoice" not in before
+    assert "archive_invoice" not in before and "read_json" not in before
     [activated] = session.handle_sync([{"type": "tool_use", "id": "a", "name": "activate_tool",
                                         "input": {"names": ["archive_invoice"]}}])
     assert "archive_invoice" in activated["content"]
@@ -133,3 +200,6 @@ def test_with_discovery_the_declarations_follow_the_working_set() -> None:
     [done] = session.handle_sync([{"type": "tool_use", "id": "b", "name": "archive_invoice",
                                    "input": {"number": "INV-7"}}])
     assert done["content"] == "archived INV-7"
+    session.handle_sync([{"type": "tool_use", "id": "e", "name": "export", "input": {}}])
+    stored = {d["name"] for d in session.declarations("anthropic")}
+    assert stored == after | {"read_result", "read_json", "query_json", "present"}

@@ -145,3 +145,78 @@ def test_no_script_runs_in_the_page(browser: Any, lens_url: str) -> None:
     assert not [entry for entry in logs if "Content Security Policy" in entry.get("message", "")]
     assert browser.title.startswith("run ")
     assert browser.execute_script("return document.scripts.length") == 0
+
+
+SPILL = """
+const out = [];
+for (const el of document.querySelectorAll('main table, main pre, main svg, main .card')) {
+  const box = el.parentElement.closest('.card, main').getBoundingClientRect();
+  const r = el.getBoundingClientRect();
+  if (r.right > box.right + 1) out.push([el.tagName, el.id || el.className, r.right, box.right]);
+}
+return out;"""
+
+
+def test_nothing_leaves_its_card_and_the_page_never_scrolls_sideways(
+        browser: Any, lens_url: str) -> None:
+    """Issue 25.9: tables overflowed their cards and the chart spilled past the page. Measured
+    by element boxes: at 1280 px every table, pre, chart and card stays inside its card; at
+    800 px what cannot fit scrolls inside its card, and the page itself never scrolls
+    sideways."""
+    from selenium.webdriver.common.by import By
+
+    pages = ["", "result/2/0", "result/4/0"]
+    load(browser, lens_url)
+    export = browser.find_element(By.CSS_SELECTOR, "#call-call_1 a[data-ref]").get_attribute(
+        "href")
+    pages.append(export.removeprefix(lens_url) + "?path=%2Fitems")
+    try:
+        for width in (1280, 800):
+            browser.set_window_size(width, 1600)
+            for page in pages:
+                load(browser, lens_url + page)
+                if width == 1280:
+                    assert browser.execute_script(SPILL) == [], page
+                wide, view = browser.execute_script(
+                    "return [document.documentElement.scrollWidth, window.innerWidth]")
+                assert wide <= view, (width, page, wide, view)
+        load(browser, lens_url + "result/4/0")
+        shot = artifacts_dir() / "lens-result-800.png"
+        assert browser.save_screenshot(str(shot))
+        SCREENSHOTS.append(shot)
+    finally:
+        browser.set_window_size(1280, 1600)
+
+
+def test_empty_sections_are_facts_labels_are_whole_and_no_field_is_null(
+        browser: Any, lens_url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    load(browser, lens_url)
+    empty = [e for e in browser.find_elements(By.CSS_SELECTOR, "main .card")
+             if e.text == "Nothing was refused in this run."]
+    assert len(empty) == 1 and "gap" not in empty[0].get_attribute("class")
+    assert empty[0].value_of_css_property("border-left-width") == "1px"  # not the warning bar
+    labels = browser.execute_script(  # the drawn text (each label's <title> repeats it)
+        "return [...document.querySelectorAll('#chart-chars text.label')]"
+        ".map(t => t.firstChild.nodeValue)")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#turns tbody tr")
+    whole = [f"seq {r.find_elements(By.TAG_NAME, 'td')[0].text} "
+             f"{r.find_elements(By.TAG_NAME, 'td')[1].text}: "
+             f"{r.find_elements(By.TAG_NAME, 'td')[2].text}" for r in rows]
+    assert labels == whole  # each label whole, as the table names the turn
+    assert "tool result export_work_items" in " ".join(labels)  # was cut to "export_work_it"
+    trace = browser.find_element(By.ID, "trace").text
+    assert "null" not in trace and "ref_type" in trace
+
+
+def test_a_stored_result_is_drawn_as_its_artifact_page_draws_it(
+        browser: Any, lens_url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    load(browser, lens_url + "result/2/0")
+    assert not browser.find_elements(By.CSS_SELECTOR, "pre#render")  # no 2 MB wall of text
+    browser.find_element(By.CSS_SELECTOR, '#render a[data-pointer="items"]').click()
+    total = browser.find_element(By.CSS_SELECTOR, '[data-figure="rows-total"]')
+    assert total.text == "3,760"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")) == 50

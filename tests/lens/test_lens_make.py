@@ -33,4 +33,5 @@ def test_byref_lens_on_a_path_that_is_not_a_run_says_what_to_pass(tmp_path: Path
                           timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (f"byref lens: {str(tmp_path)!r} has no transcript.jsonl. Pass a run "
-                           "directory, as `byref demo --out DIR` writes it.\n")
+                           "directory, as `byref demo --out DIR` writes it. Or pass a gateway's "
+                           "store: byref lens --store URL [--conversation ID].\n")

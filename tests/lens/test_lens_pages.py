@@ -49,10 +49,31 @@ def test_the_totals_are_the_demo_ledger(demo_run: DemoRun, served: Any) -> None:
     for name in ("model_read_chars", "model_read_tokens", "model_written_chars",
                  "model_written_tokens"):
         assert shown[name] == ledger[name], name
-    # Inlining everything costs at least the export itself, and what was kept out is the rest.
+    # The naive side is the run's own, as `byref demo` printed it (issue 25.9: the page said
+    # 830× where the command said 427.4×), and says how it was obtained.
+    naive = demo_run.report["naive"]
+    assert shown["naive_read_chars"] == naive["model_read_chars"]
+    assert shown["naive_written_chars"] == naive["model_written_chars"]
+    totals = text_of(body.decode().split('id="totals"')[1].split("</table>")[0])
+    assert f"({demo_run.report['ratio_read']:,.1f}× what the model read here)" in totals
+    assert f"({demo_run.report['ratio_written']:,.1f}×)" in totals
+    assert "measured: the naive harness ran the same task" in totals
+    # The estimate is named as one, read side only; what was kept out is the rest of it.
+    assert "refs inlined (estimate)" in totals and "is not the naive run" in totals
     assert shown["inlined_read_chars"] >= demo_run.report["export_bytes"]
-    assert shown["kept_chars"] == (shown["inlined_read_chars"] + shown["inlined_written_chars"]
-                                   - shown["model_read_chars"] - shown["model_written_chars"])
+    assert shown["kept_chars"] == shown["inlined_read_chars"] - shown["model_read_chars"]
+    assert shown["passed_refs"] == 2  # the export's Blob to query_json, its rows to the PDF
+    assert "inlining everything" not in totals and "830" not in totals
+
+
+def test_a_record_without_a_naive_run_says_what_its_estimate_means(
+        kinds: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = kinds
+    body = Lens(load_run(out)).respond("GET", "/").body.decode()
+    totals = text_of(body.split('id="totals"')[1].split("</table>")[0])
+    assert "naive harness, same task" not in totals
+    assert "has no naive run to compare with" in totals
+    assert "not what another harness would have spent" in totals
 
 
 def test_provenance_of_each_ref(demo_lens: Lens) -> None:

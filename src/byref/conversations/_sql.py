@@ -140,6 +140,21 @@ class SqlConversations(ABC):
             return None
         return self._row(scope, row)
 
+    def conversations(self, tenant: str | None = None,
+                      principal: str | None = None) -> list[Conversation]:
+        where = ["live = 1", "(expires_at IS NULL OR expires_at > ?)"]
+        params: list[Any] = [self.clock()]
+        for column, value in (("tenant", tenant), ("principal", principal)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        with self._read() as tx:
+            rows = tx.rows(f"SELECT tenant, principal, conversation, {_COLUMNS} FROM {{conv}} "
+                           f"WHERE {' AND '.join(where)}", params)
+        found = [self._row(Scope(r[0], r[1], r[2]), r[3:]) for r in rows]
+        return sorted(found, key=lambda c: (c.scope.tenant, c.scope.principal,
+                                            c.scope.conversation))
+
     def append(self, scope: Scope, first_seq: int, lines: Sequence[bytes], *,
                working_set: Sequence[str] | None = None,
                usage: Sequence[tuple[str, str]] = ()) -> None:

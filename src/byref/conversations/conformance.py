@@ -197,6 +197,24 @@ def delete(kit: Kit) -> None:
     equal((conv.origin, conv.expired), (5, None), "opened again after delete")
 
 
+def listed(kit: Kit) -> None:
+    """The live conversations are listed by exact tenant and principal; expired ones are not."""
+    s = kit.state
+    a, b = kit.scope("a"), kit.scope("b")
+    other = Scope(a.tenant, a.principal + "x", "a")
+    lower = Scope(a.tenant.upper(), a.principal, "a")
+    for n, scope in enumerate((b, a, other, lower)):
+        s.open(scope, 10 * n)
+        s.append(scope, 10 * n, [line(10 * n)])
+    mine = s.conversations(a.tenant, a.principal)
+    equal([(c.scope, c.origin, c.length) for c in mine], [(a, 10, 1), (b, 0, 1)],
+          "a principal's conversations")
+    equal({c.scope for c in s.conversations(a.tenant)}, {a, b, other}, "a tenant's")
+    equal({a, b, other, lower} <= {c.scope for c in s.conversations()}, True, "every tenant's")
+    kit.advance(TTL + 1)
+    equal(s.conversations(a.tenant), [], "a tenant's conversations once expired")
+
+
 def bounds(kit: Kit) -> None:
     """Reads outside the record answer fewer or no lines, never others'."""
     s, scope = kit.state, kit.scope()
@@ -250,6 +268,8 @@ CASES: tuple[Case, ...] = (
     Case("sweep", "sweep expires idle conversations and only those.", sweep),
     Case("delete", "delete forgets a conversation entirely.", delete),
     Case("bounds", "Reads outside the record answer fewer or no lines, never others'.", bounds),
+    Case("listed", "The live conversations are listed by exact tenant and principal; expired "
+         "ones are not.", listed),
     Case("seen-by-another-instance", "A second instance over the same storage sees the record "
          "and cannot continue it from a stale seq.", seen_by_another_instance, True),
     Case("two-writers-two-processes", "Two processes continuing one record lose nothing and "

@@ -153,6 +153,18 @@ class MemoryConversations:
             record = self._live(scope, self.clock())
             return None if record is None else record.conversation
 
+    def conversations(self, tenant: str | None = None,
+                      principal: str | None = None) -> list[Conversation]:
+        """See `ConversationState.conversations`."""
+        with self._lock:
+            now = self.clock()
+            found = [r.conversation for s, r in list(self._records.items())
+                     if (tenant is None or s.tenant == tenant)
+                     and (principal is None or s.principal == principal)
+                     and self._live(s, now) is not None]
+        return sorted(found, key=lambda c: (c.scope.tenant, c.scope.principal,
+                                            c.scope.conversation))
+
     def append(self, scope: Scope, first_seq: int, lines: Sequence[bytes], *,
                working_set: Sequence[str] | None = None,
                usage: Sequence[tuple[str, str]] = ()) -> None:

@@ -94,6 +94,12 @@ class ConversationState(Protocol):
         """The live conversation of `scope` (not touched), or None."""
         ...
 
+    def conversations(self, tenant: str | None = None,
+                      principal: str | None = None) -> list[Conversation]:
+        """The live conversations (of `tenant`, and of `principal`, when given: compared
+        exactly), sorted by scope; none touched. For readers that open what a store holds."""
+        ...
+
     def append(self, scope: Scope, first_seq: int, lines: Sequence[bytes], *,
                working_set: Sequence[str] | None = None,
                usage: Sequence[tuple[str, str]] = ()) -> None:

@@ -27,6 +27,8 @@ from byref.tools import BUILTIN_JSON_TOOLS
 from byref.transcript import Transcript
 
 NAIVE_MAX_BYTES = 64_000_000
+REPORT = "report.json"
+"""The demo's report, written into the run directory beside its transcript and trace."""
 QUESTION = "Filter the ATLAS work items to the open ones and make me a PDF status report."
 TITLE = "ATLAS status report: open work items"
 OPEN = [{"field": "status", "eq": "open"}]
@@ -192,4 +194,7 @@ def run_demo(
         "trace": str(out / "trace.jsonl"),
         "store": str(out / "store"),
     }
+    # The run directory keeps its own figures, so `byref lens DIR` shows what this command
+    # printed (the naive side is measured, or computed from sizes when it would not fit).
+    (out / REPORT).write_bytes(encode(report) + b"\n")
     return DemoResult(report, requests)

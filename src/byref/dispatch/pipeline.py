@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,10 +105,12 @@ class Dispatcher:
         self._async: dict[str, tuple[Any, bool]] = {}
         """Tool name → (its function, whether it is async), see `_is_async`."""
 
-    def declarations(self) -> list[dict[str, Any]]:
-        """Tool declarations, name-sorted, byte-stable across turns."""
+    def declarations(self, *, leave_out: Container[str] = ()) -> list[dict[str, Any]]:
+        """Tool declarations, name-sorted, byte-stable across turns; tools named in `leave_out`
+        stay callable but undeclared."""
         self.refresh()
-        ordered = sorted(self.tools.values(), key=lambda t: t.name)
+        ordered = sorted((t for t in self.tools.values() if t.name not in leave_out),
+                         key=lambda t: t.name)
         if self.policy.refs:
             return [t.declaration() for t in ordered]
         return [t.plain_declaration() for t in ordered]

@@ -31,6 +31,7 @@ from byref.refs import is_recipe
 from byref.resolve import Caps
 from byref.store import ArtifactStore, Scope
 from byref.tools import Tool, builtin_tools
+from byref.tools.builtins import readers_for
 from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
 
@@ -80,8 +81,10 @@ class Session:
 
     `tools` are `Tool`s or `ToolSource`s (their tools are listed once, here). With `discovery`,
     those are the scaffolding, always declared; the catalog's tools are declared while the
-    working set holds them and are callable throughout. `readers`: the built-in read tools to
-    declare (default: `builtin_tools()` whenever a result can be stored).
+    working set holds them and are callable throughout. `readers`: the built-in read tools
+    (default: `builtin_tools()` whenever a result can be stored); callable throughout, each is
+    declared from the first request after a stored result needs it (`readers_for`), so a
+    conversation that stores nothing is never declared them.
     """
 
     def __init__(self, tools: Sequence[Tool | ToolSource] = (), *,
@@ -112,12 +115,15 @@ class Session:
             readers = (builtin_tools(self.read_limits)
                        if self.store is not None and self.policy.refs else ())
         have = {t.name for t in declared}
-        declared.extend(t for t in readers if t.name not in have)
+        # Readers the caller declared as tools of their own are theirs: always declared.
+        self.readers: tuple[Tool, ...] = tuple(t for t in readers if t.name not in have)
+        self._due = _DueReaders(self.readers)
         self.discovery = discovery
         self.scaffolding: list[Tool] = (
             [*declared, *discovery.tools] if discovery is not None else declared)
-        callable_tools = self.scaffolding + (
-            [t for t in discovery.catalog.tools() if t.name not in {s.name for s in declared}]
+        mine = {t.name for t in declared} | {t.name for t in self.readers}
+        callable_tools = [*self.scaffolding, *self.readers] + (
+            [t for t in discovery.catalog.tools() if t.name not in mine]
             if discovery is not None else [])
         self.dispatcher = Dispatcher(callable_tools, transcript=self.transcript,
                                      store=self.store, scope=self.scope, policy=self.policy,
@@ -134,10 +140,13 @@ class Session:
     def surface(self) -> Surface:
         """The neutral declarations and system lines for the next request. With discovery, the
         working set is projected from the transcript; live descriptions are refreshed."""
+        due = self._due.of(self.transcript)
         if self.discovery is None:
-            return Surface(tuple(self.dispatcher.declarations()))
+            held = [t.name for t in self.readers if t.name not in due]
+            return Surface(tuple(self.dispatcher.declarations(leave_out=held)))
         self.dispatcher.refresh()
-        declared = self.discovery.declare(self.scaffolding, self.transcript,
+        readers = [t for t in self.readers if t.name in due]
+        declared = self.discovery.declare([*self.scaffolding, *readers], self.transcript,
                                            refs=self.policy.refs)
         return Surface(tuple(declared.declarations), tuple(declared.system_lines))
 
@@ -149,12 +158,14 @@ class Session:
     # -- recording the conversation ------------------------------------------------------------
     def user(self, text: str) -> Message:
         """Record the user's words (optional: refs address tool parts, not these)."""
-        return self.transcript.append("user", [Part(type="text", value=text)])
+        return self._due.note(self.transcript.append("user", [Part(type="text", value=text)]),
+                              self.transcript)
 
     def assistant(self, parts: Sequence[Part]) -> Message:
         """Record the model's turn: its text parts and `dispatcher.call_part(call)` for each
         call, in the order the model wrote them. Its `seq` is the `call_seq` of `dispatch`."""
-        return self.transcript.append("assistant", list(parts) or [Part(type="text", value="")])
+        return self._due.note(self.transcript.append(
+            "assistant", list(parts) or [Part(type="text", value="")]), self.transcript)
 
     async def dispatch(self, calls: Sequence[Call], *, call_seq: int, concurrent: bool = True,
                        on_result: OnResult | None = None) -> list[Part]:
@@ -178,7 +189,7 @@ class Session:
                 if on_result is not None:
                     on_result(c, parts[-1])
         if parts:
-            self.transcript.append("tool", parts)
+            self._due.note(self.transcript.append("tool", parts), self.transcript)
         return parts
 
     # -- one turn's tool calls, in a provider's shape ------------------------------------------
@@ -235,10 +246,11 @@ class Session:
         if self.transcript.appends_wait or self.lock.locked():
             async with self.lock:
                 return (await self._append(role, part)).seq
-        return self.transcript.append(role, [part]).seq
+        return self._due.note(self.transcript.append(role, [part]), self.transcript).seq
 
     async def _append(self, role: Literal["assistant", "tool"], part: Part) -> Message:
-        return await self._off_loop(self.transcript.append, role, [part])
+        return self._due.note(await self._off_loop(self.transcript.append, role, [part]),
+                              self.transcript)
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)`, in a worker thread when the transcript's appends wait on shared storage
@@ -252,6 +264,39 @@ class Session:
         """`handle` for code without an event loop."""
         return run_blocking(self.handle(calls, provider), "session.handle_sync(...)",
                             "await session.handle(...)")
+
+
+class _DueReaders:
+    """Which held-back readers the transcript's stored results have needed so far: folded
+    forward over the messages appended since the last question (a name once due stays due, so
+    the declarations change once, then stay byte-stable). The session hands over each message
+    it appends (`note`), so only messages others appended are read back."""
+
+    def __init__(self, readers: Sequence[Tool]) -> None:
+        self._names = frozenset(t.name for t in readers)
+        self._due: frozenset[str] = frozenset()
+        self._folded = 0
+        """How many of the session's messages have been looked at."""
+
+    def note(self, message: Message, transcript: Transcript) -> Message:
+        """Fold in `message`, just appended, if it is the next one unfolded; returns it."""
+        if message.seq == transcript.origin + self._folded and self._due != self._names:
+            for part in message.parts:
+                self._due |= readers_for(part) & self._names
+            self._folded += 1
+        return message
+
+    def of(self, transcript: Transcript) -> frozenset[str]:
+        """The reader names due for the next request over the session's `transcript`."""
+        if self._due == self._names:  # all due (or none held): nothing left to look for
+            return self._due
+        due = set(self._due)
+        count = len(transcript)
+        for index in range(self._folded, count):
+            for part in transcript.message(transcript.origin + index).parts:
+                due |= readers_for(part)
+        self._due, self._folded = frozenset(due & self._names), count
+        return self._due
 
 
 _blocking = threading.local()

@@ -4,9 +4,11 @@ Framework-free: each integration module converts its framework's tools, calls an
 the plain values this takes. A framework tool is adopted as a byref `Tool` whose body relays to
 the framework's own execution of the call, so `$ref` arguments are resolved to exact values before
 the framework runs the tool, and the result is placed (stored with a preview) or marked (a
-binary) on the way back. Built-in read tools are added; with a catalog, search_tools and
-activate_tool declare the catalog's tools as the framework's history touches them; with a budget,
-the framework's model input can be fitted (settled results become exact-reread stubs).
+binary) on the way back. Built-in read tools are added, declared once a stored result needs
+them (read_result from the start under a budget, whose stubs name it); with a catalog,
+search_tools and activate_tool declare the catalog's tools as the framework's history touches
+them; with a budget, the framework's model input can be fitted (settled results become
+exact-reread stubs).
 
 The law of the record (a model turn's calls reserved as one batch, whatever order the
 framework runs them in) is kept by `byref.integrations.turns.TurnRecord`.
@@ -32,6 +34,8 @@ from byref.integrations.turns import Batch, TurnRecord
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
+from byref.tools.builtins import readers_for
+from byref.tools.read_result import READ_RESULT_NAME
 from byref.transcript import Part, Transcript
 
 R = TypeVar("R")
@@ -199,17 +203,34 @@ class Bridge:
         `visible` and, with a catalog, search_tools / activate_tool plus the working set
         projected from `seen` (the framework's history), with the discovery lines."""
         visible = [n for n in visible if n in self._adopted]
+        seen = list(seen)
+        # The readers, callable throughout, are declared once a stored result needs them.
+        due = self._due(seen)
+        if self.assembler is not None:  # a budget's stubs name read_result from any turn
+            due |= {READ_RESULT_NAME}
+        readers = [t for t in self.builtins if t.name in due]
         if self.discovery is None:
-            chosen = {t.name: t for t in self.builtins}
+            chosen = {t.name: t for t in readers}
             chosen.update((n, self._adopted[n][1]) for n in visible)
             declared = [self._declare(chosen[n]) for n in sorted(chosen)]
             return Surface(declared, [self.system] if self.policy.refs else [])
-        always = [*self.builtins, *self.discovery.tools,
+        always = [*readers, *self.discovery.tools,
                   *(self._adopted[n][1] for n in visible if not self.search)]
         listed = self.discovery.declare(always, self.project(seen), refs=self.policy.refs)
         lines = [self.system, *listed.system_lines] if self.policy.refs else list(
             listed.system_lines)
         return Surface(listed.declarations, lines)
+
+    def _due(self, seen: Sequence[Seen]) -> frozenset[str]:
+        """The readers the history's stored results need (`readers_for` of what byref
+        recorded for each result the framework shows)."""
+        due: frozenset[str] = frozenset()
+        for event in seen:
+            if event.kind == "result" and not event.is_error:
+                recorded = self.turns.results.get(event.call_id)
+                if recorded is not None:
+                    due |= readers_for(recorded)
+        return due
 
     def _declare(self, tool: Tool) -> dict[str, Any]:
         if self.policy.refs and tool.name not in PLAIN:

@@ -115,7 +115,8 @@ class Byref:
         return part.rendered if part.rendered is not None else str(part.value)
 
     def _enabled(self, name: str, original: FunctionTool | None = None) -> Any:
-        if self.bridge.discovery is None:
+        # Without search only the readers vary: each is offered once a stored result needs it.
+        if self.bridge.discovery is None and name not in {t.name for t in self.bridge.builtins}:
             return original.is_enabled if original is not None else True
 
         def enabled(ctx: RunContextWrapper[Any], agent: Any) -> bool:

@@ -105,18 +105,25 @@ def json_body(data: bytes, path: str, page: int, href: str) -> str:
                     "</div>")
         except (StaleSelectionError, NotJsonError) as exc:
             return gap(str(exc))
+    return document_body(document, page, f"{href}?")
+
+
+def document_body(document: Any, page: int, href: str) -> str:
+    """A decoded JSON value as HTML: an array as a paged table, an object as a card whose arrays
+    link to their own tables (`href` + `path=`; `href` ends in `?` or `&`), anything else as
+    text. Never the raw text of a large document."""
     if isinstance(document, list):
         return (f'<div class=card id="render" data-render="table">'
-                f"{paged_table(document, page, f'{href}?')}</div>")
+                f"{paged_table(document, page, href)}</div>")
     if isinstance(document, dict):
         rows = []
         for key, value in document.items():
             if isinstance(value, list):
-                cell = link(f"{href}?path={path_part('/' + _escape_pointer(key))}",
+                cell = link(f"{href}path={path_part('/' + _escape_pointer(key))}",
                             f"array, {len(value):,} items: open as a table", data_pointer=key)
             else:
                 text = dumps(value)
-                cell = esc(text[:400] + ("…" if len(text) > 400 else ""))
+                cell = f"<code>{esc(text[:400] + ('…' if len(text) > 400 else ''))}</code>"
             rows.append((key, cell))
         return card("JSON object", rows, id_="render")
     return f'<pre id="render">{esc(dumps(document)[:PREVIEW_CHARS])}</pre>'

@@ -43,6 +43,8 @@ class Turn:
     label: str
     visible: Size
     inlined: Size
+    refs: int = 0
+    """Refs the model wrote in this message's calls (values passed instead of retyped)."""
 
 
 def visible_text(role: str, part: Part) -> str:
@@ -66,9 +68,11 @@ class Costs:
         """Each message's visible and inlined sizes."""
         out: list[Turn] = []
         for message in self.run.transcript:
-            vis_c = vis_t = inl_c = inl_t = 0
+            vis_c = vis_t = inl_c = inl_t = refs = 0
             labels: list[str] = []
             for index, part in enumerate(message.parts):
+                if message.role == "assistant":
+                    refs += len(_roots(dict(part.derived)))
                 text = visible_text(message.role, part)
                 tokens = count_tokens(text)
                 vis_c += len(text)
@@ -78,7 +82,7 @@ class Costs:
                 inl_t += full.tokens
                 labels.append(_label(part))
             out.append(Turn(message.seq, message.role, ", ".join(labels), Size(vis_c, vis_t),
-                            Size(inl_c, inl_t)))
+                            Size(inl_c, inl_t), refs))
         return out
 
     def inlined(self, role: str, seq: int, index: int, part: Part, shown: Size) -> Size:

@@ -5,7 +5,8 @@ bearer check (the SDK's authentication middleware puts the verified token's tena
 in the request's `user`); a request without one is 401 before any run is touched. The caller
 sees the conversations of its tenant and principal and nothing else: each page's store view is
 bound to that one conversation's scope, so another caller's ref answers as absent (404), exactly
-like a ref that never existed, and only events that name the caller's scope are shown.
+like a ref that never existed, and only events that name the caller's scope are shown. The
+route answers the hosts the MCP route answers (the SDK's DNS-rebinding check, on loopback).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from urllib.parse import unquote
 
 import anyio.to_thread
 
-from byref.lens.markup import esc, gap, link, path_part
+from byref.conversations import Conversation, ConversationState
+from byref.lens.markup import empty, esc, gap, link, path_part
 from byref.lens.readonly import ReadOnlyStore
 from byref.lens.run import Run
+from byref.lens.stored import conversation_run
 from byref.lens.web import Lens, Response, html_response
 from byref.store import ArtifactStore, Scope
 from byref.transcript import Transcript
@@ -29,40 +32,60 @@ ASGIApp = Callable[[ASGIScope, Any, Any], Any]
 
 def lens_route(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
                events: Callable[[], Iterable[dict[str, Any]]] | None = None,
-               prefix: str = "/lens") -> Any:
-    """A Starlette route serving `lens_app` under `prefix` (for `custom_starlette_routes`)."""
+               prefix: str = "/lens", security: Any = None,
+               kept: Callable[[], ConversationState] | None = None) -> Any:
+    """A Starlette route serving `lens_app` under `prefix` (for `custom_starlette_routes`).
+    `security`: the MCP route's `TransportSecuritySettings`, so `/lens` answers the same hosts
+    (a request for another `Host` is 421, another `Origin` 403, as on the MCP route)."""
     from starlette.routing import Route
 
     return Route(prefix + "{rest:path}", endpoint=_Endpoint(
-        lens_app(states, store, events=events, prefix=prefix)))
+        lens_app(states, store, events=events, prefix=prefix, kept=kept), security))
 
 
 class _Endpoint:
     """An ASGI app as a Starlette endpoint: an instance, so Route passes it the raw scope."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, security: Any = None) -> None:
         self.app = app
+        self.guard: Any = None
+        if security is not None and security.enable_dns_rebinding_protection:
+            from mcp.server.transport_security import TransportSecurityMiddleware
+
+            self.guard = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: ASGIScope, receive: Any, send: Any) -> None:
+        if self.guard is not None:
+            from starlette.requests import Request
+
+            refused = await self.guard.validate_request(Request(scope, receive))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
 def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
              events: Callable[[], Iterable[dict[str, Any]]] | None = None,
-             prefix: str = "/lens") -> ASGIApp:
-    """`states()` lists the gateway's conversations (each with `.scope` and `.transcript`),
-    `store` is the gateway's artifact store, `events()` what its trace holds, if it keeps one;
-    pages live under `prefix` below the app's root path."""
+             prefix: str = "/lens",
+             kept: Callable[[], ConversationState] | None = None) -> ASGIApp:
+    """`states()` lists the gateway's open conversations (each with `.scope` and
+    `.transcript`), `kept()` is its conversation state (so a conversation no session has open
+    is shown too), `store` its artifact store, `events()` what its trace holds, if it keeps
+    one; pages live under `prefix` below the app's root path."""
 
     def answer(identity: tuple[str, str], method: str, root: str, path: str,
                query: str) -> Response:
-        mine = {s.scope.conversation: s for s in states()
-                if (s.scope.tenant, s.scope.principal) == identity}
+        mine: dict[str, Any] = {}
+        if kept is not None:
+            mine.update((c.scope.conversation, c) for c in kept().conversations(*identity))
+        mine.update((s.scope.conversation, s) for s in states()
+                    if (s.scope.tenant, s.scope.principal) == identity)
         if path in ("", "/"):
             rows = "".join(f"<li>{link(f'{root}/c/{path_part(c)}/', c)}</li>"
                            for c in sorted(mine))
             body = (f"<p>Conversations of {esc(identity[0])}/{esc(identity[1])}:</p><ul>{rows}"
-                    "</ul>" if rows else gap("This caller has no conversation yet."))
+                    "</ul>" if rows else empty("This caller has no conversation yet."))
             return html_response(200, "your conversations", body, root)
         head, _, rest = path.removeprefix("/c/").partition("/")
         state = mine.get(unquote(head)) if path.startswith("/c/") else None
@@ -70,7 +93,10 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
             return html_response(404, "Not found", gap("No such conversation for this caller."),
                                  root)
         base = f"{root}/c/{head}"
-        run = _run(state.scope, state.transcript, store, events)
+        if isinstance(state, Conversation) and kept is not None:  # kept, not open
+            run = conversation_run(kept(), state, store)
+        else:
+            run = _run(state.scope, state.transcript, store, events)
         return Lens(run, base=base).respond(method, f"{base}/{rest}" + (f"?{query}" if query
                                                                           else ""))
 

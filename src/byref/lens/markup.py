@@ -20,11 +20,16 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7
 header{background:#1d2330;color:#fff;padding:12px 24px}header a{color:#9cf}
 main{padding:16px 24px;max-width:1200px}
 h1{font-size:18px;margin:0}h2{font-size:16px;margin:24px 0 8px}
-.card{background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:12px 16px;margin:8px 0}
-.gap{border-left:4px solid #d08a00}
-table{border-collapse:collapse;background:#fff}td,th{border:1px solid #dde1e8;padding:3px 8px;
-text-align:left;vertical-align:top}th{background:#eef1f5}td.n{text-align:right;
-font-variant-numeric:tabular-nums}
+.card{background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:12px 16px;margin:8px 0;
+overflow-x:auto}
+.gap{border-left:4px solid #d08a00}.empty{color:#6a7383;background:#fafbfc}
+table{border-collapse:collapse;background:#fff;max-width:100%}td,th{border:1px solid #dde1e8;
+padding:3px 8px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+td code,td a{overflow-wrap:anywhere}table.rows td{min-width:6em;overflow-wrap:anywhere}
+table.rows td:first-child{min-width:0}
+th{background:#eef1f5}table.kv th{white-space:nowrap}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+svg{max-width:100%;height:auto}
 code,pre{font:12px/1.4 ui-monospace,monospace}pre{white-space:pre-wrap;word-break:break-all;
 background:#fff;border:1px solid #dde1e8;padding:8px;max-height:480px;overflow:auto}
 .lines{counter-reset:l}.lines span{display:block}.lines span::before{counter-increment:l;
@@ -76,12 +81,17 @@ def card(title: str, rows: Iterable[tuple[str, str]], *, cls: str = "", id_: str
     ident = f' id="{esc(id_)}"' if id_ else ""
     body = "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return (f'<div class="card {cls}"{ident}><strong>{esc(title)}</strong>'
-            f"<table>{body}</table></div>")
+            f'<table class="kv">{body}</table></div>')
 
 
 def gap(text: str) -> str:
-    """An HTML card saying something is missing or unreadable."""
+    """An HTML card saying something is missing or unreadable (styled as a warning)."""
     return f'<div class="card gap">{esc(text)}</div>'
+
+
+def empty(text: str) -> str:
+    """An HTML card saying a section has nothing in it (a fact, not a warning)."""
+    return f'<div class="card empty">{esc(text)}</div>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, id_: str = "") -> str:
@@ -99,10 +109,15 @@ def _times(visible: int, inlined: int) -> str:
     return f" ({inlined / visible:,.0f}× what the model saw)"
 
 
+LABEL_CHARS = 150
+"""A chart row's label is shown whole up to here (then "…", with the whole label as its title)."""
+
+
 def chart(turns: Sequence[Turn], measure: str, *, id_: str) -> str:
     """Horizontal bars per turn, visible beside inlined, on a log scale (the two differ by
-    orders of magnitude; a linear scale would show the visible side as nothing)."""
-    row_h, bar_h, left, width = 34, 12, 230, 520
+    orders of magnitude; a linear scale would show the visible side as nothing). Each turn's
+    label has a line of its own above its bars, so no label is cut to fit a column."""
+    row_h, bar_h, left, width = 52, 12, 8, 760
     values = [getattr(t.inlined, measure) for t in turns] + [getattr(t.visible, measure)
                                                               for t in turns]
     top = max([1, *values])
@@ -112,22 +127,26 @@ def chart(turns: Sequence[Turn], measure: str, *, id_: str) -> str:
 
     parts = []
     for i, t in enumerate(turns):
-        y = 20 + i * row_h
+        y = 24 + i * row_h
         vis, inl = getattr(t.visible, measure), getattr(t.inlined, measure)
-        label = f"seq {t.seq} {t.role}: {t.label}"[:38]
+        whole = f"seq {t.seq} {t.role}: {t.label}"
+        label = whole if len(whole) <= LABEL_CHARS else whole[:LABEL_CHARS - 1] + "…"
+        bars = y + 15
         parts.append(
-            f'<g data-seq="{t.seq}"><text x="0" y="{y + 10}">{esc(label)}</text>'
-            f'<rect class="visible" x="{left}" y="{y}" width="{bar_w(vis):.1f}" height="{bar_h}" '
-            f'fill="#2f6fde"><title>model saw {vis:,} {measure}</title></rect>'
-            f'<text x="{left + bar_w(vis) + 4:.1f}" y="{y + 10}">{vis:,}</text>'
-            f'<rect class="inlined" x="{left}" y="{y + bar_h + 2}" width="{bar_w(inl):.1f}" '
+            f'<g data-seq="{t.seq}"><text class="label" x="0" y="{y + 10}">{esc(label)}'
+            f"<title>{esc(whole)}</title></text>"
+            f'<rect class="visible" x="{left}" y="{bars}" width="{bar_w(vis):.1f}" '
+            f'height="{bar_h}" fill="#2f6fde"><title>model saw {vis:,} {measure}</title></rect>'
+            f'<text x="{left + bar_w(vis) + 4:.1f}" y="{bars + 10}">{vis:,}</text>'
+            f'<rect class="inlined" x="{left}" y="{bars + bar_h + 2}" width="{bar_w(inl):.1f}" '
             f'height="{bar_h}" fill="#b9c0cc"><title>inlined: {inl:,} {measure}</title></rect>'
-            f'<text x="{left + bar_w(inl) + 4:.1f}" y="{y + 2 * bar_h + 2}">{inl:,}'
+            f'<text x="{left + bar_w(inl) + 4:.1f}" y="{bars + 2 * bar_h + 2}">{inl:,}'
             f"{_times(vis, inl)}</text></g>"
         )
-    height = 30 + len(turns) * row_h
-    legend = (f'<text x="{left}" y="12"><tspan fill="#2f6fde">■ model-visible</tspan> '
-              f'<tspan fill="#8a93a3">■ inlining everything</tspan> ({esc(measure)}, log '
-              'scale)</text>')
-    return (f'<svg id="{esc(id_)}" role="img" width="{left + width + 260}" height="{height}">'
-            f"{legend}{''.join(parts)}</svg>")
+    height = 34 + len(turns) * row_h
+    total_w = left + width + 300
+    legend = ('<text x="0" y="12"><tspan fill="#2f6fde">■ model-visible</tspan> '
+              '<tspan fill="#8a93a3">■ inlined (estimate)</tspan> '
+              f"({esc(measure)}, log scale)</text>")
+    return (f'<svg id="{esc(id_)}" role="img" width="{total_w}" height="{height}" '
+            f'viewBox="0 0 {total_w} {height}">{legend}{"".join(parts)}</svg>')

@@ -1,7 +1,8 @@
 """The run's front page: costs per turn, tool calls with their refs, artifacts, events.
 
-The law: every section states what the run holds, and an empty section says it is empty (and
-why, when the run directory lacks the file it would come from) instead of vanishing.
+The law: every section states what the run holds, and an empty section says it is empty as a
+plain fact (a warning is kept for what is missing or unreadable: a file the run directory lacks,
+a value that cannot be measured) instead of vanishing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from byref.jsonview import dumps
 from byref.lens.artifacts import known_refs
 from byref.lens.calls import Call, RefUse, calls
 from byref.lens.costs import Costs, Turn, visible_text
-from byref.lens.markup import card, chart, esc, gap, link, num, path_part, table
+from byref.lens.markup import card, chart, empty, esc, gap, link, num, path_part, table
 from byref.lens.run import Run
 
 REQUEST_CHARS = 200_000
@@ -27,7 +28,7 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
     found = calls(run)
     sections = [
         "".join(gap(g) for g in run.gaps),
-        _totals(turns),
+        _totals(run, turns),
         "".join(gap(f"Inlined size of {ref} unknown, counted as 0: {why}")
                 for ref, why in costs.unknown.items()),
         "<h2>Per turn</h2>",
@@ -35,7 +36,7 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
         chart(turns, "tokens", id_="chart-tokens"),
         _turn_table(turns),
         f"<h2>Tool calls ({len(found)})</h2>",
-        "".join(_call(run, c, base) for c in found) or gap("No tool calls in this run."),
+        "".join(_call(run, c, base) for c in found) or empty("No tool calls in this run."),
         "<h2>Artifacts</h2>",
         _artifacts(run, base),
         "<h2>Search → activate</h2>",
@@ -51,36 +52,69 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
     return "".join(sections)
 
 
-def _totals(turns: list[Turn]) -> str:
-    def total(role_in: bool, side: str, measure: str) -> int:
+def _totals(run: Run, turns: list[Turn]) -> str:
+    def total(wrote: bool, side: str, measure: str) -> int:
         return sum(getattr(getattr(t, side), measure) for t in turns
-                   if (t.role == "assistant") == role_in)
+                   if (t.role == "assistant") == wrote)
 
-    rows = []
-    for label, wrote in (("model read", False), ("model wrote", True)):
-        key = "written" if wrote else "read"
-        rows.append((label, (
-            f"{num(total(wrote, 'visible', 'chars'), f'model_{key}_chars')} chars, "
-            f"{num(total(wrote, 'visible', 'tokens'), f'model_{key}_tokens')} tokens; "
-            f"inlining everything: {num(total(wrote, 'inlined', 'chars'), f'inlined_{key}_chars')}"
-            f" chars, ≈{num(total(wrote, 'inlined', 'tokens'), f'inlined_{key}_tokens')} tokens")))
-    kept = sum(t.inlined.chars - t.visible.chars for t in turns)
-    seen = sum(t.visible.chars for t in turns)
-    factor = f" (inlining would cost {(kept + seen) / seen:,.0f}× what the model saw)" if seen \
-        else ""
-    rows.append(("kept out of context", f"{num(kept, 'kept_chars')} chars{esc(factor)}"))
-    rows.append(("how counted", esc(
-        "Model-visible: each part's text as the model received or wrote it (the run's ledger). "
-        "Inlined: each ref and opaque marker replaced by the value it stands for (binary as "
-        "base64); its tokens counted on a leading sample and scaled.")))
+    read = total(False, "visible", "chars")
+    rows = [(label, f"{num(total(wrote, 'visible', 'chars'), f'model_{key}_chars')} chars, "
+                    f"{num(total(wrote, 'visible', 'tokens'), f'model_{key}_tokens')} tokens")
+            for label, wrote, key in (("model read", False, "read"),
+                                      ("model wrote", True, "written"))]
+    naive = (run.report or {}).get("naive")
+    if isinstance(naive, dict) and isinstance(naive.get("model_read_chars"), int):
+        rows.append(("naive harness, same task", _naive(run.report or {}, naive)))
+    inlined = total(False, "inlined", "chars")
+    rows.append(("this record, refs inlined (estimate)", (
+        f"{num(inlined, 'inlined_read_chars')} chars, "
+        f"≈{num(total(False, 'inlined', 'tokens'), 'inlined_read_tokens')} tokens read"
+        + (esc(f" ({inlined / read:,.1f}× what the model read)") if read else ""))))
+    rows.append(("kept out of context (estimate)",
+                 f"{num(inlined - read, 'kept_chars')} chars the model did not read"))
+    passed = sum(t.refs for t in turns)
+    rows.append(("passed by ref", (
+        f"{num(passed, 'passed_refs')} refs in the model's calls, naming "
+        f"{num(total(True, 'inlined', 'chars') - total(True, 'visible', 'chars'), 'passed_chars')}"
+        " chars of data it did not retype")))
+    rows.append(("how counted", esc(_HOW + (_HOW_NAIVE if naive else _HOW_NO_NAIVE))))
     return card("Totals", rows, id_="totals")
+
+
+_HOW = ("Model read / wrote: each part's text as the model received or wrote it (the run's "
+        "ledger, the figures its command printed). Estimate: this same record with each "
+        "result that stood in for stored data counted as that data in full (binary as base64; "
+        "tokens counted on a leading sample and scaled). ")
+_HOW_NAIVE = ("The estimate is not the naive run: a harness without refs makes other calls "
+              "(it never calls query_json, and it retypes the rows this run passed by ref), so "
+              "the naive figures above are the comparison to quote.")
+_HOW_NO_NAIVE = ("This record has no naive run to compare with (only `byref demo` makes one), "
+                 "so the estimate is the only comparison: what these same calls would have "
+                 "shown the model had nothing been kept out, not what another harness would "
+                 "have spent.")
+
+
+def _naive(report: dict[str, Any], naive: dict[str, Any]) -> str:
+    """The naive side as the run's own command printed it, and how it was obtained."""
+    read, wrote = naive["model_read_chars"], naive.get("model_written_chars")
+    ratio_read, ratio_written = report.get("ratio_read"), report.get("ratio_written")
+    text = f"read {num(read, 'naive_read_chars')} chars"
+    if isinstance(ratio_read, int | float):
+        text += esc(f" ({ratio_read:,.1f}× what the model read here)")
+    if isinstance(wrote, int):
+        text += f", wrote {num(wrote, 'naive_written_chars')} chars"
+        if isinstance(ratio_written, int | float):
+            text += esc(f" ({ratio_written:,.1f}×)")
+    how = ("measured: the naive harness ran the same task" if naive.get("run") is not False
+           else "computed from sizes: the naive harness was not run (it would not fit)")
+    return f"{text} <span class=muted>— {esc(how)}</span>"
 
 
 def _turn_table(turns: list[Turn]) -> str:
     rows = [(str(t.seq), esc(t.role), esc(t.label), num(t.visible.chars), num(t.visible.tokens),
              num(t.inlined.chars), num(t.inlined.tokens)) for t in turns]
-    return table(("seq", "role", "parts", "visible chars", "visible tokens", "inlined chars",
-                  "≈ inlined tokens"), rows, id_="turns")
+    return table(("seq", "role", "parts", "visible chars", "visible tokens",
+                  "inlined chars (estimate)", "≈ inlined tokens"), rows, id_="turns")
 
 
 def _call(run: Run, call: Call, base: str) -> str:
@@ -147,7 +181,7 @@ def _went(use: RefUse) -> str:
 def _artifacts(run: Run, base: str) -> str:
     refs = known_refs(run)
     if not refs:
-        return gap("This run names no artifact.")
+        return empty("This run names no artifact.")
     rows = []
     for ref in refs:
         found = run.head(ref)
@@ -163,24 +197,26 @@ def _artifacts(run: Run, base: str) -> str:
                  id_="artifacts")
 
 
-def _events(run: Run, names: tuple[str, ...] | None, id_: str, empty: str) -> str:
+def _events(run: Run, names: tuple[str, ...] | None, id_: str, nothing: str) -> str:
     picked = [e for e in run.events if names is None or e.get("event") in names]
     if not picked:
-        return gap(empty)
+        return empty(nothing)
     return table(("event", "details"), ((esc(e.get("event")), _fields(e)) for e in picked),
                  id_=id_)
 
 
 def _fields(event: dict[str, Any]) -> str:
+    # A field an event leaves unset (None) says nothing: it is not shown as `null`.
     return "<br>".join(f"<b>{esc(k)}</b>: <code>{esc(v if isinstance(v, str) else dumps(v))}"
-                       "</code>" for k, v in event.items() if k not in ("event", "at"))
+                       "</code>" for k, v in event.items()
+                       if k not in ("event", "at") and v is not None)
 
 
 def _refusals(run: Run, found: list[Call]) -> str:
     refused = [e for e in run.events if e.get("event") == "refused"]
     errors = [c for c in found if c.result is not None and c.result.is_error]
     if not refused and not errors:
-        return gap("Nothing was refused in this run.")
+        return empty("Nothing was refused in this run.")
     rows = [(esc(e.get("tool") or e.get("op") or ""), esc(e.get("reason") or ""),
              _fields(e)) for e in refused]
     rows += [(esc(c.tool), "what the model was told", f"<pre>{esc(c.result.rendered)}</pre>")
@@ -192,5 +228,5 @@ def _coverage(found: list[Call]) -> str:
     rows = [(esc(c.tool), esc(c.call_id), _fields(c.result.coverage))
             for c in found if c.result is not None and c.result.coverage is not None]
     if not rows:
-        return gap("No read in this run reported coverage (only explicit reads do).")
+        return empty("No read in this run reported coverage (only explicit reads do).")
     return table(("read", "call", "coverage facts"), rows, id_="coverage")

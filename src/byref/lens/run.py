@@ -1,14 +1,16 @@
 """A run as the lens shows it: its transcript, its trace, and the store it minted into.
 
 Owns reading a run directory (as `byref demo --out` writes it: `transcript.jsonl`,
-`trace.jsonl`, `store/`) into a `Run`, without writing a byte of it: the transcript is copied
-into memory (opening the file as a `Transcript` would repair a torn tail in place), the trace is
-read line by line, and the store is reached through `ReadOnlyStore` only. A `Run` can equally
-be made from a live transcript and store (the gateway's), so both pages share one model.
+`trace.jsonl`, `store/`, `report.json`) into a `Run`, without writing a byte of it: the
+transcript is copied into memory (opening the file as a `Transcript` would repair a torn tail
+in place), the trace is read line by line, and the store is reached through `ReadOnlyStore`
+only. A `Run` can equally be made from a live transcript and store (the gateway's), so both
+pages share one model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +27,8 @@ from byref.transcript import Part, Transcript
 TRANSCRIPT = "transcript.jsonl"
 TRACE = "trace.jsonl"
 STORE = "store"
+REPORT = "report.json"
+"""The run's own figures, when the command that made it wrote them (`byref demo --out`)."""
 
 
 class RunDirectoryError(DeveloperError, ValueError):
@@ -43,6 +47,9 @@ class Run:
     """Which scope minted each ref (from `minted` events); others are tried in every scope."""
     gaps: list[str] = field(default_factory=list)
     """What this run directory lacks, said on the page instead of leaving a blank."""
+    report: dict[str, Any] | None = None
+    """The run's own report (`report.json`): its ledger and the naive side it was compared
+    with, shown as the command printed them."""
 
     @property
     def scopes(self) -> list[Scope]:
@@ -126,23 +133,40 @@ def load_run(path: str | Path, *, store: ArtifactStore | None = None,
         gaps.append("The trace names no scope, so no artifact can be read (pass --scope).")
     if store is not None:
         view = ReadOnlyStore(store, named)
-    return Run(transcript, events, view, str(root), ref_scopes, gaps)
+    return Run(transcript, events, view, str(root), ref_scopes, gaps, read_report(root / REPORT))
+
+
+def read_report(path: Path) -> dict[str, Any] | None:
+    """The run's report, when it has one that parses as a JSON object."""
+    if not path.is_file():
+        return None
+    try:
+        report = msgspec.json.decode(path.read_bytes())
+    except msgspec.DecodeError:
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def copy_transcript(path: Path) -> Transcript:
     """The persisted transcript, copied line by line into an in-memory one (a torn last line,
     never acknowledged, is left out, as `Transcript(path)` would, but the file is not touched)."""
+    with path.open("rb") as fh:
+        return transcript_of(fh)
+
+
+def transcript_of(lines: Iterable[bytes], origin: int = 0) -> Transcript:
+    """An in-memory transcript of recorded lines (the first line's seq is its origin; `origin`
+    when there are none); reading stops at a line without its newline (never acknowledged)."""
     decoder = msgspec.json.Decoder()
     copy: Transcript | None = None
-    with path.open("rb") as fh:
-        for line in fh:
-            if not line.endswith(b"\n"):
-                break
-            raw = decoder.decode(line)
-            if copy is None:
-                copy = Transcript(origin=int(raw["seq"]))
-            copy.append(raw["role"], [Part.from_json(p) for p in raw["parts"]])
-    return copy if copy is not None else Transcript()
+    for line in lines:
+        if not line.endswith(b"\n"):
+            break
+        raw = decoder.decode(line)
+        if copy is None:
+            copy = Transcript(origin=int(raw["seq"]))
+        copy.append(raw["role"], [Part.from_json(p) for p in raw["parts"]])
+    return copy if copy is not None else Transcript(origin=origin)
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:

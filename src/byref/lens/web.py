@@ -3,22 +3,26 @@
 Routes: `/` the run, `/artifact/<ref>` an artifact (`?path=` a JSON Pointer, `?page=`),
 `/artifact/<ref>/raw` an image's bytes, `/artifact/<ref>/page/<n>.png` a PDF page, and
 `/result/<seq>/<part>` a recorded result's value. Only GET and HEAD are answered; anything else
-is 405. The law: the server is a reader. `byref lens` runs it on the standard library's threading
-HTTP server (a local, single-user page needs no framework, and a core install has no other);
-the gateway mounts `byref.lens.gateway.lens_app` behind its own bearer-token check.
+is 405. The law: the server is a reader, and answers only requests for the names it was started
+for (`byref.lens.hosts`: any other `Host` is 421, so a rebinding page reads nothing).
+`byref lens` runs it on the standard library's threading HTTP server (a local, single-user page
+needs no framework, and a core install has no other); the gateway mounts
+`byref.lens.gateway.lens_app` behind its own bearer-token check.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from byref.lens.artifacts import INLINE_IMAGES, artifact_page, pdf_png
 from byref.lens.costs import Costs
+from byref.lens.hosts import allowed_hosts, misdirected
 from byref.lens.markup import CSP, gap, page
 from byref.lens.overview import overview
 from byref.lens.results import result_page
@@ -36,6 +40,16 @@ class Response:
     content_type: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+
+
+class Pages(Protocol):
+    """What a lens server serves: responses to GET and HEAD, under `base`."""
+
+    base: str
+
+    def respond(self, method: str, target: str) -> Response:
+        """The response to `method` of `target`."""
+        ...
 
 
 class Lens:
@@ -74,7 +88,7 @@ class Lens:
         if match := _RESULT.match(path):
             seq, part = int(match.group(1)), int(match.group(2))
             body = result_page(self.run, seq, part, query.get("field"), page=page_no,
-                               base=self.base)
+                               base=self.base, path=query.get("path", ""))
             return html_response(200, f"result at seq {seq} part {part}", body, self.base)
         return html_response(404, "Not found", gap(f"No lens page at {path!r}."), self.base)
 
@@ -120,19 +134,25 @@ def _int(text: str | None, default: int) -> int:
 
 
 # -- the standard library's server -------------------------------------------------------------
-def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """A threading HTTP server answering `lens`'s pages; port 0 picks a free one."""
+def make_server(lens: Pages, host: str = "127.0.0.1", port: int = 0, *,
+                allow_hosts: Iterable[str] = ()) -> ThreadingHTTPServer:
+    """A threading HTTP server answering `lens`'s pages; port 0 picks a free one. Only requests
+    for the names it was started for are answered (`byref.lens.hosts`; `allow_hosts` adds
+    names, e.g. the one a proxy forwards)."""
+    allowed: frozenset[str] = frozenset()
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "byref-lens"
 
-        def _answer(self, head_only: bool) -> None:
-            try:
-                response = lens.respond("GET", self.path)
-            except Exception as exc:  # a damaged record: say so on the page, keep serving
-                response = html_response(500, "Error", gap(
-                    f"The lens could not draw this page: {type(exc).__name__}: {exc}"),
-                    lens.base)
+        def _misdirected(self, head_only: bool) -> bool:
+            why = misdirected(self.path, self.headers.get("Host"), allowed)
+            if why is None:
+                return False
+            self._send(Response(421, "text/plain; charset=utf-8", why.encode(), _SAFE),
+                           head_only)
+            return True
+
+        def _send(self, response: Response, head_only: bool) -> None:
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(response.body)))
@@ -142,6 +162,17 @@ def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0) -> Threading
             if not head_only:
                 self.wfile.write(response.body)
 
+        def _answer(self, head_only: bool) -> None:
+            if self._misdirected(head_only):
+                return
+            try:
+                response = lens.respond("GET", self.path)
+            except Exception as exc:  # a damaged record: say so on the page, keep serving
+                response = html_response(500, "Error", gap(
+                    f"The lens could not draw this page: {type(exc).__name__}: {exc}"),
+                    lens.base)
+            self._send(response, head_only)
+
         def do_GET(self) -> None:
             self._answer(False)
 
@@ -149,20 +180,18 @@ def make_server(lens: Lens, host: str = "127.0.0.1", port: int = 0) -> Threading
             self._answer(True)
 
         def _refuse(self) -> None:
-            response = lens.respond(self.command, self.path)
-            self.send_response(response.status)
-            self.send_header("Allow", "GET, HEAD")
-            self.send_header("Content-Length", str(len(response.body)))
-            self.end_headers()
-            self.wfile.write(response.body)
+            if not self._misdirected(False):
+                self._send(lens.respond(self.command, self.path), False)
 
-        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
 
         def log_message(self, format: str, *args: Any) -> None:
             return None  # the terminal shows the URL, not a line per request
 
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
+    bound = server.server_address
+    allowed = allowed_hosts(host, int(bound[1]), allow_hosts)
     return server
 
 

@@ -22,6 +22,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -257,8 +258,9 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
             "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")
     server = build_server(gateway)
     base = f"http://{_url_host(host)}:{port}"
+    security = loopback_security(host)
     app = server.streamable_http_app(
-        streamable_http_path=path, host=host, json_response=True,
+        streamable_http_path=path, host=host, json_response=True, transport_security=security,
         stateless_http=gateway.config.replicas,  # replicas: any request, any replica
         # A request without a valid token gets 401 with `WWW-Authenticate: Bearer ...,
         # resource_metadata="<base>/.well-known/oauth-protected-resource<path>"` (RFC 9728), and
@@ -269,7 +271,9 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                           validate_token_resource=False),
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
-        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
+        custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store,
+                                            security=security,
+                                            kept=lambda: gateway.scopes.conversations),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
     if lanes_on(lane) and lane_usable("http"):
@@ -277,6 +281,17 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
 
         HttpLane.install(app, server, path)
     return app
+
+
+def loopback_security(host: str) -> TransportSecuritySettings | None:
+    """On a loopback address, the hosts and origins the MCP route and `/lens` answer (the SDK's
+    own DNS-rebinding defaults, made here so both routes share them); None elsewhere."""
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
 
 
 def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
