@@ -238,7 +238,7 @@ def _agents_sdk_on_chat_completions() -> Any:
     # pydantic-ai's `openai-chat:` model
     ("byref.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
     # `openai:gpt-5` is LangChain's ChatOpenAI
-    ("byref.integrations.langchain", "langchain_openai", "langchain-test"),
+    ("byref.integrations.langchain", "langchain_openai", "langchain"),
     # `model="gpt-5"` is the Agents SDK's OpenAI model
     ("byref.integrations.openai_agents", "agents", "openai-agents"),
 ])
