@@ -87,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = loop_options(args.loop)
     except ModuleNotFoundError:
-        print("byref gateway: --loop uvloop needs uvloop: pip install uvloop", file=sys.stderr)
+        from byref.errors import install_hint
+
+        print(f"byref gateway: --loop uvloop needs uvloop (in the mcp extra): "
+              f"{install_hint('mcp')}", file=sys.stderr)
         return 2
 
     from byref.conversations import ConversationError
