@@ -1,18 +1,40 @@
 # Two commands a newcomer needs: `make demo` and `make test`. Both start from a bare Python.
+# `make install` puts byref on your PATH for your own use (its own venv, as pipx would).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+PREFIX ?= $(HOME)/.local
+HOME_VENV := $(PREFIX)/share/byref/venv
+EXTRAS ?= mcp,pdf,lens
 
-.PHONY: demo test check upstreams bench clean
+.PHONY: demo test check install uninstall upstreams bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 demo: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[pdf,lens]'
+	$(BIN)/python -m pip install --quiet -e '.[pdf,lens,mcp]'
 	$(BIN)/byref demo
 	@echo "See what stayed out of the context: $(BIN)/byref lens byref-demo"
+	@echo "Serve your MCP servers through byref: $(BIN)/byref hookup --config gateway.json"
+
+# byref (with the gateway's dependencies) in $(PREFIX)/share/byref/venv, the `byref` command
+# linked into $(PREFIX)/bin. Run it again after a `git pull` to update.
+install:
+	test -x $(HOME_VENV)/bin/python || $(PYTHON) -m venv $(HOME_VENV)
+	$(HOME_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(HOME_VENV)/bin/python -m pip install --quiet '.[$(EXTRAS)]'
+	mkdir -p $(PREFIX)/bin
+	ln -sfn $(HOME_VENV)/bin/byref $(PREFIX)/bin/byref
+	@$(PREFIX)/bin/byref --version
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "Note: $(PREFIX)/bin is not on your PATH; add it, or run $(PREFIX)/bin/byref";; esac
+	@echo "Hook the gateway into a client: byref hookup --config /path/to/gateway.json"
+
+uninstall:
+	rm -f $(PREFIX)/bin/byref
+	rm -rf $(PREFIX)/share/byref
 
 test: $(BIN)/python upstreams
 	$(BIN)/python -m pip install --quiet -e '.[dev,pdf,postgres,s3,mcp]'

@@ -13,11 +13,12 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def python_block(marker: str) -> str:
+def python_block(marker: str, *, twin: bool = False) -> str:
     """The README's one Python example containing `marker` (examples are found by what they
-    say, not by position, so a new section elsewhere moves nothing)."""
+    say, not by position, so a new section elsewhere moves nothing); `twin`: its offline twin,
+    the one whose model is byref's `ChatStandIn`."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    [code] = [b for b in blocks if marker in b]
+    [code] = [b for b in blocks if marker in b and ("ChatStandIn" in b) == twin]
     return code
 
 
@@ -242,7 +243,7 @@ def _agents_sdk_on_chat_completions() -> Any:
     # pydantic-ai's `openai-chat:` model
     ("byref.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
     # `openai:gpt-5` is LangChain's ChatOpenAI
-    ("byref.integrations.langchain", "langchain_openai", "langchain-test"),
+    ("byref.integrations.langchain", "langchain_openai", "langchain"),
     # `model="gpt-5"` is the Agents SDK's OpenAI model
     ("byref.integrations.openai_agents", "agents", "openai-agents"),
 ])
@@ -300,3 +301,38 @@ def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> No
         checked = subprocess.run([haproxy, "-c", "-f", str(tmp_path / "haproxy.cfg")],
                                  capture_output=True, text=True, timeout=30)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_readme_openai_compatible_twin_runs_offline_against_the_stand_in(
+        monkeypatch: Any) -> None:
+    """The Chat Completions example's twin, unchanged: no server, no key, byref's own
+    `ChatStandIn` on loopback plays the model for the real `openai` client."""
+    pytest.importorskip("openai", reason="needs the openai extra")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code = python_block("openai-chat:llama3.1", twin=True)
+    assert len(code.strip().splitlines()) <= 20
+    assert run_example(code) == printed_comment(code)
+
+
+@pytest.mark.parametrize(("marker", "needs", "extra"), [
+    ("byref.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ("byref.integrations.langchain", "langchain_openai", "langchain"),
+    ("byref.integrations.openai_agents", "agents", "openai-agents"),
+])
+def test_readme_framework_twin_runs_offline_with_no_key(
+        monkeypatch: Any, marker: str, needs: str, extra: str) -> None:
+    """Each framework example's offline twin, unchanged, with no key and no base URL set: the
+    stand-in points the framework's OpenAI client at itself while open, and restores both."""
+    pytest.importorskip(needs, reason=f"needs the {extra} extra")
+    import os
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code = python_block(marker, twin=True)
+    assert len(code.strip().splitlines()) <= 26
+    restore = (_agents_sdk_on_chat_completions() if needs == "agents"
+               else contextlib.nullcontext())
+    with restore:
+        assert run_example(code) == printed_comment(code)
+    assert "OPENAI_API_KEY" not in os.environ and "OPENAI_BASE_URL" not in os.environ

@@ -46,9 +46,10 @@ def __getattr__(name: str) -> Any:
         extra = _EXTRAS.get(module_name)
         if extra is None:
             raise
+        from byref.errors import install_hint
+
         raise ModuleNotFoundError(
-            f"byref.{name} needs the {extra!r} extra: pip install 'byref[{extra}]' (from a "
-            "clone: pip install -e '.[" + extra + "]')."
+            f"byref.{name} needs the {extra!r} extra: {install_hint(extra)}"
         ) from exc
     value = getattr(module, name)
     globals()[name] = value  # later lookups skip this function

@@ -28,6 +28,9 @@ one place (`byref.cli.main`).
 
 from __future__ import annotations
 
+import functools
+import shlex
+import sys
 from typing import Literal
 
 RefusalReason = Literal[
@@ -79,7 +82,35 @@ class OperatorError(ByrefError):
     """The deployment failed byref: a store, a config file, an upstream server, the host."""
 
 
+def install_hint(extra: str) -> str:
+    """The command that adds byref's `extra` to the Python running byref, as it can be pasted:
+    that interpreter's pip (a `make install` venv is not the `pip` on PATH) and, where byref was
+    installed from a clone (pip records the directory: PEP 610's direct_url.json), that clone —
+    byref is on no package index, so `pip install 'byref[mcp]'` would find nothing."""
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(f'{_source()}[{extra}]')}"
+
+
+@functools.cache
+def _source() -> str:
+    """Where byref was installed from: the clone's directory when pip recorded one that still
+    exists, else the project's name."""
+    import json
+    from importlib import metadata
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        raw = metadata.distribution("byref").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        raw = None
+    if raw:
+        url = urlsplit(json.loads(raw).get("url", ""))
+        if url.scheme == "file" and (Path(unquote(url.path)) / "pyproject.toml").is_file():
+            return unquote(url.path)
+    return "byref"
+
+
 __all__ = [
     "ByrefError", "DeveloperError", "InvalidValue", "MisuseError", "OperatorError",
-    "RefusalReason", "Refused",
+    "RefusalReason", "Refused", "install_hint",
 ]

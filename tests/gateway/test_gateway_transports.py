@@ -18,6 +18,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from byref.errors import install_hint
 from byref.gateway.config.file import ConfigError, load_config, parse_config
 
 TOKEN = "a-long-random-token-for-tests-0001"
@@ -73,7 +74,8 @@ def test_asking_for_uvloop_without_it_is_a_one_line_error(world: World) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2, done
-    assert done.stderr == "byref gateway: --loop uvloop needs uvloop: pip install uvloop\n"
+    assert done.stderr == ("byref gateway: --loop uvloop needs uvloop (in the mcp extra): "
+                           f"{install_hint('mcp')}\n")
 
 
 @pytest.mark.anyio

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import sys
 from typing import Any
 
@@ -25,6 +26,7 @@ from _chat_wire import (
 )
 from _wire import REF_SCHEMA, ROWS_REF, Wire, count, fetch
 
+from byref.errors import install_hint
 from byref.harness import Harness
 from byref.harness.messages import Usage
 from byref.harness.providers import (
@@ -331,5 +333,5 @@ def test_calls_without_ids_get_distinct_ones_and_results_pair_with_them() -> Non
 def test_a_missing_sdk_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)  # importing it now fails as if absent
     with pytest.raises(MissingSDKError, match=(
-            r"^The 'openai' package is not installed; pip install 'byref\[openai\]'\.$")):
+            rf"^The 'openai' package is not installed; {re.escape(install_hint('openai'))}$")):
         model_from_id("openai-chat:qwen3", base_url=LOCAL)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
 from _wire import Wire, a_json, a_message, a_text, count
 
+from byref.errors import install_hint
 from byref.harness import Harness, Ledger, ScriptedModel, call, say
 from byref.harness.providers import (
     MissingKeyError,
@@ -81,7 +83,7 @@ def test_a_missing_sdk_says_which_extra_to_install(
         model_id: str, module: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # importing it now fails as if absent
     with pytest.raises(MissingSDKError, match=(
-            rf"^The '{module}' package is not installed; pip install 'byref\[{module}\]'\.$")):
+            rf"^The '{module}' package is not installed; {re.escape(install_hint(module))}$")):
         model_from_id(model_id, api_key="x")
 
 

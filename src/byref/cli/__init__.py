@@ -14,7 +14,7 @@ from types import ModuleType
 
 # Modules that define `register(subparsers)`; a missing optional one is skipped, not fatal.
 _COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.tools",
-             "byref.cli.trace", "byref.cli.gateway", "byref.cli.lens")
+             "byref.cli.trace", "byref.cli.gateway", "byref.cli.hookup", "byref.cli.lens")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,10 +23,29 @@ def build_parser() -> argparse.ArgumentParser:
         prog="byref",
         description="The model routes references; the bytes stay below the context boundary.",
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     for module in plugins(_COMMANDS):
         module.register(sub)
+    _name_choices(parser)
     return parser
+
+
+def _version() -> str:
+    from byref import __version__
+
+    return f"byref {__version__} (Python {sys.version.split()[0]}, {sys.executable})"
+
+
+def _name_choices(parser: argparse.ArgumentParser) -> None:
+    """Every level of subcommands names its choices where a command is missing: argparse would
+    otherwise print its internal `dest` ("required: store_command")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if action.metavar is None:
+                action.metavar = "{" + ",".join(action.choices) + "}"
+            for child in action.choices.values():
+                _name_choices(child)
 
 
 def plugins(names: Sequence[str]) -> Iterator[ModuleType]:

@@ -16,6 +16,8 @@ import json
 import sys
 from typing import Any
 
+from byref.errors import install_hint
+
 
 def register_bench(bench_sub: Any) -> None:
     """Add `byref bench gateway` and its options to the `bench` subparsers."""
@@ -50,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
         from byref.bench.gateway import gateway_bench
         from byref.bench.gateway_calls import FULL, QUICK
     except ModuleNotFoundError as exc:
-        print(f"byref bench gateway: {exc.name!r} is not installed; run: pip install "
-              "'byref[mcp]'", file=sys.stderr)
+        print(f"byref bench gateway: {exc.name!r} is not installed; run: "
+              f"{install_hint('mcp')}", file=sys.stderr)
         return 2
     from byref.cli.progress import progress
 

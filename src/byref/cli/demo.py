@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -12,6 +13,10 @@ from typing import Any
 
 from byref.cli.progress import progress
 from byref.demo.data import parse_size
+
+ANNOUNCED_FROM = 20_000_000
+"""Export size from which a piped run names each stage on stderr as it starts (the default
+2.1 MB run takes a second or two and stays quiet in pipes; 200 MB takes about a minute)."""
 
 
 def register(sub: Any) -> None:
@@ -53,9 +58,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"byref demo: {exc} Without --model the demo runs offline with the scripted "
                   "model.", file=sys.stderr)
             return 2
+    loud = not sys.stderr.isatty() and size >= ANNOUNCED_FROM
+    started = time.monotonic()
     with ExitStack() as stack:
 
         def bar(label: str, total: int) -> Callable[[float], None]:
+            # One stage at a time: the previous stage's bar closes as the next one opens.
+            stack.close()
+            if loud:  # piped, and long enough that silence would read as a hang
+                print(f"byref demo: {label} ({time.monotonic() - started:.0f} s so far)",
+                      file=sys.stderr, flush=True)
             advance = stack.enter_context(progress(label, total))
             done = [0.0]
 

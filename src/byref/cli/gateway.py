@@ -81,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         import mcp  # noqa: F401
     except ModuleNotFoundError:
-        print("byref gateway: the MCP SDK is not installed; run: pip install 'byref[mcp]'",
+        from byref.errors import install_hint
+
+        print(f"byref gateway: the MCP SDK is not installed; run: {install_hint('mcp')}",
               file=sys.stderr)
         return 2
     import anyio
@@ -91,7 +93,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = loop_options(args.loop)
     except ModuleNotFoundError:
-        print("byref gateway: --loop uvloop needs uvloop: pip install uvloop", file=sys.stderr)
+        from byref.errors import install_hint
+
+        print(f"byref gateway: --loop uvloop needs uvloop (in the mcp extra): "
+              f"{install_hint('mcp')}", file=sys.stderr)
         return 2
 
     from byref.conversations import ConversationError
@@ -129,9 +134,13 @@ def run(args: argparse.Namespace) -> int:
     if args.transport == "http":
         try:
             http_app(gateway, host=args.host, port=args.port)  # refuses a config without tokens
-            sock = listen_socket(args.host, args.port)
-        except (ValueError, OSError) as exc:
+        except ValueError as exc:
             print(f"byref gateway: {exc}", file=sys.stderr)
+            return 2
+        try:
+            sock = listen_socket(args.host, args.port)
+        except OSError as exc:
+            print(f"byref gateway: {listen_failure(exc, args.host, args.port)}", file=sys.stderr)
             return 2
 
     async def main() -> None:
@@ -162,6 +171,20 @@ def run(args: argparse.Namespace) -> int:
         if held is not None:
             held.release()
     return 0
+
+
+def listen_failure(exc: OSError, host: str, port: int) -> str:
+    """Why the gateway cannot listen, naming the address (the OS names none)."""
+    import errno
+
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    where = f"cannot listen on {address}: {exc.strerror or exc}"
+    if exc.errno == errno.EADDRINUSE:
+        return (f"{where} (another process holds it; pick another --port, or --port 0 for any "
+                "free one).")
+    if exc.errno == errno.EACCES:
+        return f"{where} (ports below 1024 need privileges; pick another --port)."
+    return f"{where}."
 
 
 async def _stop_on_signal(scope: Any) -> None:

@@ -109,6 +109,14 @@ def _ls(args: argparse.Namespace) -> int:
         return 0
     for m in page:
         print(f"{m.ref}  {m.bytes:>12,}  {m.kind:<24} {m.label or ''}")
+    if not page and args.cursor is None:
+        # Artifacts live per conversation; an empty answer must not read as "the store is empty".
+        kind = f" of kind {args.kind!r}" if args.kind else ""
+        print(f"byref store ls: no artifacts{kind} in tenant {scope.tenant!r}, principal "
+              f"{scope.principal!r}, conversation {scope.conversation!r}. Artifacts are kept "
+              "per conversation: pass the --conversation (and --principal) that stored them; a "
+              "run's event trace names its scope (byref demo: byref-demo/trace.jsonl).",
+              file=sys.stderr)
     if page.next_cursor:
         print(f"(more: --cursor {page.next_cursor})")
     return 0

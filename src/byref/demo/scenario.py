@@ -166,18 +166,30 @@ def run_demo(
     naive path when asked); returns the report."""
     out.mkdir(parents=True, exist_ok=True)
     export = out / "export.json"
-    advance = progress("generating export", size) if progress else None
+
+    def stage(label: str) -> Callable[[float], None]:
+        """A stage with no measurable parts: reported as it starts, one unit when done."""
+        return progress(label, 1) if progress else lambda _: None
+
+    advance = progress("generating the export", size) if progress else None
     info = write_export(export, size, progress=advance)
+    done = stage("reading the open rows the report must hold")
     expected = open_rows(export)
+    done(1)
+    done = stage("running the agent through byref")
     figures, requests, delivered = run_byref(export, out, model)
+    done(1)
     pdf = out / "status-report.pdf"
     figures["rows_identical"] = encode(delivered.rows) == encode(expected)
     run_naive_now = naive if naive is not None else info.bytes <= NAIVE_MAX_BYTES
     if run_naive_now:
+        done = stage("running the naive harness")
         naive_figures, naive_delivered = run_naive(export, out)
         naive_figures["rows_identical"] = encode(naive_delivered.rows) == encode(expected)
     else:
+        done = stage("computing the naive side from sizes")
         naive_figures = naive_from_sizes(info, expected, pdf)
+    done(1)
     report = {
         "model": model_label(model),
         "byref": figures,

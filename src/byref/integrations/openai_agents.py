@@ -28,6 +28,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
+from byref.errors import install_hint
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
 from byref.tools import Tool as ByrefTool
@@ -39,7 +40,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "byref.integrations.openai_agents needs the OpenAI Agents SDK: "
-        "pip install 'byref[openai-agents]'"
+        f"{install_hint('openai-agents')}"
     ) from exc
 
 __all__ = ["Byref", "seen"]

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from byref import media
+from byref.errors import install_hint
 from byref.jsonview import NotJsonError, StaleSelectionError, decode, dumps, query_stream
 from byref.lens.markup import card, esc, gap, link, num, path_part
 from byref.lens.paged import paged_table
@@ -161,7 +162,7 @@ def pdf_pages(run: Run, ref: str) -> int | str:
     try:
         import pypdfium2  # type: ignore[import-untyped]
     except ImportError:
-        return ("PDF preview needs pypdfium2: pip install 'byref[lens]'. The record above is "
+        return (f"PDF preview needs pypdfium2: {install_hint('lens')}. The record above is "
                 "all the lens shows without it.")
     got = run.get(ref)
     if got is None:

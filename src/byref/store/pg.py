@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from byref.errors import install_hint
+
 if TYPE_CHECKING:
     import psycopg
-
-INSTALL = "pip install 'byref[postgres]'"
 
 
 def import_psycopg(error: Callable[[str], Exception], what: str) -> Any:
@@ -24,7 +24,8 @@ def import_psycopg(error: Callable[[str], Exception], what: str) -> Any:
     try:
         import psycopg
     except ImportError:
-        raise error(f"{what} needs psycopg 3; install it with: {INSTALL}") from None
+        raise error(f"{what} needs psycopg 3; install it with: {install_hint('postgres')}"
+                    ) from None
     return psycopg
 
 

@@ -1,6 +1,6 @@
 """The PostgreSQL adapter (`postgresql://user@host:port/db?table=byref`): many workers, one store.
 
-Owns connecting with psycopg 3 (an extra: `pip install 'byref[postgres]'`, imported only here),
+Owns connecting with psycopg 3 (the `postgres` extra, imported only here),
 creating the schema once under an advisory lock, and the two connections the shared SQL engine
 runs on: a writer whose put is one transaction, with retention serialized per scope by a
 transaction-scoped advisory lock (so concurrent writers from several processes keep the ceilings),

@@ -1,7 +1,7 @@
 """The S3-compatible adapter (`s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=…`).
 
 Owns the object layout `<prefix>/<scope key>/<ref>.bin` (payload) and `<ref>.json` (record) over
-obstore (an extra: `pip install 'byref[s3]'`, imported only here). The law: the payload is written
+obstore (the `s3` extra, imported only here). The law: the payload is written
 first (one atomic object; streamed puts go up as a multipart upload that is never visible
 unfinished) and the record last, and only the record makes an artifact exist, so a crash mid-put
 leaves nothing visible. Credentials come from the usual AWS environment variables or the URL's
@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 
 import msgspec
 
+from byref.errors import install_hint
 from byref.events import Emitter
 from byref.store.kit import (
     Meter,
@@ -62,7 +63,7 @@ def _obstore() -> Any:
         import obstore.store
     except ImportError:
         raise StoreUnavailableError(
-            "The S3 store needs obstore; install it with: pip install 'byref[s3]'"
+            f"The S3 store needs obstore; install it with: {install_hint('s3')}"
         ) from None
     return obstore
 

@@ -23,6 +23,7 @@ from typing import Any
 import anyio.to_thread
 from mcp.server.auth.provider import AccessToken
 
+from byref.errors import install_hint
 from byref.gateway.config.file import Grant, JwtConfig
 
 
@@ -34,7 +35,7 @@ class JwtValidator:
         try:
             import jwt
         except ImportError:  # pragma: no cover - PyJWT ships with the mcp extra
-            raise RuntimeError("JWT validation needs PyJWT: pip install 'byref[auth]'") from None
+            raise RuntimeError(f"JWT validation needs PyJWT: {install_hint('auth')}") from None
         self.config = config
         self._jwt = jwt
         self._keys = jwt.PyJWKClient(config.jwks_uri, cache_keys=False, lifespan=300,

@@ -45,7 +45,9 @@ def ops_routes(gateway: Gateway) -> list[Any]:
 
     async def metrics(request: Request) -> Response:
         if gateway.metrics is None:
-            return Response(b"metrics need prometheus-client: pip install 'byref[metrics]'\n",
+            # No install line: it would show this host's paths to whoever scrapes the port.
+            return Response(b"metrics need prometheus-client (byref's 'metrics' extra), which "
+                            b"is not installed beside this gateway\n",
                             status_code=404, media_type="text/plain")
         body, kind = gateway.metrics.exposition()
         return Response(body, media_type=kind)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from byref.errors import install_hint
 from byref.events import Event, EventSink
 
 NAMESPACE = "byref_gateway"
@@ -23,8 +24,8 @@ def _client() -> Any:
     try:
         import prometheus_client
     except ImportError:
-        raise RuntimeError("Gateway metrics need prometheus-client: pip install "
-                           "'byref[metrics]'") from None
+        raise RuntimeError(f"Gateway metrics need prometheus-client: {install_hint('metrics')}"
+                           ) from None
     return prometheus_client
 
 

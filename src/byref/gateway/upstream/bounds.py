@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.errors import OperatorError
-from byref.gateway.upstream.spawn import Spawned
+from byref.gateway.upstream.spawn import Spawned, SpawnError
 
 T = TypeVar("T")
 
@@ -140,6 +140,8 @@ def describe(exc: BaseException) -> str:
         return describe(inner[0]) if inner else type(exc).__name__
     if isinstance(exc, MCPError):
         return exc.error.message
+    if isinstance(exc, SpawnError):
+        return str(exc)
     if isinstance(exc, FileNotFoundError):
         return f"the command {exc.filename!r} was not found" if exc.filename else str(exc)
     text = first_line(str(exc))

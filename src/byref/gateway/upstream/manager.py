@@ -75,6 +75,9 @@ class Upstream:
         self.failed_at: float | None = None
         self.last_error: str | None = None
         self._spawned: Spawned | None = None
+        self.http_status: str | None = None
+        """The last HTTP error status a remote server answered ("HTTP 401 Unauthorized"): the
+        SDK reports it as "Server returned an error response" alone."""
         self.relay = Relay(config.name)
         """The way back to the client whose request is in flight here (`relay`)."""
         self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
@@ -165,6 +168,7 @@ class Upstream:
             if live is not None:
                 await self._drop(live)
             spawned = self._spawned = Spawned()
+            self.http_status = None
             try:
                 with anyio.fail_after(self.config.timeout):
                     started: Live = await self._group.start(self._own)
@@ -178,7 +182,8 @@ class Upstream:
                 if exited is not None:
                     # "Server 'crashy' exited with code 3: fatal: missing API key."
                     self._failed(exited.removeprefix("it "), started=False)
-                self._failed(describe(exc))
+                status = f" ({self.http_status})" if self.http_status else ""
+                self._failed(describe(exc) + status)
             self.starts += 1
             self.failed_at = None
             self._live = started
@@ -188,8 +193,14 @@ class Upstream:
         self.failed_at = time.monotonic()
         self.last_error = why
         if not started:  # it ran and exited: its own words say why
-            raise UpstreamError(f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}")
-        raise UpstreamError(f"Server {self.name!r} could not be started: {why}.")
+            said = f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}"
+        else:
+            said = f"Server {self.name!r} could not be started: {why}."
+        # The operator's line, whatever the client is shown (errlog: the gateway's stderr).
+        with contextlib.suppress(Exception):
+            print(f"byref gateway: {said}",
+                  file=self._errlog if self._errlog is not None else sys.stderr, flush=True)
+        raise UpstreamError(said)
 
     async def _drop(self, live: Live) -> None:
         if self._live is live:
@@ -265,14 +276,19 @@ class Upstream:
                 async for _ in subscription:
                     await self._on_change(self.name)
 
+    async def _saw_response(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self.http_status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+
     def _target(self) -> Any:
         c = self.config
         if c.transport == "sse":
             assert c.url is not None
             return sse_client(c.url, headers=c.headers or None, timeout=c.timeout)
         if c.url is not None:
-            return streamable_http_client(c.url, http_client=create_mcp_http_client(
-                headers=c.headers or None))
+            http = create_mcp_http_client(headers=c.headers or None)
+            http.event_hooks["response"].append(self._saw_response)
+            return streamable_http_client(c.url, http_client=http)
         assert c.command is not None
         # The server's stderr goes where the gateway operator will see it (never to stdout,
         # which carries the gateway's own protocol over stdio).

@@ -32,6 +32,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 
+from byref.errors import OperatorError
 from byref.gateway.upstream.raw_calls import RawCalls
 from byref.gateway.wire.sdk_client import TransportStreams
 from byref.gateway.wire.stdio import (
@@ -88,6 +89,24 @@ class Spawned:
         said = self.tail()
         how = f"it was killed by signal {-code}" if code < 0 else f"it exited with code {code}"
         return f"{how}: {said}" if said else how
+
+
+class SpawnError(OperatorError, OSError):
+    """A server's process could not be started; the message names the command (or its cwd)."""
+
+
+def spawn_failure(exc: OSError, command: str, cwd: object) -> str:
+    """Why `command` did not start, naming it: uvloop's errors name no file ("[Errno 2] No such
+    file or directory")."""
+    if isinstance(exc, FileNotFoundError | NotADirectoryError) and cwd is not None and not (
+            os.path.isdir(str(cwd))):
+        return f"its working directory {str(cwd)!r} does not exist"
+    if isinstance(exc, FileNotFoundError):
+        where = "" if os.sep in command else " on PATH"
+        return f"the command {command!r} was not found{where}"
+    if isinstance(exc, PermissionError):
+        return f"the command {command!r} is not executable (permission denied)"
+    return f"the command {command!r} could not be run: {exc.strerror or exc}"
 
 
 def live_groups() -> frozenset[int]:
@@ -158,10 +177,13 @@ async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
                         errlog: TextIO | None = None) -> AsyncIterator[TransportStreams]:
     """The SDK's stdio transport on byref's streams, the process in `spawned`, its group ended on
     the way out."""
-    process = await anyio.open_process(
-        [server.command, *server.args], env=get_default_environment() | (server.env or {}),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=server.cwd,
-        start_new_session=True)
+    try:
+        process = await anyio.open_process(
+            [server.command, *server.args], env=get_default_environment() | (server.env or {}),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=server.cwd, start_new_session=True)
+    except OSError as exc:
+        raise SpawnError(spawn_failure(exc, server.command, server.cwd)) from None
     spawned.pid, spawned._process = process.pid, process
     _LIVE_GROUPS.add(process.pid)
     assert process.stdout is not None and process.stdin is not None

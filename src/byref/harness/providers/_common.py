@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from byref.errors import DeveloperError, OperatorError
+from byref.errors import DeveloperError, OperatorError, install_hint
 from byref.harness.messages import Delta, OnDelta, Request
 
 
@@ -53,7 +53,7 @@ def require_sdk(module: str, extra: str) -> ModuleType:
         if exc.name != module:
             raise
         raise MissingSDKError(
-            f"The {module!r} package is not installed; pip install 'byref[{extra}]'."
+            f"The {module!r} package is not installed; {install_hint(extra)}"
         ) from exc
 
 
@@ -158,8 +158,19 @@ def status_error(exc: Any, *, provider: str, model: str, key_variable: str) -> P
 
 
 def connection_error(exc: Any, *, provider: str, model: str) -> ProviderError:
+    """Where the call went and the root cause (the SDK's own words are "Connection error.")."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    why = str(root) or type(root).__name__
+    try:
+        url = str(exc.request.url).split("?")[0]  # no query: it may carry a key
+    except Exception:
+        url = ""
+    where = f" at {url!r}" if url else ""
     return ProviderError(
-        f"Could not reach the {provider} API for model {model!r}: {exc}",
+        f"Could not reach the {provider} API for model {model!r}{where}: {why}. Check that a "
+        "server answers there (a local one must be running).",
         provider=provider, model=model, retryable=True,
     )
 
@@ -174,7 +185,8 @@ def sdk_errors(sdk: ModuleType, *, provider: str, model: str,
         raise status_error(exc, provider=provider, model=model,
                            key_variable=key_variable) from exc
     except sdk.APIConnectionError as exc:
-        raise connection_error(exc, provider=provider, model=model) from exc
+        # The cause's chain (httpx, httpcore, anyio) adds frames, not facts: the root is named.
+        raise connection_error(exc, provider=provider, model=model) from None
     except sdk.APIError as exc:
         raise ProviderError(
             f"{provider} API call for model {model!r} failed: {exc}",

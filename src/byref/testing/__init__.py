@@ -2,7 +2,9 @@
 
 Owns what a test of an agent built on byref needs and byref's own tests use: a scripted model
 that reads what it was shown (`ScriptedModel`, `call`, `say`, `parallel`, `last_result`,
-`ref_from_last_result`), the results of a run (`results`), and the artifact-store battery every
+`ref_from_last_result`), a Chat Completions endpoint on loopback that plays such a script for any
+OpenAI client (`ChatStandIn`, in `byref.testing.chat`), the results of a run (`results`), and the
+artifact-store battery every
 adapter runs (`StoreBattery`, `battery_for_url`, `assert_store_conforms`, and `Damage` /
 `register_damage` for an adapter's damage hooks). The law: nothing here
 fakes a component — the scripted model is a real `Model`, the battery runs real stores — and
@@ -40,6 +42,7 @@ from byref.store.conformance import (
     run_conformance,
 )
 from byref.store.corruption import Damage, find_damage, register_damage
+from byref.testing.chat import ChatStandIn
 from byref.transcript import Part
 
 
@@ -74,7 +77,8 @@ def assert_store_conforms(battery: StoreBattery | str, cases: Sequence[Case] = C
 
 
 __all__ = [
-    "CASES", "Damage", "Report", "ScriptExhaustedError", "ScriptedModel", "Step", "StoreBattery",
+    "CASES", "ChatStandIn", "Damage", "Report", "ScriptExhaustedError", "ScriptedModel", "Step",
+    "StoreBattery",
     "assert_store_conforms", "battery_for_url", "call", "find_damage", "format_report",
     "last_result", "parallel", "ref_from_last_result", "register_damage", "results", "say",
 ]

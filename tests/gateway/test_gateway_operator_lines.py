@@ -1,0 +1,107 @@
+"""Operator-facing lines say what failed: the command that could not start, the HTTP status a
+remote server answered, the address that is taken. Each class, with its message pinned."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _gateway_rig import World, running, text
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+
+async def _call(world: World, servers: dict[str, dict[str, Any]], name: str) -> str:
+    with anyio.fail_after(60):
+        async with running(world, servers) as (_, server), Client(server) as client:
+            result = await client.call_tool("call_tool", {"name": name, "arguments": {}})
+            assert result.is_error
+            return text(result)
+
+
+@pytest.mark.parametrize(("command", "cwd", "why"), [
+    ("mcp-server-tiem", None, "the command 'mcp-server-tiem' was not found on PATH"),
+    ("/nowhere/bin/server", None, "the command '/nowhere/bin/server' was not found"),
+    (sys.executable, "/nowhere/dir", "its working directory '/nowhere/dir' does not exist"),
+    ("{readme}", None, "the command '{readme}' is not executable (permission denied)"),
+])
+async def test_a_server_that_cannot_start_names_its_command_to_the_operator(
+        world: World, command: str, cwd: str | None, why: str) -> None:
+    readme = str(Path(__file__).resolve().parents[2] / "README.md")  # a file, not executable
+    command, why = command.replace("{readme}", readme), why.replace("{readme}", readme)
+    entry: dict[str, Any] = {"command": command, **({"cwd": cwd} if cwd else {})}
+    said = await _call(world, {"typo": entry}, "typo__anything")
+    assert said == f"'typo__anything' cannot run now: Server 'typo' could not be started: {why}."
+    assert f"byref gateway: Server 'typo' could not be started: {why}.\n" in (
+        world.log.read_text())
+
+
+@contextmanager
+def _refusing(status: int) -> Iterator[str]:
+    """A remote MCP endpoint on loopback that answers every request with `status`."""
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(status)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"no")
+
+        do_GET = do_POST
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(("status", "reason"), [(401, "Unauthorized"), (403, "Forbidden"),
+                                                (500, "Internal Server Error")])
+async def test_a_remote_server_refusing_says_its_http_status(
+        world: World, status: int, reason: str) -> None:
+    with _refusing(status) as url:
+        said = await _call(world, {"remote": {"url": url, "timeout": 10}}, "remote__x")
+    why = f"Server returned an error response (HTTP {status} {reason})"
+    assert said == f"'remote__x' cannot run now: Server 'remote' could not be started: {why}."
+    assert f"byref gateway: Server 'remote' could not be started: {why}.\n" in (
+        world.log.read_text())
+
+
+def test_a_port_in_use_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}},
+                                  "byref": {"tokens": {"a-long-random-token-0123456789": {
+        "tenant": "t", "principal": "p"}}}}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),
+             "--transport", "http", "--port", str(port)],
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"byref gateway: cannot listen on 127.0.0.1:{port}: Address already in use (another "
+        "process holds it; pick another --port, or --port 0 for any free one).\n")
