@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
@@ -145,6 +146,12 @@ class Gateway:
             await self._stack.__aexit__(None, None, None)
         self._stack = self._group = self._upstreams = None
         self.scopes.close()  # saves every conversation and releases its memory
+
+    def start_soon(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `fn` in the gateway's task group (work no request waits for: a JWKS refresh)."""
+        if self._group is None:
+            raise RuntimeError("The gateway is not running: use it as `async with Gateway(...)`.")
+        self._group.start_soon(fn)
 
     @property
     def upstreams(self) -> UpstreamManager:
@@ -352,7 +359,7 @@ class Gateway:
         readers are in the catalog), the scope's transcript and lock."""
         cached = state.call_session
         if cached is None or cached[0] != box.version:
-            session = Session(box.tools, store=self.store, scope=state.scope,
+            session = Session(box.tools, store=self.store, scope=state.store_scope,
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))

@@ -3,9 +3,10 @@
 Owns the ASGI app the gateway mounts. The law: who the caller is comes from the gateway's own
 bearer check (the SDK's authentication middleware puts the verified token's tenant and principal
 in the request's `user`); a request without one is 401 before any run is touched. The caller
-sees the conversations of its tenant and principal and nothing else: each page's store view is
-bound to that one conversation's scope, so another caller's ref answers as absent (404), exactly
-like a ref that never existed, and only events that name the caller's scope are shown.
+sees the conversations its owner opened (tenant, principal and grant: the token's client_id) and
+nothing else: each page's store view is bound to that owner's artifact scope, so another
+caller's ref answers as absent (404), exactly like a ref that never existed, and only events
+that name the caller's scopes are shown.
 """
 
 from __future__ import annotations
@@ -54,10 +55,14 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
     `store` is the gateway's artifact store, `events()` what its trace holds, if it keeps one;
     pages live under `prefix` below the app's root path."""
 
-    def answer(identity: tuple[str, str], method: str, root: str, path: str,
+    def answer(identity: tuple[str, str, str], method: str, root: str, path: str,
                query: str) -> Response:
+        # The caller's own: opened by the same owner (tenant, principal and grant), when the
+        # gateway says who opened each; else by tenant and principal.
         mine = {s.scope.conversation: s for s in states()
-                if (s.scope.tenant, s.scope.principal) == identity}
+                if getattr(s, "owner", None) == identity[2] or (
+                    not hasattr(s, "owner") and (s.scope.tenant, s.scope.principal)
+                    == identity[:2])}
         if path in ("", "/"):
             rows = "".join(f"<li>{link(f'{root}/c/{path_part(c)}/', c)}</li>"
                            for c in sorted(mine))
@@ -70,7 +75,8 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
             return html_response(404, "Not found", gap("No such conversation for this caller."),
                                  root)
         base = f"{root}/c/{head}"
-        run = _run(state.scope, state.transcript, store, events)
+        run = _run(state.scope, getattr(state, "artifacts", None) or state.scope,
+                   state.transcript, store, events)
         return Lens(run, base=base).respond(method, f"{base}/{rest}" + (f"?{query}" if query
                                                                           else ""))
 
@@ -96,21 +102,23 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
     return app
 
 
-def _identity(scope: ASGIScope) -> tuple[str, str] | None:
-    """(tenant, principal) of the verified bearer token, as the gateway's scopes read it."""
+def _identity(scope: ASGIScope) -> tuple[str, str, str] | None:
+    """(tenant, principal, owner) of the verified bearer token, as the gateway's scopes read it
+    (the owner: its client_id, which the gateway makes distinct per grant)."""
     user = scope.get("user")
     token = getattr(user, "access_token", None)
     claims = getattr(token, "claims", None) or {}
-    if "tenant" not in claims or "principal" not in claims:
+    if "tenant" not in claims or "principal" not in claims or token is None:
         return None
-    return str(claims["tenant"]), str(claims["principal"])
+    return str(claims["tenant"]), str(claims["principal"]), str(token.client_id)
 
 
-def _run(scope: Scope, transcript: Transcript, store: ArtifactStore | None,
+def _run(scope: Scope, artifacts: Scope, transcript: Transcript, store: ArtifactStore | None,
          events: Callable[[], Iterable[dict[str, Any]]] | None) -> Run:
-    mine = str(scope)
-    picked = [e for e in (events() if events else ()) if e.get("scope") == mine]
-    view = ReadOnlyStore(store, [scope]) if store is not None else None
+    # `artifacts`: where the conversation's stored results live (its owner's scope).
+    mine = {str(scope), str(artifacts)}
+    picked = [e for e in (events() if events else ()) if e.get("scope") in mine]
+    view = ReadOnlyStore(store, [artifacts]) if store is not None else None
     gaps = [] if events else ["This gateway keeps no event trace; events are not shown."]
     return Run(transcript, picked, view, f"conversation {scope.conversation}", gaps=gaps)
 

@@ -150,7 +150,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
 
     async def extras(ctx: ServerRequestContext[Any, Any], part: Part
                      ) -> tuple[list[types.ContentBlock], Any] | None:
-        return await answer_extras(gateway.passed, gateway.store, scope_of(ctx).scope, part)
+        return await answer_extras(gateway.passed, gateway.store, scope_of(ctx).store_scope, part)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult | types.InputRequiredResult:
@@ -166,13 +166,13 @@ def build_server(gateway: Gateway) -> GatewayServer:
                 with calling(ctx, parked):
                     part = await gateway.call(state, name, params.arguments or {},
                                               connection=_connection(ctx))
-                return await client_result(gateway.passed, gateway.store, state.scope, part)
+                return await client_result(gateway.passed, gateway.store, state.store_scope, part)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
                 state, params.request_state, params.input_responses, run)
             return answer
         part = await run_call(ctx, params.name, params.arguments or {})
-        return await client_result(gateway.passed, gateway.store, state.scope, part)
+        return await client_result(gateway.passed, gateway.store, state.store_scope, part)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
                      params: types.SubscriptionsListenRequestParams
@@ -269,7 +269,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         auth=AuthSettings(issuer_url=base,  # type: ignore[arg-type]
                           resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
                           validate_token_resource=False),
-        token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
+        token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt,
+                                      spawn=gateway.start_soon),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
