@@ -195,3 +195,33 @@ def test_exp_and_leeway_agree_between_the_verifier_and_the_sdk(
         # What the SDK's middleware checks (`expires_at < now` → 401) agrees with the leeway.
         assert found.expires_at >= int(time.time())
         assert found.expires_at == exp + leeway
+
+
+async def test_keys_due_for_refresh_are_used_while_a_background_fetch_renews_them(
+        keys: tuple[Keys, str]) -> None:  # noqa: F811
+    from byref.gateway.access.jwks import LIFESPAN, REFRESH_AHEAD
+
+    made, jwks = keys
+    config = parse_config({"mcpServers": {"x": {"command": "true"}},
+                           "byref": _options(jwks)}, source="test")
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            verifier = BearerVerifier(config.tokens, config.jwt, spawn=group.start_soon)
+            assert verifier.jwt is not None
+            cache = verifier.jwt.keys
+            assert await verifier.verify_token(made.token()) is not None
+            assert made.fetches == 1
+            # The set is past the refresh point: the request is answered from it at once, and
+            # one background fetch renews it.
+            cache._fetched = time.monotonic() - LIFESPAN * (REFRESH_AHEAD + 0.05)
+            made.published = ["k1", "k2"]
+            renewed = cache._fetched
+            assert await verifier.verify_token(made.token()) is not None
+        cache.spawn = None  # the group has ended: later fetches are the request's own
+        assert made.fetches == 2 and cache._fetched is not None and cache._fetched > renewed
+        assert await verifier.verify_token(made.token("k2")) is not None  # from the new set
+        assert made.fetches == 2
+        # A set past its life is not used: the next request waits for a fetch.
+        cache._fetched = time.monotonic() - LIFESPAN - 1
+        assert await verifier.verify_token(made.token()) is not None
+        assert made.fetches == 3
