@@ -32,6 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from byref.gateway import Gateway, listen_socket, serve_http
 from byref.gateway.access.bearer import BearerVerifier
+from byref.gateway.config.auth import jwt_principal
 from byref.gateway.config.file import ConfigError, parse_config
 
 pytestmark = pytest.mark.anyio
@@ -40,6 +41,8 @@ ISSUER, AUDIENCE = "https://login.example.test/", "byref-gateway"
 HASHED = "hashed-token-0123456789abcdef"
 """A static token the config knows only by its sha-256 digest."""
 LIMITED = "limited-token-0123456789abcdef"
+CAROL = 'jwt:["https://login.example.test/", "carol"]'
+"""Who a JWT with `sub: carol` runs as: the issuer's carol, not a static token's."""
 
 
 class Keys:
@@ -165,7 +168,7 @@ async def test_bad_jwts_are_refused_before_any_upstream_and_good_ones_served(
                     "name": "time__get_current_time", "arguments": {"timezone": "UTC"}})
                 assert not result.is_error, text(result)
             assert [(s.scope.tenant, s.scope.principal) for s in gateway.scopes.all()] in (
-                [], [("acme", "carol")])
+                [], [("acme", CAROL)])
 
 
 async def test_the_verifier_names_why_it_refused(keys: tuple[Keys, str]) -> None:
@@ -190,8 +193,9 @@ async def test_the_verifier_names_why_it_refused(keys: tuple[Keys, str]) -> None
         assert await verifier.verify_token(token) is None, reason
     assert dict(verifier.jwt.refused) == dict.fromkeys(cases, 1)
     good = await verifier.verify_token(made.token(sub="dave"))
-    assert good is not None and good.claims == {"tenant": "acme", "principal": "dave"}
-    assert good.client_id == json.dumps(["acme", "dave"])
+    dave = jwt_principal(ISSUER, "dave")  # the issuer's subject, never a static principal
+    assert good is not None and good.claims == {"tenant": "acme", "principal": dave}
+    assert good.client_id == json.dumps(["acme", dave])
 
 
 async def test_keys_rotate_without_a_restart(keys: tuple[Keys, str]) -> None:

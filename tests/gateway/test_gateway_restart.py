@@ -92,3 +92,62 @@ async def test_no_gateway_code_assumes_seqs_start_at_zero(world: World) -> None:
             assert not shown.is_error, text(shown)
             assert json.loads(text(shown))["presented"] == placed["value"]["$ref"]["key"]
     assert (world.files / "b.txt").read_text() == body
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_blob_ref_keeps_its_meaning_across_a_restart_for_every_client_generation(
+        world: World, mode: str) -> None:
+    """Over HTTP a handshake-era client's conversation is its Mcp-Session-Id, which a restart
+    ends; its stored results belong to its owner, so the next session after the restart (a new
+    gateway process on the same file store and SQLite state) still redeems them, and another
+    token still cannot."""
+    import subprocess
+    import sys
+
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef0000"
+    config = world.root / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": world.need("filesystem"), "byref": {
+        "store": f"file://{world.root}/store", "tokens": {
+            alice: {"tenant": "acme", "principal": "alice"},
+            bob: {"tenant": "acme", "principal": "bob"}}}}))
+    (world.files / "note.txt").write_text("kept across the restart\n" * 2_000)
+
+    def client(url: str, token: str) -> Client:
+        return Client(streamable_http_client(url, http_client=create_mcp_http_client(
+            headers={"Authorization": f"Bearer {token}"})), mode=mode)
+
+    async def call(url: str, token: str, name: str, arguments: dict[str, Any]) -> Any:
+        async with client(url, token) as c:
+            return await c.call_tool("call_tool", {"name": name, "arguments": arguments})
+
+    blob: Any = None
+    with anyio.fail_after(120), world.log.open("a") as errlog:
+        for life in ("before", "after"):
+            async with await anyio.open_process(
+                    [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),
+                     "--transport", "http", "--port", "0"],
+                    stderr=subprocess.PIPE, stdout=errlog) as process:
+                try:
+                    assert process.stderr is not None
+                    seen = b""
+                    while b"listening on " not in seen or not seen.endswith(b"\n"):
+                        seen += await process.stderr.receive()
+                    url = seen.decode().split("listening on ", 1)[1].split()[0]
+                    if life == "before":
+                        read = await call(url, alice, "filesystem__read_text_file",
+                                          {"path": str(world.files / "note.txt")})
+                        blob = json.loads(text(read))["value"]
+                    else:
+                        stolen = await call(url, bob, "filesystem__write_file", {
+                            "path": str(world.files / "bob.txt"), "content": blob})
+                        assert stolen.is_error and "is not available" in text(stolen)
+                        kept = await call(url, alice, "filesystem__write_file", {
+                            "path": str(world.files / "copy.txt"), "content": blob})
+                        assert not kept.is_error, text(kept)
+                finally:
+                    process.terminate()
+    assert (world.files / "copy.txt").read_text() == "kept across the restart\n" * 2_000
+    assert not (world.files / "bob.txt").exists()

@@ -5,11 +5,13 @@ store, without writing either."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
 import re
 import select
+import sqlite3
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -54,9 +56,16 @@ def get(url: str) -> tuple[int, str]:
 
 
 def digest(root: Path) -> str:
+    """What a store directory holds: its files' bytes, and a SQLite file's rows (opening it
+    may checkpoint a write-ahead log the writer left, which moves bytes but changes no row)."""
     h = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.name.endswith(("-wal", "-shm")):
+        if not path.is_file() or path.name.endswith(("-wal", "-shm")):
+            continue
+        if path.suffix == ".db":
+            with contextlib.closing(sqlite3.connect(path)) as conn:
+                h.update(str(path).encode() + "\n".join(conn.iterdump()).encode())
+        else:
             h.update(str(path).encode() + path.read_bytes())
     return h.hexdigest()
 

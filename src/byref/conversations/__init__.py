@@ -15,6 +15,7 @@ from byref.conversations.memory import MemoryConversations
 from byref.conversations.open import StateURLError, default_state_url, open_state
 from byref.conversations.port import (
     DEFAULT_TTL,
+    SHARED_CONVERSATION,
     Conversation,
     ConversationBusy,
     ConversationError,
@@ -23,7 +24,17 @@ from byref.conversations.port import (
 )
 
 __all__ = [
-    "DEFAULT_TTL", "Conversation", "ConversationBusy", "ConversationError", "ConversationLines",
-    "ConversationState", "ConversationTranscript", "MemoryConversations", "SeqConflict",
-    "StateURLError", "default_state_url", "open_state",
+    "DEFAULT_TTL",
+    "SHARED_CONVERSATION",
+    "Conversation",
+    "ConversationBusy",
+    "ConversationError",
+    "ConversationLines",
+    "ConversationState",
+    "ConversationTranscript",
+    "MemoryConversations",
+    "SeqConflict",
+    "StateURLError",
+    "default_state_url",
+    "open_state",
 ]

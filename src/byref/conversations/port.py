@@ -27,6 +27,10 @@ from typing import Protocol
 from byref.errors import OperatorError
 from byref.store import Scope
 
+SHARED_CONVERSATION = "gateway"
+"""The conversation id of a principal's own scope: the conversation its sessions share, and
+where the gateway keeps its artifacts, so a ref outlives any one session or restart."""
+
 DEFAULT_TTL = 7 * 24 * 3600.0
 """Seconds a conversation may sit idle before it expires (a week; the config's conversationTtl)."""
 

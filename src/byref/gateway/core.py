@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
@@ -47,6 +48,7 @@ from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.gateway.ops.health import check_store
 from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
+from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.manager import START_RETRY_AFTER, UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
@@ -93,6 +95,9 @@ class Gateway:
         self._box_lock = anyio.Lock()
         self._listings: dict[str, list[types.Tool]] = {}
         self._errors: dict[str, str] = {}
+        """Why each unavailable server is, as clients are told (no configured value)."""
+        self.failures: dict[str, str] = {}
+        """Why each server last failed to list, in full: the operator's (`/readyz`, the log)."""
         self._stale: set[str] = set()
         self._pending: dict[str, anyio.Event] = {}
         """Servers being listed now, each in its own task; the event is set when it ends."""
@@ -147,6 +152,12 @@ class Gateway:
         self._stack = self._group = self._upstreams = None
         self.scopes.close()  # saves every conversation and releases its memory
 
+    def start_soon(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `fn` in the gateway's task group (work no request waits for: a JWKS refresh)."""
+        if self._group is None:
+            raise RuntimeError("The gateway is not running: use it as `async with Gateway(...)`.")
+        self._group.start_soon(fn)
+
     @property
     def upstreams(self) -> UpstreamManager:
         """The running upstream connections; raises RuntimeError outside `async with
@@ -197,8 +208,11 @@ class Gateway:
     async def _list_one(self, name: str) -> None:
         try:
             got: list[types.Tool] | str = await self.upstreams[name].list_tools()
+        except UpstreamError as exc:  # reported to clients by its class, to the operator in full
+            got, self.failures[name] = exc.public, str(exc)
         except Exception as exc:  # an upstream that cannot list is reported, not fatal
-            got = str(exc)
+            got = f"Server {name!r} could not be listed ({type(exc).__name__})."
+            self.failures[name] = f"{got[:-1]}: {exc}"
         before = self._listings.get(name, self._errors.get(name))
         heard = name in self._heard
         self._heard.discard(name)
@@ -353,7 +367,7 @@ class Gateway:
         readers are in the catalog), the scope's transcript and lock."""
         cached = state.call_session
         if cached is None or cached[0] != box.version:
-            session = Session(box.tools, store=self.store, scope=state.scope,
+            session = Session(box.tools, store=self.store, scope=state.store_scope,
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))

@@ -3,14 +3,16 @@
 Owns the ASGI app the gateway mounts. The law: who the caller is comes from the gateway's own
 bearer check (the SDK's authentication middleware puts the verified token's tenant and principal
 in the request's `user`); a request without one is 401 before any run is touched. The caller
-sees the conversations of its tenant and principal and nothing else: each page's store view is
-bound to that one conversation's scope, so another caller's ref answers as absent (404), exactly
-like a ref that never existed, and only events that name the caller's scope are shown. The
+sees the conversations its owner opened (tenant, principal and grant: the token's client_id) and
+nothing else: each page's store view is bound to that owner's artifact scope, so another
+caller's ref answers as absent (404), exactly like a ref that never existed, and only events
+that name the caller's scopes are shown. The
 route answers the hosts the MCP route answers (the SDK's DNS-rebinding check, on loopback).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import unquote
@@ -33,14 +35,16 @@ ASGIApp = Callable[[ASGIScope, Any, Any], Any]
 def lens_route(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
                events: Callable[[], Iterable[dict[str, Any]]] | None = None,
                prefix: str = "/lens", security: Any = None,
-               kept: Callable[[], ConversationState] | None = None) -> Any:
+               kept: Callable[[], ConversationState] | None = None,
+               kept_artifacts: Callable[[str, str], Scope] | None = None) -> Any:
     """A Starlette route serving `lens_app` under `prefix` (for `custom_starlette_routes`).
     `security`: the MCP route's `TransportSecuritySettings`, so `/lens` answers the same hosts
     (a request for another `Host` is 421, another `Origin` 403, as on the MCP route)."""
     from starlette.routing import Route
 
     return Route(prefix + "{rest:path}", endpoint=_Endpoint(
-        lens_app(states, store, events=events, prefix=prefix, kept=kept), security))
+        lens_app(states, store, events=events, prefix=prefix, kept=kept,
+                 kept_artifacts=kept_artifacts), security))
 
 
 class _Endpoint:
@@ -68,19 +72,28 @@ class _Endpoint:
 def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *,
              events: Callable[[], Iterable[dict[str, Any]]] | None = None,
              prefix: str = "/lens",
-             kept: Callable[[], ConversationState] | None = None) -> ASGIApp:
+             kept: Callable[[], ConversationState] | None = None,
+             kept_artifacts: Callable[[str, str], Scope] | None = None) -> ASGIApp:
     """`states()` lists the gateway's open conversations (each with `.scope` and
     `.transcript`), `kept()` is its conversation state (so a conversation no session has open
-    is shown too), `store` its artifact store, `events()` what its trace holds, if it keeps
+    is shown too; `kept_artifacts(tenant, principal)` where its artifacts live), `store` its
+    artifact store, `events()` what its trace holds, if it keeps
     one; pages live under `prefix` below the app's root path."""
 
-    def answer(identity: tuple[str, str], method: str, root: str, path: str,
+    def answer(identity: tuple[str, str, str], method: str, root: str, path: str,
                query: str) -> Response:
+        # The caller's own: opened by the same owner (tenant, principal and grant), when the
+        # gateway says who opened each; else by tenant and principal. A conversation no session
+        # has open (`kept`) records no owner: it is shown to its principal's unrestricted owner
+        # alone, with its artifacts where that owner keeps them (`kept_artifacts`).
         mine: dict[str, Any] = {}
-        if kept is not None:
-            mine.update((c.scope.conversation, c) for c in kept().conversations(*identity))
+        if kept is not None and kept_artifacts is not None and identity[2] == json.dumps(
+                list(identity[:2]), ensure_ascii=False):
+            mine.update((c.scope.conversation, c) for c in kept().conversations(*identity[:2]))
         mine.update((s.scope.conversation, s) for s in states()
-                    if (s.scope.tenant, s.scope.principal) == identity)
+                    if getattr(s, "owner", None) == identity[2] or (
+                        not hasattr(s, "owner") and (s.scope.tenant, s.scope.principal)
+                        == identity[:2]))
         if path in ("", "/"):
             rows = "".join(f"<li>{link(f'{root}/c/{path_part(c)}/', c)}</li>"
                            for c in sorted(mine))
@@ -93,10 +106,12 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
             return html_response(404, "Not found", gap("No such conversation for this caller."),
                                  root)
         base = f"{root}/c/{head}"
-        if isinstance(state, Conversation) and kept is not None:  # kept, not open
-            run = conversation_run(kept(), state, store)
+        if isinstance(state, Conversation) and kept is not None and kept_artifacts is not None:
+            run = conversation_run(kept(), state, store,  # kept, not open
+                                   artifacts=kept_artifacts(*identity[:2]))
         else:
-            run = _run(state.scope, state.transcript, store, events)
+            run = _run(state.scope, getattr(state, "artifacts", None) or state.scope,
+                       state.transcript, store, events)
         return Lens(run, base=base).respond(method, f"{base}/{rest}" + (f"?{query}" if query
                                                                           else ""))
 
@@ -122,21 +137,23 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
     return app
 
 
-def _identity(scope: ASGIScope) -> tuple[str, str] | None:
-    """(tenant, principal) of the verified bearer token, as the gateway's scopes read it."""
+def _identity(scope: ASGIScope) -> tuple[str, str, str] | None:
+    """(tenant, principal, owner) of the verified bearer token, as the gateway's scopes read it
+    (the owner: its client_id, which the gateway makes distinct per grant)."""
     user = scope.get("user")
     token = getattr(user, "access_token", None)
     claims = getattr(token, "claims", None) or {}
-    if "tenant" not in claims or "principal" not in claims:
+    if "tenant" not in claims or "principal" not in claims or token is None:
         return None
-    return str(claims["tenant"]), str(claims["principal"])
+    return str(claims["tenant"]), str(claims["principal"]), str(token.client_id)
 
 
-def _run(scope: Scope, transcript: Transcript, store: ArtifactStore | None,
+def _run(scope: Scope, artifacts: Scope, transcript: Transcript, store: ArtifactStore | None,
          events: Callable[[], Iterable[dict[str, Any]]] | None) -> Run:
-    mine = str(scope)
-    picked = [e for e in (events() if events else ()) if e.get("scope") == mine]
-    view = ReadOnlyStore(store, [scope]) if store is not None else None
+    # `artifacts`: where the conversation's stored results live (its owner's scope).
+    mine = {str(scope), str(artifacts)}
+    picked = [e for e in (events() if events else ()) if e.get("scope") in mine]
+    view = ReadOnlyStore(store, [artifacts]) if store is not None else None
     gaps = [] if events else ["This gateway keeps no event trace; events are not shown."]
     return Run(transcript, picked, view, f"conversation {scope.conversation}", gaps=gaps)
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from urllib.parse import unquote, urlsplit
 
-from byref.conversations import Conversation, ConversationState
+from byref.conversations import SHARED_CONVERSATION, Conversation, ConversationState
 from byref.lens.markup import empty, esc, gap, link, num, path_part, table
 from byref.lens.readonly import ReadOnlyStore
 from byref.lens.run import Run, transcript_of
@@ -28,8 +28,10 @@ NO_TRACE = ("A conversation read from a store has no event trace (events go to t
 
 
 def conversation_run(state: ConversationState, conversation: Conversation,
-                     store: ArtifactStore | None, *, source: str = "") -> Run:
-    """One stored conversation as a `Run` (its lines as they are now, copied)."""
+                     store: ArtifactStore | None, *, source: str = "",
+                     artifacts: Scope | None = None) -> Run:
+    """One stored conversation as a `Run` (its lines as they are now, copied; `artifacts`: the
+    scope its stored results live in, when not the conversation's own)."""
     scope = conversation.scope
 
     def lines() -> Iterator[bytes]:
@@ -46,7 +48,11 @@ def conversation_run(state: ConversationState, conversation: Conversation,
     if store is None:
         gaps.append("No artifact store was given (--store URL): artifacts can be named but not "
                     "shown.")
-    view = ReadOnlyStore(store, [scope]) if store is not None else None
+    # Its artifacts: where given, else its own scope and its principal's (a gateway keeps them
+    # there, so a ref outlives its session).
+    shared = Scope(scope.tenant, scope.principal, SHARED_CONVERSATION)
+    kept = [artifacts] if artifacts is not None else [scope, shared]
+    view = ReadOnlyStore(store, kept) if store is not None else None
     return Run(transcript_of(lines(), conversation.origin), [], view,
                source or f"conversation {scope}", gaps=gaps)
 

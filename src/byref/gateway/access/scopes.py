@@ -7,9 +7,13 @@ open connections to tell about tool-list changes. The law: over HTTP every reque
 bearer token the config maps to a tenant and principal, a request without a valid one is
 refused by the HTTP layer before any handler (or upstream) sees it, and refs never resolve
 across scopes — each conversation has its own record, and the store answers another scope's key
-as absent. Conversations: by default each MCP session is its own (`"conversation": "session"`;
-a 2026-07-28 request has no session and uses its principal's), `"principal"` shares one across
-a principal's sessions; over stdio one process is one conversation, a new one unless
+as absent. An owner is a tenant, a principal and the grant's restrictions (`owned`): two tokens
+of one principal with different grants never share a conversation or an artifact. Stored
+results (Blob refs) belong to their owner, not to a conversation, so they keep their meaning
+across sessions and restarts; a conversation addresses Message refs. Conversations: by default
+each MCP session is its own (`"conversation": "session"`; a 2026-07-28 request has no session
+and uses its owner's), `"principal"` shares one across an owner's sessions; over stdio one
+process is one conversation, a new one unless
 `stdio_conversation` (`--conversation ID`) resumes one. A conversation's record is written
 through the state port once a call (`persist`), so with durable state every Message ref
 resolves after a restart, and memory holds the calls in flight and a few decoded messages. A
@@ -23,6 +27,7 @@ forgotten when it closes.
 from __future__ import annotations
 
 import functools
+import hashlib
 import sys
 import time
 import uuid
@@ -41,6 +46,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 
 from byref.conversations import (
+    SHARED_CONVERSATION,
     ConversationError,
     ConversationState,
     ConversationTranscript,
@@ -50,13 +56,13 @@ from byref.conversations import (
 )
 from byref.discovery.usage import SearchUsage
 from byref.errors import OperatorError
-from byref.gateway.access.bearer import BearerVerifier, restriction
+from byref.gateway.access.bearer import BearerVerifier, owner, restriction
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.harness.session import Session
 from byref.store import Scope
 from byref.transcript import Transcript, fresh_origin
 
-CONVERSATION = "gateway"
+CONVERSATION = SHARED_CONVERSATION
 """The conversation id a principal's sessions share (`"conversation": "principal"`)."""
 SESSION_PREFIX = "session-"
 STDIO_PRINCIPAL = "stdio"
@@ -66,6 +72,16 @@ TRANSCRIPT_CACHE = 32
 ones; measured, a larger cache only raises the RSS a session starts with (cache=0 is no lower)."""
 SWEEP_EVERY = 60.0
 """Seconds between sweeps of expired conversations (run when a conversation is opened)."""
+
+
+def owned(tenant: str, principal: str, grant: Grant | None) -> Scope:
+    """An owner's own scope: its artifacts, and its conversation where one is shared
+    (`"conversation": "principal"`, 2026-07-28 requests, replicas). A restricting grant is a
+    different owner from its principal's other grants, so it has a scope of its own."""
+    if grant is None:
+        return Scope(tenant, principal, CONVERSATION)
+    digest = hashlib.sha256(owner(grant).encode()).hexdigest()[:16]
+    return Scope(tenant, principal, f"{CONVERSATION}~{digest}")
 
 
 class AccessRefused(OperatorError):
@@ -111,6 +127,12 @@ class ScopeState:
     """When the record was last written or opened (an idle one past its ttl has expired)."""
     grant: Grant | None = None
     """The restricting grant this conversation was opened under (None: it sees every tool)."""
+    artifacts: Scope | None = None
+    """Where this conversation's stored results live: its owner's artifact scope (`owned`), not
+    the conversation, so a Blob ref keeps its meaning when the session that made it is gone (a
+    restart). Message refs are the conversation's own."""
+    owner: str | None = None
+    """The owner (`bearer.owner`, the SDK's client_id) whose token opened it; None over stdio."""
     sessions: set[int] = field(default_factory=set)
     """Open sessions using this conversation (by connection identity); the last one to close
     releases it."""
@@ -123,6 +145,14 @@ class ScopeState:
     def __post_init__(self) -> None:
         self.listen = ListenHandler(self.bus)
         self._saved_declared = self.declared
+        if self.artifacts is None:
+            self.artifacts = owned(self.scope.tenant, self.scope.principal, None)
+
+    @property
+    def store_scope(self) -> Scope:
+        """The scope its artifacts are put and read in (`artifacts`)."""
+        assert self.artifacts is not None
+        return self.artifacts
 
     # -- the record ----------------------------------------------------------------------------
     def unlogged(self, found: Sequence[SearchUsage]) -> list[SearchUsage]:
@@ -353,14 +383,17 @@ class Scopes:
         tenant, principal = str(claims["tenant"]), str(claims["principal"])
         grant = restriction(claims)
         session = connection.session_id if connection is not None else None
+        mine = owned(tenant, principal, grant)
         if self.config.conversation == "principal" or self.config.replicas or not session:
-            scope = Scope(tenant, principal, CONVERSATION)
+            scope = mine
         else:
+            # The SDK answers a session only to the owner (client_id) that opened it.
             scope = Scope(tenant, principal, SESSION_PREFIX + session)
         fresh = scope not in self._states
         state = self.state(scope)
         if fresh:
-            state.grant = grant
+            state.grant, state.artifacts = grant, mine
+            state.owner = user.access_token.client_id
         elif state.grant != grant:
             # One conversation, one grant: a token seeing other tools must not share its record.
             raise AccessRefused(f"Conversation {scope.conversation!r} of {principal!r} was "

@@ -107,8 +107,8 @@ class _UpstreamCall:
         self.check(delivered)
         try:
             result = await self.call_upstream(self.server, self.tool, delivered)
-        except UpstreamError as exc:
-            raise ToolRefusal(str(exc), "upstream-error") from exc
+        except UpstreamError as exc:  # the client's words: the class, no configured value
+            raise ToolRefusal(exc.public, "upstream-error") from exc
         if result.is_error:
             raise ToolRefusal(
                 f"Server {self.server!r} tool {self.tool!r} reported an error: "

@@ -3,11 +3,14 @@
 Owns `Grant` (tenant, principal, and the servers and tools it may see), `JwtConfig` (an OAuth 2.1
 resource server's issuer, audience, JWKS and claim mapping) and their parsers. The law: a token is
 a secret — errors name its position, never its text — and only asymmetric JWT algorithms are
-accepted.
+accepted. Identities from different issuers are different principals: a JWT's subject runs as
+`jwt:["<issuer>", "<subject>"]` (a prefix static principals may not use) unless `sameAs` maps it
+to a static principal explicitly.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -45,12 +48,35 @@ class JwtConfig:
     """Seconds of clock skew allowed on exp / nbf / iat."""
     jwks_cooldown: float = 30.0
     """Seconds between JWKS refetches for a key id not in the set (rotation; bounds a flood)."""
+    jwks_timeout: float = 5.0
+    """Seconds one JWKS fetch may take (a request waits at most this long for a key)."""
+    same_as: tuple[tuple[str, str], ...] = ()
+    """(principal claim value, static principal): subjects that are the same identity as a
+    static token's principal of the same tenant (`sameAs`); every other subject runs as
+    `jwt_principal(issuer, subject)`."""
+
+    def principal(self, subject: str) -> str:
+        """The principal a token of this issuer with `subject` runs as."""
+        for claimed, static in self.same_as:
+            if claimed == subject:
+                return static
+        return jwt_principal(self.issuer, subject)
+
+
+JWT_PREFIX = "jwt:"
+"""Principals starting so are a JWT issuer's namespace; a static token's principal may not."""
+
+
+def jwt_principal(issuer: str, subject: str) -> str:
+    """`jwt:["<issuer>", "<subject>"]`: one string per (issuer, subject), never a static one's."""
+    return JWT_PREFIX + json.dumps([issuer, subject], ensure_ascii=False)
 
 
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 JWT_ALGORITHMS = ("RS256", "ES256", "PS256", "EdDSA")
 _JWT_KEYS = frozenset({"issuer", "audience", "jwksUri", "algorithms", "tenant", "tenantClaim",
-                       "principalClaim", "servers", "tools", "leeway", "jwksCooldown"})
+                       "principalClaim", "servers", "tools", "leeway", "jwksCooldown",
+                       "jwksTimeout", "sameAs"})
 
 
 def parse_tokens(value: Any, where: str) -> dict[str, Grant]:
@@ -77,6 +103,10 @@ def parse_tokens(value: Any, where: str) -> dict[str, Grant]:
                               "{\"tenant\": \"…\", \"principal\": \"…\"}, optionally with "
                               "\"servers\" and \"tools\" (lists of names or globs).")
         at = f"{where} byref.tokens entry #{i + 1}"
+        if grant["principal"].startswith(JWT_PREFIX):
+            raise ConfigError(f"Config {at}: principal {grant['principal']!r} starts with "
+                              f"{JWT_PREFIX!r}, which names a JWT issuer's subjects; to make a "
+                              "JWT subject this token's identity, map it in byref.jwt.sameAs.")
         out[token] = Grant(grant["tenant"], grant["principal"],
                            names(grant.get("servers"), at, "servers"),
                            names(grant.get("tools"), at, "tools"))
@@ -115,6 +145,13 @@ def parse_jwt(value: Any, where: str) -> JwtConfig | None:
     for key in ("tenant", "tenantClaim", "principalClaim"):
         if key in value and (not isinstance(value[key], str) or not value[key]):
             raise ConfigError(f"Config {at}: {key!r} must be a non-empty string.")
+    same_as = value.get("sameAs", {})
+    if not isinstance(same_as, dict) or not all(
+            isinstance(k, str) and k and isinstance(v, str) and v
+            and not v.startswith(JWT_PREFIX) for k, v in same_as.items()):
+        raise ConfigError(f"Config {at}: 'sameAs' must map JWT subjects to the static principals "
+                          "they are the same identity as, e.g. {\"carol\": \"carol\"} "
+                          f"(non-empty strings; a principal may not start with {JWT_PREFIX!r}).")
     return JwtConfig(
         issuer=value["issuer"], audience=value["audience"], jwks_uri=value["jwksUri"],
         algorithms=algorithms or JWT_ALGORITHMS, tenant=value.get("tenant"),
@@ -126,4 +163,6 @@ def parse_jwt(value: Any, where: str) -> JwtConfig | None:
             number(value.get("leeway", 30.0), f"{at} leeway")),
         jwks_cooldown=float(value["jwksCooldown"]) if value.get("jwksCooldown") == 0 else (
             number(value.get("jwksCooldown", 30.0), f"{at} jwksCooldown")),
+        jwks_timeout=number(value.get("jwksTimeout", 5.0), f"{at} jwksTimeout"),
+        same_as=tuple(same_as.items()),
     )

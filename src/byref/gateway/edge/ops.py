@@ -1,11 +1,12 @@
 """The operations endpoints of an HTTP gateway: `/healthz`, `/readyz` and `/metrics`.
 
-Owns their routes (served beside `/mcp`, without a bearer token: probes and scrapers carry
-none, and no answer here holds a tool result, a ref or a principal). The law: `/healthz` says
-the process serves (200 while the event loop answers); `/readyz` is 200 only when the
-conversation state answers a lookup, the artifact store answers one, and every upstream has been
-indexed (listed, or failed and reported — a server still starting is not ready yet; the first
-probe starts the listing), else 503 naming what is not; `/metrics` is the Prometheus text of
+Owns their routes (served beside `/mcp`, without a bearer token: probes and scrapers carry none,
+and no answer here holds a tool result, a ref or a principal). The law: `/healthz` says the process
+serves (200 while the event loop answers); `/readyz` is 200 only when the conversation state
+answers a lookup, the artifact store answers one, and every upstream has been indexed (listed, or
+failed and reported — a server still starting is not ready yet; the first probe starts the
+listing), else 503 naming what is not; a failed server's reason is given in full (what clients are
+told is only its class) with its configured values taken out; `/metrics` is the Prometheus text of
 this gateway's registry (404 without the `byref[metrics]` extra).
 """
 
@@ -85,4 +86,8 @@ async def readiness(gateway: Gateway) -> dict[str, dict[str, Any]]:
                    f"{len(indexed) - len(failed)} listed"
                    + (f", failed (reported to clients): {', '.join(failed)}" if failed else "")),
     }
+    if failed:  # why, in full, but without a configured value: this route takes no token
+        out["upstreams"]["failures"] = {
+            name: gateway.upstreams[name].redact(gateway.failures.get(name, "unknown"))[:500]
+            for name in failed}
     return out

@@ -30,7 +30,7 @@ from starlette.applications import Starlette
 
 from byref.discovery.declare import PLAIN
 from byref.gateway.access.bearer import BearerVerifier
-from byref.gateway.access.scopes import AccessRefused, ScopeState
+from byref.gateway.access.scopes import AccessRefused, ScopeState, owned
 from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
@@ -153,7 +153,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
 
     async def extras(ctx: ServerRequestContext[Any, Any], part: Part
                      ) -> tuple[list[types.ContentBlock], Any] | None:
-        return await answer_extras(gateway.passed, gateway.store, scope_of(ctx).scope, part)
+        return await answer_extras(gateway.passed, gateway.store, scope_of(ctx).store_scope, part)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult | types.InputRequiredResult:
@@ -169,14 +169,14 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                 with calling(ctx, parked):
                     part = await gateway.call(state, name, params.arguments or {},
                                               connection=connection_of(ctx))
-                return await client_result(gateway.passed, gateway.store, state.scope, part)
+                return await client_result(gateway.passed, gateway.store, state.store_scope, part)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
                 state, params.request_state, params.input_responses, run,
                 call=binding("tools/call", params))
             return answer
         part = await run_call(ctx, params.name, params.arguments or {})
-        return await client_result(gateway.passed, gateway.store, state.scope, part)
+        return await client_result(gateway.passed, gateway.store, state.store_scope, part)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
                      params: types.SubscriptionsListenRequestParams
@@ -269,11 +269,13 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         auth=AuthSettings(issuer_url=base,  # type: ignore[arg-type]
                           resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
                           validate_token_resource=False),
-        token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt),
+        token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt,
+                                      spawn=gateway.start_soon),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store,
                                             security=security,
-                                            kept=lambda: gateway.scopes.conversations),
+                                            kept=lambda: gateway.scopes.conversations,
+                                            kept_artifacts=lambda t, p: owned(t, p, None)),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
     if lanes_on(lane) and lane_usable("http"):

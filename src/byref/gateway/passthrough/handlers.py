@@ -46,7 +46,7 @@ class Passthrough:
                  owner: Callable[[Ctx], Any] | None = None,
                  store: ArtifactStore | None = None) -> None:
         self._fan = Fanout(upstreams, scopes, self.notice, parking=parking, owner=owner)
-        self.artifacts = (ArtifactResources(store, lambda ctx: owner(ctx).scope)
+        self.artifacts = (ArtifactResources(store, lambda ctx: owner(ctx).store_scope)
                           if store is not None and owner is not None else None)
         """byref's own artifacts, as resources in the scope `owner` gives (both needed)."""
         self.prompts = PromptIndex()

@@ -6,11 +6,12 @@ connection that breaks meanwhile cancels it) and `UpstreamError` with the words 
 (`describe`, `exit_reason`, `first_line`). Starting, owning and restarting connections is
 `upstream`'s.
 
-The law: an operation ends in its result or an `UpstreamError` whose text names the server and
-says what happened — the server refused it (a JSON-RPC error: the connection is kept), it stopped
-or its connection broke (dropped: the next call starts it again), it hung past its timeout (kept
-while it still answers a ping, else dropped) — never an exception that escapes into the gateway.
-One cancel scope an operation: no watcher task is started per call.
+The law: an operation ends in its result or an `UpstreamError` whose text names the server and says
+what happened (in full for the operator; for clients, `public`, only its class: never a configured
+value or a server's own stderr) — the server refused it (a JSON-RPC error: the connection is kept),
+it stopped or its connection broke (dropped: the next call starts it again), it hung past its
+timeout (kept while it still answers a ping, else dropped) — never an exception that escapes into
+the gateway. One cancel scope an operation: no watcher task is started per call.
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ T = TypeVar("T")
 
 
 class UpstreamError(OperatorError):
-    """An upstream server could not answer; the text (naming the server) is shown to the model."""
+    """An upstream server could not answer. Its text is the operator's (it may quote what the
+    server or a library said: its stderr, a header value httpx refused, a URL); `public` is what
+    clients and models are shown: the server's name and the class of failure, never a configured
+    value."""
+
+    def __init__(self, detail: str, public: str) -> None:
+        super().__init__(detail)
+        self.public = public
 
 
 @dataclass
@@ -47,15 +55,18 @@ class Live:
     broken: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     reason: str | None = None
+    said: str | None = None
+    """`reason` as clients are told it: its class, without quoted words."""
     calls: set[anyio.CancelScope] = field(default_factory=set)
     """The scopes of the calls in flight: a connection that breaks cancels each of them."""
     spawned: Spawned | None = None
     """The process behind a stdio connection (its exit code and last stderr lines)."""
 
-    def fail(self, reason: str) -> None:
-        """Break the connection for `reason` (the first reason given is the one kept)."""
+    def fail(self, reason: str, said: str) -> None:
+        """Break the connection for `reason` (`said`: its class, for clients; the first reason
+        given is the one kept)."""
         if not self.broken.is_set():
-            self.reason = reason
+            self.reason, self.said = reason, said
         self.end()
 
     def end(self) -> None:
@@ -67,10 +78,11 @@ class Live:
 
 async def bounded(name: str, timeout: float, live: Live, doing: str,
                   op: Callable[[Client], Awaitable[T]], *,
-                  drop: Callable[[Live], Awaitable[None]]) -> T:
+                  drop: Callable[[Live], Awaitable[None]],
+                  redact: Callable[[str], str] = str) -> T:
     """`op` on server `name`'s live connection within `timeout` seconds; raises UpstreamError
     saying what happened otherwise (`doing` names the operation; `drop` forgets a connection
-    that must be started again)."""
+    that must be started again; `redact` takes configured values out of the server's words)."""
     assert live.client is not None
     client = live.client
     outcome: list[T] = []
@@ -93,20 +105,26 @@ async def bounded(name: str, timeout: float, live: Live, doing: str,
     if failure:
         err = failure[0]
         if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
-            # The server answered with a JSON-RPC error: it is alive, the call was refused.
-            raise UpstreamError(f"Server {name!r} refused {doing}: {said(err.error.message)}")
-        live.fail(await exit_reason(live.spawned)
-                  or f"its connection closed ({describe(err)})")
+            # The server answered with a JSON-RPC error: it is alive, the call was refused (its
+            # words are its answer, cut to a bound and without any configured value they quote).
+            raise UpstreamError(f"Server {name!r} refused {doing}: {said(err.error.message)}",
+                                f"Server {name!r} refused {doing}: "
+                                f"{said(redact(err.error.message))}")
+        exited = await exit_reason(live.spawned)
+        live.fail(exited or f"its connection closed ({describe(err)})",
+                  exit_class(exited) if exited else "its connection closed")
         await drop(live)
-        raise UpstreamError(f"Server {name!r} stopped while {doing}: {live.reason}. It "
-                            "will be started again on the next call.")
+        again = " It will be started again on the next call."
+        raise UpstreamError(f"Server {name!r} stopped while {doing}: {live.reason}.{again}",
+                            f"Server {name!r} stopped while {doing}: {live.said}.{again}")
     if live.broken.is_set():
         await drop(live)
         exited = await exit_reason(live.spawned)
         if exited is not None and (live.reason or "").startswith("its connection closed"):
-            live.reason = exited
-        raise UpstreamError(f"Server {name!r} failed while {doing}: {live.reason}. It "
-                            "will be started again on the next call.")
+            live.reason, live.said = exited, exit_class(exited)
+        again = " It will be started again on the next call."
+        raise UpstreamError(f"Server {name!r} failed while {doing}: {live.reason}.{again}",
+                            f"Server {name!r} failed while {doing}: {live.said}.{again}")
     # Timed out. A server that still answers a ping keeps its connection; one that does not
     # is restarted on the next call.
     alive = False
@@ -119,10 +137,12 @@ async def bounded(name: str, timeout: float, live: Live, doing: str,
                 await client.send_ping()
         alive = True
     if not alive:
-        live.fail(f"it did not answer within {timeout:g} s and no longer answers a ping")
+        why = f"it did not answer within {timeout:g} s and no longer answers a ping"
+        live.fail(why, why)
         await drop(live)
-    raise UpstreamError(f"Server {name!r} did not finish {doing} within {timeout:g} s"
-                        f"{'' if alive else '; it was stopped and will be started again'}.")
+    late = (f"Server {name!r} did not finish {doing} within {timeout:g} s"
+            f"{'' if alive else '; it was stopped and will be started again'}.")
+    raise UpstreamError(late, late)
 
 
 async def exit_reason(spawned: Spawned | None) -> str | None:
@@ -154,6 +174,28 @@ def said(text: str, limit: int = 500) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text):,} characters in all]"
+def exit_class(exited: str) -> str:
+    """'it exited with code 3' of 'it exited with code 3: <its stderr>' (the class, not the
+    words: a server's stderr may quote its configuration)."""
+    return exited.partition(": ")[0]
+
+
+def failure_class(exc: BaseException) -> str:
+    """`exc` as the class of failure a client is told: its kind, never its text (which may quote
+    a configured value: httpx quotes a header value it refuses)."""
+    if isinstance(exc, BaseExceptionGroup):
+        inner = exc.exceptions
+        return failure_class(inner[0]) if inner else "its connection failed"
+    if isinstance(exc, FileNotFoundError):
+        return "its command was not found"
+    if isinstance(exc, PermissionError):
+        return "its command could not be run (permission denied)"
+    if isinstance(exc, MCPError):
+        return f"it answered with an MCP error ({exc.error.code})"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        return f"it answered HTTP {status}"
+    return f"its connection failed ({type(exc).__name__})"
 
 
 def first_line(text: str) -> str:

@@ -99,7 +99,7 @@ class Fanout:
         try:
             return await self.upstreams()[server].request(doing, op)
         except UpstreamError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            raise MCPError(types.INTERNAL_ERROR, exc.public) from None
 
     async def asking(self, ctx: Ctx, params: types.InputResponseRequestParams,
                      run: Callable[[], Awaitable[T]]) -> T | types.InputRequiredResult:

@@ -30,13 +30,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config.file import ServerConfig
+from byref.gateway.config.secrets import redactor
 from byref.gateway.upstream import raw_calls
 from byref.gateway.upstream.bounds import (
     Live,
     UpstreamError,
     bounded,
     describe,
+    exit_class,
     exit_reason,
+    failure_class,
     first_line,
 )
 from byref.gateway.upstream.relay import Relay, current
@@ -78,6 +81,8 @@ class Upstream:
         self.http_status: str | None = None
         """The last HTTP error status a remote server answered ("HTTP 401 Unauthorized"): the
         SDK reports it as "Server returned an error response" alone."""
+        self.redact = redactor(config)
+        """`text` without any value this server's entry configures (`config.secrets`)."""
         self.relay = Relay(config.name)
         """The way back to the client whose request is in flight here (`relay`)."""
         self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
@@ -155,10 +160,15 @@ class Upstream:
 
     # -- the connection ------------------------------------------------------------------------
     async def _bounded(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
-        live = self._live
-        if live is None or live.broken.is_set():
-            live = await self._connected()
-        return await bounded(self.name, self.config.timeout, live, doing, op, drop=self._drop)
+        try:
+            live = self._live
+            if live is None or live.broken.is_set():
+                live = await self._connected()
+            return await bounded(self.name, self.config.timeout, live, doing, op,
+                                 drop=self._drop, redact=self.redact)
+        except UpstreamError as exc:  # the operator is told in full; clients only `public`
+            log.warning("upstream %r: %s", self.name, exc)
+            raise
 
     async def _connected(self) -> Live:
         async with self._lock:
@@ -174,33 +184,37 @@ class Upstream:
                     started: Live = await self._group.start(self._own)
             except TimeoutError:
                 said = spawned.tail()
-                self._failed(f"it did not complete the MCP handshake within "
-                             f"{self.config.timeout:g} s" + (f"; its stderr: {said}" if said
-                                                              else ""))
+                hung = f"it did not complete the MCP handshake within {self.config.timeout:g} s"
+                self._failed(hung + (f"; its stderr: {said}" if said else ""), hung)
             except Exception as exc:  # whatever starting raised, the model gets words for it
                 exited = await exit_reason(spawned)
                 if exited is not None:
-                    # "Server 'crashy' exited with code 3: fatal: missing API key."
-                    self._failed(exited.removeprefix("it "), started=False)
+                    # "Server 'crashy' exited with code 3: fatal: missing API key." (clients:
+                    # "Server 'crashy' exited with code 3.")
+                    self._failed(exited.removeprefix("it "),
+                                 exit_class(exited).removeprefix("it "), started=False)
                 status = f" ({self.http_status})" if self.http_status else ""
-                self._failed(describe(exc) + status)
+                self._failed(describe(exc) + status, failure_class(exc) + status)
             self.starts += 1
             self.failed_at = None
             self._live = started
             return started
 
-    def _failed(self, why: str, *, started: bool = True) -> NoReturn:
+    def _failed(self, why: str, said: str, *, started: bool = True) -> NoReturn:
+        """Raise why the server could not start (`said`: its class, what clients are told)."""
         self.failed_at = time.monotonic()
         self.last_error = why
-        if not started:  # it ran and exited: its own words say why
-            said = f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}"
+        if not started:  # it ran and exited: its own words say why (the operator's)
+            detail = f"Server {self.name!r} {why}{'' if why.endswith('.') else '.'}"
+            public = f"Server {self.name!r} {said}."
         else:
-            said = f"Server {self.name!r} could not be started: {why}."
+            detail = f"Server {self.name!r} could not be started: {why}."
+            public = f"Server {self.name!r} could not be started: {said}."
         # The operator's line, whatever the client is shown (errlog: the gateway's stderr).
         with contextlib.suppress(Exception):
-            print(f"byref gateway: {said}",
+            print(f"byref gateway: {detail}",
                   file=self._errlog if self._errlog is not None else sys.stderr, flush=True)
-        raise UpstreamError(said)
+        raise UpstreamError(detail, public)
 
     async def _drop(self, live: Live) -> None:
         if self._live is live:
@@ -214,7 +228,8 @@ class Upstream:
         async def on_message(message: Any) -> None:
             if isinstance(message, Exception):
                 live.fail(f"it sent a message that is not valid JSON-RPC "
-                          f"({first_line(str(message))})")
+                          f"({first_line(str(message))})",
+                          "it sent a message that is not valid JSON-RPC")
             elif isinstance(message, types.ServerNotification) and isinstance(
                     message, types.ToolListChangedNotification) and self._on_change is not None:
                 await self._on_change(self.name)
@@ -238,7 +253,7 @@ class Upstream:
         except Exception as exc:
             if not started:
                 raise
-            live.fail(describe(exc))
+            live.fail(describe(exc), failure_class(exc))
             log.info("upstream %r closed: %s", self.name, describe(exc))
         finally:
             live.end()
@@ -321,7 +336,7 @@ class UpstreamManager:
             try:
                 listings[up.name] = await up.list_tools()
             except UpstreamError as exc:
-                errors[up.name] = str(exc)
+                errors[up.name] = exc.public
 
         async with anyio.create_task_group() as group:
             for up in self.upstreams.values():

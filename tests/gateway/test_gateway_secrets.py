@@ -1,0 +1,205 @@
+"""A server entry's configured values never reach a client: whatever a server's `headers`, `env`,
+`args` or URL (user, password, query) hold, and however its connection fails — httpx refuses a
+header value, the port is closed, it answers 401 or 500 quoting the request, the process exits,
+hangs or crashes after writing the value to stderr, writes it to stdout as garbage, or refuses a
+call with a JSON-RPC error quoting it — tools/list's search_tools description, call_tool's
+refusals and `/readyz` hold none of it. The operator's text (`gateway.failures`, the log) still
+says what happened."""
+
+from __future__ import annotations
+
+import json
+import string
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _gateway_rig import World, running
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+
+from byref.gateway.edge.ops import readiness
+
+LEAKY = '''
+import json, os, sys, time
+mode, secret = sys.argv[1], " ".join(sys.argv[2:]) + os.environ.get("LEAKY", "")
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\\n"); sys.stdout.flush()
+if mode in ("exit", "hang"):
+    sys.stderr.write(f"fatal: bad credential {secret!r}\\n"); sys.stderr.flush()
+    if mode == "exit":
+        sys.exit(3)
+    time.sleep(60)
+if mode == "garble":
+    sys.stdout.write(f"not json-rpc: {secret}\\n"); sys.stdout.flush()
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    request = json.loads(line)
+    rid, method = request.get("id"), request.get("method")
+    if rid is None:
+        continue
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": request["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "leaky", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{"name": "echo",
+              "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call" and mode == "refuse":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602,
+              "message": f"token {secret!r} rejected; also {json.dumps(secret)}"}})
+    elif method == "tools/call":
+        sys.stderr.write(f"crashing with {secret}\\n"); sys.stderr.flush()
+        os._exit(4)
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+'''
+
+STDIO_FAILURES = ("exit", "hang", "garble", "refuse", "crash")
+HTTP_FAILURES = ("closed", "401", "500")
+
+
+@pytest.fixture(scope="module")
+def echo_http() -> Iterator[int]:
+    """A loopback HTTP server answering every request with the status its path names, quoting
+    the request's Authorization header and target in the body."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            status = 401 if "/401/" in self.path else 500
+            body = json.dumps({"error": "no", "auth": self.headers.get("Authorization"),
+                               "target": self.path}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("WWW-Authenticate", f"Bearer error={self.path!r}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    thread.join(10)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _entry(world: World, port: int, where: str, failure: str, value: str) -> dict[str, Any]:
+    if where in ("env", "args"):
+        script = world.root / "leaky.py"
+        if not script.exists():
+            script.write_text(LEAKY)
+        import sys
+
+        entry: dict[str, Any] = {"command": sys.executable, "args": [str(script), failure],
+                                 "timeout": 1.5}
+        if where == "env":
+            entry["env"] = {"LEAKY": value}
+        else:
+            entry["args"].append(value)
+        return entry
+    target = _closed_port() if failure == "closed" else port
+    base = f"127.0.0.1:{target}/{failure}/mcp"
+    if where == "header":
+        return {"type": "http", "url": f"http://{base}", "headers": {"Authorization": value},
+                "timeout": 3}
+    if where == "password":
+        return {"type": "http", "url": f"http://user:{value.strip()}@{base}", "timeout": 3}
+    return {"type": "http", "url": f"http://{base}?token={value.strip()}", "timeout": 3}
+
+
+async def _client_texts(world: World, entry: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    texts: list[str] = []
+    async with running(world, {"leaky": entry}) as (gateway, server), Client(server) as client:
+        listed = await client.list_tools()
+        texts += [t.description or "" for t in listed.tools]
+        for _ in range(2):  # the first call and the one that starts it again
+            called = await client.call_tool("call_tool", {"name": "leaky__echo",
+                                                          "arguments": {}})
+            texts += [getattr(c, "text", "") for c in called.content]
+        found = await client.call_tool("search_tools", {"query": "echo"})
+        texts += [getattr(c, "text", "") for c in found.content]
+        texts.append(json.dumps(await readiness(gateway)))
+        return texts, dict(gateway.failures)
+
+
+SECRET = st.text(string.ascii_letters + string.digits, min_size=12, max_size=24).map(
+    lambda core: "sk" + core)
+
+
+@settings(max_examples=30, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(core=SECRET, where=st.sampled_from(["header", "env", "args", "password", "query"]),
+       wrap=st.sampled_from([("", ""), ("Bearer ", ""), ("Bearer ", "\n"), ("", "\r\n"),
+                             ("", " ")]),
+       data=st.data())
+def test_configured_values_never_reach_a_client(world: World, echo_http: int, core: str,
+                                                where: str, wrap: tuple[str, str],
+                                                data: st.DataObject) -> None:
+    failure = data.draw(st.sampled_from(
+        STDIO_FAILURES if where in ("env", "args") else HTTP_FAILURES), label="failure")
+    value = wrap[0] + core + wrap[1]
+    entry = _entry(world, echo_http, where, failure, value)
+
+    async def probe() -> tuple[list[str], dict[str, str]]:
+        with anyio.fail_after(60):
+            return await _client_texts(world, entry)
+
+    texts, _ = anyio.run(probe)
+    for text in texts:
+        assert core not in text, (where, failure, text)
+    assert any("Server 'leaky'" in t for t in texts), texts  # the client is told which server
+
+
+def test_the_header_httpx_refuses_names_the_class_to_clients_and_all_to_the_operator(
+        world: World, echo_http: int) -> None:
+    token = "sk-live-0123456789abcdef"
+    entry = {"type": "http", "url": f"http://127.0.0.1:{echo_http}/401/mcp",
+             "headers": {"Authorization": f"Bearer {token}\n"}, "timeout": 3}
+
+    async def probe() -> tuple[list[str], dict[str, str]]:
+        with anyio.fail_after(60):
+            return await _client_texts(world, entry)
+
+    texts, failures = anyio.run(probe)
+    assert all(token not in t for t in texts)
+    said = "Server 'leaky' could not be started: its connection failed (LocalProtocolError)."
+    assert any(f"Unavailable now: {said}" in t for t in texts)  # search_tools' description
+    assert f"'leaky__echo' cannot run now: {said}" in texts  # call_tool's refusal
+    assert "Illegal header value" in failures["leaky"]  # the operator's text says what it was
+    assert "Illegal header value b'\\u2026'" in texts[-1]  # /readyz: why, the value taken out
+
+
+def test_redaction_takes_out_every_form_a_message_quotes(tmp_path: Path) -> None:
+    from byref.gateway.config.file import parse_config
+    from byref.gateway.config.secrets import redactor
+
+    config = parse_config({"mcpServers": {"r": {
+        "type": "http", "url": "https://bob:pa55w0rd!@h.example/mcp?key=qk-123456#frag-77777",
+        "headers": {"Authorization": "Bearer tok-abcdef\n"}}}}, source="test")
+    redact = redactor(config.servers[0])
+    said = ("b'Bearer tok-abcdef\\n' 'Bearer tok-abcdef\\n' \"Bearer tok-abcdef\\n\" tok-abcdef "
+            "pa55w0rd! pa55w0rd%21 qk-123456 frag-77777 Bearer%20tok-abcdef%0A")
+    cleaned = redact(said)
+    for part in ("tok-abcdef", "pa55w0rd", "qk-123456", "frag-77777"):
+        assert part not in cleaned, cleaned
+    assert redact("Server 'r' refused 'x': -y is short") == "Server 'r' refused 'x': -y is short"
