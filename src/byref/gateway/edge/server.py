@@ -130,9 +130,10 @@ def build_server(gateway: Gateway) -> GatewayServer:
         if connection is not None:
             state.remember(connection)
         p.seen(ctx)  # told of resource and prompt list changes too
-        if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
-            schemas.seen(await gateway.toolbox())
-        with calling(ctx):  # an upstream started now asks this client for what it needs
+        # Under the request's mark: an upstream listed now runs as (and asks) this client.
+        with calling(ctx, owner=state.scope):
+            if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
+                schemas.seen(await gateway.toolbox())
             declarations = await gateway.declarations(state)
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
@@ -141,10 +142,10 @@ def build_server(gateway: Gateway) -> GatewayServer:
                        arguments: dict[str, Any]) -> Part:
         # The whole call but its answer: the handler's path and the plain one (`fastpath`).
         state = scope_of(ctx)
-        box = await gateway.toolbox()
-        if ctx.request is not None:
-            schemas.seen(box)
-        with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
+        with calling(ctx, owner=state.scope):  # what the upstream asks or says reaches it
+            box = await gateway.toolbox()
+            if ctx.request is not None:
+                schemas.seen(box)
             return await gateway.call(state, own_name(box, name), arguments,
                                       connection=_connection(ctx))
 
@@ -156,14 +157,15 @@ def build_server(gateway: Gateway) -> GatewayServer:
                         ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
-            box = await gateway.toolbox()
+            with calling(ctx, owner=state.scope):
+                box = await gateway.toolbox()
             if ctx.request is not None:
                 schemas.seen(box)
             name = own_name(box, params.name)
 
             # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
             async def run(parked: Parked) -> types.CallToolResult:
-                with calling(ctx, parked):
+                with calling(ctx, parked, owner=state.scope):
                     part = await gateway.call(state, name, params.arguments or {},
                                               connection=_connection(ctx))
                 return await client_result(gateway.passed, gateway.store, state.scope, part)
@@ -248,7 +250,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     A request is answered with one JSON body (`json_response`), not an SSE stream: the handlers
     send nothing on a request's own channel before its answer (a tool-list change reaches a
     handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
-    which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
+    which the SDK always streams), and a stream per request costs the gateway ~15% of its time;
+    a 2026-07-28 request that opted in to logs or progress is streamed (`lanes/streamed`).
     A plain 2026-07-28 call is answered at the app's edge, after the bearer check, by
     `http_lane` (`lane=False`: every request through the SDK's stack).
     """
@@ -274,6 +277,10 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
         custom_starlette_routes=[lens_route(gateway.scopes.all, gateway.store),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
+    manager = getattr(server, "_session_manager", None)
+    if manager is not None:  # a 2026-07-28 request opted in to logs or progress: streamed
+        from byref.gateway.edge.lanes.streamed import stream_opted
+        stream_opted(manager)
     if lane:
         try:  # the lane uses the SDK's HTTP entry internals: an SDK without them serves all
             from byref.gateway.edge.lanes.http import HttpLane

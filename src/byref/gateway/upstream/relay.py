@@ -1,21 +1,27 @@
 """The way back: what an upstream says to a client reaches the client session that made the call.
 
-Owns the routing of upstream → client traffic: sampling, elicitation and roots requests, progress
-and log notifications. A handler marks the client request it serves (`calling`); an upstream
-operation started under that mark registers the request as in flight on its upstream (`Relay`),
-and whatever the upstream sends meanwhile goes to that request's session — on the request's own
-channel, so over HTTP it rides that call's stream. The law: a message goes to one client, the one
-whose request is in flight on that upstream; when requests of several client sessions are in
-flight at once, a server→client request cannot be attributed and is refused with a reason
-(never guessed), and a notification goes to each of them. Outside any call (a server asking for
-roots after it starts, say) the last session that used the upstream answers on its connection.
-The gateway offers every upstream sampling, elicitation and roots, so tools gated on them stay
-listed; a client that lacks one gets the upstream's request refused, saying so.
+Owns the routing of upstream → client traffic for one upstream process or session: sampling,
+elicitation and roots requests, progress and log notifications. A handler marks the client
+request it serves (`calling`, with the scope it runs as); an upstream operation started under
+that mark registers the request as in flight on its upstream (`Relay`), and whatever the upstream
+sends meanwhile goes to that request's session — on the request's own channel, so over HTTP it
+rides that call's stream. The law: a message goes to one client, the one whose request is in
+flight on that upstream (a request naming a progress token goes to the call that carries it);
+never to "the last session", never broadcast. When requests of several client sessions are in
+flight at once, a server→client request cannot be attributed and is refused with a reason, and a
+log line is dropped. Outside any call, a request is refused — except `roots/list`, answered for
+the session that just told the server its roots changed, else from the server's configured
+`roots` (none by default), so the answer never depends on which client came first. Which clients
+share one upstream at all is the pool's (`pool`): by default one process per principal on a
+gateway several principals reach. The gateway offers every upstream sampling, elicitation and
+roots, so tools gated on them stay listed; a client that lacks one gets the upstream's request
+refused, saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -30,6 +36,7 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
 from byref.gateway.upstream.inputs import Parked
+from byref.store import Scope
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -45,6 +52,8 @@ class Caller:
     ctx: ServerRequestContext[Any, Any]
     park: Parked | None = None
     """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
+    owner: Scope | None = None
+    """The scope the request runs as (which pooled upstream serves it, `pool`)."""
 
     @property
     def connection(self) -> Connection | None:
@@ -118,10 +127,11 @@ CALLER: ContextVar[Caller | None] = ContextVar("byref_gateway_caller", default=N
 
 
 @contextlib.contextmanager
-def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None
-            ) -> Iterator[Caller]:
-    """Mark the client request a handler serves, for every upstream operation it starts."""
-    caller = Caller(ctx, park)
+def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None, *,
+            owner: Scope | None = None) -> Iterator[Caller]:
+    """Mark the client request a handler serves (run as `owner`), for every upstream operation
+    it starts."""
+    caller = Caller(ctx, park, owner)
     token = CALLER.set(caller)
     try:
         yield caller
@@ -145,13 +155,25 @@ _CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elic
                "roots/list": "roots"}
 
 
-class Relay:
-    """One upstream's way back: the client requests in flight on it, and the last one seen."""
+ROOTS_OWED = 30.0
+"""Seconds after a session tells a server its roots changed in which the server's roots/list
+outside any call is answered by that session."""
 
-    def __init__(self, server: str) -> None:
+
+class Relay:
+    """One upstream process's (or session's) way back: the client requests in flight on it."""
+
+    def __init__(self, server: str, roots: tuple[tuple[str, str | None], ...] = ()) -> None:
         self.server = server
+        self.roots = roots
+        """The server's configured roots: the answer when no client call can give one."""
         self._flight: dict[int, Caller] = {}
-        self._last: Caller | None = None
+        self._owed: tuple[Caller, float] | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Client requests in flight on this upstream now."""
+        return len(self._flight)
 
     @contextlib.contextmanager
     def flight(self, caller: Caller | None) -> Iterator[None]:
@@ -161,11 +183,15 @@ class Relay:
             yield
             return
         self._flight[id(caller)] = caller
-        self._last = caller
         try:
             yield
         finally:
             self._flight.pop(id(caller), None)
+
+    def owe_roots(self, caller: Caller) -> None:
+        """`caller`'s session just told this server its roots changed: the roots/list the server
+        sends back outside any call is that session's to answer (for `ROOTS_OWED` seconds)."""
+        self._owed = (caller, time.monotonic() + ROOTS_OWED)
 
     def _targets(self) -> list[Caller]:
         """One caller per client session in flight (the newest request of each)."""
@@ -174,20 +200,44 @@ class Relay:
             by_session[caller.key] = caller
         return list(by_session.values())
 
+    def _by_token(self, request: Any) -> Caller | None:
+        """The call in flight whose progress token the request names in its `_meta`, if any."""
+        meta = getattr(getattr(request, "params", None), "meta", None) or {}
+        token = meta.get("progressToken") if isinstance(meta, dict) else getattr(
+            meta, "progress_token", None)
+        if token is None:
+            return None
+        found = [c for c in self._flight.values() if c.progress_token == token]
+        return found[0] if len(found) == 1 else None
+
+    def _configured_roots(self) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name=name)  # type: ignore[arg-type]
+                                            for uri, name in self.roots])
+
     async def forward(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
         """A server→client request, answered by the client whose call is in flight."""
         method = request.method
         what = _CAPABILITY.get(method, method)
-        targets = self._targets()
-        if len(targets) > 1:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=(
-                f"byref gateway: {method} from server {self.server!r} cannot be attributed: calls "
-                f"of {len(targets)} client sessions are in flight on it."))
-        caller, scoped = (targets[0], True) if targets else (self._last, False)
+        caller = self._by_token(request)
+        scoped = True
         if caller is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=(
-                f"byref gateway: no client session has used server {self.server!r} yet, so its "
-                f"{method} has no one to answer it."))
+            targets = self._targets()
+            if len(targets) > 1:
+                return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                    f"byref gateway: {method} from server {self.server!r} cannot be attributed: "
+                    f"calls of {len(targets)} client sessions are in flight on it."))
+            if targets:
+                caller = targets[0]
+            else:
+                owed, self._owed = self._owed, None
+                if method == "roots/list":
+                    if owed is None or owed[1] < time.monotonic():
+                        return self._configured_roots()  # type: ignore[return-value]
+                    caller, scoped = owed[0], False
+                else:
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        f"byref gateway: {method} from server {self.server!r} arrived outside "
+                        f"any client call, so no client can be asked; it is refused."))
         if not caller.supports(what):
             return types.ErrorData(code=types.INVALID_REQUEST, message=(
                 f"byref gateway: the client connected to the gateway does not support {what}, "
@@ -202,13 +252,12 @@ class Relay:
                 f"{exc}"[:300]))
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        """An upstream log message, naming the server, to each session in flight (else the last)."""
+        """An upstream log message, naming the server, to the one session whose call is in
+        flight (none, or several: it is dropped — never guessed, never broadcast)."""
+        targets = self._targets()
+        if len(targets) != 1:
+            return
         named = params.model_copy(update={
             "logger": self.server if not params.logger else f"{self.server}/{params.logger}"})
-        targets = self._targets()
-        scoped = bool(targets)
-        if not targets and self._last is not None:
-            targets = [self._last]
-        for caller in targets:
-            with contextlib.suppress(Exception):  # a client that cannot take it has gone
-                await caller.log(named, scoped=scoped)
+        with contextlib.suppress(Exception):  # a client that cannot take it has gone
+            await targets[0].log(named, scoped=True)
