@@ -115,9 +115,10 @@ class Pool:
     async def admit(self, server: str, key: Key, tenant: str | None) -> None:
         """Make room for starting instance (`server`, `key`): stop the least recently used idle
         instance a full cap allows, else raise UpstreamError naming the limit."""
+        # The tenant's cap first: an idle process of its own stopped frees a gateway slot too.
         for limit, cap, within in (
-                ("maxProcesses", self.max_live, None),
-                ("maxPerTenant", self.max_per_tenant, tenant)):
+                ("maxPerTenant", self.max_per_tenant, tenant),
+                ("maxProcesses", self.max_live, None)):
             if limit == "maxPerTenant" and tenant is None:
                 continue
             others = [e for k, e in self._entries.items() if k != (server, key) and e.up.alive
@@ -129,11 +130,12 @@ class Pool:
                 await self._stop(idle[0])
                 continue
             self.refused[limit] += 1
+            n = len(others)
             whose = "" if within is None else f" for tenant {within!r}"
             raise UpstreamError(
-                f"Server {server!r} was not started for this call: {len(others)} pooled upstream "
-                f"processes already run{whose}, none idle (byref.pool.{limit} = {cap}); try "
-                "again when a call has finished.")
+                f"Server {server!r} was not started for this call: the pool already runs {n} "
+                f"upstream process{'' if n == 1 else 'es'}{whose} and none is idle "
+                f"(byref.pool.{limit} = {cap}); try again when a call has finished.")
 
     async def sweep(self) -> int:
         """Stop every instance idle for `idle` seconds or more (and forget stopped ones);
