@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import time
 from collections.abc import AsyncIterator
@@ -231,7 +230,17 @@ async def test_a_servers_later_traffic_never_reaches_another_tenant(
         world: World, tmp_path: Path, mode: str) -> None:
     alice, mallory, sent = await _out_of_turn(world, tmp_path, mode, None,
                                            blockers=("mallory",))
-    assert mallory.got == [] and alice.got == []
+    assert mallory.got == []
+    if mode == "legacy":
+        # Alice's own process: the one session of its owner hears it, on its standing stream.
+        assert sorted(alice.got) == sorted([
+            *(f"log: hostile secret log {i}" for i in range(3)), "roots",
+            "sampling: type='text' text='hostile secret prompt' annotations=None meta=None",
+            "elicitation: hostile secret form"])
+        assert sent["h-roots"] == {"roots": [{"uri": "file:///home/secret"}]}
+        return
+    # A 2026-07-28 client has no channel outside its calls: refused, roots as configured.
+    assert alice.got == []
     outside = "arrived outside any client call, so no client can be asked; it is refused."
     assert sent["h-sampling"]["message"] == f"byref gateway: sampling/createMessage from server " \
         f"'h' {outside}"
@@ -264,3 +273,33 @@ async def test_shared_by_all_sends_nothing_to_the_last_session(
     assert sent["h-sampling"]["message"].endswith("arrived outside any client call, so no "
                                                   "client can be asked; it is refused.")
     assert sent["h-roots"] == {"roots": []}
+
+
+async def test_a_parked_call_does_not_block_another_owners_questions(
+        world: World, tmp_path: Path) -> None:
+    alice_asked, release = anyio.Event(), anyio.Event()
+
+    def answering(who: str, wait: bool) -> Any:
+        async def sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
+            if wait:
+                alice_asked.set()
+                await release.wait()
+            return types.CreateMessageResult(role="assistant", model="m", content=(
+                types.TextContent(type="text", text=f"from {who}")))
+        return sampling
+
+    with anyio.fail_after(120):
+        async with serving(world, {"h": world.fixture("hostile.py", 20)}) as (_g, url), client(
+                url, ALICE, sampling_callback=answering("alice", True)) as alice, client(
+                url, MALLORY, sampling_callback=answering("mallory", False)) as mallory:
+            got: list[str] = []
+
+            async def alice_asks() -> None:
+                got.append(text(await call(alice, "h__ask", text="q")))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(alice_asks)
+                await alice_asked.wait()  # Alice's 2026-07-28 call is parked on her answer
+                assert text(await call(mallory, "h__ask", text="q")) == "sampled: from mallory"
+                release.set()
+            assert got == ["sampled: from alice"]

@@ -120,7 +120,9 @@ class Upstream:
                                           meta=meta)  # type: ignore[arg-type]
 
         with self.relay.flight(caller):
-            return await self._bounded(f"running {tool!r}", run)
+            result = await self._bounded(f"running {tool!r}", run)
+            await self.relay.drained(caller)
+            return result
 
     async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
         """Any other operation on the connection, bounded and failing as a call does."""

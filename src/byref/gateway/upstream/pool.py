@@ -171,10 +171,12 @@ class Pooled:
     def __init__(self, config: ServerConfig, share: Share, pool: Pool,
                  group: anyio.abc.TaskGroup, *,
                  on_change: Callable[[str], Awaitable[None]] | None = None,
-                 errlog: TextIO | None = None) -> None:
+                 errlog: TextIO | None = None, one_principal: bool = False) -> None:
         self.config = config
         self.name = config.name
         self.share = share
+        self.one_principal = one_principal
+        """Whether one principal at most reaches the gateway (stdio, or one token)."""
         self._pool = pool
         def make() -> Upstream:
             return Upstream(config, group, on_change=on_change, errlog=errlog)
@@ -272,6 +274,9 @@ class Pooled:
         if up is None:
             up = self._instances[key] = self._make()
             up.on_notice = self._on_notice
+            # One principal's (or conversation's) own: its one session may be asked out of call.
+            up.relay.exclusive = self.one_principal or (
+                self.share in ("principal", "conversation") and key != CATALOG)
             if key != SHARED:
                 self._pool.add(self.name, key, up, self._tenant(key),
                                lambda: self._forget(key, up))
@@ -305,7 +310,8 @@ class UpstreamManager:
         self.pool = Pool(idle=config.pool_idle, max_live=config.pool_max,
                          max_per_tenant=config.pool_max_per_tenant, clock=clock)
         self.upstreams = {c.name: Pooled(c, config.share_of(c), self.pool, group,
-                                         on_change=on_change, errlog=errlog)
+                                         on_change=on_change, errlog=errlog,
+                                         one_principal=config.principals <= 1)
                           for c in config.servers}
 
     def __getitem__(self, name: str) -> Pooled:

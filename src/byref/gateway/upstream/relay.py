@@ -9,9 +9,11 @@ rides that call's stream. The law: a message goes to one client, the one whose r
 flight on that upstream (a request naming a progress token goes to the call that carries it);
 never to "the last session", never broadcast. When requests of several client sessions are in
 flight at once, a server→client request cannot be attributed and is refused with a reason, and a
-log line is dropped. Outside any call, a request is refused — except `roots/list`, answered for
-the session that just told the server its roots changed, else from the server's configured
-`roots` (none by default), so the answer never depends on which client came first. Which clients
+log line is dropped. Outside any call, a request goes to the one session of its owner that has
+used this upstream, when the upstream is its principal's alone (`exclusive`) and exactly one such
+session can take requests; otherwise it is refused — except `roots/list`, answered by the session
+that just told the server its roots changed, else from the server's configured `roots` (none by
+default), so another owner's client never decides what a server is told. Which clients
 share one upstream at all is the pool's (`pool`): by default one process per principal on a
 gateway several principals reach. The gateway offers every upstream sampling, elicitation and
 roots, so tools gated on them stay listed; a client that lacks one gets the upstream's request
@@ -28,6 +30,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -155,6 +159,9 @@ _CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elic
                "roots/list": "roots"}
 
 
+_SESSIONS_KEPT = 4
+DRAIN = 1.0
+"""Seconds a call's answer waits at most for log lines still being passed to its client."""
 ROOTS_OWED = 30.0
 """Seconds after a session tells a server its roots changed in which the server's roots/list
 outside any call is answered by that session."""
@@ -167,8 +174,15 @@ class Relay:
         self.server = server
         self.roots = roots
         """The server's configured roots: the answer when no client call can give one."""
+        self.exclusive = False
+        """Whether the upstream serves one principal's sessions only (`pool`): then a request
+        outside any call may go to the one session that used it."""
         self._flight: dict[int, Caller] = {}
         self._owed: tuple[Caller, float] | None = None
+        self._sessions: dict[int, Caller] = {}
+        """The newest request of each client session that used this upstream (a few kept)."""
+        self._delivering: dict[int, set[anyio.Event]] = {}
+        """Log lines being passed to each caller now (a call's answer waits for them)."""
 
     @property
     def in_flight(self) -> int:
@@ -183,6 +197,11 @@ class Relay:
             yield
             return
         self._flight[id(caller)] = caller
+        if self.exclusive:
+            self._sessions.pop(caller.key, None)
+            self._sessions[caller.key] = caller
+            while len(self._sessions) > _SESSIONS_KEPT:
+                self._sessions.pop(next(iter(self._sessions)))
         try:
             yield
         finally:
@@ -210,6 +229,15 @@ class Relay:
         found = [c for c in self._flight.values() if c.progress_token == token]
         return found[0] if len(found) == 1 else None
 
+    def _sole(self) -> Caller | None:
+        """The one session of this upstream's owner that used it, when it can take a request
+        outside a call (a 2026-07-28 client cannot); else None."""
+        if not self.exclusive or len(self._sessions) != 1:
+            return None
+        (caller,) = self._sessions.values()
+        return caller if caller.park is None and caller.connection is not None and \
+            caller.connection.has_standalone_channel else None
+
     def _configured_roots(self) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri=uri, name=name)  # type: ignore[arg-type]
                                             for uri, name in self.roots])
@@ -230,10 +258,13 @@ class Relay:
                 caller = targets[0]
             else:
                 owed, self._owed = self._owed, None
-                if method == "roots/list":
-                    if owed is None or owed[1] < time.monotonic():
-                        return self._configured_roots()  # type: ignore[return-value]
+                sole = self._sole()
+                if owed is not None and owed[1] >= time.monotonic() and method == "roots/list":
                     caller, scoped = owed[0], False
+                elif sole is not None:
+                    caller, scoped = sole, False
+                elif method == "roots/list":
+                    return self._configured_roots()  # type: ignore[return-value]
                 else:
                     return types.ErrorData(code=types.INVALID_REQUEST, message=(
                         f"byref gateway: {method} from server {self.server!r} arrived outside "
@@ -253,11 +284,37 @@ class Relay:
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         """An upstream log message, naming the server, to the one session whose call is in
-        flight (none, or several: it is dropped — never guessed, never broadcast)."""
+        flight, else to the owner's sole session (`_sole`); otherwise it is dropped — never
+        guessed, never broadcast."""
         targets = self._targets()
-        if len(targets) != 1:
+        sole = self._sole() if not targets else None
+        if len(targets) != 1 and sole is None:
             return
         named = params.model_copy(update={
             "logger": self.server if not params.logger else f"{self.server}/{params.logger}"})
-        with contextlib.suppress(Exception):  # a client that cannot take it has gone
-            await targets[0].log(named, scoped=True)
+        caller = targets[0] if targets else sole
+        assert caller is not None
+        done = anyio.Event()
+        self._delivering.setdefault(id(caller), set()).add(done)
+        try:
+            with contextlib.suppress(Exception):  # a client that cannot take it has gone
+                await caller.log(named, scoped=bool(targets))
+        finally:
+            done.set()
+            waiting = self._delivering.get(id(caller))
+            if waiting is not None:
+                waiting.discard(done)
+                if not waiting:
+                    del self._delivering[id(caller)]
+
+    async def drained(self, caller: Caller | None) -> None:
+        """Wait (at most `DRAIN` seconds) for the log lines on their way to `caller`: the SDK
+        hands each upstream notification to a task of its own, so the call's result can overtake
+        the last lines the server wrote before it, and a 2026-07-28 call's stream closes with
+        its answer."""
+        if caller is None or (not self._delivering and not caller.forwarded_meta()):
+            return  # nothing on its way, and no 2026-07-28 log opt-in: no checkpoint per call
+        await anyio.lowlevel.checkpoint()  # a delivery already scheduled starts first
+        with anyio.move_on_after(DRAIN):
+            for done in list(self._delivering.get(id(caller), ())):
+                await done.wait()
