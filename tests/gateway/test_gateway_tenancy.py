@@ -303,3 +303,30 @@ async def test_a_parked_call_does_not_block_another_owners_questions(
                 assert text(await call(mallory, "h__ask", text="q")) == "sampled: from mallory"
                 release.set()
             assert got == ["sampled: from alice"]
+
+
+async def test_a_remote_server_gets_one_upstream_session_per_principal(world: World) -> None:
+    import subprocess
+    import sys
+
+    with anyio.fail_after(120):
+        async with await anyio.open_process(
+                [sys.executable, "-m", "byref.bench.gateway_upstream", "--http"],
+                stderr=subprocess.PIPE) as upstream:
+            try:
+                assert upstream.stderr is not None
+                said = b""
+                while b"listening on " not in said or not said.endswith(b"\n"):
+                    said += await upstream.stderr.receive()
+                remote = said.decode().split("listening on ", 1)[1].split()[0]
+                async with serving(world, {"r": {"url": remote, "timeout": 20}}) as (
+                        gateway, url):
+                    for token in (ALICE, MALLORY, ALICE):
+                        async with client(url, token) as c:
+                            assert text(await call(c, "r__echo", text="hi")) == "hi"
+                    sessions = gateway.upstreams["r"].instances
+                    assert sorted(sessions) == [("acme", "alice"), ("evil", "mallory")]
+                    assert all(s.connected is not None for s in sessions.values())
+                    assert gateway.upstreams["r"].starts == 2
+            finally:
+                upstream.terminate()
