@@ -38,7 +38,7 @@ def report() -> dict[str, Any]:
 
 def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
     assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results",
-                           "direct_mode", "sdk_floor"}
+                           "direct_mode", "sdk_floor", "pool"}
     assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
     for path in ("activated", "call_tool"):
         _row(report["stdio"][path], ROW_P95)
