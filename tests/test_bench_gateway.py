@@ -38,7 +38,7 @@ def report() -> dict[str, Any]:
 
 def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
     assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results",
-                           "direct_mode", "sdk_floor"}
+                           "direct_mode", "sdk_floor", "pool"}
     assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
     for path in ("activated", "call_tool"):
         _row(report["stdio"][path], ROW_P95)
@@ -93,7 +93,7 @@ def test_the_text_report_names_every_section(report: dict[str, Any]) -> None:
     for needle in ("stdio,", "activated tool by name", "through call_tool", "HTTP,", "tools/list",
                    "search_tools vs a call", "one session of", "RSS per call",
                    "large results", "log ×4", 'byref.mode "direct"', "direct mode, by name",
-                   "search mode, activated"):
+                   "search mode, activated", "upstream pool", "a second principal's first call"):
         assert needle in text, needle
     assert "first turn" not in text  # --no-surface
 
@@ -123,3 +123,10 @@ def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
     assert turn["direct_tools"] == sum(turn["servers"].values()) > 0
     assert turn["gateway_tools"] > 0 and turn["gateway_tokens"] > 0
     assert turn["ratio_tokens"] == round(turn["gateway_tokens"] / turn["direct_tokens"], 3)
+
+
+def test_a_pooled_upstream_is_timed_beside_a_shared_one(report: dict[str, Any]) -> None:
+    pool = report["pool"]
+    _row(pool, {"shared_p50_ms", "pooled_p50_ms", "pooled_vs_shared_p50",
+                "second_principal_first_call_ms", "second_principal_vs_warm"})
+    assert pool["processes"] == {"shared": 1, "pooled": 2}  # two principals, one process each

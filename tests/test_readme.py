@@ -278,7 +278,11 @@ def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> No
     from byref.gateway.config.file import parse_config
 
     section = README.read_text().split("## Running byref for a team\n", 1)[1].split("\n## ")[0]
-    [block] = re.findall(r"```json\n(.*?)```", section, flags=re.S)
+    [block, sharing] = re.findall(r"```json\n(.*?)```", section, flags=re.S)
+    shared = parse_config(json.loads(sharing), source="README")
+    filesystem, clock = shared.servers
+    assert filesystem.roots == (("file:///srv/shared", None),) and clock.share == "all"
+    assert (shared.pool_idle, shared.pool_max, shared.pool_max_per_tenant) == (300, 32, 8)
     config = parse_config(json.loads(block), source="README")
     assert config.replicas and config.state is not None and config.store is not None
     assert config.state.startswith("postgresql://") and config.store.startswith("s3://")

@@ -181,3 +181,27 @@ def test_byref_block_mode_always_load_and_call_tool() -> None:
         "them, globs allowed), got 's__read'.")
     assert _refused({**base, "byref": {"inlineMediaBytes": 0}}) == (
         "Config 'c.json' byref.inlineMediaBytes must be a positive number, got 0.")
+
+
+def test_share_roots_and_pool_are_read_and_checked() -> None:
+    config = parse_config({"mcpServers": {"fs": {
+        "command": "x", "share": "tenant",
+        "roots": ["file:///srv/a", {"uri": "file:///srv/b", "name": "b"}]}},
+        "byref": {"pool": {"idleSeconds": 30, "maxProcesses": 4, "maxPerTenant": 2}}},
+        source="c")
+    [fs] = config.servers
+    assert fs.share == "tenant" and fs.roots == (("file:///srv/a", None), ("file:///srv/b", "b"))
+    assert (config.pool_idle, config.pool_max, config.pool_max_per_tenant) == (30, 4, 2)
+    for entry, message in (
+            ({"share": "user"}, "Config 'c' server 'fs': 'share' must be 'all', 'tenant', "
+             "'principal' or 'conversation' (who shares one process of it), got 'user'."),
+            ({"roots": ["/srv/a"]}, "Config 'c' server 'fs': 'roots' must be a list of root URIs "
+             "(\"file:///path\") or {\"uri\": …, \"name\": …} objects, got ['/srv/a'].")):
+        with pytest.raises(ConfigError) as caught:
+            parse_config({"mcpServers": {"fs": {"command": "x", **entry}}}, source="c")
+        assert str(caught.value) == message
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"mcpServers": {"fs": {"command": "x"}},
+                      "byref": {"pool": {"maxProcesses": 0}}}, source="c")
+    assert str(caught.value) == ("Config 'c': byref.pool.maxProcesses must be a whole number of "
+                                 "processes, 1 or more, got 0.")

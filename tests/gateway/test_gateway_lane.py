@@ -195,7 +195,7 @@ async def test_a_cancelled_call_is_never_answered_and_the_connection_goes_on(
 async def _until_in_flight(gateway: Gateway, calls: int = 1) -> None:
     """Wait (bounded by the test's deadline) until `calls` client calls are in flight on the
     upstreams."""
-    while sum(len(u.relay._flight) for u in gateway.upstreams.upstreams.values()) != calls:
+    while sum(u.in_flight for u in gateway.upstreams.upstreams.values()) != calls:
         await anyio.sleep(0.01)
 
 

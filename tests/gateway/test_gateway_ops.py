@@ -62,6 +62,9 @@ async def test_health_and_readiness(world: World) -> None:
             assert ready == {"ready": True, "checks": {
                 "state": {"ok": True, "detail": "answers"},
                 "store": {"ok": True, "detail": "answers"},
+                # One principal: the server is shared by all, outside the pool.
+                "pool": {"ok": True, "live": 0, "idle": 0, "refused": {}, "detail":
+                         "0 pooled upstream processes live, 0 idle, 0 starts refused"},
                 "upstreams": {"ok": True, "detail": "1 listed"}}}
             assert gateway.upstreams["time"].starts == 1  # readiness indexed it
 

@@ -3,12 +3,13 @@
 Owns the report and its two halves, each against a baseline from the same run. (1) Per-call
 cost (`bench_calls`): a small MCP server shipped for the bench (`bench_upstream`) called directly
 and through `byref gateway`, interleaved, over stdio and HTTP, over one long session, and for
-large plain and log-like results; every figure a ratio to the direct call. (2) First-turn tool
-surface: the tool declarations (name, description, input schema — what a client hands the model)
-of the four reference servers connected directly, versus the gateway's declarations plus its
-instructions, in characters and tokens. The law: the figures are measured, never assumed; a
-reference server that is not installed is named in `missing` and left out of both sides of the
-comparison, never silently counted.
+large plain and log-like results; every figure a ratio to the direct call; and a call on a
+pooled upstream against one on a shared one, with a principal's first call (`bench_pool`). (2)
+First-turn tool surface: the tool declarations (name, description, input schema — what a client
+hands the model) of the four reference servers connected directly, versus the gateway's
+declarations plus its instructions, in characters and tokens. The law: the figures are
+measured, never assumed; a reference server that is not installed is named in `missing` and left
+out of both sides of the comparison, never silently counted.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from byref.bench.gateway_calls import FULL, Plan, Tick, call_figures
+from byref.bench.gateway_pool import pool_figures
 from byref.bench.gateway_rig import write_config
 from byref.harness.tokens import count_tokens
 
@@ -169,6 +171,7 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
             "plan": asdict(plan),
             "upstream": "byref.bench.gateway_upstream (mcp MCPServer), official mcp client",
             **await call_figures(plan, config, tick),
+            "pool": await pool_figures(min(plan.calls, 200)),
         }
         if surface:
             files = root / "files"

@@ -131,6 +131,16 @@ def format_report(report: dict[str, Any]) -> list[str]:
                 f"  direct mode, by name     {_pair(d['direct_mode'])}",
                 f"  search mode, activated   {_pair(d['search_mode'])}",
                 f"  direct mode ÷ search mode p50 ×{d['direct_mode_vs_search_mode_p50']}"]
+    pool = report.get("pool")
+    if pool:
+        out += [f"upstream pool (HTTP, {pool['calls']} calls alternating; \"share\": \"principal\" "
+                "vs \"all\"):",
+                f"  pooled p50 {pool['pooled_p50_ms']} ms vs shared {pool['shared_p50_ms']} ms "
+                f"(×{pool['pooled_vs_shared_p50']})",
+                f"  first call: shared {pool['first_call_ms']['shared']} ms, pooled "
+                f"{pool['first_call_ms']['pooled']} ms; a second principal's first call (starts "
+                f"its own process) {pool['second_principal_first_call_ms']} ms = "
+                f"×{pool['second_principal_vs_warm']} a warm call"]
     for key, mode in (("first_turn", "search"), ("first_turn_direct", "direct")):
         turn = report.get(key)
         if turn:

@@ -14,8 +14,9 @@ the artifact store holds the bytes.
 The house, lowest wing first (`tests/test_layers.py` pins the order; imports point down):
 `config/` (the file, tokens, values), `access/` (bearer check, grants, the scope a request runs
 as), `ops/` (health, metrics, telemetry), `wire/` (byref's stdio framing on both edges),
-`upstream/` (connections to the servers, their processes, raw calls, relay of their requests and
-logs, input-required rounds, fan-out), `catalog/` (the toolbox and how it is built, proxied tools,
+`upstream/` (connections to the servers, their processes and who shares them — one per principal
+on a shared gateway, pooled —, raw calls, relay of their requests and logs to their owner,
+input-required rounds, fan-out), `catalog/` (the toolbox and how it is built, proxied tools,
 conversion at the edge, metadata, content beside a result, list changes), `passthrough/` (every
 non-tool feature: resources, prompts, completion, logging, roots, byref's artifacts as
 resources), `core.py` (the gateway's life and the call sequence), `edge/` (the MCP server and its

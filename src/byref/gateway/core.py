@@ -49,7 +49,8 @@ from byref.gateway.config.file import GatewayConfig, Grant
 from byref.gateway.ops.health import check_store
 from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import START_RETRY_AFTER, UpstreamManager
+from byref.gateway.upstream.manager import START_RETRY_AFTER
+from byref.gateway.upstream.pool import UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
@@ -127,8 +128,10 @@ class Gateway:
         stack = AsyncExitStack()
         await stack.__aenter__()
         self._group = await stack.enter_async_context(anyio.create_task_group())
-        self._upstreams = UpstreamManager(self.config.servers, self._group,
+        self._upstreams = UpstreamManager(self.config, self._group,
                                           on_change=self._upstream_changed, errlog=self._errlog)
+        if self._upstreams.pooled:  # instances per tenant, principal or conversation: swept
+            await self._group.start(self._upstreams.pool.run)
         self._stack = stack
         if self.config.replicas:
             state = self.scopes.conversations
@@ -377,6 +380,7 @@ class Gateway:
 
 def _metrics(gateway: Gateway) -> GatewayMetrics | None:
     try:
-        return GatewayMetrics(conversations=lambda: len(gateway.scopes.all()))
+        return GatewayMetrics(conversations=lambda: len(gateway.scopes.all()),
+                              pool=lambda: gateway._upstreams.pool if gateway._upstreams else None)
     except RuntimeError:  # prometheus-client is not installed: no metrics, nothing else lost
         return None

@@ -10,7 +10,10 @@ users already write is honoured as their clients read it: `"disabled": true` lea
 `${VAR:-default}` are taken from the environment in `command`, `args`, `env`, `url` and
 `headers` (an unset variable with no default is an error, never a literal `${VAR}` passed on),
 `"type": "stdio" | "http" | "sse"` picks the transport, and VS Code's `"servers"` file is read
-like `"mcpServers"`.
+like `"mcpServers"`. byref's own per-server keys: `"share"` (who shares one upstream process or
+session: `"all"`, `"tenant"`, `"principal"`, `"conversation"`; default `share_of`) and `"roots"`
+(what the server is told when it asks for roots and no client call can answer: URIs or
+`{"uri", "name"}` objects, default none); the pool's limits are `byref.pool`.
 
     {"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]},
                     "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
@@ -22,7 +25,8 @@ like `"mcpServers"`.
                "state": "sqlite:///.byref/state.db", "conversation": "session",
                "conversationTtl": 604800,
                "jwt": {"issuer": "https://login.example", "audience": "byref",
-                       "jwksUri": "https://login.example/jwks", "tenant": "acme"}}}
+                       "jwksUri": "https://login.example/jwks", "tenant": "acme"},
+               "pool": {"idleSeconds": 600, "maxProcesses": 64, "maxPerTenant": 16}}}
 """
 
 from __future__ import annotations
@@ -49,7 +53,9 @@ DEFAULT_TIMEOUT = 60.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
                          "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
-                         "state", "conversation", "conversationTtl", "jwt", "replicas"})
+                         "state", "conversation", "conversationTtl", "jwt", "replicas", "pool"})
+_POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
+SHARES = ("all", "tenant", "principal", "conversation")
 TRANSPORTS = ("stdio", "http", "sse")
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
@@ -58,6 +64,13 @@ INLINE_MEDIA_BYTES = 4 * 1024 * 1024
 beside them); larger ones are stored and shown as a marker only. A full-HD PNG screenshot is
 typically 0.2–3 MB."""
 Transport = Literal["stdio", "http", "sse"]
+Share = Literal["all", "tenant", "principal", "conversation"]
+POOL_IDLE = 600.0
+"""Seconds a pooled upstream process (or session) may sit without a call before it is stopped."""
+POOL_MAX = 64
+"""Pooled upstream processes (and remote sessions) live at once, per gateway."""
+POOL_MAX_PER_TENANT = 16
+"""Pooled upstream processes (and remote sessions) live at once, per tenant."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +91,10 @@ class ServerConfig:
     """Globs of upstream tool names to keep (None: every tool)."""
     deny: tuple[str, ...] = ()
     """Globs of upstream tool names to leave out (applied after `allow`)."""
+    share: Share | None = None
+    """Who shares one process (stdio) or upstream session (url); None: `GatewayConfig.share_of`."""
+    roots: tuple[tuple[str, str | None], ...] = ()
+    """(uri, name) the server is told when it asks for roots and no client call can answer."""
 
     @property
     def transport(self) -> Transport:
@@ -137,6 +154,25 @@ class GatewayConfig:
     """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
     request may land on any replica) and a principal's conversation is written by all of
     them (shared writers)."""
+    pool_idle: float = POOL_IDLE
+    pool_max: int = POOL_MAX
+    pool_max_per_tenant: int = POOL_MAX_PER_TENANT
+
+    @property
+    def principals(self) -> int:
+        """How many principals may connect: the static tokens' distinct (tenant, principal)
+        pairs, or unbounded (a large number) with JWT validation."""
+        if self.jwt is not None:
+            return 1 << 30
+        return len({(g.tenant, g.principal) for g in self.tokens.values()})
+
+    def share_of(self, server: ServerConfig) -> Share:
+        """Who shares `server`'s process or session: its `share`, else one per principal on a
+        gateway more than one principal can reach (a server may keep client state: roots, log
+        level, sessions), else all (one client: one process, as without a pool)."""
+        if server.share is not None:
+            return server.share
+        return "principal" if self.principals > 1 else "all"
 
     def server(self, name: str) -> ServerConfig:
         """The upstream named `name`; raises KeyError naming the configured ones."""
@@ -226,7 +262,28 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
                                 f"{where} byref.workingSet")),
         store=store, tokens=parse_tokens(opts.get("tokens", {}), where), source=source,
         **_conversations(opts, where), jwt=parse_jwt(opts.get("jwt"), where),
+        **_pool(opts.get("pool"), where),
     )
+
+
+def _pool(value: Any, where: str) -> dict[str, Any]:
+    """byref.pool: idleSeconds, maxProcesses, maxPerTenant."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= _POOL_KEYS:
+        raise ConfigError(f"Config {where}: byref.pool must be an object with "
+                          f"{', '.join(map(repr, sorted(_POOL_KEYS)))}, got {value!r}.")
+    out: dict[str, Any] = {}
+    if "idleSeconds" in value:
+        out["pool_idle"] = number(value["idleSeconds"], f"{where} byref.pool.idleSeconds")
+    for key, field_name in (("maxProcesses", "pool_max"), ("maxPerTenant", "pool_max_per_tenant")):
+        if key in value:
+            got = value[key]
+            if isinstance(got, bool) or not isinstance(got, int) or got < 1:
+                raise ConfigError(f"Config {where}: byref.pool.{key} must be a whole number "
+                                  f"of processes, 1 or more, got {got!r}.")
+            out[field_name] = got
+    return out
 
 
 def _disabled(name: Any, entry: Any, where: str) -> bool:
@@ -279,13 +336,38 @@ def _server(name: Any, entry: Any, where: str, timeout: float, base: Path | None
         if base is not None and not Path(cwd).is_absolute():
             cwd = str(base / cwd)
     allow, deny = _filter(entry.get("tools"), at)
+    share = entry.get("share")
+    if share is not None and share not in SHARES:
+        raise ConfigError(f"Config {at}: 'share' must be 'all', 'tenant', 'principal' or "
+                          f"'conversation' (who shares one process of it), got {share!r}.")
     return ServerConfig(
         name=name, command=command, args=tuple(args),
         env=strings(entry.get("env"), at, "env", environ),
         cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
         timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
-        kind=kind, allow=allow, deny=deny,
+        kind=kind, allow=allow, deny=deny, share=share, roots=_roots(entry.get("roots"), at),
     )
+
+
+def _roots(value: Any, at: str) -> tuple[tuple[str, str | None], ...]:
+    """A server's `roots`: URIs, or {"uri": …, "name": …} objects."""
+    if value is None:
+        return ()
+    out: list[tuple[str, str | None]] = []
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, str) and "://" in item:
+                out.append((item, None))
+            elif isinstance(item, dict) and set(item) <= {"uri", "name"} and isinstance(
+                    item.get("uri"), str) and "://" in item["uri"] and isinstance(
+                    item.get("name", ""), str):
+                out.append((item["uri"], item.get("name")))
+            else:
+                break
+        else:
+            return tuple(out)
+    raise ConfigError(f"Config {at}: 'roots' must be a list of root URIs (\"file:///path\") or "
+                      f"{{\"uri\": …, \"name\": …}} objects, got {value!r}.")
 
 
 def _filter(value: Any, at: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:

@@ -6,8 +6,9 @@ serves (200 while the event loop answers); `/readyz` is 200 only when the conver
 answers a lookup, the artifact store answers one, and every upstream has been indexed (listed, or
 failed and reported — a server still starting is not ready yet; the first probe starts the
 listing), else 503 naming what is not; a failed server's reason is given in full (what clients are
-told is only its class) with its configured values taken out; `/metrics` is the Prometheus text of
-this gateway's registry (404 without the `byref[metrics]` extra).
+told is only its class) with its configured values taken out; it shows the upstream pool (pooled
+processes live and idle, starts refused by limit; informative, never unready); `/metrics` is the
+Prometheus text of this gateway's registry (404 without the `byref[metrics]` extra).
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ async def readiness(gateway: Gateway) -> dict[str, dict[str, Any]]:
     indexed = gateway.indexed()
     waiting = sorted(n for n, how in indexed.items() if how == "pending")
     failed = sorted(n for n, how in indexed.items() if how == "failed")
+    pool = gateway.upstreams.pool
+    out["pool"] = {"ok": True, "live": pool.live, "idle": pool.idle_now,
+                   "refused": dict(pool.refused),
+                   "detail": f"{pool.live} pooled upstream processes live, {pool.idle_now} idle, "
+                             f"{sum(pool.refused.values())} starts refused"}
     out["upstreams"] = {
         "ok": not waiting,
         "detail": (f"still listing: {', '.join(waiting)}" if waiting else

@@ -22,6 +22,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
@@ -43,7 +44,7 @@ from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.bypass import lane_usable, lanes_on
-from byref.gateway.wire.sdk_server import ReadStream, WriteStream, connection_of
+from byref.gateway.wire.sdk_server import ReadStream, WriteStream, connection_of, session_manager
 from byref.gateway.wire.stdio import stdio_streams
 from byref.harness import REFS_PROTOCOL
 from byref.lens.gateway import lens_route
@@ -133,9 +134,10 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         if connection is not None:
             state.remember(connection)
         p.seen(ctx)  # told of resource and prompt list changes too
-        if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
-            schemas.seen(await gateway.toolbox())
-        with calling(ctx):  # an upstream started now asks this client for what it needs
+        # Under the request's mark: an upstream listed now runs as (and asks) this client.
+        with calling(ctx, owner=state.scope):
+            if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
+                schemas.seen(await gateway.toolbox())
             declarations = await gateway.declarations(state)
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
@@ -144,10 +146,10 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                        arguments: dict[str, Any]) -> Part:
         # The whole call but its answer: the handler's path and the plain one (`fastpath`).
         state = scope_of(ctx)
-        box = await gateway.toolbox()
-        if ctx.request is not None:
-            schemas.seen(box)
-        with calling(ctx):  # what the upstream asks or says meanwhile reaches this client
+        with calling(ctx, owner=state.scope):  # what the upstream asks or says reaches it
+            box = await gateway.toolbox()
+            if ctx.request is not None:
+                schemas.seen(box)
             return await gateway.call(state, own_name(box, name), arguments,
                                       connection=connection_of(ctx))
 
@@ -159,14 +161,15 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                         ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
-            box = await gateway.toolbox()
+            with calling(ctx, owner=state.scope):
+                box = await gateway.toolbox()
             if ctx.request is not None:
                 schemas.seen(box)
             name = own_name(box, params.name)
 
             # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
             async def run(parked: Parked) -> types.CallToolResult:
-                with calling(ctx, parked):
+                with calling(ctx, parked, owner=state.scope):
                     part = await gateway.call(state, name, params.arguments or {},
                                               connection=connection_of(ctx))
                 return await client_result(gateway.passed, gateway.store, state.store_scope, part)
@@ -247,7 +250,8 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     A request is answered with one JSON body (`json_response`), not an SSE stream: the handlers
     send nothing on a request's own channel before its answer (a tool-list change reaches a
     handshake-era client on its standing GET stream, a 2026-07-28 one on `subscriptions/listen`,
-    which the SDK always streams), and a stream per request costs the gateway ~15% of its time.
+    which the SDK always streams), and a stream per request costs the gateway ~15% of its time;
+    a 2026-07-28 request that opted in to logs or progress is streamed (`lanes/streamed`).
     A plain 2026-07-28 call is answered at the app's edge, after the bearer check, by
     `http_lane` (`lane=False`: every request through the SDK's stack).
     """
@@ -278,6 +282,12 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                                             kept_artifacts=lambda t, p: owned(t, p, None)),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
+    manager = session_manager(server)
+    # A 2026-07-28 request that opted in to logs or progress is streamed (`lanes.streamed`).
+    if isinstance(manager, StreamableHTTPSessionManager) and lane_usable("http"):
+        from byref.gateway.edge.lanes.streamed import stream_opted
+
+        stream_opted(manager)
     if lanes_on(lane) and lane_usable("http"):
         from byref.gateway.edge.lanes.http import HttpLane
 

@@ -2,9 +2,10 @@
 
 Owns `GatewayMetrics`: one registry per gateway (so two gateways in a process never share
 counts) holding calls, errors and latency per server and tool, results placed and the bytes they
-kept out of the context, refusals by reason, and open conversations. The law: metrics are read
-from what the gateway already knows — a call's recorded result part and the typed events its
-dispatch emits (`MetricsSink` sits in front of the event sink) — never by re-reading a result;
+kept out of the context, refusals by reason, open conversations, and the upstream pool (pooled
+processes live and idle, starts refused by limit, instances stopped as idle). The law: metrics
+are read from what the gateway already knows — a call's recorded result part and the typed events
+its dispatch emits (`MetricsSink` sits in front of the event sink) — never by re-reading a result;
 labels are bounded (server and tool names from the catalog, `byref` for the gateway's own tools,
 reasons from dispatch's fixed set), never a value a model wrote.
 """
@@ -33,7 +34,8 @@ class GatewayMetrics:
     """The gateway's Prometheus metrics in their own registry; raises RuntimeError when
     prometheus-client is not installed."""
 
-    def __init__(self, conversations: Callable[[], int] | None = None) -> None:
+    def __init__(self, conversations: Callable[[], int] | None = None,
+                 pool: Callable[[], Any] | None = None) -> None:
         prom = _client()
         self.registry = prom.CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -54,6 +56,9 @@ class GatewayMetrics:
                                         "memory now.", registry=r)
         if conversations is not None:
             self.conversations.set_function(conversations)
+        self._pool = pool
+        if pool is not None:
+            r.register(_PoolCollector(prom, pool))
         self._children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
 
     def call(self, server: str, tool: str, is_error: bool, seconds: float) -> None:
@@ -82,6 +87,40 @@ class GatewayMetrics:
         """The text format a Prometheus scrape reads, and its content type."""
         prom = _client()
         return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST
+
+
+class _PoolCollector:
+    """The upstream pool, read at scrape time (`pool()` is None while the gateway is stopped)."""
+
+    def __init__(self, prom: Any, pool: Callable[[], Any]) -> None:
+        self._prom, self._pool = prom, pool
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Any:
+        from prometheus_client import core
+        pool = self._pool()
+        live = idle = stopped = 0
+        refused: dict[str, int] = {}
+        if pool is not None:
+            live, idle, stopped, refused = pool.live, pool.idle_now, pool.stopped_idle, \
+                dict(pool.refused)
+        processes = core.GaugeMetricFamily(
+            f"{NAMESPACE}_upstream_processes", "Pooled upstream processes (and remote sessions) "
+            "by state: live (running or starting), idle (live with no call in flight).",
+            labels=["state"])
+        processes.add_metric(["live"], live)
+        processes.add_metric(["idle"], idle)
+        yield processes
+        refusals = core.CounterMetricFamily(
+            f"{NAMESPACE}_upstream_refused", "Upstream starts refused by a pool limit.",
+            labels=["limit"])
+        for limit in ("maxProcesses", "maxPerTenant"):
+            refusals.add_metric([limit], refused.get(limit, 0))
+        yield refusals
+        yield core.CounterMetricFamily(f"{NAMESPACE}_upstream_idle_stops", "Pooled upstream "
+                                       "processes stopped after their idle time.", value=stopped)
 
 
 class MetricsSink:

@@ -5,7 +5,7 @@ Owns the gateway's handlers for `prompts/*`, `completion/complete`, `logging/set
 and the one object the server wires every non-tool handler to (the resource handlers are
 `passthrough_resources`'s). Names are the gateway's (`prompts`); every request runs on the
 upstream that owns the name, bounded and failing as a tool call does (`fanout`,
-`Upstream.request`), and under the client request's mark (`relay`), so what the server sends
+`Pooled.request`), and under the client request's mark (`relay`), so what the server sends
 meanwhile reaches that client. The law: a server that lacks a capability contributes nothing to
 its list (never an error), one that fails is left out of a list and named when it is asked
 directly, a grant naming servers sees only their resources and prompts (another's read as ones
@@ -32,8 +32,7 @@ from byref.gateway.passthrough.resources import ResourcePassthrough
 from byref.gateway.passthrough.uris import ARTIFACT_TEMPLATE, unresolved
 from byref.gateway.upstream.fanout import Ctx, Fanout, follow
 from byref.gateway.upstream.inputs import Parking
-from byref.gateway.upstream.manager import Upstream
-from byref.gateway.upstream.relay import calling
+from byref.gateway.upstream.pool import Pooled
 from byref.refs import quote
 from byref.store import ArtifactStore
 
@@ -41,7 +40,7 @@ from byref.store import ArtifactStore
 class Passthrough:
     """The non-tool features of every upstream, behind the gateway's names."""
 
-    def __init__(self, upstreams: Callable[[], dict[str, Upstream]],
+    def __init__(self, upstreams: Callable[[], dict[str, Pooled]],
                  scopes: Callable[[], list[Any]], *, parking: Parking | None = None,
                  owner: Callable[[Ctx], Any] | None = None,
                  store: ArtifactStore | None = None) -> None:
@@ -61,7 +60,7 @@ class Passthrough:
                            ) -> types.ListPromptsResult:
         """One page of the prompts the caller's grant sees, under the gateway's names."""
         self.seen(ctx)
-        with calling(ctx):
+        with self._fan.calling(ctx):
             items = self.prompts.listed(await self._all_prompts())
         sees = self._fan.sees(ctx)
         items = [p for p in items if sees(self.prompts.names[p.name][0])]
@@ -112,7 +111,7 @@ class Passthrough:
         if isinstance(ref, types.ResourceTemplateReference) and self.artifacts is not None and \
                 ref.uri == ARTIFACT_TEMPLATE.uri_template:  # the caller's own refs
             return await self.artifacts.complete(ctx, params.argument.value)
-        with calling(ctx):
+        with self._fan.calling(ctx):
             upstream_ref: types.PromptReference | types.ResourceTemplateReference
             if isinstance(ref, types.PromptReference):
                 server, name = await self._prompt(ref.name)
@@ -135,8 +134,8 @@ class Passthrough:
             return await self._fan.on(server, "completing an argument", complete)
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        """Forwarded to every server that logs (their connection is shared, so the level is the
-        last one any client set)."""
+        """Forwarded to every server that logs, on the caller's instances (`pool`: a server
+        shared by all keeps the last level any client set)."""
         self.seen(ctx)
 
         async def level(client: Client) -> bool:
@@ -145,16 +144,22 @@ class Passthrough:
                 await client.set_logging_level(params.level)
             return True
 
-        with calling(ctx):
+        with self._fan.calling(ctx):
             await self._fan.each("setting its log level", lambda c: c.logging is not None, level)
         return types.EmptyResult()
 
     async def roots_changed(self, ctx: Ctx, params: types.NotificationParams | None) -> None:
-        """The client's roots changed: every running server that asks for roots is told."""
-        for up in self._fan.upstreams().values():
-            client = up.connected
-            if client is None:
+        """The client's roots changed: each running instance serving it is told, and the roots
+        request it sends back is this client's to answer (`Relay.owe_roots`); no other owner's
+        instance hears of it."""
+        with self._fan.calling(ctx) as caller:
+            pass
+        for pooled in self._fan.upstreams().values():
+            up = pooled.serving(caller)
+            client = up.connected if up is not None else None
+            if up is None or client is None:
                 continue
+            up.relay.owe_roots(caller)
             with contextlib.suppress(Exception), warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await client.send_roots_list_changed()

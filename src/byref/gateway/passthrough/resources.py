@@ -38,7 +38,6 @@ from byref.gateway.passthrough.uris import (
     unresolved,
 )
 from byref.gateway.upstream.fanout import Ctx, Fanout, follow
-from byref.gateway.upstream.relay import calling
 from byref.gateway.wire.sdk_server import connection_of
 from byref.refs import quote
 
@@ -77,7 +76,7 @@ class ResourcePassthrough:
                              ) -> types.ListResourcesResult:
         """One page of the resources the caller's grant sees, then the caller's artifacts."""
         self._fan.seen(ctx)
-        with calling(ctx):
+        with self._fan.calling(ctx):
             found = await self._all_resources()
         sees = self._fan.sees(ctx)
         items = [listed_resource(s, r) for s, rs in found.items() if sees(s) for r in rs]
@@ -90,7 +89,7 @@ class ResourcePassthrough:
                              ) -> types.ListResourceTemplatesResult:
         """One page of the templates the caller's grant sees, then the artifact template."""
         self._fan.seen(ctx)
-        with calling(ctx):
+        with self._fan.calling(ctx):
             found = await self._all_templates()
         sees = self._fan.sees(ctx)
         items = [listed_template(s, t) for s, ts in found.items() if sees(s) for t in ts]
@@ -148,7 +147,7 @@ class ResourcePassthrough:
         if ref is not None and self.artifacts is not None:  # stored bytes never change
             await self.artifacts.check(ctx, asked, ref)
             return types.EmptyResult()
-        with calling(ctx):
+        with self._fan.calling(ctx):
             server, uri = await self._owner(asked, self._fan.sees(ctx))
             if not self._fan.sees(ctx)(server):
                 raise unresolved(asked, [])
@@ -194,7 +193,7 @@ class ResourcePassthrough:
         (its updates arrive on the scope's bus, `updated`)."""
         self._fan.seen(ctx)
         pairs: list[tuple[str, str]] = []
-        with calling(ctx):
+        with self._fan.calling(ctx):
             for asked in params.notifications.resource_subscriptions or ():
                 with contextlib.suppress(MCPError):  # a URI no server offers never updates
                     pair = await self._owner(asked, self._fan.sees(ctx))
@@ -225,7 +224,7 @@ class ResourcePassthrough:
         connection = connection_of(ctx)
         if artifact_ref(asked) is not None and self.artifacts is not None:
             return types.EmptyResult()  # nothing was watched
-        with calling(ctx):
+        with self._fan.calling(ctx):
             server, uri = await self._owner(asked)
             if isinstance(connection, Connection) and self.subscriptions.remove(
                     (server, uri), connection) and not self._interest((server, uri)):

@@ -26,20 +26,20 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from byref.gateway.access.bearer import permits_server
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.inputs import Parked, Parking, binding
-from byref.gateway.upstream.manager import Upstream
-from byref.gateway.upstream.relay import calling, may_ask
+from byref.gateway.upstream.pool import Pooled
+from byref.gateway.upstream.relay import Caller, calling, may_ask
 from byref.gateway.wire.sdk_server import connection_of
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
 _PAGES = 100
-"""Upstream pages followed at most (a paginator that never ends cannot hang the gateway)."""
+"""Pooled pages followed at most (a paginator that never ends cannot hang the gateway)."""
 
 
 class Fanout:
     """The upstreams as the non-tool handlers reach them, and the client connections seen."""
 
-    def __init__(self, upstreams: Callable[[], dict[str, Upstream]],
+    def __init__(self, upstreams: Callable[[], dict[str, Pooled]],
                  scopes: Callable[[], list[Any]],
                  notice: Callable[[str, Any], Awaitable[None]], *,
                  parking: Parking | None = None,
@@ -67,6 +67,13 @@ class Fanout:
             self.connections[id(connection)] = connection
             connection.exit_stack.callback(self.connections.pop, id(connection), None)
 
+    def calling(self, ctx: Ctx, park: Parked | None = None) -> contextlib.AbstractContextManager[
+            Caller]:
+        """Mark the request (`relay.calling`) as run by its scope, the owner of the upstream
+        instances it reaches (`pool`)."""
+        owner = getattr(self.owner_of(ctx), "scope", None) if self.owner_of else None
+        return calling(ctx, park, owner=owner)
+
     def sees(self, ctx: Ctx) -> Callable[[str], bool]:
         """Whether the request's grant sees a server (resources and prompts are granted by
         server; an unseen one's are never listed and read as ones no server offers)."""
@@ -79,7 +86,7 @@ class Fanout:
         servers that fail are left out."""
         got: dict[str, T] = {}
 
-        async def one(up: Upstream) -> None:
+        async def one(up: Pooled) -> None:
             async def run(client: Client) -> T | None:
                 return await op(client) if has(client.server_capabilities) else None
 
@@ -108,14 +115,14 @@ class Fanout:
         if self._parking is not None and self.owner_of is not None and \
                 ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
             async def parked(park: Parked) -> T:
-                with calling(ctx, park):
+                with self.calling(ctx, park):
                     return await run()
 
             answer: T | types.InputRequiredResult = await self._parking.call(
                 self.owner_of(ctx), params.request_state, params.input_responses, parked,
                 call=binding(ctx.method, params))
             return answer
-        with calling(ctx):
+        with self.calling(ctx):
             return await run()
 
 

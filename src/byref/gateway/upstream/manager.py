@@ -8,7 +8,8 @@ says what happened, never an exception that escapes into the gateway; a broken c
 dropped and the next call starts the server again, so one bad server never stops the others being
 served (one bounded operation and the words for each failure: `upstream_bounds`). Each
 connection is owned by one task of the gateway's task group (the SDK's client must be entered and
-left in the same task); calls from other tasks use it while it lives.
+left in the same task); calls from other tasks use it while it lives. An `Upstream` is one
+process (or remote session) of a server; which clients share it is `pool`'s.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from byref.gateway.upstream.bounds import (
     failure_class,
     first_line,
 )
-from byref.gateway.upstream.relay import Relay, current
+from byref.gateway.upstream.relay import CALLER, Relay, current
 from byref.gateway.upstream.spawn import Spawned, stdio_process
 from byref.gateway.wire.bypass import lanes_on
 from byref.gateway.wire.sdk_client import create_mcp_http_client
@@ -62,7 +63,7 @@ the gateway's own client speaks is independent (`relay` answers either way)."""
 
 
 class Upstream:
-    """One configured server and its (re)startable connection."""
+    """One process (or remote session) of a configured server: its (re)startable connection."""
 
     def __init__(self, config: ServerConfig, group: anyio.abc.TaskGroup, *,
                  on_change: Callable[[str], Awaitable[None]] | None = None,
@@ -83,8 +84,10 @@ class Upstream:
         SDK reports it as "Server returned an error response" alone."""
         self.redact = redactor(config)
         """`text` without any value this server's entry configures (`config.secrets`)."""
-        self.relay = Relay(config.name)
+        self.relay = Relay(config.name, config.roots)
         """The way back to the client whose request is in flight here (`relay`)."""
+        self.starting = False
+        """Whether a start is under way (it counts as live for the pool's caps)."""
         self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
         """Told (server, notification) of its resource and prompt notifications (`passthrough`)."""
         self._raw_lane = lanes_on()  # off: every call through the SDK's ClientSession
@@ -128,12 +131,33 @@ class Upstream:
                                           meta=meta)  # type: ignore[arg-type]
 
         with self.relay.flight(caller):
-            return await self._bounded(f"running {tool!r}", run)
+            result = await self._bounded(f"running {tool!r}", run)
+            await self.relay.drained(caller)
+            return result
 
     async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
         """Any other operation on the connection, bounded and failing as a call does."""
         with self.relay.flight(current()):
             return await self._bounded(doing, op)
+
+    @property
+    def alive(self) -> bool:
+        """Whether a process (or session) runs or is being started for this upstream."""
+        live = self._live
+        return self.starting or (live is not None and not live.broken.is_set())
+
+    @property
+    def busy(self) -> bool:
+        """Whether an operation is in flight on it (a busy upstream is never stopped as idle)."""
+        live = self._live
+        return self.relay.in_flight > 0 or (live is not None and bool(live.calls))
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of a running stdio upstream, else None."""
+        live = self._live
+        spawned = live.spawned if live is not None and not live.broken.is_set() else None
+        return spawned.pid if spawned is not None else None
 
     @property
     def connected(self) -> Client | None:
@@ -179,6 +203,7 @@ class Upstream:
                 await self._drop(live)
             spawned = self._spawned = Spawned()
             self.http_status = None
+            self.starting = True
             try:
                 with anyio.fail_after(self.config.timeout):
                     started: Live = await self._group.start(self._own)
@@ -195,6 +220,8 @@ class Upstream:
                                  exit_class(exited).removeprefix("it "), started=False)
                 status = f" ({self.http_status})" if self.http_status else ""
                 self._failed(describe(exc) + status, failure_class(exc) + status)
+            finally:
+                self.starting = False
             self.starts += 1
             self.failed_at = None
             self._live = started
@@ -223,6 +250,9 @@ class Upstream:
 
     async def _own(self, *, task_status: anyio.abc.TaskStatus[Live]) -> None:
         """Holds one connection open until it is stopped or breaks (runs in the gateway's group)."""
+        # Whatever the server sends is routed by what is in flight (`relay`), never by the mark
+        # of the request that happened to start it (this task's context is a copy of its).
+        CALLER.set(None)
         live = Live(spawned=self._spawned)
 
         async def on_message(message: Any) -> None:
@@ -313,38 +343,3 @@ class Upstream:
         if sys.platform == "win32" or self._spawned is None:  # pragma: no cover
             return stdio_client(params, errlog=errlog)
         return stdio_process(params, self._spawned, errlog=errlog)
-
-
-class UpstreamManager:
-    """Every configured upstream, by name."""
-
-    def __init__(self, configs: tuple[ServerConfig, ...], group: anyio.abc.TaskGroup, *,
-                 on_change: Callable[[str], Awaitable[None]] | None = None,
-                 errlog: TextIO | None = None) -> None:
-        self.upstreams = {c.name: Upstream(c, group, on_change=on_change, errlog=errlog)
-                          for c in configs}
-
-    def __getitem__(self, name: str) -> Upstream:
-        return self.upstreams[name]
-
-    async def list_all(self) -> tuple[dict[str, list[types.Tool]], dict[str, str]]:
-        """Listings of every server that answers, and why each other one did not (in parallel)."""
-        listings: dict[str, list[types.Tool]] = {}
-        errors: dict[str, str] = {}
-
-        async def one(up: Upstream) -> None:
-            try:
-                listings[up.name] = await up.list_tools()
-            except UpstreamError as exc:
-                errors[up.name] = exc.public
-
-        async with anyio.create_task_group() as group:
-            for up in self.upstreams.values():
-                group.start_soon(one, up)
-        return listings, errors
-
-    async def close(self) -> None:
-        """Close every upstream connection, in parallel."""
-        async with anyio.create_task_group() as group:
-            for up in self.upstreams.values():
-                group.start_soon(up.close)

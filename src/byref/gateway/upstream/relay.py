@@ -1,27 +1,37 @@
 """The way back: what an upstream says to a client reaches the client session that made the call.
 
-Owns the routing of upstream → client traffic: sampling, elicitation and roots requests, progress
-and log notifications. A handler marks the client request it serves (`calling`); an upstream
-operation started under that mark registers the request as in flight on its upstream (`Relay`),
-and whatever the upstream sends meanwhile goes to that request's session — on the request's own
-channel, so over HTTP it rides that call's stream. The law: a message goes to one client, the one
-whose request is in flight on that upstream; when requests of several client sessions are in
-flight at once, a server→client request cannot be attributed and is refused with a reason
-(never guessed), and a notification goes to each of them. Outside any call (a server asking for
-roots after it starts, say) the last session that used the upstream answers on its connection.
-The gateway offers every upstream sampling, elicitation and roots, so tools gated on them stay
-listed; a client that lacks one gets the upstream's request refused, saying so.
+Owns the routing of upstream → client traffic for one upstream process or session: sampling,
+elicitation and roots requests, progress and log notifications. A handler marks the client
+request it serves (`calling`, with the scope it runs as); an upstream operation started under
+that mark registers the request as in flight on its upstream (`Relay`), and whatever the upstream
+sends meanwhile goes to that request's session — on the request's own channel, so over HTTP it
+rides that call's stream. The law: a message goes to one client, the one whose request is in
+flight on that upstream (a request naming a progress token goes to the call that carries it);
+never to "the last session", never broadcast. When requests of several client sessions are in
+flight at once, a server→client request cannot be attributed and is refused with a reason, and a
+log line is dropped. Outside any call, a request goes to the one session of its owner that has
+used this upstream, when the upstream is its principal's alone (`exclusive`) and exactly one such
+session can take requests; otherwise it is refused — except `roots/list`, answered by the session
+that just told the server its roots changed, else from the server's configured `roots` (none by
+default), so another owner's client never decides what a server is told. Which clients
+share one upstream at all is the pool's (`pool`): by default one process per principal on a
+gateway several principals reach. The gateway offers every upstream sampling, elicitation and
+roots, so tools gated on them stay listed; a client that lacks one gets the upstream's request
+refused, saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -31,6 +41,7 @@ from pydantic import BaseModel
 
 from byref.gateway.upstream.inputs import Parked
 from byref.gateway.wire.sdk_server import connection_of
+from byref.store import Scope
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -46,6 +57,8 @@ class Caller:
     ctx: ServerRequestContext[Any, Any]
     park: Parked | None = None
     """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
+    owner: Scope | None = None
+    """The scope the request runs as (which pooled upstream serves it, `pool`)."""
 
     @property
     def connection(self) -> Connection | None:
@@ -119,10 +132,11 @@ CALLER: ContextVar[Caller | None] = ContextVar("byref_gateway_caller", default=N
 
 
 @contextlib.contextmanager
-def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None
-            ) -> Iterator[Caller]:
-    """Mark the client request a handler serves, for every upstream operation it starts."""
-    caller = Caller(ctx, park)
+def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None, *,
+            owner: Scope | None = None) -> Iterator[Caller]:
+    """Mark the client request a handler serves (run as `owner`), for every upstream operation
+    it starts."""
+    caller = Caller(ctx, park, owner)
     token = CALLER.set(caller)
     try:
         yield caller
@@ -146,13 +160,35 @@ _CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elic
                "roots/list": "roots"}
 
 
-class Relay:
-    """One upstream's way back: the client requests in flight on it, and the last one seen."""
+_SESSIONS_KEPT = 4
+DRAIN = 1.0
+"""Seconds a call's answer waits at most for log lines still being passed to its client."""
+ROOTS_OWED = 30.0
+"""Seconds after a session tells a server its roots changed in which the server's roots/list
+outside any call is answered by that session."""
 
-    def __init__(self, server: str) -> None:
+
+class Relay:
+    """One upstream process's (or session's) way back: the client requests in flight on it."""
+
+    def __init__(self, server: str, roots: tuple[tuple[str, str | None], ...] = ()) -> None:
         self.server = server
+        self.roots = roots
+        """The server's configured roots: the answer when no client call can give one."""
+        self.exclusive = False
+        """Whether the upstream serves one principal's sessions only (`pool`): then a request
+        outside any call may go to the one session that used it."""
         self._flight: dict[int, Caller] = {}
-        self._last: Caller | None = None
+        self._owed: tuple[Caller, float] | None = None
+        self._sessions: dict[int, Caller] = {}
+        """The newest request of each client session that used this upstream (a few kept)."""
+        self._delivering: dict[int, set[anyio.Event]] = {}
+        """Log lines being passed to each caller now (a call's answer waits for them)."""
+
+    @property
+    def in_flight(self) -> int:
+        """Client requests in flight on this upstream now."""
+        return len(self._flight)
 
     @contextlib.contextmanager
     def flight(self, caller: Caller | None) -> Iterator[None]:
@@ -162,11 +198,20 @@ class Relay:
             yield
             return
         self._flight[id(caller)] = caller
-        self._last = caller
+        if self.exclusive:
+            self._sessions.pop(caller.key, None)
+            self._sessions[caller.key] = caller
+            while len(self._sessions) > _SESSIONS_KEPT:
+                self._sessions.pop(next(iter(self._sessions)))
         try:
             yield
         finally:
             self._flight.pop(id(caller), None)
+
+    def owe_roots(self, caller: Caller) -> None:
+        """`caller`'s session just told this server its roots changed: the roots/list the server
+        sends back outside any call is that session's to answer (for `ROOTS_OWED` seconds)."""
+        self._owed = (caller, time.monotonic() + ROOTS_OWED)
 
     def _targets(self) -> list[Caller]:
         """One caller per client session in flight (the newest request of each)."""
@@ -175,20 +220,56 @@ class Relay:
             by_session[caller.key] = caller
         return list(by_session.values())
 
+    def _by_token(self, request: Any) -> Caller | None:
+        """The call in flight whose progress token the request names in its `_meta`, if any."""
+        meta = getattr(getattr(request, "params", None), "meta", None) or {}
+        token = meta.get("progressToken") if isinstance(meta, dict) else getattr(
+            meta, "progress_token", None)
+        if token is None:
+            return None
+        found = [c for c in self._flight.values() if c.progress_token == token]
+        return found[0] if len(found) == 1 else None
+
+    def _sole(self) -> Caller | None:
+        """The one session of this upstream's owner that used it, when it can take a request
+        outside a call (a 2026-07-28 client cannot); else None."""
+        if not self.exclusive or len(self._sessions) != 1:
+            return None
+        (caller,) = self._sessions.values()
+        return caller if caller.park is None and caller.connection is not None and \
+            caller.connection.has_standalone_channel else None
+
+    def _configured_roots(self) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name=name)  # type: ignore[arg-type]
+                                            for uri, name in self.roots])
+
     async def forward(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
         """A server→client request, answered by the client whose call is in flight."""
         method = request.method
         what = _CAPABILITY.get(method, method)
-        targets = self._targets()
-        if len(targets) > 1:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=(
-                f"byref gateway: {method} from server {self.server!r} cannot be attributed: calls "
-                f"of {len(targets)} client sessions are in flight on it."))
-        caller, scoped = (targets[0], True) if targets else (self._last, False)
+        caller = self._by_token(request)
+        scoped = True
         if caller is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=(
-                f"byref gateway: no client session has used server {self.server!r} yet, so its "
-                f"{method} has no one to answer it."))
+            targets = self._targets()
+            if len(targets) > 1:
+                return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                    f"byref gateway: {method} from server {self.server!r} cannot be attributed: "
+                    f"calls of {len(targets)} client sessions are in flight on it."))
+            if targets:
+                caller = targets[0]
+            else:
+                owed, self._owed = self._owed, None
+                sole = self._sole()
+                if owed is not None and owed[1] >= time.monotonic() and method == "roots/list":
+                    caller, scoped = owed[0], False
+                elif sole is not None:
+                    caller, scoped = sole, False
+                elif method == "roots/list":
+                    return self._configured_roots()  # type: ignore[return-value]
+                else:
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        f"byref gateway: {method} from server {self.server!r} arrived outside "
+                        f"any client call, so no client can be asked; it is refused."))
         if not caller.supports(what):
             return types.ErrorData(code=types.INVALID_REQUEST, message=(
                 f"byref gateway: the client connected to the gateway does not support {what}, "
@@ -203,13 +284,38 @@ class Relay:
                 f"{exc}"[:300]))
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        """An upstream log message, naming the server, to each session in flight (else the last)."""
+        """An upstream log message, naming the server, to the one session whose call is in
+        flight, else to the owner's sole session (`_sole`); otherwise it is dropped — never
+        guessed, never broadcast."""
+        targets = self._targets()
+        sole = self._sole() if not targets else None
+        if len(targets) != 1 and sole is None:
+            return
         named = params.model_copy(update={
             "logger": self.server if not params.logger else f"{self.server}/{params.logger}"})
-        targets = self._targets()
-        scoped = bool(targets)
-        if not targets and self._last is not None:
-            targets = [self._last]
-        for caller in targets:
+        caller = targets[0] if targets else sole
+        assert caller is not None
+        done = anyio.Event()
+        self._delivering.setdefault(id(caller), set()).add(done)
+        try:
             with contextlib.suppress(Exception):  # a client that cannot take it has gone
-                await caller.log(named, scoped=scoped)
+                await caller.log(named, scoped=bool(targets))
+        finally:
+            done.set()
+            waiting = self._delivering.get(id(caller))
+            if waiting is not None:
+                waiting.discard(done)
+                if not waiting:
+                    del self._delivering[id(caller)]
+
+    async def drained(self, caller: Caller | None) -> None:
+        """Wait (at most `DRAIN` seconds) for the log lines on their way to `caller`: the SDK
+        hands each upstream notification to a task of its own, so the call's result can overtake
+        the last lines the server wrote before it, and a 2026-07-28 call's stream closes with
+        its answer."""
+        if caller is None or (not self._delivering and not caller.forwarded_meta()):
+            return  # nothing on its way, and no 2026-07-28 log opt-in: no checkpoint per call
+        await anyio.lowlevel.checkpoint()  # a delivery already scheduled starts first
+        with anyio.move_on_after(DRAIN):
+            for done in list(self._delivering.get(id(caller), ())):
+                await done.wait()

@@ -23,6 +23,7 @@ try:  # the HTTP entry internals the HTTP lane makes its checks with, as the SDK
         _mcp_param_rejection,
         _SingleExchangeDispatchContext,
         _write,
+        handle_modern_request,
     )
 except ImportError as exc:  # an SDK release that moved them: the HTTP lane stays off
     _HTTP_GAP = f"{exc.name or 'mcp.server'} ({exc})"
@@ -63,6 +64,16 @@ def manager_running(manager: object) -> bool:
     return getattr(manager, "_task_group", None) is not None
 
 
+def manager_entry(manager: object) -> Any:
+    """The session manager's own request handler (what its ASGI app hands a request to)."""
+    return getattr(manager, "_handle_request", None)
+
+
+def manager_lifespan(manager: object) -> Any:
+    """The lifespan state the manager's 2026-07-28 entry runs each request with."""
+    return getattr(manager, "_lifespan_state", None)
+
+
 def has_exit_callbacks(connection: Connection) -> bool:
     """Whether anything was pushed on a connection's exit stack (an empty one unwinds to nothing;
     unknown → True, so it is unwound)."""
@@ -73,5 +84,6 @@ __all__ = [
     "STDIO_CLAIMS", "OpenTelemetryMiddleware", "ReadStream", "WriteStream",
     "_SingleExchangeDispatchContext", "_UnownedTextWrapper", "_claim_fd", "_mcp_param_rejection",
     "_open_stdin_diversion", "_open_stdout_diversion", "_write", "connection_of",
-    "has_exit_callbacks", "lane_gaps", "manager_running", "session_manager",
+    "handle_modern_request", "has_exit_callbacks", "lane_gaps", "manager_entry",
+    "manager_lifespan", "manager_running", "session_manager",
 ]
