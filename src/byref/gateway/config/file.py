@@ -22,7 +22,8 @@ like `"mcpServers"`.
                "state": "sqlite:///.byref/state.db", "conversation": "session",
                "conversationTtl": 604800,
                "jwt": {"issuer": "https://login.example", "audience": "byref",
-                       "jwksUri": "https://login.example/jwks", "tenant": "acme"}}}
+                       "jwksUri": "https://login.example/jwks", "tenant": "acme",
+                       "jwksTimeout": 5, "sameAs": {"alice@example.com": "alice"}}}}
 """
 
 from __future__ import annotations
