@@ -30,7 +30,7 @@ install:
 	@$(PREFIX)/bin/byref --version
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
 	  *) echo "Note: $(PREFIX)/bin is not on your PATH; add it, or run $(PREFIX)/bin/byref";; esac
-	@echo "Hook the gateway into a client: byref hookup --config /path/to/gateway.json"
+	@echo "Hook the gateway into a client: $(PREFIX)/bin/byref hookup --config gateway.json"
 
 uninstall:
 	rm -f $(PREFIX)/bin/byref

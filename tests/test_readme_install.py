@@ -41,15 +41,16 @@ def bare_clone(dest: Path) -> Path:
     return dest
 
 
-def newcomer_env(home: Path) -> dict[str, str]:
-    """A fresh HOME with its ~/.local/bin on PATH (as a login shell adds it); pip keeps its
-    usual cache, so packages are not fetched again."""
+def newcomer_env(home: Path, *, local_bin: bool = True) -> dict[str, str]:
+    """A fresh HOME, with its ~/.local/bin on PATH (as a login shell adds it) unless not
+    `local_bin`; pip keeps its usual cache, so packages are not fetched again."""
     real_cache = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"],
                                 capture_output=True, text=True).stdout.strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "OPENAI_"))}
     path = [p for p in env.get("PATH", "").split(os.pathsep)
             if p and not p.startswith(str(ROOT))]  # not this worktree's .venv/bin
-    env |= {"HOME": str(home), "PATH": os.pathsep.join([str(home / ".local" / "bin"), *path])}
+    env |= {"HOME": str(home), "PATH": os.pathsep.join(
+        [str(home / ".local" / "bin")] * local_bin + path)}
     if real_cache:
         env["PIP_CACHE_DIR"] = real_cache
     home.mkdir(parents=True, exist_ok=True)
@@ -107,7 +108,7 @@ def test_make_install_and_the_hookup_lines_work_as_printed_from_a_bare_clone(
     pytest.importorskip("mcp", reason="the handshake uses the MCP SDK's client")
     clone = bare_clone(tmp_path / "byref")
     home = tmp_path / "home"
-    env = newcomer_env(home)
+    env = newcomer_env(home, local_bin=False)  # the harder case: the lines must not need it
     gateway_config(clone)
     lines = sh_block("byref gateway: any MCP client, one config file")
     assert lines[0].split("#")[0].strip() == "make install"
@@ -135,13 +136,13 @@ def test_make_install_and_the_hookup_lines_work_as_printed_from_a_bare_clone(
         if command == "make install":
             assert (home / ".local" / "bin" / "byref").resolve() == (
                 installed / "bin" / "byref").resolve()
-            assert "is not on your PATH" not in done.stdout
+            assert f"Note: {home / '.local' / 'bin'} is not on your PATH" in done.stdout
             assert re.search(r"^byref \d+\.\d+\.\d+ ", done.stdout, flags=re.M), done.stdout
         elif command.endswith("--json"):
             entry = json.loads(done.stdout)["mcpServers"]["byref"]
             assert Path(entry["command"]).is_absolute()
             assert "search_tools" in handshake([entry["command"], *entry["args"]], env)
-        elif command.startswith("byref hookup"):
+        elif "/byref hookup" in command:
             [claude_line] = [ln.strip() for ln in done.stdout.splitlines()
                              if ln.strip().startswith("claude mcp add")]
             argv = shlex.split(claude_line)[5:]

@@ -126,3 +126,4 @@ async def test_a_token_sees_only_its_own_runs_and_artifacts(tmp_path: Path) -> N
                     assert status == 404
                 group.cancel_scope.cancel()
             sock.close()
+

@@ -114,5 +114,43 @@ async def test_byref_lens_opens_the_conversations_a_gateway_store_holds(tmp_path
         assert "holds no live conversation 'nope'" in done.stderr and CONV in done.stderr
 
     await anyio.to_thread.run_sync(look)
+    await gateway_lens_shows_kept(store)
     assert digest(store) == before  # read-only: the state and the store are as they were
+
+
+async def gateway_lens_shows_kept(store: Path) -> None:
+    """The gateway's /lens app lists a caller's kept conversations, not only open ones: here no
+    conversation is open (`states` is empty) and the stdio caller's is listed from the state.
+    The verified token's claims are put in the request as the SDK's bearer middleware does."""
+    from types import SimpleNamespace
+
+    import httpx
+
+    from byref.conversations import open_state
+    from byref.lens.gateway import lens_app
+    from byref.store import FileStore
+
+    state = open_state(f"sqlite:///{store / 'state.db'}", ttl=None)
+    app = lens_app(lambda: [], FileStore(store), kept=lambda: state)
+
+    def as_caller(tenant: str, principal: str) -> object:
+        async def asgi(scope: dict[str, object], receive: object, send: object) -> None:
+            claims = {"tenant": tenant, "principal": principal}
+            await app({**scope, "user": SimpleNamespace(
+                access_token=SimpleNamespace(claims=claims))}, receive, send)
+        return asgi
+
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=as_caller(
+                "local", "stdio")), base_url="http://127.0.0.1") as http:
+            index = await http.get("/lens/")
+            assert index.status_code == 200 and f'href="/lens/c/{CONV}/"' in index.text
+            page = await http.get(f"/lens/c/{CONV}/")
+            assert page.status_code == 200 and "git__git_show" in page.text
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=as_caller(
+                "local", "mallory")), base_url="http://127.0.0.1") as http:
+            assert "has no conversation yet" in (await http.get("/lens/")).text
+            assert (await http.get(f"/lens/c/{CONV}/")).status_code == 404
+    finally:
+        state.close()
 

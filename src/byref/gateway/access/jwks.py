@@ -59,7 +59,10 @@ class JwksKeys:
             if (age >= self.lifespan * REFRESH_AHEAD and self._flight is None
                     and self.spawn is not None):  # refreshed ahead, in the background
                 self._flight = anyio.Event()
-                self.spawn(self._fetch)
+                try:
+                    self.spawn(self._fetch)
+                except RuntimeError:  # its task group has ended: renewed when it expires
+                    self._flight = None
             found = self._keys.get(kid)
             if found is not None:
                 return found
@@ -74,10 +77,12 @@ class JwksKeys:
         flight = self._flight
         if flight is None:
             flight = self._flight = anyio.Event()
-            if self.spawn is not None:
+            try:
+                if self.spawn is None:
+                    raise RuntimeError("no task group to fetch in")
                 self.spawn(self._fetch)
-            else:
-                with anyio.CancelScope(shield=True):  # the waiters' fetch ends for all of them
+            except RuntimeError:  # none, or it has ended: this request fetches for everyone
+                with anyio.CancelScope(shield=True):  # its waiters' fetch ends for them all
                     await self._fetch()
                 return
         with anyio.move_on_after(self.timeout):

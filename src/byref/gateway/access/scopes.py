@@ -8,8 +8,8 @@ bearer token the config maps to a tenant and principal, a request without a vali
 refused by the HTTP layer before any handler (or upstream) sees it, and refs never resolve
 across scopes — each conversation has its own record, and the store answers another scope's key
 as absent. An owner is a tenant, a principal and the grant's restrictions (`owned`): two tokens
-of one principal with different grants never share a conversation or an artifact. Stored
-results (Blob refs) belong to their owner, not to a conversation, so they keep their meaning
+of one principal with different grants never share a conversation or an artifact. Over HTTP
+stored results (Blob refs) belong to their owner, not to a session, so they keep their meaning
 across sessions and restarts; a conversation addresses Message refs. Conversations: by default
 each MCP session is its own (`"conversation": "session"`; a 2026-07-28 request has no session
 and uses its owner's), `"principal"` shares one across an owner's sessions; over stdio one
@@ -128,9 +128,10 @@ class ScopeState:
     grant: Grant | None = None
     """The restricting grant this conversation was opened under (None: it sees every tool)."""
     artifacts: Scope | None = None
-    """Where this conversation's stored results live: its owner's artifact scope (`owned`), not
-    the conversation, so a Blob ref keeps its meaning when the session that made it is gone (a
-    restart). Message refs are the conversation's own."""
+    """Where this conversation's stored results live. Over HTTP its owner's scope (`owned`), not
+    the session's, so a Blob ref keeps its meaning when the session that made it is gone (a
+    restart); over stdio the conversation's own (a process is one, `--conversation ID` resumes
+    it). Message refs are always the conversation's."""
     owner: str | None = None
     """The owner (`bearer.owner`, the SDK's client_id) whose token opened it; None over stdio."""
     sessions: set[int] = field(default_factory=set)
@@ -145,8 +146,8 @@ class ScopeState:
     def __post_init__(self) -> None:
         self.listen = ListenHandler(self.bus)
         self._saved_declared = self.declared
-        if self.artifacts is None:
-            self.artifacts = owned(self.scope.tenant, self.scope.principal, None)
+        if self.artifacts is None:  # over stdio: the conversation itself (`--conversation`)
+            self.artifacts = self.scope
 
     @property
     def store_scope(self) -> Scope:

@@ -25,7 +25,8 @@ session: `"all"`, `"tenant"`, `"principal"`, `"conversation"`; default `share_of
                "state": "sqlite:///.byref/state.db", "conversation": "session",
                "conversationTtl": 604800,
                "jwt": {"issuer": "https://login.example", "audience": "byref",
-                       "jwksUri": "https://login.example/jwks", "tenant": "acme"},
+                       "jwksUri": "https://login.example/jwks", "tenant": "acme",
+                       "jwksTimeout": 5, "sameAs": {"alice@example.com": "alice"}},
                "pool": {"idleSeconds": 600, "maxProcesses": 64, "maxPerTenant": 16}}}
 """
 
