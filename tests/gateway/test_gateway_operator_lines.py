@@ -30,19 +30,25 @@ async def _call(world: World, servers: dict[str, dict[str, Any]], name: str) -> 
             return text(result)
 
 
-@pytest.mark.parametrize(("command", "cwd", "why"), [
-    ("mcp-server-tiem", None, "the command 'mcp-server-tiem' was not found on PATH"),
-    ("/nowhere/bin/server", None, "the command '/nowhere/bin/server' was not found"),
-    (sys.executable, "/nowhere/dir", "its working directory '/nowhere/dir' does not exist"),
-    ("{readme}", None, "the command '{readme}' is not executable (permission denied)"),
+@pytest.mark.parametrize(("command", "cwd", "why", "kind"), [
+    ("mcp-server-tiem", None, "the command 'mcp-server-tiem' was not found on PATH",
+     "its command was not found"),
+    ("/nowhere/bin/server", None, "the command '/nowhere/bin/server' was not found",
+     "its command was not found"),
+    (sys.executable, "/nowhere/dir", "its working directory '/nowhere/dir' does not exist",
+     "its working directory does not exist"),
+    ("{readme}", None, "the command '{readme}' is not executable (permission denied)",
+     "its command could not be run (permission denied)"),
 ])
 async def test_a_server_that_cannot_start_names_its_command_to_the_operator(
-        world: World, command: str, cwd: str | None, why: str) -> None:
+        world: World, command: str, cwd: str | None, why: str, kind: str) -> None:
+    """The operator's line names the command or directory; a client is told the class of
+    failure alone (a configured value never reaches a client)."""
     readme = str(Path(__file__).resolve().parents[2] / "README.md")  # a file, not executable
     command, why = command.replace("{readme}", readme), why.replace("{readme}", readme)
     entry: dict[str, Any] = {"command": command, **({"cwd": cwd} if cwd else {})}
     said = await _call(world, {"typo": entry}, "typo__anything")
-    assert said == f"'typo__anything' cannot run now: Server 'typo' could not be started: {why}."
+    assert said == f"'typo__anything' cannot run now: Server 'typo' could not be started: {kind}."
     assert f"byref gateway: Server 'typo' could not be started: {why}.\n" in (
         world.log.read_text())
 
@@ -83,7 +89,8 @@ async def test_a_remote_server_refusing_says_its_http_status(
     with _refusing(status) as url:
         said = await _call(world, {"remote": {"url": url, "timeout": 10}}, "remote__x")
     why = f"Server returned an error response (HTTP {status} {reason})"
-    assert said == f"'remote__x' cannot run now: Server 'remote' could not be started: {why}."
+    assert said == (f"'remote__x' cannot run now: Server 'remote' could not be started: it "
+                    f"answered HTTP {status} {reason}.")
     assert f"byref gateway: Server 'remote' could not be started: {why}.\n" in (
         world.log.read_text())
 

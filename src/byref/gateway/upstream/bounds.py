@@ -186,6 +186,8 @@ def failure_class(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         inner = exc.exceptions
         return failure_class(inner[0]) if inner else "its connection failed"
+    if isinstance(exc, SpawnError):
+        return exc.kind
     if isinstance(exc, FileNotFoundError):
         return "its command was not found"
     if isinstance(exc, PermissionError):

@@ -219,7 +219,8 @@ class Upstream:
                     self._failed(exited.removeprefix("it "),
                                  exit_class(exited).removeprefix("it "), started=False)
                 status = f" ({self.http_status})" if self.http_status else ""
-                self._failed(describe(exc) + status, failure_class(exc) + status)
+                self._failed(describe(exc) + status, f"it answered {self.http_status}"
+                             if self.http_status else failure_class(exc))
             finally:
                 self.starting = False
             self.starts += 1

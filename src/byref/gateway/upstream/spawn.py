@@ -92,7 +92,12 @@ class Spawned:
 
 
 class SpawnError(OperatorError, OSError):
-    """A server's process could not be started; the message names the command (or its cwd)."""
+    """A server's process could not be started; the message names the command (or its cwd),
+    `kind` says the class of failure without naming either (what clients are told)."""
+
+    def __init__(self, message: str, kind: str = "it could not be started") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def spawn_failure(exc: OSError, command: str, cwd: object) -> str:
@@ -183,7 +188,12 @@ async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=server.cwd, start_new_session=True)
     except OSError as exc:
-        raise SpawnError(spawn_failure(exc, server.command, server.cwd)) from None
+        why = spawn_failure(exc, server.command, server.cwd)
+        kind = ("its working directory does not exist" if "working directory" in why else
+                "its command was not found" if isinstance(exc, FileNotFoundError) else
+                "its command could not be run (permission denied)"
+                if isinstance(exc, PermissionError) else "its command could not be run")
+        raise SpawnError(why, kind) from None
     spawned.pid, spawned._process = process.pid, process
     _LIVE_GROUPS.add(process.pid)
     assert process.stdout is not None and process.stdin is not None
