@@ -22,7 +22,7 @@ if ! command -v chromedriver >/dev/null 2>&1; then
     echo "chromium: no apt-get as root here; the lens browser tests will skip"
   fi
 fi
-# HAProxy for the gateway replica tests (tests/gateway/test_gateway_replicas.py), from Debian.
+# HAProxy for the gateway replica tests (tests/gateway/edge/test_gateway_replicas.py), from Debian.
 if ! command -v haproxy >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q haproxy >/dev/null 2>&1 || echo "haproxy not installed: the replica test will skip"
 fi

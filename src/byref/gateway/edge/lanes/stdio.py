@@ -20,7 +20,7 @@ teardown closes the writer), the handler sees a context built as the SDK's runne
 era's `Connection`, a `ServerSession` whose back-channel, `lane_context`, is the SDK's dispatcher
 on a handshake connection and notify-only on a 2026-07-28 one). Every other line, and every line
 before the SDK's loop has served a request, goes to the SDK unchanged (pinned against the SDK
-path, tests/gateway/test_gateway_lane*.py).
+path, tests/gateway/edge/test_gateway_lane*.py).
 """
 
 from __future__ import annotations

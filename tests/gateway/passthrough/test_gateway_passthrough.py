@@ -26,7 +26,7 @@ from byref.gateway.passthrough.pages import PAGE
 from byref.gateway.passthrough.uris import namespaced
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EVERYTHING = ROOT / "node_modules" / ".bin" / "mcp-server-everything"
 STATIC = "demo://resource/static/document/architecture.md"
 GENERATIONS = ["legacy", "auto"]  # the handshake era, and 2026-07-28 (what auto negotiates)

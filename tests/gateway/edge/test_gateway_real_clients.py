@@ -18,7 +18,7 @@ import anyio
 import pytest
 from _gateway_rig import World
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INSPECTOR = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" \
     / "build" / "index.js"
 NODE = ROOT / "node_modules" / ".bin" / "node"  # the pinned Node 22 (`make upstreams`)

@@ -44,7 +44,7 @@ async def test_a_server_that_cannot_start_names_its_command_to_the_operator(
         world: World, command: str, cwd: str | None, why: str, kind: str) -> None:
     """The operator's line names the command or directory; a client is told the class of
     failure alone (a configured value never reaches a client)."""
-    readme = str(Path(__file__).resolve().parents[2] / "README.md")  # a file, not executable
+    readme = str(Path(__file__).resolve().parents[3] / "README.md")  # a file, not executable
     command, why = command.replace("{readme}", readme), why.replace("{readme}", readme)
     entry: dict[str, Any] = {"command": command, **({"cwd": cwd} if cwd else {})}
     said = await _call(world, {"typo": entry}, "typo__anything")

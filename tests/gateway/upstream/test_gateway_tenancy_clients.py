@@ -19,7 +19,7 @@ from _gateway_rig import World
 from test_gateway_tenancy import ALICE, MALLORY, TOKENS, client, serving
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EVERYTHING = ROOT / "node_modules" / ".bin" / "mcp-server-everything"
 FILESYSTEM = ROOT / "node_modules" / ".bin" / "mcp-server-filesystem"
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NODE = ROOT / "node_modules" / ".bin" / "node"
 SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 SERVER = FIXTURES / "conformance_server.py"
 AUTH = FIXTURES / "conformance_auth.mjs"
 TOKEN = "conformance-token-0123456789abcdef"
