@@ -41,7 +41,11 @@ test: $(BIN)/python upstreams
 	./scripts/services.sh
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --durations=20
+	# The protocol tests again with every byref lane off: the SDK's own paths answer the same.
+	BYREF_SDK_PATHS_ONLY=1 $(BIN)/pytest -p no:cacheprovider \
+	  tests/gateway/edge/test_gateway_conformance.py tests/gateway/edge/test_gateway_real_clients.py \
+	  tests/gateway/edge/test_gateway_transports.py tests/gateway/edge/test_gateway_sdk_switch.py
 
 # Real MCP servers the gateway tests drive. mcp-server-sqlite needs the 1.x SDK, so it gets its
 # own virtualenv; the filesystem and everything servers, the conformance suite and the pinned
