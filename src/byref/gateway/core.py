@@ -60,6 +60,10 @@ RESULT_TRIES = 20
 LIST_GRACE = 8.0
 """Seconds a call (search_tools, a proxied call) waits for upstreams still starting; later ones
 are indexed on arrival and announced."""
+LIST_RESUMED = 3.0
+"""Seconds a tools/list of a conversation resumed with tools activated waits for their servers
+(a client that lists once, as the Inspector CLI does per run, sees them; under Claude Code's
+~5 s)."""
 PLACED_PREVIEW_CHARS = 1_000
 """Preview characters in a placed result's substitute (the whole substitute stays < 2,000)."""
 
@@ -321,20 +325,23 @@ class Gateway:
             found = self._granted[state.grant] = self._build(state.grant)
         return found
 
-    @property
-    def list_wait(self) -> float:
+    def list_wait(self, state: ScopeState | None = None) -> float:
         """Seconds a tools/list waits for servers still starting: none when it declares only the
         scaffolding (search mode), `LIST_READY` when it declares upstream tools (direct mode,
-        alwaysLoad); the rest are announced as they arrive. Claude Code gives up on a tools/list
-        after ~5 s and then shows no tool of the gateway at all."""
-        needs_upstreams = self.config.mode == "direct" or bool(self.config.always_load)
-        return min(self.list_grace, LIST_READY) if needs_upstreams else 0.0
+        alwaysLoad), `LIST_RESUMED` for a conversation resumed with tools activated; the rest
+        are announced as they arrive. Claude Code gives up on a tools/list after ~5 s and then
+        shows no tool of the gateway at all."""
+        if self.config.mode == "direct" or self.config.always_load:
+            return min(self.list_grace, LIST_READY)
+        if state is not None and state.declared:
+            return min(self.list_grace, LIST_RESUMED)
+        return 0.0
 
     async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
         """What this scope's client is declared now: scaffolding plus its working set.
 
         Servers still starting are waited for at most `list_wait` (see `toolbox`)."""
-        box = await self.toolbox_for(state, self.list_wait)
+        box = await self.toolbox_for(state, self.list_wait(state))
         return declare(box.catalog, (*box.scaffolding, *box.pinned), state.transcript,
                         budget=self.config.working_set).declarations
 

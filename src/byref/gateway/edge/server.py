@@ -133,7 +133,7 @@ def build_server(gateway: Gateway) -> GatewayServer:
             state.remember(connection)
         p.seen(ctx)  # told of resource and prompt list changes too
         if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
-            schemas.seen(await gateway.toolbox(gateway.list_wait))
+            schemas.seen(await gateway.toolbox(gateway.list_wait(state)))
         with calling(ctx):  # an upstream started now asks this client for what it needs
             declarations = await gateway.declarations(state)
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
