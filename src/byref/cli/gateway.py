@@ -6,7 +6,10 @@ HTTP it listens on --host/--port (0 picks a free port; the address is printed on
 the config's byref.tokens. Conversations (the records Message refs address) are kept by
 --state (default: SQLite beside a file store, else memory); over stdio --conversation ID resumes
 one, and a second stdio gateway on a conversation another one holds is refused (exit 2).
-A bad config, store or state URL or address is a one-line error and exit code 2.
+A bad config, store or state URL or address is a one-line error and exit code 2. SIGTERM, SIGINT
+or SIGHUP stops it (over HTTP gracefully: requests in flight answered, open streams ended) with
+exit code 0 and nothing printed, as does the end of stdin; stdin or stdout on /dev/null, a file or
+closed is served as a pipe is.
 """
 
 from __future__ import annotations
@@ -86,10 +89,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"byref gateway: the MCP SDK is not installed; run: {install_hint('mcp')}",
               file=sys.stderr)
         return 2
+    import signal
+    import threading
+
     import anyio
 
     if args.sdk_paths_only:  # the one switch (`gateway.wire.bypass`), read by both edges
         os.environ["BYREF_SDK_PATHS_ONLY"] = "1"
+    _standard_streams()
     try:
         options = loop_options(args.loop)
     except ModuleNotFoundError:
@@ -144,19 +151,24 @@ def run(args: argparse.Namespace) -> int:
             return 2
 
     async def main() -> None:
-        async with gateway, anyio.create_task_group() as group:
-            # SIGTERM / SIGHUP stop the gateway as stdin's end does: every upstream's process
-            # group is ended on the way out (Python's default would exit and orphan them).
-            group.start_soon(_stop_on_signal, group.cancel_scope)
-            if sock is None:
-                await serve_stdio(gateway)
-            else:
-                await serve_http(gateway, sock)
-            group.cancel_scope.cancel()
+        async with gateway, anyio.create_task_group() as signals:
+            stopping = anyio.Event()
+            await signals.start(_on_signals, stopping, signals.cancel_scope)
+            async with anyio.create_task_group() as group:
+                if sock is None:  # stdio: a stop is the end of stdin, said sooner
+                    group.start_soon(_cancel_when, stopping, group.cancel_scope)
+                    await serve_stdio(gateway)
+                else:
+                    await serve_http(gateway, sock, stop=stopping)
+                group.cancel_scope.cancel()
+            signals.cancel_scope.cancel()
 
     from byref.gateway.upstream.spawn import end_all
     from byref.store.port import StoreUnavailableError
 
+    # Until the event loop listens (`_on_signals`), SIGTERM is Ctrl-C: a quiet exit.
+    previous = (signal.signal(signal.SIGTERM, _interrupt)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         anyio.run(main, backend_options=options)
     except KeyboardInterrupt:
@@ -170,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
             sock.close()
         if held is not None:
             held.release()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 
@@ -187,12 +201,53 @@ def listen_failure(exc: OSError, host: str, port: int) -> str:
     return f"{where}."
 
 
-async def _stop_on_signal(scope: Any) -> None:
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+"""What stops the gateway (what Docker, systemd and Kubernetes send, Ctrl-C, a closed terminal):
+every upstream's process group is ended on the way out (Python's default would exit and orphan
+them); a second one stops it at once."""
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # a stop before the event loop listens: as Ctrl-C, a quiet exit
+
+
+async def _on_signals(stopping: Any, scope: Any, *,
+                      task_status: Any) -> None:
     import signal
 
     import anyio
 
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-        async for _ in signals:
-            scope.cancel()
-            return
+    wanted = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
+    with anyio.open_signal_receiver(*wanted) as received:
+        task_status.started()
+        async for _ in received:
+            if stopping.is_set():
+                scope.cancel()
+                return
+            stopping.set()
+
+
+async def _cancel_when(stopping: Any, scope: Any) -> None:
+    await stopping.wait()
+    scope.cancel()
+
+
+def _standard_streams() -> None:
+    """Give each closed standard descriptor the null device, and Python a file on it.
+
+    Why: a closed descriptor is the first one the process opens next (the event loop's own, a
+    socket), which the gateway would then serve the wire on, and uvloop aborts the process when
+    it closes a descriptor below 3. Closed stdin then reads as empty (the gateway ends at once),
+    closed stdout swallows what is written."""
+    import os
+
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115 -- for the process's life

@@ -10,7 +10,9 @@ then a changed tool list is announced.
 
 The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
 the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream
-catalog is read lazily (the first request that needs it starts the servers); a result's `seq` in
+catalog is read lazily (the first request that needs it starts the servers), a client's list
+never waits long for a server still starting (`list_wait`) and what arrives later is announced
+once per settled change (`catalog.settling`); a result's `seq` in
 the transcript is the one its refs were rendered with (local tools run and are recorded under the
 scope's lock; proxied results carry no recipes, so they are recorded when they arrive and a slow
 upstream never holds up other calls).
@@ -44,12 +46,13 @@ from byref.gateway.catalog.build import build_toolbox, refuse_call_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.listchanges import ListChanges
 from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES
+from byref.gateway.catalog.settling import Settling
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.gateway.ops.health import check_store
 from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import START_RETRY_AFTER
+from byref.gateway.upstream.manager import LIST_READY, START_RETRY_AFTER
 from byref.gateway.upstream.pool import UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
@@ -59,8 +62,12 @@ from byref.transcript import Part, Transcript
 RESULT_TRIES = 20
 """Times a local call runs again when another replica wrote between its call and its result."""
 LIST_GRACE = 8.0
-"""Seconds a tools/list waits for upstreams still starting (under the MCP Inspector's 10 s request
-timeout; a normal start takes 0.3-3 s); later ones are indexed on arrival and announced."""
+"""Seconds a call (search_tools, a proxied call) waits for upstreams still starting; later ones
+are indexed on arrival and announced."""
+LIST_RESUMED = 3.0
+"""Seconds a tools/list of a conversation resumed with tools activated waits for their servers
+(a client that lists once, as the Inspector CLI does per run, sees them; under Claude Code's
+~5 s)."""
 PLACED_PREVIEW_CHARS = 1_000
 """Preview characters in a placed result's substitute (the whole substitute stays < 2,000)."""
 
@@ -108,6 +115,9 @@ class Gateway:
         """Servers a request already waited the full `list_grace` for (not waited for again)."""
         self._dirty = False
         self._version = 0
+        self._announced = 0
+        """The toolbox version last announced to every scope (an unchanged one is not)."""
+        self._settling = Settling(self._reannounce, lambda: bool(self._served_early))
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._upstreams: UpstreamManager | None = None
@@ -176,7 +186,8 @@ class Gateway:
         Each upstream is listed in its own task, so one slow or hung server delays no other.
         This waits for listings in flight at most `wait` seconds (default `list_grace`); a
         server still starting then is indexed when it arrives and announced to every scope by a
-        list change, and is not waited for again (its tools' calls are refused as starting).
+        list change (`_changed`), and once a call waited the full grace for it, it is not waited
+        for again (its tools' calls are refused as starting).
         """
         box = self._box
         if box is not None and not self._dirty and not self._stale and not self._errors and (
@@ -216,7 +227,7 @@ class Gateway:
         except Exception as exc:  # an upstream that cannot list is reported, not fatal
             got = f"Server {name!r} could not be listed ({type(exc).__name__})."
             self.failures[name] = f"{got[:-1]}: {exc}"
-        before = self._listings.get(name, self._errors.get(name))
+        before: list[types.Tool] | str | None = self._listings.get(name, self._errors.get(name))
         heard = name in self._heard
         self._heard.discard(name)
         if isinstance(got, str):
@@ -228,12 +239,14 @@ class Gateway:
         if self._list_changes is not None and before is not None and got != before and not heard:
             assert self._group is not None  # re-indexed here: the other replicas re-list it
             self._group.start_soon(self._list_changes.announce, name)
-        self._dirty = True
+        if got != before:
+            self._dirty = True
         self._pending.pop(name).set()
         self._waited.discard(name)
-        if name in self._served_early:  # a client was answered without it: tell it now
-            self._served_early.discard(name)
-            await self._reannounce()
+        early = name in self._served_early
+        self._served_early.discard(name)
+        if early or self._settling.settling:  # a client was answered without it: tell it
+            self._changed()
 
     def _retry_due(self, name: str) -> bool:
         failed = self.upstreams[name].failed_at
@@ -261,8 +274,11 @@ class Gateway:
     async def _upstream_changed(self, server: str) -> None:
         """An upstream's tool list changed: re-index it and tell every scope's clients."""
         self._stale.add(server)
-        if self._group is not None:
-            self._group.start_soon(self._reannounce)
+        if self._group is not None:  # re-listed now; announced once that settles
+            self._start_listings()
+            if server in self._pending:
+                self._served_early.add(server)
+        self._changed()
 
     async def _replica_changed(self, server: str) -> None:
         """Another replica's `server` changed its tools: re-list ours, tell our clients."""
@@ -290,8 +306,17 @@ class Gateway:
                 state.declared = now
                 await state.announce()
 
+    def _changed(self) -> None:
+        """The catalog changed (a server listed after a client was answered without it, or a
+        server said its tools changed): announced once it settles (`Settling`)."""
+        if self._group is not None:
+            self._settling.changed(self._group)
+
     async def _reannounce(self) -> None:
-        box = await self.toolbox()
+        box = await self.toolbox(wait=0)  # what is ready now; later arrivals announce themselves
+        if box.version == self._announced:
+            return
+        self._announced = box.version
         for state in self.scopes.all():
             state.declared = tuple(self.working_set(state, box))
             await state.announce()
@@ -306,10 +331,11 @@ class Gateway:
                 else "pending" for name in self.upstreams.upstreams}
 
     # -- serving -------------------------------------------------------------------------------
-    async def toolbox_for(self, state: ScopeState) -> Toolbox:
+    async def toolbox_for(self, state: ScopeState, wait: float | None = None) -> Toolbox:
         """The toolbox `state`'s grant sees: every tool, or only its servers' and tools' (a
-        catalog of its own, so search, activation and calls cannot reach the others)."""
-        box = await self.toolbox()
+        catalog of its own, so search, activation and calls cannot reach the others); `wait` as
+        `toolbox`'s."""
+        box = await self.toolbox(wait)
         if state.grant is None:
             return box
         found = self._granted.get(state.grant)
@@ -317,11 +343,23 @@ class Gateway:
             found = self._granted[state.grant] = self._build(state.grant)
         return found
 
+    def list_wait(self, state: ScopeState | None = None) -> float:
+        """Seconds a tools/list waits for servers still starting: none when it declares only the
+        scaffolding (search mode), `LIST_READY` when it declares upstream tools (direct mode,
+        alwaysLoad), `LIST_RESUMED` for a conversation resumed with tools activated; the rest
+        are announced as they arrive. Claude Code gives up on a tools/list after ~5 s and then
+        shows no tool of the gateway at all."""
+        if self.config.mode == "direct" or self.config.always_load:
+            return min(self.list_grace, LIST_READY)
+        if state is not None and state.declared:
+            return min(self.list_grace, LIST_RESUMED)
+        return 0.0
+
     async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
         """What this scope's client is declared now: scaffolding plus its working set.
 
-        A listing waits at most LIST_GRACE for servers still starting (see `toolbox`)."""
-        box = await self.toolbox_for(state)
+        Servers still starting are waited for at most `list_wait` (see `toolbox`)."""
+        box = await self.toolbox_for(state, self.list_wait(state))
         return declare(box.catalog, (*box.scaffolding, *box.pinned), state.transcript,
                         budget=self.config.working_set).declarations
 

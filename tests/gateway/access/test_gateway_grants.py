@@ -59,8 +59,9 @@ async def _refused(call: Any) -> str:
 
 async def test_a_grant_hides_another_servers_resources_and_prompts(world: World) -> None:
     with anyio.fail_after(90):
-        async with serving(world, _servers(), tokens=TOKENS) as (_gateway, url), client(
+        async with serving(world, _servers(), tokens=TOKENS) as (gateway, url), client(
                 url, OPEN) as limited, client(url, FULL) as full:
+            await gateway.toolbox(wait=30)  # every server up: a list answers without one starting
             seen = await _uris(limited)
             assert "byref://open/item://1" in seen
             assert not any(u.startswith("byref://secret/") for u in seen), sorted(seen)[:5]

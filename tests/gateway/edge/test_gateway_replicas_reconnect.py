@@ -60,7 +60,10 @@ async def test_an_activation_missed_while_not_listening_is_announced_after_recon
         a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
         with anyio.fail_after(60):
             async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b:
-                # B holds the principal's conversation, without the tool.
+                # B holds the principal's conversation, without the tool; it indexes its
+                # catalog first (a call waits for it; a list would not, and the server's
+                # arrival would be announced on the stream below too).
+                await on_b.call_tool("search_tools", {"query": "grow"})
                 assert "shared__grow" not in {t.name for t in (await on_b.list_tools()).tools}
                 assert len(await anyio.to_thread.run_sync(_listeners, table)) == 2
                 async with on_b.listen(tools_list_changed=True) as heard:

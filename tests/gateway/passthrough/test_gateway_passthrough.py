@@ -65,6 +65,7 @@ async def _all_resources(client: Client) -> list[types.Resource]:
 async def test_resources_are_listed_per_server_and_read_back(world: World, mode: str) -> None:
     with anyio.fail_after(60):
         async with running(world, everything()) as (_g, server), Client(server, mode=mode) as c:
+            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
             listed = {str(r.uri) for r in await _all_resources(c)}
             assert namespaced("everything", STATIC) in listed
             assert all(u.startswith("byref://everything/") for u in listed)
@@ -96,6 +97,7 @@ async def test_a_uri_no_server_offers_is_refused_saying_how_uris_are_named(world
 async def test_prompts_are_named_like_tools_and_complete(world: World, mode: str) -> None:
     with anyio.fail_after(60):
         async with running(world, everything()) as (_g, server), Client(server, mode=mode) as c:
+            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
             names = {p.name for p in (await c.list_prompts()).prompts}
             assert {"everything__simple-prompt", "everything__args-prompt"} <= names
             got = await c.get_prompt("everything__args-prompt", {"city": "Paris"})
@@ -236,6 +238,7 @@ async def test_the_gateways_lists_paginate_over_the_servers_pages(world: World) 
     with anyio.fail_after(60):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, mode="legacy") as c:
+            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
             first = await c.list_resources()
             assert len(first.resources) == PAGE and first.next_cursor
             every = await _all_resources(c)
@@ -338,6 +341,7 @@ async def test_a_template_argument_completes_on_its_server(world: World) -> None
     with anyio.fail_after(60):
         async with running(world, everything()) as (_g, server), Client(server, mode="legacy") \
                 as c:
+            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
             templates = (await c.list_resource_templates()).resource_templates
             template = next(t.uri_template for t in templates if "dynamic/text" in t.uri_template)
             done = await c.complete(types.ResourceTemplateReference(type="ref/resource",

@@ -102,6 +102,7 @@ async def test_a_server_that_cannot_start_is_reported_and_the_rest_are_served(
                         "timeout": 1}}
     with anyio.fail_after(30):
         async with running(world, servers) as (gateway, server), Client(server) as client:
+            await gateway.toolbox()  # listed (a first list does not wait for servers starting)
             listed = await client.list_tools()
             search = next(t for t in listed.tools if t.name == "search_tools")
             assert ("Server 'ghost' could not be started: its command was not found."

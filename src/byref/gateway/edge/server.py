@@ -11,12 +11,14 @@ loop, and a tool-list change reaches each (handshake-era: a notification on the 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
+import anyio
 import mcp_types as types
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
@@ -137,7 +139,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         # Under the request's mark: an upstream listed now runs as (and asks) this client.
         with calling(ctx, owner=state.scope):
             if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
-                schemas.seen(await gateway.toolbox())
+                schemas.seen(await gateway.toolbox(gateway.list_wait(state)))
             declarations = await gateway.declarations(state)
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
@@ -282,6 +284,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                                             kept_artifacts=lambda t, p: owned(t, p, None)),
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
+    app.state.mcp_server = server  # a graceful stop ends its sessions' streams (`serve_http`)
     manager = session_manager(server)
     # A 2026-07-28 request that opted in to logs or progress is streamed (`lanes.streamed`).
     if isinstance(manager, StreamableHTTPSessionManager) and lane_usable("http"):
@@ -325,19 +328,67 @@ def listen_socket(host: str = "127.0.0.1", port: int = 8848) -> socket.socket:
 
 
 async def serve_http(gateway: Gateway, sock: socket.socket, *,
-                     announce: TextIO | None = None, lane: bool = True) -> None:
-    """Serve streamable HTTP on a listening socket until cancelled (`lane`: `http_app`'s)."""
+                     announce: TextIO | None = None, lane: bool = True,
+                     stop: anyio.Event | None = None) -> None:
+    """Serve streamable HTTP on a listening socket until cancelled or `stop` is set (`lane`:
+    `http_app`'s).
+
+    `stop` is a graceful end, the one a SIGTERM asks for (its caller owns the signals; uvicorn
+    installs none): no connection is accepted after it, the requests in flight are answered (at
+    most `STOP_GRACE` s), every listen stream ends with its closing result and every standing
+    notification stream is closed, then the app's lifespan ends as usual. Without `stop`, uvicorn
+    handles SIGINT and SIGTERM itself, as it does for any app.
+    """
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     app = http_app(gateway, host=host, port=port, lane=lane)
     # No access log: at this log level its lines are never shown, yet each response would still
     # format the client's address and path for it.
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    server = uvicorn.Server(config)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                            timeout_graceful_shutdown=STOP_GRACE)
+    server = uvicorn.Server(config) if stop is None else _quiet_uvicorn(config)
     out = announce if announce is not None else sys.stderr
     print(f"byref gateway listening on http://{_url_host(host)}:{port}/mcp", file=out, flush=True)
-    await server.serve(sockets=[sock])
+    if stop is None:
+        await server.serve(sockets=[sock])
+        return
+    async with anyio.create_task_group() as group:
+        group.start_soon(_stop_when, stop, server, gateway, app.state.mcp_server)
+        await server.serve(sockets=[sock])
+        group.cancel_scope.cancel()
+
+
+STOP_GRACE = 10
+"""Seconds a graceful stop over HTTP waits for the requests in flight (then they are cancelled)."""
+
+
+def _quiet_uvicorn(config: Any) -> Any:
+    """A uvicorn server that installs no signal handlers (it would re-raise a caught SIGTERM
+    after its shutdown, killing the process by the signal): its caller sets `should_exit`."""
+    import uvicorn
+
+    class Quiet(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return Quiet(config)
+
+
+async def _stop_when(stop: anyio.Event, server: Any, gateway: Gateway, mcp: GatewayServer
+                     ) -> None:
+    await stop.wait()
+    server.should_exit = True
+    # Streams that never end on their own would hold the shutdown until its grace runs out:
+    # 2026-07-28 listen streams end gracefully (their closing result), and each handshake-era
+    # session's standing GET stream is closed (the client is told to reconnect, and cannot).
+    for state in gateway.scopes.all():
+        state.listen.close()
+    manager = mcp.session_manager
+    for transport in list(getattr(manager, "_server_instances", {}).values()):
+        with contextlib.suppress(Exception):
+            transport.close_standalone_sse_stream()
 
 
 def _url_host(host: str) -> str:

@@ -61,17 +61,20 @@ class Passthrough:
         """One page of the prompts the caller's grant sees, under the gateway's names."""
         self.seen(ctx)
         with self._fan.calling(ctx):
-            items = self.prompts.listed(await self._all_prompts())
+            items = self.prompts.listed(await self._all_prompts(listing=True))
         sees = self._fan.sees(ctx)
         items = [p for p in items if sees(self.prompts.names[p.name][0])]
         got, cursor = page(items, params.cursor if params else None)
         return types.ListPromptsResult(prompts=got, next_cursor=cursor)
 
-    async def _all_prompts(self) -> dict[str, list[types.Prompt]]:
+    async def _all_prompts(self, *, listing: bool = False) -> dict[str, list[types.Prompt]]:
+        # `listing`: a client's list, answered without a server still starting (`Fanout.each`).
         async def fetch(client: Client) -> list[types.Prompt]:
             return await follow(lambda c: client.list_prompts(cursor=c), "prompts")
 
-        return await self._fan.each("listing its prompts", lambda c: c.prompts is not None, fetch)
+        return await self._fan.each(
+            "listing its prompts", lambda c: c.prompts is not None, fetch,
+            late=types.PromptListChangedNotification() if listing else None)
 
     async def _prompt(self, name: str, sees: Callable[[str], bool] | None = None
                       ) -> tuple[str, str]:

@@ -53,21 +53,25 @@ class ResourcePassthrough:
         self._listening: dict[tuple[str, str], int] = {}
         """(server, URI) → 2026-07-28 listen streams watching it."""
 
-    async def _all_resources(self) -> dict[str, list[types.Resource]]:
+    async def _all_resources(self, *, listing: bool = False) -> dict[str, list[types.Resource]]:
+        # `listing`: a client's list, answered without a server still starting (`Fanout.each`).
         async def fetch(client: Client) -> list[types.Resource]:
             return await follow(lambda c: client.list_resources(cursor=c), "resources")
 
-        found = await self._fan.each("listing its resources", _has_resources, fetch)
+        found = await self._fan.each("listing its resources", _has_resources, fetch,
+                                     late=_RESOURCES_CHANGED if listing else None)
         for server, resources in found.items():
             self.index.listed(server, resources)
         return found
 
-    async def _all_templates(self) -> dict[str, list[types.ResourceTemplate]]:
+    async def _all_templates(self, *, listing: bool = False
+                             ) -> dict[str, list[types.ResourceTemplate]]:
         async def fetch(client: Client) -> list[types.ResourceTemplate]:
             return await follow(lambda c: client.list_resource_templates(cursor=c),
                                 "resource_templates")
 
-        found = await self._fan.each("listing its resource templates", _has_resources, fetch)
+        found = await self._fan.each("listing its resource templates", _has_resources, fetch,
+                                     late=_RESOURCES_CHANGED if listing else None)
         for server, templates in found.items():
             self.index.listed_templates(server, templates)
         return found
@@ -77,7 +81,7 @@ class ResourcePassthrough:
         """One page of the resources the caller's grant sees, then the caller's artifacts."""
         self._fan.seen(ctx)
         with self._fan.calling(ctx):
-            found = await self._all_resources()
+            found = await self._all_resources(listing=True)
         sees = self._fan.sees(ctx)
         items = [listed_resource(s, r) for s, rs in found.items() if sees(s) for r in rs]
         if self.artifacts is not None:
@@ -90,7 +94,7 @@ class ResourcePassthrough:
         """One page of the templates the caller's grant sees, then the artifact template."""
         self._fan.seen(ctx)
         with self._fan.calling(ctx):
-            found = await self._all_templates()
+            found = await self._all_templates(listing=True)
         sees = self._fan.sees(ctx)
         items = [listed_template(s, t) for s, ts in found.items() if sees(s) for t in ts]
         if self.artifacts is not None:
@@ -259,3 +263,7 @@ class ResourcePassthrough:
 
 def _has_resources(caps: types.ServerCapabilities) -> bool:
     return caps.resources is not None
+
+
+_RESOURCES_CHANGED = types.ResourceListChangedNotification()
+"""What a client told a resource list without a server still starting hears once it is up."""

@@ -26,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from byref.gateway.access.bearer import permits_server
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.inputs import Parked, Parking, binding
+from byref.gateway.upstream.manager import LIST_READY
 from byref.gateway.upstream.pool import Pooled
 from byref.gateway.upstream.relay import Caller, calling, may_ask
 from byref.gateway.wire.sdk_server import connection_of
@@ -81,12 +82,23 @@ class Fanout:
         return lambda server: permits_server(grant, server)
 
     async def each(self, doing: str, has: Callable[[types.ServerCapabilities], bool],
-                   op: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
+                   op: Callable[[Client], Awaitable[T]], *,
+                   late: types.ServerNotification | None = None) -> dict[str, T]:
         """`op` on every server that has the capability (in parallel, config order kept);
-        servers that fail are left out."""
+        servers that fail are left out. For a client's list (`late`: its change notice), a
+        server still starting after `LIST_READY` s is left out too, and `late` is announced to
+        the clients once it is up (if it has the capability)."""
         got: dict[str, T] = {}
 
         async def one(up: Pooled) -> None:
+            if late is not None:
+                async def announce(client: Client) -> None:
+                    if has(client.server_capabilities):
+                        await self._notice(up.name, late)
+
+                if await up.ready(LIST_READY, doing, announce) is None:
+                    return
+
             async def run(client: Client) -> T | None:
                 return await op(client) if has(client.server_capabilities) else None
 

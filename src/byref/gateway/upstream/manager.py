@@ -53,6 +53,10 @@ T = TypeVar("T")
 
 START_RETRY_AFTER = 30.0
 """Seconds before a server that failed to start is tried again for a listing."""
+LIST_READY = 1.0
+"""Seconds a client's list waits for a server still starting before it is answered without it
+(the server's part announced by a list change once it is up): Claude Code gives up on a list
+after ~5 s, and a server may take far longer to start."""
 
 
 UPSTREAM_MODE: Literal["legacy"] = "legacy"
@@ -91,6 +95,9 @@ class Upstream:
         self.on_notice: Callable[[str, Any], Awaitable[None]] | None = None
         """Told (server, notification) of its resource and prompt notifications (`passthrough`)."""
         self._raw_lane = lanes_on()  # off: every call through the SDK's ClientSession
+        self._warming: anyio.Event | None = None
+        self._late: dict[str, Callable[[Client], Awaitable[None]]] = {}
+        """What was answered without this server while it started, by what: told once it is up."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -134,6 +141,40 @@ class Upstream:
             result = await self._bounded(f"running {tool!r}", run)
             await self.relay.drained(caller)
             return result
+
+    async def ready(self, within: float, doing: str,
+                    late: Callable[[Client], Awaitable[None]]) -> Client | None:
+        """The live client if the server is up within `within` s, else None: its start (begun
+        in the background if none is under way) goes on, and `late(client)` runs once it is up
+        (one per `doing`, however many requests went without it)."""
+        client = self.connected
+        if client is not None:
+            return client
+        warming = self._warming
+        if warming is None:
+            warming = self._warming = anyio.Event()
+            self._group.start_soon(self._warm, warming)
+        with anyio.move_on_after(within):
+            await warming.wait()
+        client = self.connected
+        if client is None:
+            self._late[doing] = late
+        return client
+
+    async def _warm(self, warming: anyio.Event) -> None:
+        try:
+            with contextlib.suppress(UpstreamError):  # said to whoever asks it next
+                await self._connected()
+        finally:
+            self._warming = None
+            warming.set()
+        client = self.connected
+        if client is None:  # it failed: what went without it is told if a later start is up
+            return
+        late, self._late = self._late, {}
+        for tell in late.values():
+            with contextlib.suppress(Exception):  # a client gone meanwhile is not told
+                await tell(client)
 
     async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
         """Any other operation on the connection, bounded and failing as a call does."""

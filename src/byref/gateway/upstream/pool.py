@@ -265,6 +265,20 @@ class Pooled:
         finally:
             self._used(key)
 
+    async def ready(self, within: float, doing: str,
+                    late: Callable[[Client], Awaitable[None]]) -> Client | None:
+        """The caller's instance's live client if it is up within `within` s, else None (its
+        start goes on; `late(client)` runs once it is up: see `Upstream.ready`)."""
+        caller = current()
+        key = key_of(self.share, caller.owner if caller is not None else None)
+        if caller is None and self.share != "all":
+            key = next((k for k, u in self._instances.items() if u.alive), key)
+        up = await self._instance(key)
+        try:
+            return await up.ready(within, doing, late)
+        finally:
+            self._used(key)
+
     async def close(self) -> None:
         """Stop every instance."""
         async with anyio.create_task_group() as group:

@@ -22,7 +22,7 @@ bytes replaced, universal newlines (`\\r\\n` and `\\r` end a line like `\\n`), t
 even without a newline — and written as strict UTF-8, one line per message in the order sent,
 waiting while the reader is slow (no unbounded buffering); a write to a reader that went away
 is a `BrokenResourceError`, as on the SDK's memory stream. A side that is not a pipe, socket or
-terminal (a regular file, say), an event loop that is not asyncio's, or an SDK without the
+terminal (a regular file, /dev/null), an event loop that is not asyncio's, or an SDK without the
 pieces used here falls back to the SDK's `stdio_server` (threaded text files where needed), so
 the gateway serves wherever the SDK does.
 """
@@ -338,13 +338,19 @@ async def _writing(stack: AsyncExitStack, buffer: BinaryIO) -> asyncio.StreamWri
 def _pipe(stack: AsyncExitStack, buffer: BinaryIO, mode: str) -> BinaryIO | None:
     """An unbuffered file on `buffer`'s descriptor for an asyncio pipe transport, or None when
     the descriptor is not a pipe, socket or terminal. The transport closes this file, never the
-    descriptor (the SDK's claim owns it), and the descriptor's blocking mode is put back."""
+    descriptor (the SDK's claim owns it), and the descriptor's blocking mode is put back.
+
+    Of character devices only a terminal is taken: the others (/dev/null, /dev/zero) cannot be
+    polled — asyncio's selector refuses them (PermissionError) and uvloop aborts the process —
+    so they are read and written as files are."""
     try:
         fd = buffer.fileno()
         kind = os.fstat(fd).st_mode
+        pollable = stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind) or (
+            stat.S_ISCHR(kind) and os.isatty(fd))
     except (AttributeError, OSError, ValueError):
         return None
-    if not (stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind) or stat.S_ISCHR(kind)):
+    if not pollable:
         return None
     with contextlib.suppress(AttributeError, OSError, ValueError):
         buffer.flush()  # anything the SDK's side buffered before goes first
