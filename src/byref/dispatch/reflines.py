@@ -43,7 +43,9 @@ REFS_PROTOCOL: Final = (
 
 def with_line(part: Part, seq: int, index: int) -> Part:
     """`part` shown with the ref line naming message `seq`, part `index`."""
-    return replace(part, rendered=f"{part.rendered}\n{ref_line(seq, index)}")
+    # Positional, not `dataclasses.replace` (~3 us more): every inline result passes here.
+    return Part(part.type, part.value, f"{part.rendered}\n{ref_line(seq, index)}", part.tool,
+                part.call_id, part.is_error, part.derived)
 
 
 def split(rendered: str) -> tuple[str, str | None]:
@@ -76,7 +78,7 @@ def moved(part: Part, seq: int, index: int) -> Part:
     body, line = split(part.rendered)
     if line is None or line == ref_line(seq, index):
         return part
-    return replace(part, rendered=f"{body}\n{ref_line(seq, index)}")
+    return with_line(replace(part, rendered=body), seq, index)
 
 
 def without(part: Part) -> Part:
