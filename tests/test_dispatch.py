@@ -9,12 +9,14 @@ import msgspec
 import pytest
 
 from byref.dispatch import Policy
+from byref.dispatch.reflines import ref_line
 from byref.events import Emitter, MemorySink
 from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.harness.messages import Request
 from byref.jsonview import decode
 from byref.refs import Blob, JsonQuery, MessageRef
 from byref.store import FileStore, MemoryStore, Scope
+from byref.testing import result_text
 from byref.tools import BUILTIN_JSON_TOOLS, Payload, tool
 from byref.transcript import Part
 
@@ -85,12 +87,12 @@ def test_round_trip_delivers_exact_rows_lazily() -> None:
     expected = [r for r in ROWS if r["status"] == "open"]
     assert received.calls == [expected]
     marker, query, took = results(h)
-    assert decode(marker.rendered or "")["opaque"] is True
-    shown = decode(query.rendered or "")
+    assert decode(result_text(marker))["opaque"] is True
+    shown = decode(result_text(query))
     assert shown["count"] == len(expected)
     assert shown["value"] == {"$ref": {"type": "Message", "seq": 4, "part": 0, "field": "value"}}
     assert isinstance(query.derived["value"], JsonQuery)
-    assert took.rendered == str(len(expected))
+    assert took.rendered == f"{len(expected)}\n{ref_line(6, 0)}"
 
 
 def test_recipe_is_evaluated_at_use_and_a_vanished_source_refuses(tmp_path: Any) -> None:
@@ -117,7 +119,7 @@ def test_recipe_is_evaluated_at_use_and_a_vanished_source_refuses(tmp_path: Any)
     last = results(h)[-1]
     assert last.is_error and received.calls == []
     assert f"Artifact {h_ref[0]!r} is not available: it is missing, expired, or was never " \
-           "stored in this session." in (last.rendered or "")
+           "stored in this session." in (result_text(last))
     assert sink.named("refused")[-1].data["reason"] == "bad-ref"
 
 
@@ -167,7 +169,7 @@ def test_bad_refs_are_refused_and_the_tool_does_not_run(rows: Any, message: str)
     h, received, sink = run([call("export", {}), call("take", {"rows": rows})])
     last = results(h)[-1]
     assert last.is_error
-    assert message in (last.rendered or "")
+    assert message in (result_text(last))
     assert received.calls == []
     assert sink.named("refused")
 
@@ -186,7 +188,7 @@ def test_unrecordable_result_keeps_nothing() -> None:
     h, _, sink = run([call("broken", {})], store=store)
     last = results(h)[-1]
     assert last.is_error
-    assert (last.rendered or "").startswith("Tool 'broken' returned a value that cannot be "
+    assert (result_text(last)).startswith("Tool 'broken' returned a value that cannot be "
                                             "recorded")
     assert store.list(h.scope) == []
     assert sink.named("refused")[-1].data["reason"] == "unserializable-result"
@@ -229,7 +231,7 @@ def test_whole_input_may_be_one_ref() -> None:
                                                          "part": 0}}}),
     ])
     assert results(h)[-1].is_error is False
-    assert decode(results(h)[-1].rendered or "")["preview"] == "go"
+    assert decode(result_text(results(h)[-1]))["preview"] == "go"
     # The whole input of a call may be one ref: here, to an earlier call's own input.
     rows = [{"a": 1}]
     h2, received2, _ = run([
@@ -245,7 +247,7 @@ def test_naive_policy_inlines_everything() -> None:
     h = Harness(ScriptedModel([call("export", {}), say("done")]), make_tools(received),
                 policy=Policy.naive())
     h.run_sync("go")
-    assert decode(results(h)[0].rendered or "") == DOC
+    assert decode(result_text(results(h)[0])) == DOC
     schema = h.request().tools[0]["input_schema"]
     assert "anyOf" not in str(schema)
 

@@ -19,6 +19,7 @@ from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter, MemorySink
 from byref.refs import MessageRef, envelope
 from byref.store import MemoryStore, Scope
+from byref.testing import result_text
 from byref.tools import Payload, ToolRefusal, tool
 from byref.transcript import Part, Transcript
 
@@ -143,7 +144,7 @@ def test_both_paths_give_the_same_parts_and_events() -> None:
         expected = sync.call(name, args)
         got = anyio.run(aio.acall, name, args)
         if name == "abig":  # placed: a fresh ref each time, the same shape
-            assert msgspec.json.decode(got.rendered)["bytes"] == msgspec.json.decode(
+            assert msgspec.json.decode(result_text(got))["bytes"] == msgspec.json.decode(
                 expected.rendered)["bytes"]
         elif name == "aexport":
             assert got.value["bytes"] == expected.value["bytes"]
@@ -206,7 +207,7 @@ def test_only_the_stages_that_may_block_go_to_a_thread(hops: list[str]) -> None:
     assert hops == ["_prepare"]
     hops.clear()
     placed = anyio.run(rig.acall, "abig", {})
-    assert msgspec.json.decode(placed.rendered)["placed"] is True
+    assert msgspec.json.decode(result_text(placed))["placed"] is True
     assert hops == ["finish"]
     hops.clear()
     assert anyio.run(rig.acall, "aexport", {}).value["opaque"] is True

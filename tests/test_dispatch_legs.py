@@ -15,6 +15,7 @@ from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.harness.messages import Request
 from byref.jsonview import decode, dumps
 from byref.store import FileStore, MemoryStore, PutOptions, Retention
+from byref.testing import result_text
 from byref.tools import ToolContext, tool
 from byref.tools.present import placeholder
 from byref.transcript import Part, Transcript
@@ -96,7 +97,7 @@ def test_the_right_parcel_runs_and_rides_on_ctx() -> None:
         say("ok")]), worked_failure_tools(seen))
     h.run_sync("go")
     assert seen[0][0] == [{"region": "north"}, {"region": "south"}]
-    assert results(h)[-1].rendered == "2 rows"
+    assert result_text(results(h)[-1]) == "2 rows"
 
 
 def test_wants_without_a_store_fails_when_the_agent_is_built() -> None:
@@ -116,8 +117,8 @@ def test_digest_mismatch_is_refused(tmp_path: Path) -> None:
     h.run_sync("go")
     last = results(h)[-1]
     assert last.is_error and seen == []
-    assert f"'dataset' = {meta.ref!r} could not be read:" in (last.rendered or "")
-    assert "failed its integrity check" in (last.rendered or "")
+    assert f"'dataset' = {meta.ref!r} could not be read:" in (result_text(last))
+    assert "failed its integrity check" in (result_text(last))
 
 
 # -- the placement truth table -----------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 import byref
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.harness.messages import Block, Delta, Request, Response, TextDelta, ToolCallDelta
+from byref.testing import result_text
 from byref.transcript import Message, Transcript
 
 
@@ -151,4 +152,5 @@ def test_each_turn_renders_only_the_messages_new_since_the_last(budget: int | No
     # Each message is read once when first rendered (the last assistant turn never is):
     # re-rendering the whole transcript each turn would read ~n²/2 = 300 messages.
     assert transcript.reads == len(transcript) - 1
-    assert [b.text for b in run.requests[-1].messages[-1].content] == [str(turns - 1)]
+    assert [result_text(b.text) for b in run.requests[-1].messages[-1].content] == [
+        str(turns - 1)]

@@ -6,6 +6,7 @@ import msgspec
 
 from byref.discovery import Catalog, Discovery
 from byref.harness import Harness, ScriptedModel, call, last_result, say
+from byref.testing import result_text
 from byref.tools import Tool, tool
 
 
@@ -51,4 +52,4 @@ def test_search_activate_call_through_the_harness() -> None:
     first = msgspec.json.encode(list(run.requests[0].tools))
     assert b"widget_op_" not in first  # undiscovered tools cost the capability line only
     last = [p for m in h.transcript for p in m.parts if p.type == "tool_result"][-1]
-    assert last.rendered == "archived INV-7"
+    assert result_text(last) == "archived INV-7"

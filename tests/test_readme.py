@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from byref.dispatch.reflines import ref_line
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -135,7 +137,7 @@ def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
     assert "$ref" in first["system"]
     result = second["messages"][-1]["content"][0]
     assert result == {"type": "tool_result", "tool_use_id": "toolu_1",
-                      "content": '{"city":"Paris","temp_c":21}'}
+                      "content": '{"city":"Paris","temp_c":21}\n' + ref_line(1, 0)}
 
 
 def test_readme_async_example_runs_calls_concurrently_and_streams() -> None:
@@ -206,7 +208,8 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
     assert first["model"] == "llama3.1" and "prompt_cache_key" not in first
     assert [t["function"]["name"] for t in first["tools"]] == ["weather"]  # nothing stored
     assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1",
-                                      "content": '{"city":"Paris","temp_c":21}'}
+                                      "content": '{"city":"Paris","temp_c":21}\n'
+                                      + ref_line(2, 0)}
 
 
 def _play_the_status_model(body: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +217,7 @@ def _play_the_status_model(body: dict[str, Any]) -> dict[str, Any]:
     was shown, then the total as its answer."""
     import json
 
+    from byref.testing import result_text
     from integrations.helpers_integrations import chat_completion, chat_tool_results
 
     results = chat_tool_results(body)
@@ -221,7 +225,7 @@ def _play_the_status_model(body: dict[str, Any]) -> dict[str, Any]:
         return chat_completion(("export_orders", {"month": "March"}))
     if len(results) == 1:
         return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
-    return chat_completion(text=results[-1])
+    return chat_completion(text=result_text(results[-1]))  # the total, its ref line aside
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from typing import Any
 from byref.harness import Harness, Ledger, ScriptedModel, call, last_result, say
 from byref.jsonview import decode
 from byref.store import FileStore
+from byref.testing import result_text
 from byref.tools import ToolContext, tool
 from byref.tools.code import PackageInventory, make_run_python_tool
 from byref.tools.runner import Limits, SubprocessRunner
@@ -80,7 +81,7 @@ def test_hundred_megabytes_by_ref_to_a_chart_with_lineage(tmp_path: Path) -> Non
         say("Chart ready."),
     ]), [load_sales, run_python], store=store)
     run = h.run_sync("Total sales per region, as a chart.")
-    out = decode(results(h)[-1].rendered or "")
+    out = decode(result_text(results(h)[-1]))
     assert decode(out["stdout"]) == totals
     (png,) = out["files"]
     sales_ref = results(h)[0].value["dataset"]["$ref"]["key"]
@@ -104,17 +105,17 @@ def run_code(code: str, limits: Limits, tmp_path: Path) -> Part:
 def test_runaway_loop_stops_at_the_cpu_limit(tmp_path: Path) -> None:
     part = run_code("while True:\n    pass\n", Limits(cpu_seconds=1, wall_seconds=30), tmp_path)
     assert part.is_error
-    assert (part.rendered or "").startswith("Your program was stopped at its CPU-time limit")
+    assert (result_text(part)).startswith("Your program was stopped at its CPU-time limit")
 
 
 def test_sleeping_forever_stops_at_the_wall_clock(tmp_path: Path) -> None:
     part = run_code("import time\ntime.sleep(3600)\n", Limits(wall_seconds=1.5), tmp_path)
-    assert (part.rendered or "").startswith("Your program was stopped at its wall-clock limit")
+    assert (result_text(part)).startswith("Your program was stopped at its wall-clock limit")
 
 
 def test_memory_bomb_stops_at_the_memory_limit(tmp_path: Path) -> None:
     part = run_code("x = bytearray(10 * 1024 ** 3)\n", Limits(memory_bytes=256 << 20), tmp_path)
-    assert (part.rendered or "").startswith("Your program was stopped at its memory limit")
+    assert (result_text(part)).startswith("Your program was stopped at its memory limit")
 
 
 def test_file_flood_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
@@ -125,7 +126,7 @@ def test_file_flood_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
     part = run_code(code, Limits(max_output_files=32, cpu_seconds=300, wall_seconds=300),
                     tmp_path)
     assert part.is_error
-    assert (part.rendered or "") == ("Your program's output went over the output file-count "
+    assert (result_text(part)) == ("Your program's output went over the output file-count "
                                      "limit (32 files, 64 MB); nothing was kept. Write fewer, "
                                      "smaller files.")
     assert not list(tmp_path.rglob("*.bin"))
@@ -169,7 +170,7 @@ def test_expired_parent_fails_that_mint(tmp_path: Path) -> None:
         call("run_python", lambda r: {"code": code, "inputs": {"d": last_result(r)}}),
         say("x")]), [load, make_run_python_tool(runner=DeletingRunner())], store=store)
     h.run_sync("go")
-    out = decode(results(h)[-1].rendered or "")
+    out = decode(result_text(results(h)[-1]))
     (entry,) = out["files"]
     assert entry["stored"] is False
     assert entry["reason"].endswith("expired during the run, so its lineage cannot be proven; "
@@ -180,7 +181,7 @@ def test_no_inputs_means_parent_refs_absent(tmp_path: Path) -> None:
     code = ("import os\nfrom pathlib import Path\n"
             "Path(os.environ['BYREF_OUTPUT_DIR'], 'a.csv').write_text('x,y')\n")
     part = run_code(code, Limits(), tmp_path)
-    (entry,) = decode(part.rendered or "")["files"]
+    (entry,) = decode(result_text(part))["files"]
     assert entry["kind"] == "file/csv" and "parentRefs" not in entry
 
 
@@ -205,7 +206,7 @@ def test_description_tracks_the_package_inventory() -> None:
 def test_limits_are_refusals_not_crashes_of_the_host(tmp_path: Path) -> None:
     # After all of the above, this process is intact and can still run code normally.
     part = run_code("print('still fine')\n", Limits(), tmp_path)
-    assert decode(part.rendered or "")["stdout"] == "still fine\n"
+    assert decode(result_text(part))["stdout"] == "still fine\n"
 
 
 def test_an_inventory_change_reindexes_the_catalog() -> None:

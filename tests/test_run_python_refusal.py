@@ -11,6 +11,7 @@ from byref.events import Emitter, MemorySink
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.jsonview import decode
 from byref.store import MemoryStore
+from byref.testing import result_text
 from byref.tools.code import make_run_python_tool
 from byref.tools.runner import Limits, StagingArea, SubprocessRunner
 from byref.tools.sandbox import IsolationUnavailable, Sandbox
@@ -72,7 +73,7 @@ def test_a_kernel_that_refuses_namespaces_is_found_by_trying_once(tmp_path: Path
 def test_the_opt_out_runs_unisolated(tmp_path: Path) -> None:
     tool = refused_unshare(tmp_path)
     runner = SubprocessRunner(isolation="none", sandbox=Sandbox(bwrap=None, unshare=str(tool)))
-    assert decode(run(runner).rendered or "")["stdout"] == "ran\n"
+    assert decode(result_text(run(runner)))["stdout"] == "ran\n"
     with StagingArea() as stage:
         assert runner.run("pass", stage, Limits()).isolation == "none"
     assert not (tmp_path / "calls").exists()  # nothing was even probed

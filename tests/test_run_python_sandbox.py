@@ -19,6 +19,7 @@ from byref.harness import Harness, ScriptedModel, call, say
 from byref.jsonview import decode
 from byref.store import FileStore
 from byref.store.port import PutOptions, Scope
+from byref.testing import result_text
 from byref.tools.code import make_run_python_tool
 from byref.tools.runner import Limits, SubprocessRunner
 from byref.tools.sandbox import Sandbox, minimal_env
@@ -48,7 +49,7 @@ def run(code: str, tmp_path: Path, runner: SubprocessRunner, limits: Limits | No
 
 def stdout_json(part: Part) -> Any:
     assert not part.is_error, part.rendered
-    return json.loads(decode(part.rendered or "")["stdout"])
+    return json.loads(decode(result_text(part))["stdout"])
 
 
 # Tries each expression; records its value, or the name of the OSError it raised.
@@ -127,7 +128,7 @@ for pid in (p for p in os.listdir("/proc") if p.isdigit()):
 print(json.dumps(seen))
 """
     part = run(code, tmp_path, SubprocessRunner(sandbox=sandbox))
-    assert secret not in (part.rendered or "")
+    assert secret not in (result_text(part))
     allowed = set(minimal_env(tmp_path)) | {"BYREF_INPUTS", "BYREF_OUTPUT_DIR"}
     assert set(stdout_json(part)["env"]) <= allowed
 
@@ -139,10 +140,10 @@ def test_a_process_flood_stops_at_the_process_limit(tmp_path: Path, sandbox: San
     started = time.monotonic()
     part = run(code, tmp_path, SubprocessRunner(sandbox=sandbox),
                Limits(max_processes=32, wall_seconds=60))
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its process-count limit (one process with at most 32 "
         "threads; subprocesses cannot be started) and produced no result.")
-    assert "all 200" not in (part.rendered or "")
+    assert "all 200" not in result_text(part)
     assert time.monotonic() - started < 30  # the 600 s sleepers died with the sandbox
 
 
@@ -249,7 +250,7 @@ def test_only_regular_output_files_are_read_back(tmp_path: Path, sandbox: Sandbo
             "os.mkfifo(os.path.join(out, 'pipe.csv'))\n"
             "os.symlink('/etc/hostname', os.path.join(out, 'host.txt'))\n"
             "open(os.path.join(out, 'real.txt'), 'w').write('kept')\n")
-    result = decode(run(code, tmp_path, SubprocessRunner(sandbox=sandbox)).rendered or "")
+    result = decode(result_text(run(code, tmp_path, SubprocessRunner(sandbox=sandbox))))
     assert [f["name"] for f in result["files"]] == ["real.txt"]
     assert result["notes"] == ["'host.txt' is a symlink and was not read back",
                                "'pipe.csv' is not a regular file and was not read back"]
@@ -261,7 +262,7 @@ def test_an_output_directory_swapped_for_a_link_reads_nothing(tmp_path: Path, sa
     # The host reads outputs after the run: a link to /etc would be read as the host sees it.
     code = ("import os, shutil\nout = os.environ['BYREF_OUTPUT_DIR']\nshutil.rmtree(out)\n"
             + ("os.symlink('/etc', out)\n" if swap == "link" else ""))
-    result = decode(run(code, tmp_path, SubprocessRunner(sandbox=sandbox)).rendered or "")
+    result = decode(result_text(run(code, tmp_path, SubprocessRunner(sandbox=sandbox))))
     assert result["files"] == []
     assert result.get("notes") == (["the output directory was replaced, so nothing was read "
                                     "back"] if swap == "link" else None)

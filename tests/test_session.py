@@ -11,6 +11,8 @@ import msgspec
 import pytest
 
 import byref
+from byref.dispatch.reflines import ref_line
+from byref.testing import result_text
 
 ROWS = [{"id": i, "pad": "x" * 60} for i in range(600)]
 
@@ -115,7 +117,8 @@ def test_an_anthropic_loop_passes_a_ref_between_tools_exactly() -> None:
     value = json.loads(exported["content"])["value"]  # the ref the model would copy
     [counted] = session.handle_sync([{"type": "tool_use", "id": "t2", "name": "count",
                                       "input": {"rows": value}}])
-    assert counted == {"type": "tool_result", "tool_use_id": "t2", "content": "600"}
+    assert counted == {"type": "tool_result", "tool_use_id": "t2",
+                       "content": f"600\n{ref_line(3, 0)}"}
     assert seen == [ROWS]
 
 
@@ -124,7 +127,7 @@ def test_sdk_objects_are_accepted_as_returned() -> None:
 
     session = byref.Session(_tools([]))
     block = ToolUseBlock(id="t1", name="count", input={"rows": [{"a": 1}]}, type="tool_use")
-    assert session.handle_sync([block])[0]["content"] == "1"
+    assert session.handle_sync([block])[0]["content"] == f"1\n{ref_line(1, 0)}"
 
 
 def test_openai_chat_calls_with_text_arguments_and_a_malformed_one() -> None:
@@ -134,7 +137,7 @@ def test_openai_chat_calls_with_text_arguments_and_a_malformed_one() -> None:
                                                       "arguments": '{"rows": [{}, {}]}'}},
         {"id": "c2", "type": "function", "function": {"name": "count", "arguments": "{rows"}},
     ], "openai-chat")
-    assert out[0] == {"role": "tool", "tool_call_id": "c1", "content": "2"}
+    assert out[0] == {"role": "tool", "tool_call_id": "c1", "content": f"2\n{ref_line(1, 0)}"}
     assert out[1]["tool_call_id"] == "c2" and "not one" in out[1]["content"]
 
 
@@ -156,7 +159,7 @@ def test_twenty_async_calls_in_one_turn_overlap_and_return_in_call_order() -> No
               "arguments": json.dumps({"i": i})} for i in range(20)]
     out = asyncio.run(session.handle(calls, "openai"))
     assert [r["call_id"] for r in out] == [f"c{i}" for i in range(20)]
-    assert [r["output"] for r in out] == [str(i * i) for i in range(20)]
+    assert [r["output"] for r in out] == [f"{i * i}\n{ref_line(1, i)}" for i in range(20)]
     assert len(started) == 20
 
 
@@ -199,7 +202,7 @@ def test_with_discovery_the_declarations_follow_the_working_set() -> None:
     assert session.surface().system_lines[-1].startswith("You currently have 1 of")
     [done] = session.handle_sync([{"type": "tool_use", "id": "b", "name": "archive_invoice",
                                    "input": {"number": "INV-7"}}])
-    assert done["content"] == "archived INV-7"
+    assert result_text(done["content"]) == "archived INV-7"
     session.handle_sync([{"type": "tool_use", "id": "e", "name": "export", "input": {}}])
     stored = {d["name"] for d in session.declarations("anthropic")}
     assert stored == after | {"read_result", "read_json", "query_json", "present"}

@@ -15,6 +15,7 @@ import pytest
 import byref
 from byref.discovery import Catalog
 from byref.harness import Harness, ScriptedModel, Session, call, say
+from byref.testing import result_text
 from byref.tools import Tool
 from byref.tools.sources import (
     CatalogSource,
@@ -143,7 +144,7 @@ def test_a_session_declares_a_sources_tools() -> None:
     assert {"add", "shout"} <= names
     [out] = session.handle_sync([{"type": "tool_use", "id": "t", "name": "shout",
                                   "input": {"text": "ok"}}])
-    assert out["content"] == "OK"
+    assert result_text(out["content"]) == "OK"
 
 
 def test_anything_else_is_a_developer_error() -> None:

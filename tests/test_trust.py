@@ -14,6 +14,7 @@ from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.events import Emitter, MemorySink
 from byref.refs import Blob, MessageRef, envelope
 from byref.store import ArtifactStore, FileStore, MemoryStore, Scope
+from byref.testing import result_text
 from byref.tools import BUILTIN_JSON_TOOLS, Payload, Tool, tool
 from byref.transcript import Part, Transcript, TranscriptLookupError, fresh_origin
 
@@ -91,7 +92,7 @@ def msg(seq: int, field: str | None = None) -> dict[str, Any]:
 
 
 def text_of(part: Part) -> str:
-    return part.rendered or str(part.value)
+    return result_text(part)  # what the model is shown of the result, its ref line aside
 
 
 # -- defect 4: valid Message refs deliver the value whose preview the model saw ---------------

@@ -220,6 +220,12 @@ class Transcript:
         count = len(self._lines)
         return self.origin + count - 1 if count else None
 
+    @property
+    def next_seq(self) -> int:
+        """The seq the next message appended here lands at, as far as this process knows (a
+        record other processes share may have moved on: `append_at` says so)."""
+        return self.origin + len(self._lines)
+
     def message(self, seq: int) -> Message:
         """The message at `seq`; raises `TranscriptLookupError` saying which messages exist."""
         index = seq - self.origin

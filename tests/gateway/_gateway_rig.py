@@ -54,7 +54,27 @@ async def running(world: World, servers: dict[str, dict[str, Any]],
 
 
 def text(result: Any) -> str:
-    """The text of a CallToolResult (the gateway always answers with one text block)."""
-    assert len(result.content) == 1, result.content
-    out: str = result.content[0].text
+    """The text of a one-block CallToolResult (the gateway answers with that block, then, for
+    an inline result, its ref line as a text block of its own)."""
+    blocks = list(result.content)
+    if len(blocks) == 2 and ref_line_of(result) is not None:
+        blocks = blocks[:1]
+    assert len(blocks) == 1, result.content
+    out: str = blocks[0].text
     return out
+
+
+def ref_line_of(result: Any) -> dict[str, Any] | None:
+    """The `$ref` of a CallToolResult's ref line (its last block), or None without one."""
+    import json
+
+    from byref.dispatch.reflines import split
+
+    last = result.content[-1] if result.content else None
+    if getattr(last, "type", None) != "text":
+        return None
+    body, line = split("\n" + last.text)
+    if body or line is None:
+        return None
+    found: dict[str, Any] = json.loads(line[len("[ref: "):-1])
+    return found

@@ -15,6 +15,7 @@ from byref.demo.tools import Delivered, make_tools
 from byref.discovery import Catalog, Discovery, load_catalog
 from byref.harness import Harness, ScriptedModel, say
 from byref.jsonview import dumps, encode
+from byref.testing import result_text
 from byref.tools import Tool
 from byref.transcript import Part
 
@@ -171,7 +172,7 @@ def status_report_over_chat(body: dict[str, Any]) -> dict[str, Any]:
     results = chat_tool_results(body)
     if not results:
         return chat_completion(("export_work_items", {"project": "ATLAS"}))
-    last = json.loads(results[-1])
+    last = json.loads(result_text(results[-1]))
     if len(results) == 1:
         return chat_completion(("query_json", {"source": last["value"], "path": "/items",
                                                "filter": OPEN}))

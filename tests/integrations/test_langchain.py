@@ -38,6 +38,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from byref.integrations.langchain import ByrefMiddleware
+from byref.testing import result_text
 
 Step = Callable[[list[BaseMessage]], AIMessage]
 
@@ -105,7 +106,7 @@ def last_tool(messages: list[BaseMessage]) -> ToolMessage:
 
 def last_result(messages: list[BaseMessage]) -> Any:
     try:
-        return json.loads(last_tool(messages).text)
+        return json.loads(result_text(last_tool(messages).text))
     except (StopIteration, ValueError):
         return None
 

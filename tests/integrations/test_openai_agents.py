@@ -41,6 +41,7 @@ from openai.types.responses import (
 )
 
 from byref.integrations.openai_agents import Byref
+from byref.testing import result_text
 
 Step = Callable[[list[Any]], list[Any]]
 NO_TRACES = RunConfig(tracing_disabled=True)
@@ -113,9 +114,9 @@ def last_result(items: list[Any]) -> Any:
     if not found:
         return None
     try:
-        return json.loads(found[-1])
+        return json.loads(result_text(found[-1]))
     except ValueError:
-        return found[-1]
+        return result_text(found[-1])
 
 
 def sdk_tools(s: Scenario) -> list[FunctionTool]:

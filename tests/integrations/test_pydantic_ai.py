@@ -41,6 +41,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from byref.integrations.pydantic_ai import Byref
+from byref.testing import result_text
 
 # The scenario's tools return byref Payloads, a type pydantic-ai has no return schema for.
 pytestmark = pytest.mark.filterwarnings("ignore:Could not generate return schema")
@@ -105,7 +106,7 @@ def last_return(messages: list[ModelMessage]) -> ToolReturnPart:
 
 
 def last_result(messages: list[ModelMessage]) -> Any:
-    text = last_return(messages).model_response_str()
+    text = result_text(last_return(messages).model_response_str())
     try:
         return json.loads(text)
     except ValueError:

@@ -14,6 +14,8 @@ from typing import Any
 import httpx2
 from _wire import o_error, o_json, sse
 
+from byref.testing import result_text
+
 C_MODEL = "gpt-4o"
 C_SERVED = "gpt-4o-2024-08-06"
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020,
@@ -102,5 +104,5 @@ def c_turn(body: dict[str, Any]) -> int:
 def c_last_result(body: dict[str, Any]) -> Any:
     for message in reversed(body["messages"]):
         if message["role"] == "tool":
-            return json.loads(message["content"])
+            return json.loads(result_text(message["content"]))
     raise AssertionError("no tool message in the request")

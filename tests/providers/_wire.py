@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx2
 
+from byref.testing import result_text
 from byref.tools import tool
 
 A_MODEL = "claude-sonnet-4-6"
@@ -141,7 +142,7 @@ def a_last_result(body: dict[str, Any]) -> Any:
     for message in reversed(body["messages"]):
         for block in reversed(message["content"]):
             if block["type"] == "tool_result":
-                return json.loads(block["content"])
+                return json.loads(result_text(block["content"]))
     raise AssertionError("no tool result in the request")
 
 
@@ -224,7 +225,7 @@ def o_outputs(body: dict[str, Any]) -> int:
 def o_last_result(body: dict[str, Any]) -> Any:
     for item in reversed(body["input"]):
         if item.get("type") == "function_call_output":
-            return json.loads(item["output"])
+            return json.loads(result_text(item["output"]))
     raise AssertionError("no function_call_output in the request")
 
 

@@ -24,10 +24,12 @@ from _wire import (
     sse,
 )
 
+from byref.dispatch.reflines import ref_line
 from byref.harness import Harness
 from byref.harness.messages import Block, ChatMessage, Request, Response, Usage
 from byref.harness.providers import ProviderError, model_from_id
 from byref.harness.providers.anthropic import AnthropicModel
+from byref.testing import result_text
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -78,11 +80,12 @@ def test_tool_use_turns_send_exact_bodies_with_refs_intact() -> None:
                 {"type": "tool_use", "id": "toolu_02", "name": "count",
                  "input": {"rows": ROWS_REF}}]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_02", "content": "3 rows",
+                {"type": "tool_result", "tool_use_id": "toolu_02",
+                 "content": f"3 rows\n{ref_line(4, 0)}",
                  "cache_control": EPHEMERAL}]},
         ],
     }
-    assert json.loads(rendered[0])["items"] == [{"id": 1}, {"id": 2}, {"id": 3}]
+    assert json.loads(result_text(rendered[0]))["items"] == [{"id": 1}, {"id": 2}, {"id": 3}]
     by_name = {t["name"]: t for t in tools}
     assert by_name["count"] == {
         "name": "count", "description": "Count rows.",
@@ -106,7 +109,7 @@ def test_tool_use_turns_send_exact_bodies_with_refs_intact() -> None:
                    for p in schema["properties"].values())
         assert "defer_loading" not in declared and "cache_control" not in declared
     # The $ref reached the tool resolved: count saw the three rows, not the envelope.
-    assert rendered[1] == "3 rows"
+    assert result_text(rendered[1]) == "3 rows"
 
 
 def test_the_stream_is_the_same_turn_as_the_plain_call() -> None:

@@ -29,6 +29,7 @@ from byref.harness.providers import (
     native_search_tool,
 )
 from byref.harness.providers.deferral import SEARCH_DESCRIPTION, recorded_names
+from byref.testing import result_text
 from byref.tools import Tool, tool
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -90,7 +91,7 @@ def test_anthropic_search_results_travel_as_tool_reference_blocks() -> None:
     assert wire.bodies[1]["messages"][-1]["content"] == [{**reference, "cache_control": EPHEMERAL}]
     assert wire.bodies[2]["messages"][2]["content"] == [reference]  # byte-stable once rendered
     # What the transcript keeps is byref's own record; the native form exists only on the wire.
-    assert recorded_names(list(run.transcript)[2].parts[0].rendered or "") == [
+    assert recorded_names(result_text(list(run.transcript)[2].parts[0])) == [
         "make_report", "gone_tool", "search_tools"]
 
 

@@ -26,6 +26,7 @@ from _chat_wire import (
 )
 from _wire import REF_SCHEMA, ROWS_REF, Wire, count, fetch
 
+from byref.dispatch.reflines import ref_line
 from byref.errors import install_hint
 from byref.harness import Harness
 from byref.harness.messages import Usage
@@ -38,6 +39,7 @@ from byref.harness.providers import (
 from byref.harness.providers.openai import OpenAIModel
 from byref.harness.providers.openai_chat import NO_KEY, OpenAIChatModel
 from byref.jsonview import dumps
+from byref.testing import result_text
 
 LOCAL = "http://127.0.0.1:11434/v1"
 
@@ -108,11 +110,12 @@ def test_a_tool_call_round_trip_sends_exact_bodies_with_refs_intact() -> None:
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "call_02", "type": "function",
                  "function": {"name": "count", "arguments": dumps({"rows": ROWS_REF})}}]},
-            {"role": "tool", "tool_call_id": "call_02", "content": "3 rows"},
+            {"role": "tool", "tool_call_id": "call_02",
+             "content": f"3 rows\n{ref_line(4, 0)}"},
         ],
     }
     assert [c.input for c in run.calls] == [{"project": "ATLAS"}, {"rows": ROWS_REF}]
-    assert rendered[1] == "3 rows"
+    assert result_text(rendered[1]) == "3 rows"
 
 
 def test_declarations_are_the_shared_ones_as_function_tools_name_sorted_and_stable() -> None:
@@ -162,8 +165,8 @@ def test_parallel_calls_in_one_turn_are_dispatched_and_answered_in_order(stream:
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "tool"]
     assert [c["id"] for c in messages[1]["tool_calls"]] == ["c_a", "c_b", "c_c"]
     assert [m["tool_call_id"] for m in messages[2:]] == ["c_a", "c_b", "c_c"]
-    assert json.loads(messages[3]["content"])["project"] == "ZEUS"
-    assert messages[4]["content"] == "2 rows"
+    assert json.loads(result_text(messages[3]["content"]))["project"] == "ZEUS"
+    assert messages[4]["content"] == f"2 rows\n{ref_line(2, 2)}"
 
 
 def test_the_stream_is_the_same_turn_as_the_plain_call_with_usage_from_the_last_chunk() -> None:

@@ -24,11 +24,13 @@ from _wire import (
     sse,
 )
 
+from byref.dispatch.reflines import ref_line
 from byref.harness import Harness
 from byref.harness.messages import Usage
 from byref.harness.providers import ProviderError, model_from_id
 from byref.harness.providers.openai import OpenAIModel
 from byref.jsonview import dumps
+from byref.testing import result_text
 
 
 def counting_play(message: Any = o_json) -> Any:
@@ -75,7 +77,8 @@ def test_function_call_turns_send_exact_bodies_with_refs_intact() -> None:
             # The $ref the model wrote is sent back verbatim inside the arguments text.
             {"type": "function_call", "call_id": "call_02", "name": "count",
              "arguments": json.dumps(ROWS_REF_ARGS, separators=(",", ":"))},
-            {"type": "function_call_output", "call_id": "call_02", "output": "3 rows"},
+            {"type": "function_call_output", "call_id": "call_02",
+             "output": f"3 rows\n{ref_line(4, 0)}"},
         ],
     }
     by_name = {t["name"]: t for t in tools}
@@ -98,7 +101,7 @@ def test_function_call_turns_send_exact_bodies_with_refs_intact() -> None:
                    for p in schema["properties"].values())
         assert "defer_loading" not in declared
     assert [c.input for c in run.calls] == [{"project": "ATLAS"}, ROWS_REF_ARGS]
-    assert rendered[1] == "3 rows"
+    assert result_text(rendered[1]) == "3 rows"
     # Every turn names the same cache key: the prefix it hashes did not change.
     assert len({b["prompt_cache_key"] for b in wire.bodies}) == 1
 

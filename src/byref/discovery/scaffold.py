@@ -116,4 +116,7 @@ def discovery_tools(
                      "loaded.")
         return {"activated": wanted, "note": note}
 
+    # Their answers steer the session (and provider adapters read them as they are): no data
+    # to pass on, so no ref line under them.
+    search_tools.ref_line = activate_tool.ref_line = False
     return search_tools, activate_tool

@@ -6,7 +6,9 @@ auto-insertion limit as `tool-result/<tool>` (or the tool's declared result kind
 substitute with the ref, kind, true byte count, shape, a bounded preview and one sentence on how
 to route it; (3) a last-resort truncation net runs on whatever is left and, with placement on,
 should never fire. Errors and refusals are never placed. If the store refuses the put, the result
-falls through to the net with a note saying so.
+falls through to the net with a note saying so. A result of several blocks (`Blocks`) is placed
+block by block first (`place_blocks`): its largest blocks are stored, each replaced in its place
+by its substitute, until the rest fits; only what still does not fit is placed whole.
 """
 
 from __future__ import annotations
@@ -62,8 +64,39 @@ def settle(
     return _net(text, shown, policy, note=note)
 
 
+PLACE_BLOCK_MIN = 2 * 1024
+"""A block shorter than this (bytes) is never placed on its own: its substitute (preview, shape,
+ref, note) would be about as long as the block."""
+
+
+def place_blocks(texts: list[str], shown: list[Any], *, tool: str, result_kind: str | None,
+                 policy: Policy, store: ArtifactStore | None, scope: Scope,
+                 explicit_read: bool = False) -> dict[int, Placed]:
+    """Block index → its placement, for the blocks of a several-block result that must be
+    stored (largest first) for the whole rendering to fit the insertion limit; {} when it fits,
+    placement is off, or there is no store. A store that refuses a put ends the placing (the
+    whole result then meets `settle`)."""
+    threshold = policy.explicit_read_bytes if explicit_read else policy.auto_insert_bytes
+    sizes = [len(t.encode()) for t in texts]
+    total = sum(sizes) + max(0, len(texts) - 1)
+    out: dict[int, Placed] = {}
+    if not policy.placement or store is None or total <= threshold:
+        return out
+    for i in sorted(range(len(texts)), key=lambda j: sizes[j], reverse=True):
+        if total <= threshold or sizes[i] < PLACE_BLOCK_MIN:
+            break
+        try:
+            placed = _place(texts[i], shown[i], tool=tool, kind=result_kind, policy=policy,
+                            store=store, scope=scope, what=f"block {i} of its result")
+        except ArtifactError:
+            break
+        out[i] = placed
+        total += len(placed.text.encode()) - sizes[i]
+    return out
+
+
 def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy,
-           store: ArtifactStore, scope: Scope) -> Placed:
+           store: ArtifactStore, scope: Scope, what: str | None = None) -> Placed:
     structured = not isinstance(shown, str)
     data = encode(shown) if structured else text.encode()
     meta = store.put(scope, data, PutOptions(
@@ -86,9 +119,10 @@ def _place(text: str, shown: Any, *, tool: str, kind: str | None, policy: Policy
     reads = ("read_result (records, fields, a range) or read_json / query_json" if structured
              else "read_result (a range of characters) or, if it is JSON, read_json / query_json")
     summary["value"] = envelope(Blob(key=meta.ref))
-    summary["note"] = (f"{tool} returned {meta.bytes:,} bytes, too many to insert, so the whole "
-                       "result was stored. Pass `value` as-is to any tool argument, or read parts "
-                       f"of it with {reads}; do not retype or summarize what you have not read.")
+    stored = "the whole result was stored" if what is None else f"{what} was stored whole"
+    summary["note"] = (f"{tool} returned {meta.bytes:,} bytes, too many to insert, so {stored}. "
+                       "Pass `value` as-is to any tool argument, or read parts of it with "
+                       f"{reads}; do not retype or summarize what you have not read.")
     return Placed(dumps(summary), summary, ref=meta.ref, how="placed")
 
 

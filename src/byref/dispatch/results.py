@@ -3,7 +3,8 @@
 The law: a `Payload` anywhere in a result is streamed into the store and replaced by an opaque
 marker (~120 characters whatever its size); a recipe anywhere in a result is recorded as derived
 and shown only as a Message ref to its own field; a rendering above the auto-insertion limit is
-placed (see placement.py).
+placed (see placement.py). A `Blocks` result is recorded as the list of its blocks and shown
+block after block, one rendering each (`render_blocks`), never as one JSON array.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from byref.media import is_text
 from byref.refs import Blob, MessageRef, Ref, envelope, is_recipe
 from byref.store import ArtifactStore, PutOptions, Scope
 from byref.store.port import CanPutStream
+from byref.tools.blocks import Blocks
 from byref.tools.payload import Payload
 
 
@@ -30,6 +32,12 @@ class Shaped:
     shown: Any
     derived: dict[str, Ref] = field(default_factory=dict)
     minted: list[str] = field(default_factory=list)
+    blocks: bool = False
+    """The result is `Blocks`: `recorded` and `shown` are lists, one entry a block."""
+
+    def text(self) -> str:
+        """What the model is shown of it (a block's rendering per block, or the one rendering)."""
+        return render_blocks(self.shown) if self.blocks else render(self.shown)
 
 
 def shape_result(
@@ -38,7 +46,9 @@ def shape_result(
 ) -> Shaped:
     """Walk a tool's return value, storing any `Payload` in the store and replacing it by its
     ref; returns what to record and what to show."""
-    out = Shaped(recorded=None, shown=None)
+    out = Shaped(recorded=None, shown=None, blocks=isinstance(value, Blocks))
+    if out.blocks:
+        value = list(value.items)
     out.recorded, out.shown = _walk(value, (), out, tool=tool, seq=seq, part=part,
                                     policy=policy, store=store, scope=scope)
     return out
@@ -103,3 +113,11 @@ def _payload(p: Payload, path: tuple[str, ...], out: Shaped, *, tool: str, seq: 
 def render(shown: Any) -> str:
     """The text a shown value is sent as: itself if a string, else compact JSON."""
     return shown if isinstance(shown, str) else dumps(shown)
+
+
+BLOCK_SEPARATOR = "\n"
+
+
+def render_blocks(shown: list[Any]) -> str:
+    """The text of a `Blocks` result: each block's rendering, one after another."""
+    return BLOCK_SEPARATOR.join([render(b) for b in shown])

@@ -23,6 +23,7 @@ from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Discovery
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.grounds import Grounds
+from byref.dispatch.reflines import REFS_PROTOCOL as REFS_PROTOCOL
 from byref.errors import DeveloperError, InvalidValue
 from byref.events import Emitter
 from byref.harness.messages import (
@@ -46,13 +47,6 @@ from byref.tools.read_result import READ_RESULT_NAME, make_read_result
 from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
 
-REFS_PROTOCOL = (
-    "Large or binary tool results are not shown in full: you get a preview, a shape and a "
-    'reference such as {"$ref": {"type": "Message", "seq": 4, "part": 0, "field": "value"}}. '
-    "To give such a value to a tool, put that reference object itself in place of the argument "
-    "(every argument accepts one); never retype the data. You may write references of type "
-    "Message (seq, part, field) and Blob (key), copied from results you were shown."
-)
 PLAIN_SYSTEM = "You are a helpful agent. Use the tools to do what the user asks."
 
 

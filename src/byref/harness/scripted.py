@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from byref.dispatch.reflines import split
 from byref.errors import DeveloperError
 from byref.harness.messages import Block, OnDelta, Request, Response, deltas
 from byref.jsonview import decode
@@ -71,14 +72,31 @@ def call(name: str, input: dict[str, Any] | Callable[[Request], dict[str, Any]])
 
 
 def last_result(request: Request) -> Any:
-    """The most recent tool result the model was shown, parsed as JSON (or the raw text)."""
+    """The most recent tool result the model was shown, parsed as JSON (or the raw text), without
+    its ref line (`last_ref` has that)."""
+    text = _last_result_text(request)
+    body, _ = split(text)
+    try:
+        return decode(body)
+    except Exception:
+        return body
+
+
+def last_ref(request: Request) -> dict[str, Any]:
+    """The `$ref` of the most recent tool result the model was shown (its ref line's)."""
+    text = _last_result_text(request)
+    _, line = split(text)
+    if line is None:
+        raise LookupError("the last tool result the model was shown has no ref line")
+    ref: dict[str, Any] = decode(line[len("[ref: "):-1])
+    return ref
+
+
+def _last_result_text(request: Request) -> str:
     for message in reversed(request.messages):
         for block in reversed(message.content):
             if block.type == "tool_result":
-                try:
-                    return decode(block.text)
-                except Exception:
-                    return block.text
+                return block.text
     raise LookupError("the model has not been shown any tool result yet")
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.grounds import Grounds
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
+from byref.dispatch.reflines import REFS_PROTOCOL, moved, without
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.reads import ReadLimits
@@ -42,13 +43,12 @@ T = TypeVar("T")
 Provider = Literal["anthropic", "openai", "openai-chat", "mcp"]
 PROVIDER_SHAPES: tuple[Provider, ...] = ("anthropic", "openai", "openai-chat", "mcp")
 
-SYSTEM_NOTE = (
-    "Tool results that are large are stored and shown as a preview with a reference such as "
-    '{"$ref": {"type": "Message", "seq": 4, "part": 0, "field": "value"}} or '
-    '{"$ref": {"type": "Blob", "key": "art_…"}}. Pass a reference as any tool argument instead '
-    "of retyping data; read parts with read_result, read_json or query_json."
-)
+SYSTEM_NOTE = (REFS_PROTOCOL + " Read parts of a stored result with read_result, read_json "
+               "or query_json.")
 """A sentence for your system prompt, so the model knows what a reference is."""
+
+_RESULT_TRIES = 3
+"""Conditional appends of a result to a shared record before its ref line is dropped."""
 
 OnResult = Callable[[Call, Part], None]
 """Called with each result of a turn as it is recorded (in call order)."""
@@ -232,11 +232,31 @@ class Session:
         call_seq = await self._append_when_free("assistant", recorded)
         part = await self.dispatcher.adispatch(target, call_seq=call_seq, seq=call_seq + 1,
                                                part=0)
-        # Its rendering names no seq (no recipes; derived Blob refs are seq-free), so it may
-        # land after other calls' messages — but never between an exclusive call and its result.
+        # Its rendering names no seq but its ref line's (no recipes; derived Blob refs are
+        # seq-free), so it may land after other calls' messages, its line moved to where it
+        # lands — but never between an exclusive call and its result.
         assert not any(is_recipe(r) for r in part.derived.values()), part.derived
-        await self._append_when_free("tool", part)
-        return part
+        return await self._append_result(part)
+
+    async def _append_result(self, part: Part) -> Part:
+        """Record a non-exclusive call's result as the next message, its ref line naming the
+        seq it lands at; returns the part as recorded. In memory nothing comes between reading
+        the next seq and the append; a shared record is appended conditionally, a few times,
+        and the line is dropped rather than left naming another message."""
+        if not self.transcript.appends_wait and not self.lock.locked():
+            landed = moved(part, self.transcript.next_seq, 0)
+            self.transcript.append("tool", [landed])
+            return landed
+        async with self.lock:
+            for _ in range(_RESULT_TRIES):
+                seq = self.transcript.next_seq
+                landed = moved(part, seq, 0)
+                if await self._off_loop(self.transcript.append_at, seq, "tool",
+                                        [landed]) is not None:
+                    return landed
+            landed = without(part)
+            await self._append("tool", landed)
+            return landed
 
     async def _append_when_free(self, role: Literal["assistant", "tool"], part: Part) -> int:
         """Record `part` as a message and return its seq; wait for the lock only while an

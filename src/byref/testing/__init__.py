@@ -2,8 +2,9 @@
 
 Owns what a test of an agent built on byref needs and byref's own tests use: a scripted model
 that reads what it was shown (`ScriptedModel`, `call`, `say`, `parallel`, `last_result`,
-`ref_from_last_result`), a Chat Completions endpoint on loopback that plays such a script for any
-OpenAI client (`ChatStandIn`, in `byref.testing.chat`), the results of a run (`results`), and the
+`last_ref`, `ref_from_last_result`), a Chat Completions endpoint on loopback that plays such a
+script for any OpenAI client (`ChatStandIn`, in `byref.testing.chat`), the results of a run
+(`results`, and `result_text`: what the model was shown of one, without its ref line), and the
 artifact-store battery every
 adapter runs (`StoreBattery`, `battery_for_url`, `assert_store_conforms`, and `Damage` /
 `register_damage` for an adapter's damage hooks). The law: nothing here
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from byref.dispatch.reflines import split
 from byref.harness.loop import RunResult
 from byref.harness.messages import Block, Request, Response
 from byref.harness.scripted import (
@@ -28,6 +30,7 @@ from byref.harness.scripted import (
     ScriptExhaustedError,
     Step,
     call,
+    last_ref,
     last_result,
     ref_from_last_result,
     say,
@@ -65,6 +68,14 @@ def results(run: RunResult) -> list[Part]:
             for part in message.parts]
 
 
+def result_text(part: Part | str) -> str:
+    """What the model was shown of a result (a part, or the text an adapter handed the model),
+    without the ref line under it."""
+    if isinstance(part, str):
+        return split(part)[0]
+    return split(part.rendered if part.rendered is not None else str(part.value))[0]
+
+
 def assert_store_conforms(battery: StoreBattery | str, cases: Sequence[Case] = CASES
                           ) -> Report:
     """Run the store battery (a `StoreBattery`, or a store URL) and raise `AssertionError`
@@ -80,5 +91,6 @@ __all__ = [
     "CASES", "ChatStandIn", "Damage", "Report", "ScriptExhaustedError", "ScriptedModel", "Step",
     "StoreBattery",
     "assert_store_conforms", "battery_for_url", "call", "find_damage", "format_report",
-    "last_result", "parallel", "ref_from_last_result", "register_damage", "results", "say",
+    "last_ref", "last_result", "parallel", "ref_from_last_result", "register_damage",
+    "result_text", "results", "say",
 ]

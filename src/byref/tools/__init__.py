@@ -7,6 +7,7 @@ tool author writes plain typed Python; references, resolution and storage are di
 business, not the tool's (a parameter marked lazy is the one opt-in to see a `Ref`).
 """
 
+from byref.tools.blocks import Blocks
 from byref.tools.builtins import builtin_tools
 from byref.tools.call_context import ScopedArtifacts, ToolContext
 from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
@@ -25,6 +26,7 @@ from byref.tools.tool import Tool, ToolInputError, ToolRefusal, artifact_ref_sch
 
 __all__ = [
     "BUILTIN_JSON_TOOLS",
+    "Blocks",
     "CatalogSource",
     "Filtered",
     "McpSource",

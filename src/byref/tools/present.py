@@ -82,6 +82,7 @@ def make_present_tool() -> Tool:
         description=DESCRIPTION,
         fn=_present, input_schema=_SCHEMA, lazy=frozenset({"ref"}), wants_ctx=True,
         capabilities=("artifacts:present",),
+        ref_line=False,  # it shows a stored artifact by the ref it was given: nothing new to pass
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from byref.errors import InvalidValue
+from byref.tools.blocks import Blocks
 from byref.tools.tool import Tool, ToolRefusal
 
 
@@ -190,7 +191,7 @@ def _page(cursor: str) -> Any:
 
 def mcp_value(name: str, result: Any) -> Any:
     """An MCP `CallToolResult` as a tool's return value: its structured content when it has
-    one, else its text (one block as a string, several as a list); an error is a refusal."""
+    one, else its text (one block as a string, several as `Blocks`); an error is a refusal."""
     blocks = list(getattr(result, "content", None) or ())
     texts = [str(b.text) for b in blocks if getattr(b, "type", None) == "text"]
     if _field(result, "is_error", "isError"):
@@ -199,7 +200,9 @@ def mcp_value(name: str, result: Any) -> Any:
     structured = _field(result, "structured_content", "structuredContent")
     if structured is not None:
         return structured
-    return texts[0] if len(texts) == 1 else texts
+    if len(texts) == 1:
+        return texts[0]
+    return Blocks(tuple(texts))  # each block shown in its place, never one JSON array
 
 
 def collect(items: Iterable[Tool | ToolSource]) -> list[Tool]:

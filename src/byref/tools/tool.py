@@ -83,6 +83,9 @@ class Tool:
     explicit_read: bool = False
     """An explicit read bounds its own answer (coverage-reported); placement uses the
     explicit-read limit for it instead of the automatic-insertion one."""
+    ref_line: bool = True
+    """Show the ref line under this tool's inline results (`byref.dispatch.reflines`); off for
+    tools whose results are no data to pass on (discovery's search and activation)."""
     wants_ctx: bool = False
     refresh: Callable[[], object] | None = None
     """Called before each declaration: lets a tool keep its description live (run_python)."""

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, World, running
+from _gateway_rig import FIXTURES, World, ref_line_of, running
 from mcp import Client
 
 from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES
@@ -60,12 +60,15 @@ async def test_an_image_passes_as_image_content_with_its_ref_beside_it(world: Wo
         async with running(world, {"media": _media()}) as (gateway, server), Client(
                 server) as client:
             result = await _call(client, "screenshot", size=5000)
-            assert [b.type for b in result.content] == ["text", "image"]
-            image = result.content[1]
+            # Each block in its place: the caption, the image's marker (its ref) and the image
+            # itself, then the result's ref line.
+            assert [b.type for b in result.content] == ["text", "text", "image", "text"]
+            image = result.content[2]
             assert isinstance(image, types.ImageContent) and image.mime_type == "image/png"
             assert base64.b64decode(image.data) == _png(5000)
-            caption, marker = json.loads(_text(result))
-            assert caption == "screenshot of 5000 bytes"
+            assert _text(result) == "screenshot of 5000 bytes"
+            marker = json.loads(result.content[1].text)  # type: ignore[union-attr]
+            assert ref_line_of(result) is not None
             assert marker["opaque"] is True and marker["mediaType"] == "image/png"
             assert marker["bytes"] == 5000
             ref = marker["value"]["$ref"]["key"]
@@ -92,10 +95,11 @@ async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only(
         async with running(world, {"media": _media()}, inlineMediaBytes=4000) as (
                 _gateway, server), Client(server) as client:
             small = await _call(client, "screenshot", size=3000)
-            assert [b.type for b in small.content] == ["text", "image"]
+            assert [b.type for b in small.content] == ["text", "text", "image", "text"]
             large = await _call(client, "screenshot", size=6000)
-            assert [b.type for b in large.content] == ["text"]
-            ref = json.loads(_text(large))[1]["value"]["$ref"]["key"]
+            assert [b.type for b in large.content] == ["text", "text", "text"]
+            marker = json.loads(large.content[1].text)  # type: ignore[union-attr]
+            ref = marker["value"]["$ref"]["key"]
             shown = await client.call_tool("present", {"ref": ref, "as": "image"})
             assert [b.type for b in shown.content] == ["text"]  # presented, not sent inline
 
@@ -107,7 +111,7 @@ async def test_read_result_of_an_image_is_bounded_by_the_explicit_read_limit(
         async with running(world, {"media": _media()}) as (_gateway, server), Client(
                 server) as client:
             big = await _call(client, "screenshot", size=size)
-            ref = json.loads(_text(big))[1]["value"]["$ref"]["key"]
+            ref = json.loads(big.content[1].text)["value"]["$ref"]["key"]  # type: ignore[union-attr]
             read = await client.call_tool("read_result", {"ref": _blob(ref)})
             assert read.is_error
             assert _text(read) == (
@@ -124,20 +128,21 @@ async def test_audio_links_and_embedded_text_pass_through(world: World) -> None:
         async with running(world, {"media": _media()}) as (_gateway, server), Client(
                 server) as client:
             beep = await _call(client, "beep")
-            assert [b.type for b in beep.content] == ["text", "audio"]
+            assert [b.type for b in beep.content] == ["text", "audio"]  # its marker is its ref
             assert json.loads(_text(beep))["mediaType"] == "audio/wav"
 
             link = await _call(client, "link")
-            assert [b.type for b in link.content] == ["text", "resource_link"]
-            assert link.content[1].uri == "memo://note"  # type: ignore[union-attr]
-            assert json.loads(_text(link)) == {"type": "resource_link", "uri": "memo://note",
-                                               "name": "note", "mimeType": "text/plain"}
+            # A link or a resource is itself in its place (its text is in it), then the ref line.
+            assert [b.type for b in link.content] == ["resource_link", "text"]
+            assert link.content[0].uri == "memo://note"  # type: ignore[union-attr]
+            assert ref_line_of(link) is not None
 
             note = await _call(client, "note")
-            assert [b.type for b in note.content] == ["text", "resource"]
-            assert json.loads(_text(note)) == {"type": "resource", "uri": "memo://note",
-                                               "mimeType": "text/plain",
-                                               "text": "remember the milk"}
+            assert [b.type for b in note.content] == ["resource", "text"]
+            embedded = note.content[0]
+            assert isinstance(embedded, types.EmbeddedResource)
+            assert embedded.resource.uri == "memo://note"
+            assert embedded.resource.text == "remember the milk"  # type: ignore[union-attr]
 
             long = await _call(client, "long_note")
             assert len("line of the long note\n" * 400) > INLINE_TEXT_RESOURCE_BYTES

@@ -20,7 +20,7 @@ from mcp import Client
 
 from byref.gateway.catalog.convert import call_result, qualified_name, result_value
 from byref.jsonview import encode
-from byref.tools import Payload
+from byref.tools import Blocks, Payload
 
 pytestmark = pytest.mark.anyio
 
@@ -166,8 +166,10 @@ def test_result_conversion_keeps_bytes_and_errors() -> None:
                                mime_type="image/png")
     value = result_value(types.CallToolResult(content=[
         types.TextContent(type="text", text="caption"), image]), server="s", tool="t")
-    assert value[0] == "caption"
-    assert isinstance(value[1], Payload) and b"".join(value[1].open_chunks()) == b"\x89PNG"
+    assert isinstance(value, Blocks)  # several blocks: each keeps its place
+    caption, png = value.items
+    assert caption == "caption"
+    assert isinstance(png, Payload) and b"".join(png.open_chunks()) == b"\x89PNG"
     assert result_value(types.CallToolResult(content=[], structured_content={"k": 1}),
                         server="s", tool="t") == {"k": 1}
     bad = types.ImageContent(type="image", data="%%%", mime_type="image/png")

@@ -58,7 +58,8 @@ def _inspector() -> list[str]:
 def _body(result: dict[str, Any]) -> Any:
     """The JSON a byref tool answered with, from a tools/call result as the Inspector prints it."""
     assert result.get("isError") is False, result
-    (block,) = result["content"]
+    block, *line = result["content"]
+    assert not line or line[0]["text"].startswith('[ref: {"$ref":{"type":"Message","seq":')
     return json.loads(block["text"])
 
 

@@ -52,9 +52,9 @@ async def _screenshot(client: Client) -> tuple[str, bytes]:
     result = await client.call_tool("call_tool", {"name": "media__screenshot",
                                                   "arguments": {"size": 3000}})
     assert not result.is_error
-    text, image = result.content
-    assert isinstance(text, types.TextContent) and isinstance(image, types.ImageContent)
-    return json.loads(text.text)[1]["value"]["$ref"]["key"], base64.b64decode(image.data)
+    _caption, marker, image, _line = result.content  # each block in its place
+    assert isinstance(marker, types.TextContent) and isinstance(image, types.ImageContent)
+    return json.loads(marker.text)["value"]["$ref"]["key"], base64.b64decode(image.data)
 
 
 async def _long_note(client: Client) -> str:

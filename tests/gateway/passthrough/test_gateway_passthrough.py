@@ -141,7 +141,12 @@ async def test_sampling_and_elicitation_are_answered_by_the_calling_client(world
             assert "the model's answer" in text(sampled)
             assert "say hi" in str(asked[0].messages[0].content)
             elicited = await c.call_tool("everything__trigger-elicitation-request", {})
-            assert "decline" in text(elicited).lower()
+            # The server's two text blocks, each in its place (never one JSON array), then the
+            # result's ref line.
+            declined, raw, line = elicited.content
+            assert "decline" in declined.text.lower()  # type: ignore[union-attr]
+            assert raw.text.startswith("\nRaw result: {")  # type: ignore[union-attr]
+            assert line.text.startswith('[ref: {"$ref":{"type":"Message","seq":')  # type: ignore[union-attr]
             assert len(asked) == 2
 
 

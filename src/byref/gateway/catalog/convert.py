@@ -8,8 +8,10 @@ audio, embedded blob) and every embedded text resource over `INLINE_TEXT_RESOURC
 a `Payload`, so it is stored and the model sees a marker with its ref, and a small embedded text
 resource is kept inline (`{"type": "resource", "uri", "mimeType", "text"}`); what passes to the
 client beside the text (images, links, structuredContent) is `content`'s;
-(3) a dispatch `Part` becomes the `CallToolResult` the client receives, and a byref declaration
-becomes an MCP `Tool`.
+several blocks are `Blocks`, one value each, in order;
+(3) a dispatch `Part` becomes the `CallToolResult` the client receives — one text block per
+recorded block (the server's text byte for byte, or its marker or placed substitute) and last the
+result's ref line as a text block of its own — and a byref declaration becomes an MCP `Tool`.
 
 The law: nothing is lost in conversion that a tool would need later — text is kept byte for byte
 (what the model sees, what a ref resolves to and what an edit must match are the server's own
@@ -28,8 +30,10 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, server_slug
+from byref.dispatch.reflines import split
+from byref.dispatch.results import render
 from byref.gateway.catalog.metadata import declared_metadata
-from byref.tools import Payload
+from byref.tools import Blocks, Payload
 from byref.transcript import Part
 
 INLINE_TEXT_RESOURCE_BYTES = 4 * 1024
@@ -93,7 +97,7 @@ def result_value(result: types.CallToolResult, *, server: str, tool: str) -> Any
     values = [_block(block, label) for block in result.content]
     if not values:
         return result.structured_content if result.structured_content is not None else ""
-    return values[0] if len(values) == 1 else values
+    return values[0] if len(values) == 1 else Blocks(tuple(values))
 
 
 def error_text(result: types.CallToolResult) -> str:
@@ -147,13 +151,38 @@ def shown_text(part: Part) -> str:
     return part.rendered if part.rendered is not None else str(part.value)
 
 
+def answer_texts(part: Part, blocks: int = 1) -> tuple[list[str], str | None]:
+    """The texts of the client's answer for a part, one a block, and its ref line (or None).
+
+    `blocks`: how many blocks the upstream answered with; a result of several that was recorded
+    block by block (not placed whole, not an error) answers one text per block, each its own
+    rendering, else the rendering is one text.
+    """
+    text = shown_text(part)
+    if part.is_error:
+        return [text], None
+    body, line = split(text)
+    value = part.value
+    if blocks > 1 and isinstance(value, list) and len(value) == blocks:
+        return [render(v) for v in value], line
+    return [body], line
+
+
 def call_result(part: Part) -> types.CallToolResult:
-    """What the client receives: the text the model is shown, and whether it is an error."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text=shown_text(part))],
+    """What the client receives for a one-block result: the text the model is shown, its ref
+    line as a block of its own, and whether it is an error."""
+    texts, line = answer_texts(part)
+    if line is not None:
+        texts.append(line)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=t) for t in texts],
                                 is_error=part.is_error)
 
 
 def call_result_wire(part: Part) -> dict[str, Any]:
     """`call_result(part)` as the handshake-era JSON the SDK's result sieve makes of it (no model
     built, validated and dumped again per call; a test pins the two equal)."""
-    return {"content": [{"type": "text", "text": shown_text(part)}], "isError": part.is_error}
+    texts, line = answer_texts(part)
+    content = [{"type": "text", "text": texts[0]}]
+    if line is not None:
+        content.append({"type": "text", "text": line})
+    return {"content": content, "isError": part.is_error}

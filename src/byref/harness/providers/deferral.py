@@ -101,6 +101,7 @@ def native_search_tool(
             names = list(dict.fromkeys(search(query)))[:limit]
             return {"query": query, "tools": names}
 
+        search_tools.ref_line = False  # the adapter reads its answer as it is: no ref line
         return search_tools
 
     @tool(name=name, description=description + ALSO_DESCRIPTION, capabilities=("tool.search",))
@@ -109,6 +110,7 @@ def native_search_tool(
         names = list(dict.fromkeys(search(query, also=phrasings)))[:limit]
         return {"query": query, "tools": names, **({"also": phrasings} if phrasings else {})}
 
+    search_tools_also.ref_line = False
     return search_tools_also
 
 

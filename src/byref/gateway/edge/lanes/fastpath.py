@@ -34,7 +34,7 @@ from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
-from byref.gateway.catalog.convert import call_result, call_result_wire
+from byref.gateway.catalog.convert import call_result_wire
 from byref.gateway.upstream.relay import may_ask
 from byref.transcript import Part
 
@@ -68,7 +68,7 @@ Run = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[
 """(request, tool name, arguments) → the recorded result part, as the handler runs it."""
 Extras = Callable[[ServerRequestContext[Any, Any], Part],
                   Awaitable[tuple[list[types.ContentBlock], Any] | None]]
-"""(request, part) → the blocks and structuredContent beside the text, or None (`content`)."""
+"""(request, part) → a rich answer's whole content and structuredContent, or None (`content`)."""
 
 
 def plain_call(ctx: ServerRequestContext[Any, Any], connection: Connection | None
@@ -137,9 +137,9 @@ class PlainCalls:
             if modern:
                 out["resultType"] = "complete"
         else:  # a rich answer: shaped by the SDK's own sieve, as the handler's would be
-            blocks, structured = beside
-            result = types.CallToolResult(content=[*call_result(part).content, *blocks],
-                                          structured_content=structured, is_error=False)
+            content, structured = beside
+            result = types.CallToolResult(content=content, structured_content=structured,
+                                          is_error=False)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             if modern:
                 dumped["resultType"] = "complete"

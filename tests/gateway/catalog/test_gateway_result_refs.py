@@ -1,0 +1,143 @@
+"""Every result the model sees can be passed on by ref; several blocks keep their type and place.
+
+Driven by the official `mcp` client against a gateway over real stdio upstreams: the blocks fixture
+(tests/gateway/fixtures/blocks_server.py) and `@modelcontextprotocol/server-everything` (npm).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from _gateway_rig import FIXTURES, World, ref_line_of, running
+from mcp import Client
+
+from byref.dispatch.reflines import EXAMPLE_SEQ, REFS_PROTOCOL, ref_line
+from byref.refs import parse_model_envelope
+
+sys.path.insert(0, str(FIXTURES))
+from blocks_server import DOC
+
+pytestmark = pytest.mark.anyio
+EVERYTHING = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "mcp-server-everything"
+
+
+def _blocks() -> dict[str, Any]:
+    return {"blocks": {"command": sys.executable, "args": [str(FIXTURES / "blocks_server.py")],
+                       "timeout": 30}}
+
+
+async def _call(client: Client, name: str, **arguments: Any) -> types.CallToolResult:
+    result = await client.call_tool("call_tool", {"name": name, "arguments": arguments})
+    assert not result.is_error, result.content
+    return result
+
+
+def _types(result: types.CallToolResult) -> list[str]:
+    return [b.type for b in result.content]
+
+
+def _texts(result: types.CallToolResult) -> list[str]:
+    return [b.text for b in result.content if isinstance(b, types.TextContent)]
+
+
+async def test_a_196_byte_json_result_is_forwarded_by_its_ref_byte_identical(
+        world: World, tmp_path: Path) -> None:
+    assert len(DOC.encode()) == 196
+    out = tmp_path / "copy.json"
+    with anyio.fail_after(60):
+        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+            shown = await _call(client, "blocks__doc")
+            assert _types(shown) == ["text", "text"]
+            assert _texts(shown)[0] == DOC  # the server's own characters, its own block
+            ref = ref_line_of(shown)
+            assert ref is not None
+            line = _texts(shown)[1]
+            assert len(line) <= 70  # what passing it on costs the model: tens of characters
+            saved = await _call(client, "blocks__save", path=str(out), text=ref)
+            assert _texts(saved)[0] == "wrote 196 bytes"
+    assert out.read_bytes() == DOC.encode()  # 1.50, 1e2 and \u00e9 as the server wrote them
+
+
+async def test_the_instructions_example_is_a_ref_line_as_results_show_it(
+        world: World, tmp_path: Path) -> None:
+    out = tmp_path / "copy.json"
+    with anyio.fail_after(60):
+        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+            found = re.search(r"\[ref: (\{.*?\}\})\]", client.instructions or "")
+            assert found is not None, client.instructions
+            example = json.loads(found.group(1))
+            parse_model_envelope(example)  # a ref the model may write, as written
+            assert found.group(0) == ref_line(EXAMPLE_SEQ, 0)
+            shown = await _call(client, "blocks__doc")
+            real = ref_line_of(shown)
+            assert real is not None
+            seq = real["$ref"]["seq"]
+            # The example is the very line a result shows, its seq of the same size; with the
+            # seq a real result shows, it resolves and delivers the result exactly.
+            assert len(str(seq)) == len(str(EXAMPLE_SEQ))
+            assert _texts(shown)[-1] == found.group(0).replace(str(EXAMPLE_SEQ), str(seq))
+            example["$ref"]["seq"] = seq
+            await _call(client, "blocks__save", path=str(out), text=example)
+    assert out.read_bytes() == DOC.encode()
+    assert '"seq": 4' not in REFS_PROTOCOL
+
+
+async def test_several_blocks_keep_their_type_and_place(world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+            result = await _call(client, "blocks__mixed")
+    # caption, the image's marker (its ref) and the image itself, caption, the ref line
+    assert _types(result) == ["text", "text", "image", "text", "text"]
+    texts = _texts(result)
+    assert texts[0] == "Here's the image you requested:"
+    assert json.loads(texts[1])["opaque"] is True
+    assert texts[2] == "The image above is a tiny PNG."
+    assert ref_line_of(result) is not None
+    assert not any(t.startswith('["') for t in texts)  # never one JSON array of blocks
+
+
+async def test_a_large_block_is_placed_in_its_place_and_forwards_exactly(
+        world: World, tmp_path: Path) -> None:
+    big = "log line of the long block\n" * 2308
+    by_value, by_field = tmp_path / "value.log", tmp_path / "field.log"
+    with anyio.fail_after(60):
+        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+            result = await _call(client, "blocks__mixed", big=True)
+            assert _types(result) == ["text", "text", "image", "text", "text", "text"]
+            texts = _texts(result)
+            assert texts[0] == "Here's the image you requested:"
+            assert texts[2] == "The image above is a tiny PNG."
+            placed = json.loads(texts[3])  # the long block: its substitute, in its place
+            assert placed["placed"] is True and placed["bytes"] == len(big.encode())
+            assert "block 3 of its result was stored" in placed["note"]
+            ref = ref_line_of(result)
+            assert ref is not None
+            await _call(client, "blocks__save", path=str(by_value), text=placed["value"])
+            field = {"$ref": {**ref["$ref"], "field": "3"}}
+            await _call(client, "blocks__save", path=str(by_field), text=field)
+    assert by_value.read_text() == big
+    assert by_field.read_text() == big
+
+
+async def test_the_everything_servers_mixed_results_keep_their_shape(world: World) -> None:
+    if not EVERYTHING.exists():
+        pytest.skip("@modelcontextprotocol/server-everything comes from npm: run `make upstreams`")
+    servers = {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": 30}}
+    with anyio.fail_after(90):
+        async with running(world, servers) as (_gateway, server), Client(server) as client:
+            image = await _call(client, "everything__get-tiny-image")
+            links = await _call(client, "everything__get-resource-links", count=2)
+    assert _types(image) == ["text", "text", "image", "text", "text"]
+    texts = _texts(image)
+    assert texts[0] == "Here's the image you requested:"
+    assert texts[2] == "The image above is the MCP logo."
+    assert ref_line_of(image) is not None
+    assert _types(links) == ["text", "resource_link", "resource_link", "text"]
+    assert ref_line_of(links) is not None
