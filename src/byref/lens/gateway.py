@@ -87,7 +87,7 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
         # has open (`kept`) records no owner: it is shown to its principal's unrestricted owner
         # alone, with its artifacts where that owner keeps them (`kept_artifacts`).
         mine: dict[str, Any] = {}
-        if kept is not None and kept_artifacts is not None and identity[2] == json.dumps(
+        if kept is not None and identity[2] == json.dumps(
                 list(identity[:2]), ensure_ascii=False):
             mine.update((c.scope.conversation, c) for c in kept().conversations(*identity[:2]))
         mine.update((s.scope.conversation, s) for s in states()
@@ -106,9 +106,9 @@ def lens_app(states: Callable[[], Iterable[Any]], store: ArtifactStore | None, *
             return html_response(404, "Not found", gap("No such conversation for this caller."),
                                  root)
         base = f"{root}/c/{head}"
-        if isinstance(state, Conversation) and kept is not None and kept_artifacts is not None:
-            run = conversation_run(kept(), state, store,  # kept, not open
-                                   artifacts=kept_artifacts(*identity[:2]))
+        if isinstance(state, Conversation) and kept is not None:  # kept, not open
+            run = conversation_run(kept(), state, store, artifacts=kept_artifacts(
+                *identity[:2]) if kept_artifacts is not None else None)
         else:
             run = _run(state.scope, getattr(state, "artifacts", None) or state.scope,
                        state.transcript, store, events)
@@ -145,7 +145,11 @@ def _identity(scope: ASGIScope) -> tuple[str, str, str] | None:
     claims = getattr(token, "claims", None) or {}
     if "tenant" not in claims or "principal" not in claims or token is None:
         return None
-    return str(claims["tenant"]), str(claims["principal"]), str(token.client_id)
+    tenant, principal = str(claims["tenant"]), str(claims["principal"])
+    # A token that names no client is its principal's unrestricted owner.
+    owner = getattr(token, "client_id", None) or json.dumps([tenant, principal],
+                                                            ensure_ascii=False)
+    return tenant, principal, str(owner)
 
 
 def _run(scope: Scope, artifacts: Scope, transcript: Transcript, store: ArtifactStore | None,

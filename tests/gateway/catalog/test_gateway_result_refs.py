@@ -25,7 +25,7 @@ sys.path.insert(0, str(FIXTURES))
 from blocks_server import DOC
 
 pytestmark = pytest.mark.anyio
-EVERYTHING = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "mcp-server-everything"
+EVERYTHING = Path(__file__).resolve().parents[3] / "node_modules" / ".bin" / "mcp-server-everything"
 
 
 def _blocks() -> dict[str, Any]:

@@ -46,7 +46,13 @@ from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.bypass import lane_usable, lanes_on
-from byref.gateway.wire.sdk_server import ReadStream, WriteStream, connection_of, session_manager
+from byref.gateway.wire.sdk_server import (
+    ReadStream,
+    WriteStream,
+    connection_of,
+    session_manager,
+    session_transports,
+)
 from byref.gateway.wire.stdio import stdio_streams
 from byref.harness import REFS_PROTOCOL
 from byref.lens.gateway import lens_route
@@ -386,7 +392,7 @@ async def _stop_when(stop: anyio.Event, server: Any, gateway: Gateway, mcp: Gate
     for state in gateway.scopes.all():
         state.listen.close()
     manager = mcp.session_manager
-    for transport in list(getattr(manager, "_server_instances", {}).values()):
+    for transport in session_transports(manager):
         with contextlib.suppress(Exception):
             transport.close_standalone_sse_stream()
 

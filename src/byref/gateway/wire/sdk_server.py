@@ -74,6 +74,12 @@ def manager_lifespan(manager: object) -> Any:
     return getattr(manager, "_lifespan_state", None)
 
 
+def session_transports(manager: object) -> list[Any]:
+    """The handshake-era sessions' transports a session manager holds (to close their streams
+    at a graceful stop)."""
+    return list(getattr(manager, "_server_instances", {}).values())
+
+
 def has_exit_callbacks(connection: Connection) -> bool:
     """Whether anything was pushed on a connection's exit stack (an empty one unwinds to nothing;
     unknown → True, so it is unwound)."""
@@ -81,9 +87,24 @@ def has_exit_callbacks(connection: Connection) -> bool:
 
 
 __all__ = [
-    "STDIO_CLAIMS", "OpenTelemetryMiddleware", "ReadStream", "WriteStream",
-    "_SingleExchangeDispatchContext", "_UnownedTextWrapper", "_claim_fd", "_mcp_param_rejection",
-    "_open_stdin_diversion", "_open_stdout_diversion", "_write", "connection_of",
-    "handle_modern_request", "has_exit_callbacks", "lane_gaps", "manager_entry",
-    "manager_lifespan", "manager_running", "session_manager",
+    "STDIO_CLAIMS",
+    "OpenTelemetryMiddleware",
+    "ReadStream",
+    "WriteStream",
+    "_SingleExchangeDispatchContext",
+    "_UnownedTextWrapper",
+    "_claim_fd",
+    "_mcp_param_rejection",
+    "_open_stdin_diversion",
+    "_open_stdout_diversion",
+    "_write",
+    "connection_of",
+    "handle_modern_request",
+    "has_exit_callbacks",
+    "lane_gaps",
+    "manager_entry",
+    "manager_lifespan",
+    "manager_running",
+    "session_manager",
+    "session_transports",
 ]
