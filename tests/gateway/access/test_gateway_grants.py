@@ -62,6 +62,10 @@ async def test_a_grant_hides_another_servers_resources_and_prompts(world: World)
         async with serving(world, _servers(), tokens=TOKENS) as (gateway, url), client(
                 url, OPEN) as limited, client(url, FULL) as full:
             await gateway.toolbox(wait=30)  # every server up: a list answers without one starting
+            # Each principal has processes of its own (`share`'s default on a shared gateway): a
+            # read waits for its start, as a list (answered within 1 s) does not.
+            await limited.read_resource("byref://open/item://1")
+            await full.read_resource("byref://secret/item://1")
             seen = await _uris(limited)
             assert "byref://open/item://1" in seen
             assert not any(u.startswith("byref://secret/") for u in seen), sorted(seen)[:5]

@@ -130,6 +130,7 @@ def _entry(world: World, port: int, where: str, failure: str, value: str) -> dic
 async def _client_texts(world: World, entry: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     texts: list[str] = []
     async with running(world, {"leaky": entry}) as (gateway, server), Client(server) as client:
+        await gateway.toolbox()  # settled: a first list does not wait for servers starting
         listed = await client.list_tools()
         texts += [t.description or "" for t in listed.tools]
         for _ in range(2):  # the first call and the one that starts it again
