@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 from pathlib import Path
 
-from byref.discovery.text import Analyzer
+from byref.discovery.text import ANALYZER, Analyzer
 
 SYNONYM_WEIGHT = 0.5
 """A query word's related words (synonyms.txt) search at half their BM25F score. Chosen on rows
@@ -39,6 +39,11 @@ help (`byref.bench.retrieval.near_sweep`). The hybrid leaves them out: with them
 NEAR_KEEP = 2
 """Near words a query word adds at most: the nearest ones that the catalog's documents have."""
 NEAR_FILE = Path(__file__).with_name("near_words.txt")
+NEAR_STEMS_FILE = Path(__file__).with_name("near_stems.txt")
+"""near_words.txt already stemmed by the default analyzer (`write_near_stems`; a test keeps
+it equal to `near_table` of near_words.txt): loading it is a split per line, not 100,000
+stems, so the first search after a start does not pay for stemming the table (≈1 s on a
+loaded machine, 0.1–0.2 s on an idle one)."""
 
 
 def read_synonyms(path: Path = SYNONYMS_FILE) -> list[str]:
@@ -73,8 +78,25 @@ def packaged_near(analyzer: Analyzer) -> dict[str, tuple[str, ...]]:
     """near_words.txt as `near_table` reads it, cached per analyzer."""
     table = _NEAR.get(id(analyzer))
     if table is None:
-        table = _NEAR[id(analyzer)] = near_table(read_near_words(), analyzer)
+        table = _NEAR[id(analyzer)] = (read_near_stems() if analyzer is ANALYZER
+                                       else near_table(read_near_words(), analyzer))
     return table
+
+
+def read_near_stems(path: Path = NEAR_STEMS_FILE) -> dict[str, tuple[str, ...]]:
+    """The pre-stemmed table (`NEAR_STEMS_FILE`): a stem, then its near stems, a line each."""
+    out = {}
+    for line in path.read_text("utf-8").splitlines():
+        stem, _, near = line.partition(" ")
+        out[stem] = tuple(near.split())
+    return out
+
+
+def write_near_stems(path: Path = NEAR_STEMS_FILE) -> None:
+    """Writes `NEAR_STEMS_FILE` from near_words.txt (run after scripts/near_words.py)."""
+    table = near_table(read_near_words(), ANALYZER)
+    path.write_text("".join(f"{stem} {' '.join(near)}\n" for stem, near in table.items()),
+                    "utf-8")
 
 
 class Related:
