@@ -153,3 +153,10 @@ def test_hybrid_abstention_rates_on_the_hand_written_needs_and_the_answerable_se
     for name in ("metatool", "vocabulary"):
         m = figures[name]
         assert m["recall@5_without"] - m["recall@5"] <= 0.01
+    # a restart over the 2,565 tools: every vector comes from the cache the run above filled
+    from byref.discovery.mcp import catalog_from_listings, read_listings
+
+    restarted = HybridRanker()
+    catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog"))
+    assert Searcher(catalog, ranker=restarted).search("create a github issue").results
+    assert restarted.encoded == 0 and restarted.from_disk >= len(catalog)
