@@ -9,7 +9,9 @@ best one and the cosine similarity min-max scaled over the candidates: one weigh
 second disjoint one (`byref.bench.retrieval.fusion_sweep`). An exact tool name still ranks
 first. Document vectors are computed once per catalog version, and only for texts that changed;
 an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a restart encodes only
-new texts.
+new texts. In `background` mode (the gateway's) no search waits on them more than `WARM_WAIT_S`:
+until a thread has read or encoded them, a search is the index's lexical one. A hybrid ranking
+carries its query's cosines summarised (`Similarity`), the embedding's side of abstention.
 """
 
 from __future__ import annotations
