@@ -16,8 +16,12 @@ carries its query's cosines summarised (`Similarity`), the embedding's side of a
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +81,24 @@ DENSITY_K = 10
 WARM_WAIT_S = 0.1
 """How long a search in `background` mode waits for the document vectors before it answers
 lexically (they are encoded, or read from the vector cache, on a thread of their own)."""
+ENCODE_BATCH = 256
+"""Document texts encoded per call: a stop (`HybridRanker.stop`) waits for one batch at most."""
+STOP_WAIT_S = 30.0
+
+
+class _Stopped(Exception):
+    """The ranker was stopped while it encoded (the process is exiting)."""
+
+
+_WARMING: weakref.WeakSet[HybridRanker] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_warming() -> None:
+    for ranker in list(_WARMING):
+        ranker.stop()
+
+
 QUERY_CACHE = 256
 """Query vectors kept (a model re-asking, alternative phrasings, the benchmark's splits)."""
 
@@ -203,6 +225,8 @@ class HybridRanker:
         self.lexical_answers = 0
         """Searches answered lexically because the vectors were not ready (`background`)."""
         self._warming: dict[int, tuple[SearchIndex, threading.Thread]] = {}
+        self._making = threading.Lock()
+        self._stop = threading.Event()
 
     def with_weight(self, lexical_weight: float, rerank: Rerank | None = None,
                     density_weight: float | None = None,
@@ -245,6 +269,14 @@ class HybridRanker:
             hit = self._vectors.get(id(index))
             if hit is not None and hit[0] is index:
                 return hit[1]
+        with self._making:  # one maker at a time: a second finds the first's vectors
+            return self._make_vectors(index)
+
+    def _make_vectors(self, index: SearchIndex) -> Any:
+        with self._lock:
+            hit = self._vectors.get(id(index))
+            if hit is not None and hit[0] is index:
+                return hit[1]
         import numpy as np
 
         per_doc = [document_views(index, d, self.description_share, self.name_share)
@@ -261,12 +293,19 @@ class HybridRanker:
             known = {**known, **stored}
             fresh = [t for t in fresh if t not in stored]
         if fresh:
-            made = dict(zip(fresh, self.encoder.encode(fresh), strict=True))
+            made: dict[str, Any] = {}
+            try:
+                for start in range(0, len(fresh), ENCODE_BATCH):
+                    if self._stop.is_set():
+                        raise _Stopped
+                    chunk = fresh[start:start + ENCODE_BATCH]
+                    made.update(zip(chunk, self.encoder.encode(chunk), strict=True))
+            finally:
+                with self._lock:
+                    self.encoded += len(made)
+                if disk is not None:
+                    disk.store(made, used=texts)  # what was made survives a stop
             known = {**known, **made}
-            with self._lock:
-                self.encoded += len(fresh)
-            if disk is not None:
-                disk.store(made, used=texts)
         dim = next(iter(known.values())).shape[0] if known else 0
         if not per_doc:
             matrix = np.zeros((0, dim))
@@ -296,13 +335,37 @@ class HybridRanker:
                 return found[1]
 
             def work() -> None:
-                self.vectors(index)
-                self.query_vector("")  # the encoder's session and tokenizer, loaded once
+                with contextlib.suppress(_Stopped):
+                    self.vectors(index)
+                    self.query_vector("")  # the encoder's session and tokenizer, loaded once
 
-            thread = threading.Thread(target=work, name="byref-vectors", daemon=True)
+            thread = self._start(work)
             self._warming = {id(index): (index, thread)}
+        return thread
+
+    def prepare(self, index_of: Callable[[], SearchIndex]) -> threading.Thread:
+        """Warms on a thread the index `index_of()` builds (a gateway calls this when its
+        catalog changes, so the first search after a restart finds the vectors ready)."""
+        def work() -> None:
+            with contextlib.suppress(_Stopped):
+                self.warm(index_of()).join()
+
+        return self._start(work)
+
+    def _start(self, work: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=work, name="byref-vectors", daemon=True)
+        _WARMING.add(self)
         thread.start()
         return thread
+
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stops this ranker's background encoding after its current batch and waits for it
+        (registered at exit: a thread inside the ONNX runtime at exit aborts the process)."""
+        self._stop.set()
+        with self._lock:
+            threads = [t for _, t in self._warming.values()]
+        for thread in threads:
+            thread.join(timeout)
 
     def density(self, index: SearchIndex) -> Any:
         """Each document's mean cosine to its `DENSITY_K` nearest other documents (cached per

@@ -61,6 +61,9 @@ def build_toolbox(config: GatewayConfig, version: int,
         note += (f" Starting: {', '.join(map(repr, starting))} (their tools are announced "
                  "when ready).")
     # search_tools says what the catalog holds, and each row carries its server's metadata.
+    prepare = getattr(ranker, "prepare", None)
+    if prepare is not None:
+        prepare(catalog.index)  # the hybrid's vectors read or made before a search asks
     search, activate = Discovery(
         catalog, budget=config.working_set, emit=emit, note=note, ranker=ranker,
         row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {},
