@@ -337,6 +337,7 @@ class HybridRanker:
             def work() -> None:
                 with contextlib.suppress(_Stopped):
                     self.vectors(index)
+                    index.variant(k1=HYBRID_K1)  # the fusion's lexical side, built once
                     self.query_vector("")  # the encoder's session and tokenizer, loaded once
 
             thread = self._start(work)
