@@ -124,17 +124,6 @@ def test_a_first_ever_start_answers_lexically_then_turns_hybrid(tmp_path: Path) 
 
 
 # -- pinned rates on real data ------------------------------------------------------------------
-@pytest.mark.skipif(not (EVAL / "metatool").is_dir() or not (EVAL / "mcp-catalog").is_dir(),
-                    reason=EVAL_MISSING)
-def test_lexical_rankings_abstain_on_nothing_answerable() -> None:
-    from byref.bench.abstention import run
-
-    figures = run(EVAL, None)
-    for name in ("metatool", "task", "vocabulary"):
-        assert figures[name]["abstained"] == 0.0
-        assert figures[name]["recall@5"] == figures[name]["recall@5_without"]
-
-
 @needs_model
 @pytest.mark.skipif(not (EVAL / "metatool").is_dir() or not (EVAL / "mcp-catalog").is_dir(),
                     reason=EVAL_MISSING)
