@@ -83,6 +83,9 @@ def main() -> None:
     ]
     OUT.write_text("\n".join(header + lines) + "\n", "utf-8")
     print(f"{OUT}: {len(lines)} words")
+    from byref.discovery.related import write_near_stems
+
+    write_near_stems()  # the pre-stemmed copy a search loads
 
 
 if __name__ == "__main__":

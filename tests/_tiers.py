@@ -54,6 +54,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/conversations/test_state_bench.py": ("process",),
     "tests/conversations/test_shared_writers.py": ("process",),
     "tests/discovery/test_discovery_vectorcache.py": ("process",),
+    "tests/discovery/test_discovery_abstain.py": ("slow",),
     "tests/discovery/test_discovery_cli.py": ("process",),
     "tests/integrations/test_bridge.py": ("process",),
     "tests/integrations/test_openai_agents.py": ("process",),

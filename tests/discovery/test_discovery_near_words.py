@@ -83,3 +83,16 @@ def test_the_hybrid_leaves_near_words_out() -> None:
     ranker = HybridRanker(_Fixed(), vector_cache="off")
     scored, _, _ = ranker.fused(index, "hotel", None)
     assert not scored.scores
+
+
+def test_packaged_near_stems_equal_the_near_words_stemmed() -> None:
+    """near_stems.txt (what a first search loads) is near_words.txt as the default analyzer
+    stems it: regenerate it with `write_near_stems` when the words change."""
+    from byref.discovery.related import NearStems, near_table, read_near_stems, read_near_words
+    from byref.discovery.text import ANALYZER
+
+    table = near_table(read_near_words(), ANALYZER)
+    assert read_near_stems() == table
+    lazy = NearStems()
+    assert len(lazy) == len(table) and lazy["purchas"] == table["purchas"]
+    assert dict(lazy) == table and lazy.get("not a stem") is None and "zzzqx" not in lazy

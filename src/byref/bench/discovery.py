@@ -349,6 +349,11 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
 
         out["retrieval"] = bench_retrieval.run(root, ranker, notes)
         out["first_search"] = bench_retrieval.first_search(root)
+    from byref.bench import abstention
+
+    out["abstention"] = {"lexical": abstention.run(root, None)}
+    if ranker is not None:
+        out["abstention"]["hybrid"] = abstention.run(root, ranker)
     if notes:
         out["notes"] = notes
     return out

@@ -27,6 +27,8 @@ def register_bench(bench_sub: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--first-search", action="store_true",
                         help="only the first hybrid search, cold vs warm vector cache")
+    parser.add_argument("--abstention", action="store_true",
+                        help="only the abstention rates (unanswerable and answerable sets)")
     parser.set_defaults(run=run)
 
 
@@ -37,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.first_search:
         return _first_search(args)
+    if args.abstention:
+        return _abstention(args)
     try:
         figures = bench.run(args.eval, hybrid=not args.no_hybrid)
     except FileNotFoundError as exc:
@@ -83,8 +87,31 @@ def run(args: argparse.Namespace) -> int:
         _retrieval(figures["retrieval"], mcp["reference_ms"])
     if "first_search" in figures:
         _print_first_search(figures["first_search"])
+    if "abstention" in figures:
+        _print_abstention(figures["abstention"])
     for note in figures.get("notes", []):
         print(f"note: {note}")
+    return 0
+
+
+def _abstention(args: argparse.Namespace) -> int:
+    from byref.bench import abstention
+    from byref.bench import discovery as bench
+
+    root = args.eval or bench.eval_dir()
+    if not (root / "mcp-catalog").is_dir() or not (root / "metatool").is_dir():
+        print(f"byref bench search: no metatool/ and mcp-catalog/ under {str(root)!r}",
+              file=sys.stderr)
+        return 2
+    figures = {"lexical": abstention.run(root, None)}
+    if not args.no_hybrid:
+        from byref.discovery.embed import HybridRanker
+
+        figures["hybrid"] = abstention.run(root, HybridRanker())
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    _print_abstention(figures)
     return 0
 
 
@@ -113,6 +140,24 @@ def _print_first_search(f: dict[str, Any]) -> None:
           f"cold cache {f['cold_s']} s ({f['cold_encoded']:,} texts encoded), warm cache "
           f"{f['warm_s']} s ({f['warm_encoded']:,} encoded); cold/warm {f['cold_over_warm']}; "
           f"cache file {f['cache_mb']} MB; same results {f['same_results']}")
+    print(f"  restarted gateway (background mode, prepared): first search "
+          f"{f['restarted_first_s']} s ({f['restarted_encoded']} encoded) vs warm p50 "
+          f"{f['warm_p50_s']} s: ×{f['restarted_over_warm_p50']}; first-ever start in "
+          f"background mode "
+          f"{f['first_ever_background_s']} s (answered lexically: {f['first_ever_lexical']})")
+    lex = f["lexical_first_100"]
+    print(f"  first lexical search at 100 tools {lex['first_ms']} ms, second {lex['second_ms']} ms")
+
+
+def _print_abstention(a: dict[str, Any]) -> None:
+    for ranking, sets in a.items():
+        un = "; ".join(f"{k.split('_', 1)[1]} {v['held_apart']:.0%} held apart "
+                       f"({v['tuning']:.0%} tuning, {v['queries']} needs)"
+                       for k, v in sets.items() if k.startswith("unanswerable"))
+        ans = "; ".join(f"{k} {v['abstained']:.1%} (r@5 {v['recall@5']:.3f} vs "
+                        f"{v['recall@5_without']:.3f} without)"
+                        for k, v in sets.items() if not k.startswith("unanswerable"))
+        print(f"Abstention, {ranking}: unanswerable abstained {un}; answerable abstained {ans}")
 
 
 def _row(label: str, m: dict[str, float]) -> None:

@@ -128,6 +128,12 @@ def run_search(args: argparse.Namespace) -> int:
             where = f" [{r.server}]" if r.server else ""
             print(f"  {i}. {r.name}{where}  {r.score:.3f}")
             print(f"     {r.excerpt}")
+        if page.abstained:
+            from byref.discovery.scaffold import no_fit_text
+
+            print(f"  {no_fit_text(page.unmatched, catalog.capability_roots())}")
+        elif page.unmatched:
+            print(f"  (no tool mentions {', '.join(map(repr, page.unmatched))})")
     return 0
 
 

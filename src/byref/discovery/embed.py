@@ -9,13 +9,20 @@ best one and the cosine similarity min-max scaled over the candidates: one weigh
 second disjoint one (`byref.bench.retrieval.fusion_sweep`). An exact tool name still ranks
 first. Document vectors are computed once per catalog version, and only for texts that changed;
 an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a restart encodes only
-new texts.
+new texts. In `background` mode (the gateway's) no search waits on them more than `WARM_WAIT_S`:
+until a thread has read or encoded them, a search is the index's lexical one. A hybrid ranking
+carries its query's cosines summarised (`Similarity`), the embedding's side of abstention.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +36,7 @@ from byref.discovery.index import (
     SearchIndex,
     arrange,
 )
+from byref.discovery.ranking import GAP_RANK, Similarity
 from byref.discovery.text import split_words
 from byref.discovery.vectorcache import VectorCache, cache_dir
 from byref.errors import InvalidValue
@@ -70,8 +78,40 @@ crowded region is one server's family of narrow tools, the same 0.6 drops the ta
 from 0.375/0.594 to 0.219/0.531 and the vocabulary dev queries from 0.448/0.672 to 0.418/0.597
 (`byref.bench.retrieval.hybrid_sweep`). A benchmark's artefact, not a law of tool catalogs."""
 DENSITY_K = 10
+WARM_WAIT_S = 0.1
+"""How long a search in `background` mode waits for the document vectors before it answers
+lexically (they are encoded, or read from the vector cache, on a thread of their own)."""
+ENCODE_BATCH = 256
+"""Document texts encoded per call: a stop (`HybridRanker.stop`) waits for one batch at most."""
+STOP_WAIT_S = 30.0
+
+
+class _Stopped(Exception):
+    """The ranker was stopped while it encoded (the process is exiting)."""
+
+
+_WARMING: weakref.WeakSet[HybridRanker] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_warming() -> None:
+    for ranker in list(_WARMING):
+        ranker.stop()
+
+
 QUERY_CACHE = 256
 """Query vectors kept (a model re-asking, alternative phrasings, the benchmark's splits)."""
+
+
+def summarise(similarity: Any) -> Similarity | None:
+    """The best, mean and best-minus-`GAP_RANK`-th of a query's cosines (None: no candidate)."""
+    import numpy as np
+
+    if not len(similarity):
+        return None
+    k = min(GAP_RANK, len(similarity))
+    top = -np.partition(-similarity, k - 1)[:k]
+    return Similarity(float(top.max()), float(similarity.mean()), float(top.max() - top.min()))
 
 
 def document_text(index: SearchIndex, doc: int) -> str:
@@ -148,7 +188,11 @@ class HybridRanker:
         density_weight: float = DENSITY_WEIGHT,
         description_share: float = DESCRIPTION_SHARE,
         name_share: float = NAME_SHARE,
+        background: bool = False,
     ) -> None:
+        """`background`: a search whose document vectors are not ready within `WARM_WAIT_S`
+        answers lexically (the index's own ranking) while a thread makes them; the first
+        search after them is hybrid. Without it, a search waits for the encoding."""
         if not 0.0 <= lexical_weight <= 1.0:
             raise InvalidValue(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
         self._encoder = encoder
@@ -169,10 +213,20 @@ class HybridRanker:
         self.query_cache = query_cache
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
+        self._best = threading.local()
+        """The best raw cosine of this thread's last `fused` (the abstention evidence)."""
         self.vector_cache = vector_cache
         self.cache_dir = cache_dir(vector_cache)
         self.encoded = 0
         """Document texts this ranker sent to the encoder (neither in memory nor on disk)."""
+        self.from_disk = 0
+        """Document texts whose vectors came from the on-disk cache."""
+        self.background = background
+        self.lexical_answers = 0
+        """Searches answered lexically because the vectors were not ready (`background`)."""
+        self._warming: dict[int, tuple[SearchIndex, threading.Thread]] = {}
+        self._making = threading.Lock()
+        self._stop = threading.Event()
 
     def with_weight(self, lexical_weight: float, rerank: Rerank | None = None,
                     density_weight: float | None = None,
@@ -215,6 +269,14 @@ class HybridRanker:
             hit = self._vectors.get(id(index))
             if hit is not None and hit[0] is index:
                 return hit[1]
+        with self._making:  # one maker at a time: a second finds the first's vectors
+            return self._make_vectors(index)
+
+    def _make_vectors(self, index: SearchIndex) -> Any:
+        with self._lock:
+            hit = self._vectors.get(id(index))
+            if hit is not None and hit[0] is index:
+                return hit[1]
         import numpy as np
 
         per_doc = [document_views(index, d, self.description_share, self.name_share)
@@ -226,15 +288,24 @@ class HybridRanker:
         disk = self.disk_cache() if fresh else None
         if disk is not None:
             stored = disk.lookup(fresh)
+            with self._lock:
+                self.from_disk += len(stored)
             known = {**known, **stored}
             fresh = [t for t in fresh if t not in stored]
         if fresh:
-            made = dict(zip(fresh, self.encoder.encode(fresh), strict=True))
+            made: dict[str, Any] = {}
+            try:
+                for start in range(0, len(fresh), ENCODE_BATCH):
+                    if self._stop.is_set():
+                        raise _Stopped
+                    chunk = fresh[start:start + ENCODE_BATCH]
+                    made.update(zip(chunk, self.encoder.encode(chunk), strict=True))
+            finally:
+                with self._lock:
+                    self.encoded += len(made)
+                if disk is not None:
+                    disk.store(made, used=texts)  # what was made survives a stop
             known = {**known, **made}
-            with self._lock:
-                self.encoded += len(fresh)
-            if disk is not None:
-                disk.store(made, used=texts)
         dim = next(iter(known.values())).shape[0] if known else 0
         if not per_doc:
             matrix = np.zeros((0, dim))
@@ -248,6 +319,54 @@ class HybridRanker:
             self._vectors = {id(index): (index, matrix)}
             self._by_text = {t: known[t] for t in texts}
         return matrix
+
+    def ready(self, index: SearchIndex) -> bool:
+        """Whether `index`'s document vectors are in memory (a search needs no encoding)."""
+        with self._lock:
+            hit = self._vectors.get(id(index))
+            return hit is not None and hit[0] is index
+
+    def warm(self, index: SearchIndex) -> threading.Thread:
+        """Starts (once per index) a daemon thread loading the encoder and `index`'s vectors
+        (from the cache, else encoded); returns it."""
+        with self._lock:
+            found = self._warming.get(id(index))
+            if found is not None and found[0] is index:
+                return found[1]
+
+            def work() -> None:
+                with contextlib.suppress(_Stopped):
+                    self.vectors(index)
+                    index.variant(k1=HYBRID_K1)  # the fusion's lexical side, built once
+                    self.query_vector("")  # the encoder's session and tokenizer, loaded once
+
+            thread = self._start(work)
+            self._warming = {id(index): (index, thread)}
+        return thread
+
+    def prepare(self, index_of: Callable[[], SearchIndex]) -> threading.Thread:
+        """Warms on a thread the index `index_of()` builds (a gateway calls this when its
+        catalog changes, so the first search after a restart finds the vectors ready)."""
+        def work() -> None:
+            with contextlib.suppress(_Stopped):
+                self.warm(index_of()).join()
+
+        return self._start(work)
+
+    def _start(self, work: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=work, name="byref-vectors", daemon=True)
+        _WARMING.add(self)
+        thread.start()
+        return thread
+
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stops this ranker's background encoding after its current batch and waits for it
+        (registered at exit: a thread inside the ONNX runtime at exit aborts the process)."""
+        self._stop.set()
+        with self._lock:
+            threads = [t for _, t in self._warming.values()]
+        for thread in threads:
+            thread.join(timeout)
 
     def density(self, index: SearchIndex) -> Any:
         """Each document's mean cosine to its `DENSITY_K` nearest other documents (cached per
@@ -313,6 +432,7 @@ class HybridRanker:
         # 0.04 ms; einsum takes 0.2 ms at 2,565 tools every time).
         similarity = np.einsum("ij,j->i", self.vectors(index),
                                self.query_vector(query))[pool].astype(np.float64)
+        self._best.value = summarise(similarity)
         if self.density_weight:
             similarity += self.density_weight * self.density(index)[pool]
         low, high = (similarity.min(), similarity.max()) if len(pool) else (0.0, 0.0)
@@ -327,9 +447,17 @@ class HybridRanker:
 
         if not len(index):
             return index.search(query, filters=filters, limit=limit)
+        if self.background:
+            warming = self.warm(index)
+            warming.join(WARM_WAIT_S)
+            if warming.is_alive() or not self.ready(index):
+                with self._lock:
+                    self.lexical_answers += 1
+                return index.search(query, filters=filters, limit=limit)
         scored, pool, fused = self.fused(index, query, filters)
         keep = min(len(pool), max(limit + 1, RERANK_DEPTH))
         best = np.argpartition(-fused, keep - 1)[:keep] if keep < len(pool) else range(len(pool))
         scores = {int(pool[i]): float(fused[i]) for i in best}
         order = arrange(scored, scores, self.rerank, limit)
-        return scored.ranking(index, order, scores)
+        return replace(scored.ranking(index, order, scores),
+                       similarity=getattr(self._best, "value", None))

@@ -63,6 +63,21 @@ class Ranking:
     matched: int
     """How many candidates cover at least one query term."""
     hits: list[Hit] = field(default_factory=list)
+    similarity: Similarity | None = None
+    """How the query's vector meets the candidates' (a hybrid ranking; None: lexical)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Similarity:
+    """A query's cosines to the candidate tools, summarised (the abstention evidence)."""
+
+    best: float
+    mean: float
+    gap: float
+    """The best minus the `GAP_RANK`-th best (how far the best stands out)."""
+
+
+GAP_RANK = 10
 
 
 @dataclass(frozen=True)

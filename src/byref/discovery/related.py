@@ -10,10 +10,10 @@ tables are stemmed by the index's analyzer, like everything else; both are gener
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
 
-from byref.discovery.text import Analyzer
+from byref.discovery.text import ANALYZER, Analyzer
 
 SYNONYM_WEIGHT = 0.5
 """A query word's related words (synonyms.txt) search at half their BM25F score. Chosen on rows
@@ -39,6 +39,11 @@ help (`byref.bench.retrieval.near_sweep`). The hybrid leaves them out: with them
 NEAR_KEEP = 2
 """Near words a query word adds at most: the nearest ones that the catalog's documents have."""
 NEAR_FILE = Path(__file__).with_name("near_words.txt")
+NEAR_STEMS_FILE = Path(__file__).with_name("near_stems.txt")
+"""near_words.txt already stemmed by the default analyzer (`write_near_stems`; a test keeps
+it equal to `near_table` of near_words.txt): loading it is a split per line, not 100,000
+stems, so the first search after a start does not pay for stemming the table (≈1 s on a
+loaded machine, 0.1–0.2 s on an idle one)."""
 
 
 def read_synonyms(path: Path = SYNONYMS_FILE) -> list[str]:
@@ -65,23 +70,67 @@ def near_table(lines: Iterable[str], analyzer: Analyzer) -> dict[str, tuple[str,
     return {stem: tuple(near) for stem, near in out.items() if near}
 
 
-_NEAR: dict[int, dict[str, tuple[str, ...]]] = {}
+_NEAR: dict[int, Mapping[str, tuple[str, ...]]] = {}
 """The packaged table per analyzer (read once a process: 11,661 lines)."""
 
 
-def packaged_near(analyzer: Analyzer) -> dict[str, tuple[str, ...]]:
+def packaged_near(analyzer: Analyzer) -> Mapping[str, tuple[str, ...]]:
     """near_words.txt as `near_table` reads it, cached per analyzer."""
     table = _NEAR.get(id(analyzer))
     if table is None:
-        table = _NEAR[id(analyzer)] = near_table(read_near_words(), analyzer)
+        table = _NEAR[id(analyzer)] = (NearStems() if analyzer is ANALYZER
+                                       else near_table(read_near_words(), analyzer))
     return table
+
+
+class NearStems(Mapping[str, tuple[str, ...]]):
+    """`NEAR_STEMS_FILE` read whole but parsed per looked-up stem (a search asks for a few):
+    the first search after a start pays one file read, not 11,661 line splits."""
+
+    def __init__(self, path: Path = NEAR_STEMS_FILE) -> None:
+        self._text = "\n" + path.read_text("utf-8")
+        self._parsed: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, stem: str) -> tuple[str, ...]:
+        found = self._parsed.get(stem)
+        if found is not None:
+            return found
+        at = self._text.find(f"\n{stem} ") if stem and " " not in stem else -1
+        if at < 0:
+            raise KeyError(stem)
+        start = at + len(stem) + 2
+        end = self._text.find("\n", start)
+        found = self._parsed[stem] = tuple(self._text[start:end if end >= 0 else None].split())
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return (line.partition(" ")[0] for line in self._text.splitlines() if line)
+
+    def __len__(self) -> int:
+        return self._text.count("\n") - self._text.endswith("\n")
+
+
+def read_near_stems(path: Path = NEAR_STEMS_FILE) -> dict[str, tuple[str, ...]]:
+    """The pre-stemmed table (`NEAR_STEMS_FILE`): a stem, then its near stems, a line each."""
+    out = {}
+    for line in path.read_text("utf-8").splitlines():
+        stem, _, near = line.partition(" ")
+        out[stem] = tuple(near.split())
+    return out
+
+
+def write_near_stems(path: Path = NEAR_STEMS_FILE) -> None:
+    """Writes `NEAR_STEMS_FILE` from near_words.txt (run after scripts/near_words.py)."""
+    table = near_table(read_near_words(), ANALYZER)
+    path.write_text("".join(f"{stem} {' '.join(near)}\n" for stem, near in table.items()),
+                    "utf-8")
 
 
 class Related:
     """Term → the other terms of its groups, and phrase → the terms of its groups."""
 
     def __init__(self, groups: Iterable[str], analyzer: Analyzer,
-                 near: dict[str, tuple[str, ...]] | None = None) -> None:
+                 near: Mapping[str, tuple[str, ...]] | None = None) -> None:
         """A member written with `_` ("money_back") is a phrase: kept in `phrases` (its words'
         stems, stop words included → the group's single terms), never searched for itself.
         `near`: stem → near stems (`packaged_near`; empty for none)."""

@@ -9,7 +9,7 @@ the tool keeps. Both emit metadata-only events (`searched`, `activated`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -41,6 +41,13 @@ SEARCH_SCHEMA: dict[str, Any] = {
 }
 """Written out: the generated one offers `null` for each filter and repeats the defaults, which
 cost every turn (search_tools is always declared) and tell the model nothing."""
+
+
+def no_fit_text(unmatched: Sequence[str], roots: Sequence[str]) -> str:
+    """The one line of a page that abstained: the words no tool knows, what to try."""
+    missing = f" No tool mentions {', '.join(map(repr, unmatched[:5]))}." if unmatched else ""
+    try_roots = f" or a capability root ({', '.join(roots[:8])})" if roots else ""
+    return f"No tool fits this need.{missing} Try other words{try_roots}."
 
 
 def discovery_tools(
@@ -87,9 +94,13 @@ def discovery_tools(
         out: dict[str, Any] = {"query": query, "results": rows}
         if filters:
             out["filters"] = filters.to_json()
+        if page.unmatched:
+            out["unmatched"] = list(page.unmatched)
         if page.results:
             out["next"] = ("Nothing is declared yet: call activate_tool with the names you want "
                            f"(up to {budget} stay loaded).")
+        elif page.abstained:
+            out["next"] = no_fit_text(page.unmatched, catalog.capability_roots())
         else:
             out["next"] = ("No tool matched. Try other words, fewer words, or a broader filter "
                            "before concluding the capability is missing.")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from byref.discovery.abstain import evidence, unmatched_words
 from byref.discovery.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
 from byref.discovery.index import Filters, Hit, Ranking, SearchIndex
 from byref.discovery.text import split_words
@@ -76,21 +77,34 @@ class Page:
     candidates: int
     matched: int
     results: list[Result] = field(default_factory=list)
+    unmatched: tuple[str, ...] = ()
+    """The query words no tool's text contains."""
+    abstained: bool = False
+    """No tool answers the query (`abstain`): the page has no rows."""
 
     def to_json(self) -> dict[str, Any]:
-        """What search_tools returns to the model: the query and the rows."""
-        return {"query": self.query, "results": [r.to_json() for r in self.results]}
+        """The CLI's page: the query, the rows, the words that matched nothing."""
+        out: dict[str, Any] = {"query": self.query,
+                               "results": [r.to_json() for r in self.results]}
+        if self.unmatched:
+            out["unmatched"] = list(self.unmatched)
+        if self.abstained:
+            out["abstained"] = True
+        return out
 
 
 class Searcher:
     """Searches one catalog (its index is rebuilt when the catalog changes)."""
 
     def __init__(
-        self, catalog: Catalog, *, ranker: Ranker | None = None, page_chars: int = PAGE_CHARS
+        self, catalog: Catalog, *, ranker: Ranker | None = None, page_chars: int = PAGE_CHARS,
+        abstain: bool = True,
     ) -> None:
+        """`abstain`: answer no rows when no tool fits the query (`abstain.Evidence`)."""
         self.catalog = catalog
         self.ranker = ranker
         self.page_chars = page_chars
+        self.abstain = abstain
 
     @property
     def index(self) -> SearchIndex:
@@ -108,12 +122,19 @@ class Searcher:
         limit = max(1, limit)
         phrasings = [q for q in dict.fromkeys((query, *also)) if q.strip()][:1 + MAX_ALSO]
         if len(phrasings) > 1:
-            ranking = fuse_phrasings([self._rank(index, q, filters, limit * ALSO_DEPTH)
-                                      for q in phrasings], limit)
+            each = [self._rank(index, q, filters, limit * ALSO_DEPTH) for q in phrasings]
+            ranking = fuse_phrasings(each, limit)
         else:
-            ranking = self._rank(index, phrasings[0] if phrasings else query, filters, limit)
-        results = render_results(index, ranking, self.page_chars)
-        return Page(query, filters or Filters(), ranking.candidates, ranking.matched, results)
+            each = [self._rank(index, phrasings[0] if phrasings else query, filters, limit)]
+            ranking = each[0]
+        unmatched = tuple(dict.fromkeys(
+            w for q in phrasings for w in unmatched_words(q, index.postings, index.analyzer)))
+        # every phrasing must doubt: one the catalog answers is enough to keep the rows
+        abstained = (self.abstain and bool(phrasings) and bool(ranking.hits)
+                     and all(evidence(r).abstains() for r in each))
+        results = [] if abstained else render_results(index, ranking, self.page_chars)
+        return Page(query, filters or Filters(), ranking.candidates, ranking.matched, results,
+                    unmatched, abstained)
 
     def _rank(self, index: SearchIndex, query: str, filters: Filters | None,
               limit: int) -> Ranking:
@@ -148,7 +169,7 @@ def fuse_phrasings(rankings: Sequence[Ranking], limit: int) -> Ranking:
             weights[term] = max(weight, weights.get(term, 0.0))
     hits = [replace(first[d], score=total[d], matched=tuple(matched[d])) for d in order[:limit]]
     return Ranking(terms, weights, rankings[0].candidates,
-                   max(r.matched for r in rankings), hits)
+                   max(r.matched for r in rankings), hits, rankings[0].similarity)
 
 
 def render_results(index: SearchIndex, ranking: Ranking, page_chars: int) -> list[Result]:

@@ -42,7 +42,7 @@ from byref.dispatch import Call, Policy
 from byref.errors import MisuseError
 from byref.events import Emitter
 from byref.gateway.access.scopes import Scopes, ScopeState
-from byref.gateway.catalog.build import build_toolbox, refuse_call_tool
+from byref.gateway.catalog.build import build_toolbox, hybrid_ranker, refuse_call_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.listchanges import ListChanges
 from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES
@@ -93,6 +93,7 @@ class Gateway:
         self._granted: dict[Grant, Toolbox] = {}
         """Per restricting grant, its toolbox (rebuilt when the toolbox's version moves on)."""
         self.usage = UsageLog(config.usage) if config.usage is not None else None
+        self.ranker = hybrid_ranker(config)
         self.passed = Passed(config.inline_media_bytes)
         """Upstream images, links and structuredContent on their way to the client's answer."""
         self._usage_folds: weakref.WeakKeyDictionary[Transcript, UsageFold] = (
@@ -265,7 +266,8 @@ class Gateway:
             self.config, self._version, self._listings, self._errors,
             sorted(set(self._pending) - set(self._listings)), invoke=self._invoke,
             passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
-            read_limits=self._read_limits, call_tool=self._call_tool_refusal, grant=grant)
+            read_limits=self._read_limits, call_tool=self._call_tool_refusal, grant=grant,
+            ranker=self.ranker)
 
     def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
         # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`).

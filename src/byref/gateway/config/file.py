@@ -54,6 +54,7 @@ DEFAULT_TIMEOUT = 60.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
                          "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
+                         "search", "vectorCache",
                          "state", "conversation", "conversationTtl", "jwt", "replicas", "pool"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
 SHARES = ("all", "tenant", "principal", "conversation")
@@ -151,6 +152,13 @@ class GatewayConfig:
     """Over stdio, the conversation to resume (`--conversation ID`); None: a new one."""
     jwt: JwtConfig | None = None
     """HTTP bearer JWT validation, beside (or instead of) the static tokens."""
+    search: Literal["lexical", "hybrid"] = "lexical"
+    """search_tools' ranking: lexical, or fused with the packaged sentence model (needs
+    byref[embeddings]); hybrid answers lexically until its tool vectors are ready (read from
+    the vector cache, else encoded on a thread) and can abstain when no tool fits."""
+    vector_cache: str | None = None
+    """The hybrid's vector cache directory ('off': none); default $BYREF_VECTOR_CACHE, else the
+    user's cache directory."""
     replicas: bool = False
     """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
     request may land on any replica) and a principal's conversation is written by all of
@@ -247,12 +255,23 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
     if call_tool not in CALL_TOOL_POLICIES:
         raise ConfigError(f"Config {where}: byref.callTool must be 'all', 'readOnly' or 'off', "
                           f"got {call_tool!r}.")
+    search = opts.get("search", "lexical")
+    if search not in ("lexical", "hybrid"):
+        raise ConfigError(f"Config {where}: byref.search must be 'lexical' or 'hybrid', got "
+                          f"{search!r}.")
+    vector_cache = opts.get("vectorCache")
+    if vector_cache is not None and (not isinstance(vector_cache, str) or not vector_cache):
+        raise ConfigError(f"Config {where}: byref.vectorCache must be a directory path or "
+                          f"'off', got {vector_cache!r}.")
+    if vector_cache is not None and vector_cache.strip().lower() != "off":
+        vector_cache = str((base or Path.cwd()) / vector_cache)
     always = opts.get("alwaysLoad", [])
     if not isinstance(always, list) or not all(isinstance(a, str) and a for a in always):
         raise ConfigError(f"Config {where}: byref.alwaysLoad must be a list of tool names (as "
                           f"search_tools gives them, globs allowed), got {always!r}.")
     return GatewayConfig(
-        mode=mode, call_tool=call_tool, always_load=tuple(always),
+        mode=mode, call_tool=call_tool, always_load=tuple(always), search=search,
+        vector_cache=vector_cache,
         inline_media_bytes=int(number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
                                        f"{where} byref.inlineMediaBytes")),
         usage=None if usage is None else (base or Path.cwd()) / usage,

@@ -1,0 +1,151 @@
+"""Abstention: a hybrid search whose evidence says no tool answers returns no rows and one
+line naming the words no tool knows; answerable queries, exact names and lexical searches keep
+their rows; the rates on the hand-written unanswerable needs and the answerable sets are pinned
+on real data (skipped without ../shared/eval).
+
+A first-ever hybrid start in background mode answers lexically and turns hybrid when its
+vectors are ready; a restart reads them from the vector cache and encodes nothing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_discovery import EVAL, EVAL_MISSING, make_tool
+from test_discovery_hybrid import Trigrams, needs_model
+
+from byref.discovery import Catalog, Searcher
+from byref.discovery.abstain import Evidence, unmatched_words
+from byref.discovery.ranking import Similarity
+from byref.discovery.scaffold import discovery_tools, no_fit_text
+from byref.discovery.text import ANALYZER
+
+pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[embeddings])")
+
+from byref.discovery.embed import HybridRanker
+
+
+def dev_catalog() -> Catalog:
+    return Catalog([
+        make_tool("create_issue", "Create a new issue in a GitHub repository."),
+        make_tool("git_log", "Show the commit history of a git repository."),
+        make_tool("send_message", "Post a message to a Slack channel."),
+        make_tool("run_query", "Run a read-only SQL query against the PostgreSQL database."),
+        make_tool("list_buckets", "List the S3 buckets of the AWS account."),
+        make_tool("get_pod_logs", "Fetch the logs of a Kubernetes pod."),
+    ])
+
+
+def test_unmatched_words_are_the_query_words_no_tool_contains() -> None:
+    index = dev_catalog().index()
+    assert unmatched_words("start the robot lawnmower for the GitHub issue",
+                           index.postings, ANALYZER) == ("start", "robot", "lawnmower")
+
+
+def test_the_rule_needs_both_rankers_to_doubt() -> None:
+    weak = Similarity(best=0.2, mean=0.01, gap=0.05)
+    strong = Similarity(best=0.6, mean=0.05, gap=0.2)
+    assert Evidence(0.1, weak, exact=False).abstains()
+    assert not Evidence(0.1, strong, exact=False).abstains()
+    assert not Evidence(0.9, weak, exact=False).abstains()   # the lexical side is sure
+    assert not Evidence(0.0, weak, exact=True).abstains()    # a tool's own name
+    assert not Evidence(0.0, None, exact=False).abstains()   # lexical rankings never abstain
+
+
+def test_a_lexical_search_never_abstains_but_names_unknown_words() -> None:
+    page = Searcher(dev_catalog()).search("start the robot lawnmower in the repository")
+    assert page.results and not page.abstained
+    assert page.unmatched == ("start", "robot", "lawnmower")
+    assert page.to_json()["unmatched"] == ["start", "robot", "lawnmower"]
+
+
+@needs_model
+def test_a_need_no_tool_answers_gets_no_rows_and_one_line() -> None:
+    searcher = Searcher(dev_catalog(), ranker=HybridRanker(vector_cache="off"))
+    page = searcher.search("start the robot lawnmower")
+    assert page.abstained and page.results == []
+    assert page.to_json() == {"query": "start the robot lawnmower", "results": [],
+                              "unmatched": ["start", "robot", "lawnmower"], "abstained": True}
+    kept = searcher.search("open a new issue on GitHub")
+    assert not kept.abstained and kept.results[0].name == "create_issue"
+    assert searcher.search("git_log").results[0].name == "git_log"
+    # one phrasing the catalog answers keeps the rows
+    assert searcher.search("start the robot lawnmower", also=["show commit history"]).results
+
+
+@needs_model
+def test_search_tools_says_what_matched_nothing_and_what_to_try() -> None:
+    catalog = dev_catalog()
+    search, _ = discovery_tools(Searcher(catalog, ranker=HybridRanker(vector_cache="off")))
+    out = search.fn(query="water the garden")
+    assert out["results"] == [] and out["unmatched"] == ["water", "garden"]
+    assert out["next"] == ("No tool fits this need. No tool mentions 'water', 'garden'. "
+                           "Try other words.")
+    assert no_fit_text(("robot",), ["git", "slack"]) == (
+        "No tool fits this need. No tool mentions 'robot'. Try other words or a capability "
+        "root (git, slack).")
+
+
+class Gated(Trigrams):
+    """The trigram encoder, held at its first document batch until `release` is set."""
+
+    model_id = "ef" * 32
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        if len(texts) > 1:
+            assert self.release.wait(30), "the test never released the encoder"
+        return super().encode(texts)
+
+
+def test_a_first_ever_start_answers_lexically_then_turns_hybrid(tmp_path: Path) -> None:
+    encoder = Gated()
+    ranker = HybridRanker(encoder, vector_cache=tmp_path, background=True)
+    catalog = dev_catalog()
+    searcher = Searcher(catalog, ranker=ranker)
+    first = searcher.search("create issue")
+    assert first.results[0].name == "create_issue"
+    assert ranker.lexical_answers == 1 and not ranker.ready(catalog.index())
+    encoder.release.set()
+    ranker.warm(catalog.index()).join(30)
+    assert ranker.ready(catalog.index())
+    ranking = ranker.rank(catalog.index(), "create issue", None, 3)
+    assert ranking.similarity is not None and ranker.lexical_answers == 1
+    # a restart: the vectors come from the cache, nothing is encoded
+    again = HybridRanker(Gated(), vector_cache=tmp_path, background=True)
+    again.warm(catalog.index()).join(30)
+    assert again.ready(catalog.index()) and again.encoded == 0 and again.from_disk > 0
+
+
+# -- pinned rates on real data ------------------------------------------------------------------
+@needs_model
+@pytest.mark.skipif(not (EVAL / "metatool").is_dir() or not (EVAL / "mcp-catalog").is_dir(),
+                    reason=EVAL_MISSING)
+def test_hybrid_abstention_rates_on_the_hand_written_needs_and_the_answerable_sets() -> None:
+    """Measured (README): held apart 0.559 (real catalog) and 0.524 (MetaTool) of the needs
+    abstained; answerable MetaTool 0.018, task 0.031 (1 of 32), vocabulary 0. The issue's goal,
+    ≥ 0.8 of the needs at ≤ 0.03 answerable, is not reached by this evidence."""
+    from byref.bench.abstention import run
+
+    figures = run(EVAL, HybridRanker())
+    assert figures["unanswerable_mcp"]["held_apart"] >= 0.5
+    assert figures["unanswerable_metatool"]["held_apart"] >= 0.5
+    assert figures["metatool"]["abstained"] <= 0.02
+    assert figures["vocabulary"]["abstained"] <= 0.02
+    assert figures["task"]["abstained"] <= 0.035
+    for name in ("metatool", "vocabulary"):
+        m = figures[name]
+        assert m["recall@5_without"] - m["recall@5"] <= 0.01
+    # a restart over the 2,565 tools: every vector comes from the cache the run above filled
+    from byref.discovery.mcp import catalog_from_listings, read_listings
+
+    restarted = HybridRanker()
+    catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog"))
+    assert Searcher(catalog, ranker=restarted).search("create a github issue").results
+    assert restarted.encoded == 0 and restarted.from_disk >= len(catalog)
