@@ -16,6 +16,7 @@ from byref.harness import Harness, ScriptedModel, call, say
 from byref.jsonview import decode
 from byref.store import FileStore
 from byref.store.port import PutOptions, Scope
+from byref.testing import result_text
 from byref.tools.code import make_run_python_tool
 from byref.tools.runner import Limits, SubprocessRunner
 from byref.tools.sandbox import Sandbox
@@ -57,7 +58,7 @@ def run(code: str, tmp_path: Path, runner: SubprocessRunner, limits: Limits | No
 
 def stdout_json(part: Part) -> Any:
     assert not part.is_error, part.rendered
-    return json.loads(decode(part.rendered or "")["stdout"])
+    return json.loads(decode(result_text(part))["stdout"])
 
 
 # Threads hold memory in one address space: together they meet the run's one budget.
@@ -90,12 +91,12 @@ def test_a_forked_child_cannot_add_memory(tmp_path: Path, runner: SubprocessRunn
             "x = bytearray(200 << 20)\n"
             "os.fork()\n")
     part = run(code, tmp_path, runner, Limits(memory_bytes=512 * MB))
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its process-count limit (one process with at most 64 "
         "threads; subprocesses cannot be started) and produced no result.")
     for via in ("import subprocess\nsubprocess.run(['true'])\n",
                 "import multiprocessing as m\np = m.Process(target=print)\np.start()\n"):
-        assert (run(via, tmp_path, runner).rendered or "").startswith(
+        assert result_text(run(via, tmp_path, runner)).startswith(
             "Your program was stopped at its process-count limit")
 
 
@@ -128,14 +129,14 @@ def test_a_full_disk_is_refused_as_the_disk_limit(tmp_path: Path,
     code = "import os\nwith open('/dev/shm/big', 'wb') as f:\n    f.write(os.urandom(80 << 20))\n"
     part = run(code, tmp_path, runner, Limits(disk_bytes=64 * MB))
     says = "" if backend(runner) == "unshare" else f"; on this host {_BWRAP_SAYS}"
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its disk limit (64 MB and 16,384 files in all in /tmp, "
         f"/dev/shm and the working directory{says}) and produced no result.")
     if backend(runner) == "bwrap":
         return  # bwrap's --tmpfs takes a size and no file count: the description says so
     many = "import os\nfor i in range(100_000):\n    open(f'/tmp/{i}', 'w').close()\n"
     part = run(many, tmp_path, runner, Limits(disk_files=1_000, cpu_seconds=60))
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its disk limit (256 MB and 1,000 files in all")
 
 
@@ -143,7 +144,7 @@ def test_a_write_past_the_file_size_limit_is_that_limit(tmp_path: Path,
                                                         runner: SubprocessRunner) -> None:
     code = "with open('big.bin', 'wb') as f:\n    f.write(b'x' * (40 << 20))\n"
     part = run(code, tmp_path, runner, Limits(file_bytes=16 * MB))
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its file-size limit (16 MB a file) and produced no "
         "result.")
 
@@ -156,7 +157,7 @@ def test_threads_past_the_process_cap_stop_at_it(tmp_path: Path,
             "print('all 200')\n")
     started = time.monotonic()
     part = run(code, tmp_path, runner, Limits(max_processes=16))
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its process-count limit (one process with at most 16 "
         "threads; subprocesses cannot be started)")
     assert time.monotonic() - started < 30  # the sleepers ended with the process
@@ -168,7 +169,7 @@ def test_the_wall_clock_ends_a_run_whose_threads_wait(tmp_path: Path,
             "threading.Thread(target=time.sleep, args=(3600,)).start()\n")
     started = time.monotonic()
     part = run(code, tmp_path, runner, Limits(wall_seconds=2))
-    assert (part.rendered or "").startswith(
+    assert result_text(part).startswith(
         "Your program was stopped at its wall-clock limit (2s) and produced no result.")
     assert time.monotonic() - started < 2 + 2.5  # a bound, not a benchmark
 
@@ -238,7 +239,7 @@ def test_an_output_with_a_non_utf8_name_is_refused_and_the_rest_kept(
             "open(os.path.join(out, b'good.txt'), 'w').write('kept')\n"
             "open(os.path.join(out, b'shut.txt'), 'w').write('unreadable')\n"
             "os.chmod(os.path.join(out, b'shut.txt'), 0)\n")
-    result = decode(run(code, tmp_path, runner).rendered or "")
+    result = decode(result_text(run(code, tmp_path, runner)))
     assert [f["name"] for f in result["files"]] == ["good.txt", "bad\\xff.txt", "shut.txt"]
     assert result["files"][0]["bytes"] == 4
     assert result["files"][1:] == [

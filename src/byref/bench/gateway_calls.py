@@ -162,6 +162,9 @@ async def direct_mode_figures(plan: Plan, config: Path, tick: Tick, stage: Stage
     async with stdio_client(upstream_stdio()) as direct, \
             stdio_client(gateway_stdio(direct_config)) as direct_mode, \
             stdio_client(gateway_stdio(config)) as search_mode:
+        # A first list answers within 1 s with what is ready: one call waits for the server to
+        # start, and the list after it declares the tool.
+        await _call(direct_mode, ECHO, ECHO_ARGS)()
         declared = {t.name for t in (await direct_mode.list_tools()).tools}
         if ECHO not in declared:
             raise RuntimeError(f"the direct-mode gateway does not declare {ECHO!r}: {declared!r}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -35,9 +36,8 @@ async def test_hybrid_search_warms_in_the_background_and_restarts_from_the_cache
                 "search_tools", {"query": "show recent commits"})))
             assert first["results"][0]["name"] == "git__git_log"
             assert ranker.lexical_answers <= 1  # answered at once, lexically if not ready
-            index = (await gateway.toolbox()).catalog.index()
-            await anyio.to_thread.run_sync(ranker.warm(index).join, 60)
-            assert ranker.ready(index) and ranker.encoded > 0
+            await _warmed(gateway, ranker)
+            assert ranker.encoded > 0
             answered = ranker.lexical_answers
             again = json.loads(text(await client.call_tool(
                 "search_tools", {"query": "show recent commits"})))
@@ -47,9 +47,19 @@ async def test_hybrid_search_warms_in_the_background_and_restarts_from_the_cache
                 restarted, _):
             ranker = restarted.ranker
             assert ranker is not None
-            index = (await restarted.toolbox()).catalog.index()
-            await anyio.to_thread.run_sync(ranker.warm(index).join, 60)
-            assert ranker.ready(index) and ranker.encoded == 0 and ranker.from_disk > 0
+            await _warmed(restarted, ranker)
+            assert ranker.encoded == 0 and ranker.from_disk > 0
+
+
+async def _warmed(gateway: Any, ranker: Any) -> Any:
+    """The settled toolbox's index, its vectors ready (a server that arrives meanwhile builds a
+    new index, which the ranker warms instead: take the newest)."""
+    for _ in range(5):
+        index = (await gateway.toolbox(wait=60)).catalog.index()
+        await anyio.to_thread.run_sync(ranker.warm(index).join, 120)
+        if ranker.ready(index):
+            return index
+    raise AssertionError("the ranker never held the settled index's vectors")
 
 
 def test_the_search_setting_is_checked() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import World
+from _gateway_rig import World, ref_line_of
 from test_gateway_tenancy import ALICE, MALLORY, TOKENS, client, serving
 
 pytestmark = pytest.mark.anyio
@@ -33,7 +33,11 @@ def _fastmcp(url: str, token: str, **options: Any) -> Any:
 
 
 def _text(result: Any) -> str:
-    return "\n".join(getattr(b, "text", "") for b in result.content)
+    """The result's text blocks, without the ref line an inline result ends with."""
+    blocks = list(result.content)
+    if blocks and ref_line_of(result) is not None:
+        blocks = blocks[:-1]
+    return "\n".join(getattr(b, "text", "") for b in blocks)
 
 
 async def _alice(url: str, home: Path) -> dict[str, str]:
