@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _gateway_rig import World
+from _gateway_rig import World, ref_line_of
 
 ROOT = Path(__file__).resolve().parents[3]
 INSPECTOR = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" \
@@ -32,9 +32,15 @@ TOKEN = "a-long-random-token-for-real-clients-01"
 TOOL = "time__get_current_time"
 
 
-def _config(world: World, **byref: Any) -> Path:
+def _config(world: World, *, blocks: bool = False, **byref: Any) -> Path:
+    """The gateway's config: the time server, and with `blocks` the blocks fixture (a 196-byte
+    JSON document, several blocks in one result, a tool that writes what it is given)."""
+    servers = world.need("time")
+    if blocks:
+        servers["blocks"] = {"command": sys.executable,
+                             "args": [str(FIXTURES / "blocks_server.py")], "timeout": 30}
     path = world.root / "gateway.json"
-    path.write_text(json.dumps({"mcpServers": world.need("time"), "byref": byref}))
+    path.write_text(json.dumps({"mcpServers": servers, "byref": byref}))
     return path
 
 
@@ -119,25 +125,52 @@ async def _fastmcp_round(client: Any) -> None:
     assert json.loads(via.content[0].text)["timezone"] == "Asia/Tokyo"
 
 
+def _blocks_doc() -> str:
+    """The blocks fixture's 196-byte document, as the server writes it."""
+    sys.path.insert(0, str(FIXTURES))
+    from blocks_server import DOC
+
+    return str(DOC)
+
+
+async def _fastmcp_shapes(client: Any, out: Path) -> None:
+    """Several blocks keep their type and place; a 196-byte JSON is forwarded by its ref line
+    into another server's tool byte-identical (1.50, 1e2 and \\u00e9 as the server wrote them)."""
+    shown = await client.call_tool("call_tool", {"name": "blocks__doc", "arguments": {}})
+    assert [b.type for b in shown.content] == ["text", "text"]
+    assert shown.content[0].text == _blocks_doc()
+    ref = ref_line_of(shown)
+    assert ref is not None
+    saved = await client.call_tool("call_tool", {"name": "blocks__save", "arguments": {
+        "path": str(out), "text": ref}})
+    assert saved.content[0].text == "wrote 196 bytes"
+    assert out.read_bytes() == _blocks_doc().encode()
+    mixed = await client.call_tool("call_tool", {"name": "blocks__mixed", "arguments": {}})
+    assert [b.type for b in mixed.content] == ["text", "text", "image", "text", "text"]
+    assert mixed.content[0].text == "Here's the image you requested:"
+
+
 @pytest.mark.anyio
 async def test_the_fastmcp_client_over_stdio(world: World) -> None:
     fastmcp = pytest.importorskip("fastmcp", reason="fastmcp is not installed "
                                   "(pip install -e '.[gateway-test]')")
     from fastmcp.client.transports import StdioTransport
 
-    config = _config(world, scope="me")
+    config = _config(world, blocks=True, scope="me")
     command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store")
     transport = StdioTransport(command, args, env=dict(os.environ), keep_alive=False,
                                log_file=world.log)
-    with anyio.fail_after(60):
+    with anyio.fail_after(90):
         async with fastmcp.Client(transport) as client:
             await _fastmcp_round(client)
+            await _fastmcp_shapes(client, world.root / "copy-stdio.json")
 
 
 @asynccontextmanager
-async def _http_gateway(world: World, **byref: Any) -> AsyncIterator[str]:
+async def _http_gateway(world: World, *, blocks: bool = False,
+                        **byref: Any) -> AsyncIterator[str]:
     """`byref gateway --transport http` as a process; yields its /mcp URL."""
-    config = _config(world, **byref)
+    config = _config(world, blocks=blocks, **byref)
     with world.log.open("a") as errlog:
         async with await anyio.open_process(
                 _gateway("--config", str(config), "--transport", "http", "--port", "0"),
@@ -159,11 +192,12 @@ async def test_the_fastmcp_client_over_http(world: World) -> None:
     from fastmcp.client.transports import StreamableHttpTransport
 
     tokens = {TOKEN: {"tenant": "t", "principal": "p"}}
-    with anyio.fail_after(60):
-        async with _http_gateway(world, tokens=tokens) as url:
+    with anyio.fail_after(90):
+        async with _http_gateway(world, blocks=True, tokens=tokens) as url:
             client = fastmcp.Client(StreamableHttpTransport(url, auth=TOKEN))
             async with client:
                 await _fastmcp_round(client)
+                await _fastmcp_shapes(client, world.root / "copy-http.json")
 
 
 def _node_client(package: Path, what: str) -> str:
