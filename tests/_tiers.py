@@ -87,7 +87,7 @@ def classify(items: list[pytest.Item], root: str) -> None:
         case = item.callspec.id.lower() if hasattr(item, "callspec") else ""
         if "postgres" in case or "pg" in case.split("-"):
             marks.add("postgres")
-        if "s3" in case.split("-") or "s3" in case:
+        if "s3" in case:
             marks.add("s3")
         marks.update(m.name for m in item.iter_markers() if m.name in NEEDS)
         for name in marks:

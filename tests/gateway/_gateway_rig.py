@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -10,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from byref.gateway import Gateway, build_server
+from byref.gateway import Gateway, build_server, listen_socket, serve_http
 from byref.gateway.config.file import parse_config
 from byref.gateway.edge.server import GatewayServer
 
@@ -51,6 +53,22 @@ async def running(world: World, servers: dict[str, dict[str, Any]],
     with world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway:
             yield gateway, build_server(gateway)
+
+
+@asynccontextmanager
+async def served(world: World, servers: dict[str, dict[str, Any]], *, path: str = "/mcp",
+                 **options: Any) -> AsyncIterator[tuple[Gateway, str]]:
+    """`running`, served over streamable HTTP on a free loopback port; yields the gateway and
+    the URL of `path` (`""`: the server's root, where the ops routes live)."""
+    async with running(world, servers, **options) as (gateway, _server):
+        sock = listen_socket("127.0.0.1", 0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
+            try:
+                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}{path}"
+            finally:
+                group.cancel_scope.cancel()
+        sock.close()
 
 
 def text(result: Any) -> str:

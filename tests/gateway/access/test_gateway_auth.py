@@ -9,12 +9,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import io
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -22,7 +21,7 @@ import anyio
 import httpx2
 import jwt
 import pytest
-from _gateway_rig import World, running, text
+from _gateway_rig import World, served, text
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
@@ -30,7 +29,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from byref.gateway import Gateway, listen_socket, serve_http
+from byref.gateway import Gateway
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.config.auth import jwt_principal
 from byref.gateway.config.file import ConfigError, parse_config
@@ -116,18 +115,9 @@ def _options(jwks: str) -> dict[str, Any]:
     }
 
 
-@asynccontextmanager
-async def serving(world: World, servers: dict[str, Any], **options: Any
-                  ) -> AsyncIterator[tuple[Gateway, str]]:
-    async with running(world, servers, **options) as (gateway, _server):
-        sock = listen_socket("127.0.0.1", 0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
-            try:
-                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-            finally:
-                group.cancel_scope.cancel()
-        sock.close()
+def serving(world: World, servers: dict[str, Any], **options: Any
+            ) -> AbstractAsyncContextManager[tuple[Gateway, str]]:
+    return served(world, servers, **options)
 
 
 def client(url: str, token: str) -> Client:

@@ -6,23 +6,22 @@ conversation unless the config shares one per principal, and closing a session r
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from _gateway_rig import World, running, text
+from _gateway_rig import World, served, text
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from _s3 import moto_s3
 from byref.conversations import MemoryConversations
-from byref.gateway import Gateway, build_server, listen_socket, serve_http
+from byref.gateway import Gateway, build_server
 from byref.gateway.config.file import parse_config
 from byref.jsonview import encode
 
@@ -168,18 +167,9 @@ async def test_a_ref_into_an_expired_conversation_is_refused_saying_so(world: Wo
     assert kept is not None and kept.length == 2 and kept.origin > seq
 
 
-@asynccontextmanager
-async def serving(world: World, servers: dict[str, Any], **options: Any
-                  ) -> AsyncIterator[tuple[Gateway, str]]:
-    async with running(world, servers, tokens=TOKENS, **options) as (gateway, _server):
-        sock = listen_socket("127.0.0.1", 0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
-            try:
-                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-            finally:
-                group.cancel_scope.cancel()
-        sock.close()
+def serving(world: World, servers: dict[str, Any], **options: Any
+            ) -> AbstractAsyncContextManager[tuple[Gateway, str]]:
+    return served(world, servers, tokens=TOKENS, **options)
 
 
 def client(url: str) -> Client:

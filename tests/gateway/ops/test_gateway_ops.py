@@ -5,20 +5,18 @@ latency per server and tool, placed results and the bytes they kept out, refusal
 
 from __future__ import annotations
 
-import io
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from _gateway_rig import World, running, text
+from _gateway_rig import World, served, text
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from byref.gateway import Gateway, listen_socket, serve_http
+from byref.gateway import Gateway
 
 pytestmark = pytest.mark.anyio
 prometheus = pytest.importorskip("prometheus_client", reason="byref[metrics] is not installed")
@@ -27,18 +25,9 @@ TOKEN = "ops-token-0123456789abcdef"
 TOKENS = {TOKEN: {"tenant": "acme", "principal": "ops"}}
 
 
-@asynccontextmanager
-async def serving(world: World, servers: dict[str, Any], **options: Any
-                  ) -> AsyncIterator[tuple[Gateway, str]]:
-    async with running(world, servers, tokens=TOKENS, **options) as (gateway, _server):
-        sock = listen_socket("127.0.0.1", 0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
-            try:
-                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}"
-            finally:
-                group.cancel_scope.cancel()
-        sock.close()
+def serving(world: World, servers: dict[str, Any], **options: Any
+            ) -> AbstractAsyncContextManager[tuple[Gateway, str]]:
+    return served(world, servers, tokens=TOKENS, path="", **options)
 
 
 async def _ready(http: httpx2.AsyncClient, base: str) -> dict[str, Any]:

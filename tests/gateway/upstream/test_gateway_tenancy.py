@@ -11,12 +11,10 @@ call is in flight: nothing reaches the other tenant, in both protocol generation
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +22,12 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from _gateway_rig import World, running, text
+from _gateway_rig import World, served, text
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from byref.gateway import Gateway, listen_socket, serve_http
+from byref.gateway import Gateway
 from byref.gateway.config.file import parse_config
 from byref.gateway.upstream.spawn import group_alive
 
@@ -43,18 +41,9 @@ TOKENS = {ALICE: {"tenant": "acme", "principal": "alice"},
 GENERATIONS = ["legacy", "auto"]  # the handshake era, and 2026-07-28 (what auto negotiates)
 
 
-@asynccontextmanager
-async def serving(world: World, servers: dict[str, Any], **options: Any
-                  ) -> AsyncIterator[tuple[Gateway, str]]:
-    async with running(world, servers, tokens=TOKENS, **options) as (gateway, _server):
-        sock = listen_socket("127.0.0.1", 0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
-            try:
-                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-            finally:
-                group.cancel_scope.cancel()
-        sock.close()
+def serving(world: World, servers: dict[str, Any], **options: Any
+            ) -> AbstractAsyncContextManager[tuple[Gateway, str]]:
+    return served(world, servers, tokens=TOKENS, **options)
 
 
 def client(url: str, token: str, **options: Any) -> Client:
