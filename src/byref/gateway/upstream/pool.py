@@ -234,11 +234,7 @@ class Pooled:
     # -- operations ----------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
         """Every tool the server lists, from the caller's instance (else a live one)."""
-        caller = current()
-        key = key_of(self.share, caller.owner if caller is not None else None)
-        if caller is None and self.share != "all":
-            key = next((k for k, u in self._instances.items() if u.alive), key)
-        up = await self._instance(key)
+        key, up = await self._serving(any_live=True)
         self._listed_on = up
         try:
             return await up.list_tools()
@@ -247,9 +243,7 @@ class Pooled:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Run `tool` on the caller's instance (see `Upstream.call`)."""
-        caller = current()
-        key = key_of(self.share, caller.owner if caller is not None else None)
-        up = await self._instance(key)
+        key, up = await self._serving()
         try:
             return await up.call(tool, arguments)
         finally:
@@ -257,9 +251,7 @@ class Pooled:
 
     async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
         """Any other operation on the caller's instance, bounded and failing as a call does."""
-        caller = current()
-        key = key_of(self.share, caller.owner if caller is not None else None)
-        up = await self._instance(key)
+        key, up = await self._serving()
         try:
             return await up.request(doing, op)
         finally:
@@ -269,11 +261,7 @@ class Pooled:
                     late: Callable[[Client], Awaitable[None]]) -> Client | None:
         """The caller's instance's live client if it is up within `within` s, else None (its
         start goes on; `late(client)` runs once it is up: see `Upstream.ready`)."""
-        caller = current()
-        key = key_of(self.share, caller.owner if caller is not None else None)
-        if caller is None and self.share != "all":
-            key = next((k for k, u in self._instances.items() if u.alive), key)
-        up = await self._instance(key)
+        key, up = await self._serving(any_live=True)
         try:
             return await up.ready(within, doing, late)
         finally:
@@ -286,6 +274,15 @@ class Pooled:
                 group.start_soon(up.close)
 
     # -- instances -----------------------------------------------------------------------------
+    async def _serving(self, *, any_live: bool = False) -> tuple[Key, Upstream]:
+        """The instance that serves the current caller, and its key (`any_live`: with no caller,
+        a live instance rather than the catalog's own, when one runs)."""
+        caller = current()
+        key = key_of(self.share, caller.owner if caller is not None else None)
+        if any_live and caller is None and self.share != "all":
+            key = next((k for k, u in self._instances.items() if u.alive), key)
+        return key, await self._instance(key)
+
     async def _instance(self, key: Key) -> Upstream:
         up = self._instances.get(key)
         if up is None:
