@@ -41,7 +41,8 @@ from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.errors import MisuseError
 from byref.events import Emitter
-from byref.gateway.access.scopes import Scopes, ScopeState
+from byref.gateway.access.scopes import Scopes
+from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.build import build_toolbox, hybrid_ranker, refuse_call_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.listchanges import ListChanges
