@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import time
-import weakref
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
@@ -36,7 +35,7 @@ from mcp.server.connection import Connection
 from byref.conversations import ConversationState
 from byref.conversations.postgres import PostgresConversations
 from byref.discovery.declare import declare
-from byref.discovery.usage import UsageFold, UsageLog
+from byref.discovery.usage import UsageLog
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.errors import MisuseError
@@ -58,7 +57,7 @@ from byref.gateway.upstream.pool import UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
-from byref.transcript import Part, Transcript
+from byref.transcript import Part
 
 RESULT_TRIES = 20
 """Times a local call runs again when another replica wrote between its call and its result."""
@@ -97,9 +96,6 @@ class Gateway:
         self.ranker = hybrid_ranker(config)
         self.passed = Passed(config.inline_media_bytes)
         """Upstream images, links and structuredContent on their way to the client's answer."""
-        self._usage_folds: weakref.WeakKeyDictionary[Transcript, UsageFold] = (
-            weakref.WeakKeyDictionary())
-        """Per transcript, the usage evidence folded so far (released with the transcript)."""
         self._errlog = errlog
         self._box: Toolbox | None = None
         self._box_lock = anyio.Lock()
@@ -304,10 +300,7 @@ class Gateway:
                         if self._errlog is not None:
                             print(f"byref gateway: conversation {key!r} not re-read after "
                                   f"another replica's activation: {exc}", file=self._errlog)
-            now = tuple(self.working_set(state, await self.toolbox_for(state)))
-            if now != state.declared:
-                state.declared = now
-                await state.announce()
+            await state.declare(self.working_set(state, await self.toolbox_for(state)))
 
     def _changed(self) -> None:
         """The catalog changed (a server listed after a client was answered without it, or a
@@ -385,19 +378,9 @@ class Gateway:
         part = await self._session(state, box).run_call(
             call, run=target, exclusive=box.is_local(target.name), tries=RESULT_TRIES)
         # One projection per call, compared with what this scope's clients were last told.
-        now = tuple(self.working_set(state, box))
-        changed = now != state.declared
-        if changed:
-            state.declared = now
-            await state.announce(connection)
-        if self.usage is not None and target.name == ACTIVATE and not part.is_error:
-            fold = self._usage_folds.get(state.transcript)
-            if fold is None:
-                fold = self._usage_folds[state.transcript] = UsageFold()
-            # Only the messages since the last activation; none the usage log already holds.
-            fresh = state.unlogged(fold.catch_up(state.transcript))
-            await anyio.to_thread.run_sync(self.usage.append, fresh)
-        await state.persist()  # the call and result through the state port, one batch
+        activated = target.name == ACTIVATE and not part.is_error
+        changed = await state.settle(self.working_set(state, box), connection=connection,
+                                     usage=self.usage if activated else None)
         if changed and self._list_changes is not None and self._group is not None:
             # After the write: a replica told re-reads the record and finds the activation.
             self._group.start_soon(self._list_changes.announce_scope, state.scope.key())

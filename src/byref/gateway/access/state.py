@@ -25,7 +25,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 
 from byref.conversations import ConversationError, ConversationTranscript, SeqConflict
-from byref.discovery.usage import SearchUsage
+from byref.discovery.usage import SearchUsage, UsageFold, UsageLog
 from byref.gateway.config.file import Grant
 from byref.harness.session import Session
 from byref.store import Scope
@@ -78,6 +78,9 @@ class ScopeState:
     _saved_declared: tuple[str, ...] = ()
     _usage_folded: int = 0
     _usage_pending: list[tuple[str, str]] = field(default_factory=list)
+    _usage_fold: tuple[Transcript, UsageFold] | None = None
+    """The usage evidence folded so far, and the record it was folded from (a reopened record
+    starts a new fold)."""
 
     def __post_init__(self) -> None:
         self.listen = ListenHandler(self.bus)
@@ -90,6 +93,38 @@ class ScopeState:
         """The scope its artifacts are put and read in (`artifacts`)."""
         assert self.artifacts is not None
         return self.artifacts
+
+    # -- after a call --------------------------------------------------------------------------
+    async def settle(self, working_set: Sequence[str], *, connection: Connection | None = None,
+                     usage: UsageLog | None = None) -> bool:
+        """What a call leaves in this conversation, in order: its clients told of a changed
+        working set (`connection`, the caller's, is kept to be told later too), the usage
+        evidence since the last activation appended to `usage` (given after a successful
+        activation only), and the record written (`persist`). Returns whether the working set
+        changed (so replicas are told, after the write)."""
+        changed = await self.declare(working_set, connection)
+        if usage is not None:
+            await anyio.to_thread.run_sync(usage.append, self._usage_news())
+        await self.persist()
+        return changed
+
+    async def declare(self, working_set: Sequence[str],
+                      connection: Connection | None = None) -> bool:
+        """Tell this scope's clients of `working_set` if it is not what they were last told;
+        returns whether it changed."""
+        now = tuple(working_set)
+        if now == self.declared:
+            return False
+        self.declared = now
+        await self.announce(connection)
+        return True
+
+    def _usage_news(self) -> list[SearchUsage]:
+        # Only the messages since the last activation; none the usage log already holds.
+        held = self._usage_fold
+        if held is None or held[0] is not self.transcript:
+            held = self._usage_fold = (self.transcript, UsageFold())
+        return self.unlogged(held[1].catch_up(self.transcript))
 
     # -- the record ----------------------------------------------------------------------------
     def unlogged(self, found: Sequence[SearchUsage]) -> list[SearchUsage]:
