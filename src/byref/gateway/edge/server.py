@@ -33,7 +33,8 @@ from starlette.applications import Starlette
 
 from byref.discovery.declare import PLAIN
 from byref.gateway.access.bearer import BearerVerifier
-from byref.gateway.access.scopes import AccessRefused, ScopeState, owned
+from byref.gateway.access.scopes import AccessRefused, owned
+from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox

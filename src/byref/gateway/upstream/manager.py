@@ -30,8 +30,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from byref.gateway.config.file import ServerConfig
 from byref.gateway.config.secrets import redactor
+from byref.gateway.config.servers import ServerConfig
 from byref.gateway.upstream import raw_calls
 from byref.gateway.upstream.bounds import (
     Live,

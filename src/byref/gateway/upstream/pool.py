@@ -29,8 +29,9 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client
 
-from byref.gateway.config.file import GatewayConfig, ServerConfig, Share
+from byref.gateway.config.file import GatewayConfig
 from byref.gateway.config.secrets import redactor
+from byref.gateway.config.servers import ServerConfig, Share
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.manager import Upstream
 from byref.gateway.upstream.relay import Caller, current
