@@ -105,6 +105,8 @@ class CodeMode:
     call_tool: Literal["all", "readOnly", "off"] = "all"
     read_only: Callable[[Tool], bool] = hinted_read_only
     concurrency: int = 8
+    runner: CodeRunner | None = None
+    """The sandbox runner (default: a `SubprocessRunner` that requires isolation)."""
 
 
 def describe_tool(limits: Limits, mode: CodeMode) -> str:
@@ -130,8 +132,8 @@ def make_run_code_tool(*, runner: CodeRunner | None = None,
                        mode: CodeMode | None = None) -> Tool:
     """The `run_code` tool: runs model-written code in the sandbox with `tools` bound to the
     caller's own dispatch (see the module docstring)."""
-    runner = runner or SubprocessRunner()
     mode = mode or CodeMode()
+    runner = runner or mode.runner or SubprocessRunner()
     limits = mode.limits
 
     def run_code(ctx: ToolContext, code: str, inputs: dict[str, Any] | None = None) -> Any:
