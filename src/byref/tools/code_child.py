@@ -294,6 +294,10 @@ def _run(path: str, namespace: dict[str, Any], channel: _Channel) -> None:
         last = ast.Expression(tail.value)
     exec(compile(tree, path, "exec"), namespace)
     value = eval(compile(last, path, "eval"), namespace) if last is not None else None
+    if channel.closed is not None:  # nothing can be returned; what was printed still is
+        if value is not None:
+            print(f"run_code: the return value was dropped: {channel.closed}", file=sys.stderr)
+        return
     try:
         channel.request("done", value=value)
     except TypeError as exc:

@@ -319,34 +319,33 @@ class _Host:
             over = sum(self.made.values()) >= self.mode.max_calls
             self.made[name] += 1
         if over:
-            return self._refuse(request, name, (
+            return self._refuse(request, name, "limit-calls", (
                 f"Tool {name!r} was not called: this run has made its {self.mode.max_calls} "
                 "tool calls, the most one run may make. Do more per call, or return what you "
-                "have."), "limit-calls")
+                "have."))
         gated = self._gate(name)
         if gated is not None:
-            return self._refuse(request, name, gated, "not-permitted")
+            return self._refuse(request, name, "not-permitted", gated)
         try:
             args = self._refs_for_handles(request.args)
         except _UnknownHandle as exc:
-            return self._refuse(request, name, (
+            return self._refuse(request, name, "bad-ref", (
                 f"Tool {name!r} was not called: argument holds handle {exc.args[0]!r}, which "
-                "this run was never given. Pass a handle a call or the inputs gave you."),
-                "bad-ref")
+                "this run was never given. Pass a handle a call or the inputs gave you."))
         future = self.calls.start(name, args)
         try:
             part = future.result(timeout=self.mode.call_timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            return self._refuse(request, name, (
+            return self._refuse(request, name, "call-timeout", (
                 f"Tool {name!r} did not finish within {self.mode.call_timeout:g}s, the limit "
-                "for one call from code; its result was dropped."), "call-timeout")
+                "for one call from code; its result was dropped."))
         if part.is_error:
             text = part.rendered if part.rendered is not None else str(part.value)
-            return self._refuse(request, name, text, "refused", emit=False)
+            return self._refuse(request, name, "refused", text, emit=False)
         return Answer(request.id, self._for_child(part))
 
-    def _refuse(self, request: Call, name: str, text: str, reason: RefusalReason, *,
+    def _refuse(self, request: Call, name: str, reason: RefusalReason, text: str, *,
                 emit: bool = True) -> Answer:
         with self._lock:
             self.refused.append((name, reason))
