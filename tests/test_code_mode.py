@@ -98,7 +98,7 @@ def test_small_results_are_values_and_only_printed_output_returns() -> None:
 
 def test_a_large_result_is_a_handle_passed_on_without_crossing_the_channel() -> None:
     seen: list[Any] = []
-    part, h = _run(
+    part, _ = _run(
         "big = tools.export()\n"
         "print(type(big).__name__, big.kind, big.bytes)\n"
         "print(tools.count_rows(data=big))\n"
@@ -156,7 +156,7 @@ def test_each_inner_call_is_recorded_with_its_lineage() -> None:
     data = h.store.get(h.scope, record_ref)
     assert data is not None and data.meta.kind == "record/code-run"
     lines = [decode(line) for line in data.data.splitlines()]
-    run_id = [p for m in h.transcript for p in m.parts if p.type == "tool_call"][0].call_id
+    run_id = next(p for m in h.transcript for p in m.parts if p.type == "tool_call").call_id
     calls = [ln["parts"][0] for ln in lines if ln["role"] == "assistant"]
     assert [c["call_id"] for c in calls] == [f"{run_id}.1", f"{run_id}.2"]
     assert [c["value"]["input"] for c in calls] == [{"sku": "a"}, {"sku": "b"}]
@@ -236,13 +236,13 @@ def test_another_scopes_artifact_by_forged_handle_or_ref_is_refused() -> None:
     from byref.store import PutOptions
     other = store.put(Scope("local", conversation="other"), b"secret-bytes",
                       PutOptions(kind="dataset/csv", media_type="text/csv"))
-    code = (f"from tools_forge import *\n" if False else "") + (
-        "for arg in [{'$handle': 'h1'}, {'$ref': {'type': 'Blob', 'key': %r}}]:\n"
+    code = (
+        f"for arg in [{{'$handle': 'h1'}}, {{'$ref': {{'type': 'Blob', 'key': {other.ref!r}}}}}]:\n"
         "    try:\n        print(tools.count_rows(data=arg))\n"
         "    except tools.ToolError as e:\n        print('refused', e.reason)\n"
-        "forged = tools.Handle({'id': 'h7', 'ref': %r}, tools._channel)\n"
+        f"forged = tools.Handle({{'id': 'h7', 'ref': {other.ref!r}}}, tools._channel)\n"
         "try:\n    forged.read()\nexcept tools.ToolError as e:\n    print('read refused', e.reason)"
-    ) % (other.ref, other.ref)
+    )
     part, _ = _run(code, store=store, scope=Scope("local", conversation="mine"))
     text = _text(part)
     assert text.count("refused") >= 3 and "secret-bytes" not in text
@@ -255,7 +255,8 @@ def test_a_handle_minted_in_another_conversation_is_refused() -> None:
                     scope=Scope("local", conversation="first"))
     key = _text(first).split("\n")[-2]
     assert key.startswith("art_"), _text(first)
-    part, _ = _run(f"try:\n    tools.count_rows(data={{'$ref': {{'type': 'Blob', 'key': {key!r}}}}})\n"
+    ref = {"$ref": {"type": "Blob", "key": key}}
+    part, _ = _run(f"try:\n    tools.count_rows(data={ref!r})\n"
                    "except tools.ToolError as e:\n    print('refused', e.reason, e.text[:120])",
                    store=store, scope=Scope("local", conversation="second"))
     assert ("refused refused Tool 'count_rows' did not run: argument 'data' is a reference that "
