@@ -40,6 +40,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/lens/test_lens_gateway.py": ("upstreams",),
     "tests/lens/test_lens_make.py": ("process",),
     "tests/test_run_python*.py": ("process",),
+    "tests/test_code_mode*.py": ("process",),
     "tests/test_readme_install.py": ("process", "slow"),
     "tests/test_cli_first_minutes.py": ("process",),
     "tests/lens/test_lens_hosts.py": ("process",),

@@ -14,6 +14,7 @@ where each stage runs.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import functools
@@ -27,6 +28,7 @@ from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
+from byref.dispatch.nested import NestedCalls, Search
 from byref.dispatch.nulls import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
@@ -102,6 +104,8 @@ class Dispatcher:
         self.emit = emit or Emitter()
         self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
         self.recorder = Recorder(self.policy, store, scope, self.emit)
+        self.search: Search | None = None
+        """The catalog search code mode's `tools.search` uses (the session sets it)."""
         self._async: dict[str, tuple[Any, bool]] = {}
         """Tool name → (its function, whether it is async), see `_is_async`."""
 
@@ -147,9 +151,14 @@ class Dispatcher:
         model and a `refused` event for the operator. An async tool is run to completion here
         when no event loop is running (inside one, use `adispatch`).
         """
+        return self._dispatch(call, call_seq, seq, part, None)
+
+    def _dispatch(self, call: Call, call_seq: int, seq: int, part: int,
+                  loop: asyncio.AbstractEventLoop | None) -> Part:
+        """`dispatch`; `loop` is the event loop a tool's inner calls run on (code mode)."""
         try:
             try:
-                ready = self._prepare(call, call_seq)
+                ready = self._prepare(call, call_seq, loop)
                 value = self._execute(ready)
             except Refusal as refusal:
                 return self._refused(call, refusal)
@@ -173,12 +182,13 @@ class Dispatcher:
             found = self.tools.get(call.name) if isinstance(call.name, str) else None
             if found is None or not self._is_async(found):
                 return await to_thread.run_sync(functools.partial(
-                    self.dispatch, call, call_seq=call_seq, seq=seq, part=part))
+                    self._dispatch, call, call_seq, seq, part, asyncio.get_running_loop()))
             try:
+                loop = asyncio.get_running_loop()
                 if self._resolves(found, call.input):
-                    ready = await to_thread.run_sync(self._prepare, call, call_seq)
+                    ready = await to_thread.run_sync(self._prepare, call, call_seq, loop)
                 else:
-                    ready = self._prepare(call, call_seq)
+                    ready = self._prepare(call, call_seq, loop)
                 with self._failures(ready.tool):
                     value = await ready.tool.ainvoke(ready.args, ready.ctx)
             except Refusal as refusal:
@@ -205,7 +215,8 @@ class Dispatcher:
             "internal-error"), emit=False)
 
     # -- before the tool runs ------------------------------------------------------------------
-    def _prepare(self, call: Call, call_seq: int) -> _Ready:
+    def _prepare(self, call: Call, call_seq: int,
+                 loop: asyncio.AbstractEventLoop | None = None) -> _Ready:
         """Every stage before execution; raises `Refusal` when the tool must not run."""
         problem = (unrecordable(call.name, where="the tool name")
                    or unrecordable(call.id, where="the call id")
@@ -223,6 +234,8 @@ class Dispatcher:
         args = self._arguments(tool, raw, call_seq)
         ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
                           tool.name, call.id, wanted)
+        if tool.calls_tools:
+            ctx.calls = NestedCalls(self, call, call_seq, loop)
         return _Ready(tool, args, ctx)
 
     def _resolves(self, tool: Tool, raw: Any) -> bool:

@@ -87,6 +87,8 @@ class Tool:
     """Show the ref line under this tool's inline results (`byref.dispatch.reflines`); off for
     tools whose results are no data to pass on (discovery's search and activation)."""
     wants_ctx: bool = False
+    calls_tools: bool = False
+    """The tool calls other tools through `ctx.calls` (code mode's `run_code`)."""
     refresh: Callable[[], object] | None = None
     """Called before each declaration: lets a tool keep its description live (run_python)."""
     watchers: list[Callable[[Tool], None]] = field(default_factory=list, init=False, repr=False)
