@@ -414,6 +414,7 @@ class Gateway:
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))
+            session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
             state.call_session = cached = (box.version, session)
         return cached[1]
 
