@@ -266,12 +266,13 @@ class Gateway:
             self.config, self._version, self._listings, self._errors,
             sorted(set(self._pending) - set(self._listings)), invoke=self._invoke,
             passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
-            read_limits=self._read_limits, call_tool=self._call_tool_refusal, grant=grant,
-            ranker=self.ranker)
+            read_limits=self._read_limits, grant=grant, ranker=self.ranker,
+            call_tool=lambda name, arguments=None: self._call_tool_refusal(name, grant))
 
-    def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
-        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`).
-        refuse_call_tool(self._box, name)
+    def _call_tool_refusal(self, name: str, grant: Grant | None) -> Any:
+        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`); said
+        # of the catalog the caller's grant sees, not the whole one.
+        refuse_call_tool(self._box if grant is None else self._granted.get(grant), name)
 
     async def _upstream_changed(self, server: str) -> None:
         """An upstream's tool list changed: re-index it and tell every scope's clients."""

@@ -248,3 +248,49 @@ print(stock, len(tools.remote__export(kilobytes=256).read()))
                         assert printed == f"{sum(map(ord, 'H-7')) % 50} {256 << 10}\n"
             finally:
                 upstream.terminate()
+
+
+async def test_code_reaches_only_what_the_grant_lets_its_caller_see(
+        world: World, tmp_path: Path) -> None:
+    limited, no_code = "code-limited-token-0123456789abcd", "code-nocode-token-0123456789abcde"
+    tokens = {TOKEN: {"tenant": "acme", "principal": "full"},
+              limited: {"tenant": "acme", "principal": "limited",
+                        "tools": ["code__lookup", "run_code"]},
+              no_code: {"tenant": "acme", "principal": "plain", "tools": ["code__*"]}}
+    code = """
+import json
+print(json.loads(tools.code__lookup(sku="G-1"))["stock"])
+for name in ("code__export", "other__lookup"):
+    try:
+        tools.call(name, {"kilobytes": 1} if name.endswith("export") else {"sku": "G-1"})
+        print(name, "called")
+    except tools.ToolError as exc:
+        print(name, exc.reason, exc.text.splitlines()[0])
+"""
+    servers = {"code": _code(tmp_path)["code"], "other": _code(tmp_path)["code"]}
+    with anyio.fail_after(120):
+        async with served(world, servers, tokens=tokens, codeMode="readOnly") as (
+                gateway, url):
+            await gateway.toolbox()
+            for token, hidden in ((TOKEN, False), (limited, True)):
+                http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    result = await client.call_tool("call_tool", {
+                        "name": "run_code", "arguments": {"code": code}})
+                    texts = _texts(result)
+                    assert not result.is_error, texts
+                    printed = texts[0].split("\n", 1)[1]
+                    stock = sum(map(ord, "G-1")) % 50
+                    lines = printed.splitlines()
+                    assert lines[0] == str(stock)
+                    for line, name in zip(lines[1:], ("code__export", "other__lookup"),
+                                          strict=True):
+                        assert line.startswith(f"{name} refused There is no tool {name!r}."
+                                               if hidden else f"{name} called"), line
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {no_code}"})
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                refused = await client.call_tool("call_tool", {
+                    "name": "run_code", "arguments": {"code": code}})
+                words = _texts(refused)[0]
+                assert refused.is_error and "'run_code'" in words, words
+                assert words.endswith("Find tools with search_tools."), words

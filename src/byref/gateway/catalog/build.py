@@ -25,6 +25,7 @@ from byref.discovery.declare import capability_line
 from byref.discovery.mcp import server_slug
 from byref.discovery.usage import UsageError, UsageLog, learn_glossary
 from byref.events import Emitter
+from byref.gateway.access.bearer import permits_tool
 from byref.gateway.catalog.code import code_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.metadata import metadata_of, pinned
@@ -54,8 +55,9 @@ def build_toolbox(config: GatewayConfig, version: int,
     still starting), seen through `grant`; `call_tool` is call_tool's own function; `ranker`:
     search_tools' hybrid ranker (`hybrid_ranker`), None for lexical."""
     catalog = upstream_catalog(config, listings, invoke, passed, grant)
-    if (run_code := code_tool(config)) is not None:  # behind search, as a catalog tool
-        catalog.add(run_code)
+    run_code = code_tool(config)
+    if run_code is not None and permits_tool(grant, run_code.name):  # behind search
+        catalog.add(run_code)  # its calls reach only this catalog: the grant's
     if usage is not None:
         learn_usage(catalog, usage, emit, errlog)
     note = capability_line(catalog)
