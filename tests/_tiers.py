@@ -65,6 +65,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/discovery/test_discovery_cli.py": ("process",),
     "tests/integrations/test_bridge.py": ("process",),
     "tests/integrations/test_openai_agents.py": ("process",),
+    "tests/integrations/test_pydantic_ai_code_mode.py": ("process",),
     "tests/providers/test_provider_demo.py": ("process",),
 }
 
