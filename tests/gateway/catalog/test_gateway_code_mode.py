@@ -70,13 +70,17 @@ def test_code_mode_is_off_unless_configured_and_checked() -> None:
                      source="c")
 
 
-async def test_off_by_default_run_code_is_nowhere(world: World, tmp_path: Path) -> None:
+async def test_off_by_default_run_code_is_nowhere_and_direct_mode_declares_it(world: World, tmp_path: Path) -> None:
     with anyio.fail_after(60):
         async with running(world, _code(tmp_path)) as (gateway, server), Client(server) as c:
             box = await gateway.toolbox()
             assert "run_code" not in box.catalog
             found = await c.call_tool("search_tools", {"query": "run a python program"})
             assert "run_code" not in " ".join(_texts(found))
+        async with running(world, _code(tmp_path), mode="direct", codeMode="readOnly") as (
+                gateway, server), Client(server) as c:
+            await gateway.toolbox()  # direct mode declares every catalog tool, run_code too
+            assert "run_code" in {t.name for t in (await c.list_tools()).tools}
 
 
 async def test_an_upstream_tool_called_from_code_over_stdio(world: World,
@@ -294,3 +298,40 @@ for name in ("code__export", "other__lookup"):
                 words = _texts(refused)[0]
                 assert refused.is_error and "'run_code'" in words, words
                 assert words.endswith("Find tools with search_tools."), words
+
+
+async def test_the_gateways_lens_shows_a_code_run_with_its_inner_calls(
+        world: World, tmp_path: Path) -> None:
+    import re
+    import urllib.request
+
+    code = """
+import json
+rows = tools.gather([("code__lookup", {"sku": s}) for s in ("L-1", "L-2")])
+print(len(rows))
+"""
+
+    def get(url: str) -> str:
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            body: str = response.read().decode()
+            return body
+
+    tokens = {TOKEN: {"tenant": "acme", "principal": "alice"}}
+    with anyio.fail_after(120):
+        async with served(world, _code(tmp_path), tokens=tokens, codeMode="readOnly",
+                          store=f"file://{tmp_path / 'store'}") as (gateway, url):
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                await gateway.toolbox()
+                result = await client.call_tool("call_tool", {
+                    "name": "run_code", "arguments": {"code": code}})
+                assert not result.is_error, _texts(result)
+            base = url.removesuffix("/mcp")
+            index = await anyio.to_thread.run_sync(get, f"{base}/lens/")
+            [conv] = re.findall(r'href="(/lens/c/[^"]+/)"', index)
+            page = await anyio.to_thread.run_sync(get, f"{base}{conv}")
+            [run_id] = re.findall(r'id="inner-([^"]+)"', page)
+            assert "inner calls from code (2)" in page
+            assert f"{run_id}.1" in page and f"{run_id}.2" in page
+            assert page.count("code__lookup") >= 2
