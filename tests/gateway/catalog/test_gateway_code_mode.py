@@ -70,7 +70,8 @@ def test_code_mode_is_off_unless_configured_and_checked() -> None:
                      source="c")
 
 
-async def test_off_by_default_run_code_is_nowhere_and_direct_mode_declares_it(world: World, tmp_path: Path) -> None:
+async def test_off_by_default_run_code_is_nowhere_and_direct_mode_declares_it(
+        world: World, tmp_path: Path) -> None:
     with anyio.fail_after(60):
         async with running(world, _code(tmp_path)) as (gateway, server), Client(server) as c:
             box = await gateway.toolbox()
