@@ -1,7 +1,8 @@
 """One toolbox built from the upstreams' listings: the catalog, the note, the scaffolding.
 
 Owns what goes into each `Toolbox` the gateway hands out (`build_toolbox`): the upstream catalog
-(under a grant, if one restricts it), taught the usage log's glossary (`learn_usage`), the note
+(under a grant, if one restricts it; with run_code in it when byref.codeMode is on, see
+`catalog.code`), taught the usage log's glossary (`learn_usage`), the note
 search_tools gives (what the catalog holds, which servers are unavailable and why, which are still
 starting), and the scaffolding every client sees (search_tools, activate_tool, call_tool unless it
 is off, read_result, present); and the words call_tool's own function answers with
