@@ -336,3 +336,34 @@ print(len(rows))
             assert "inner calls from code (2)" in page
             assert f"{run_id}.1" in page and f"{run_id}.2" in page
             assert page.count("code__lookup") >= 2
+
+
+@pytest.mark.parametrize("loop", ["auto", "asyncio"])
+async def test_byref_gateway_over_stdio_runs_code_that_calls_its_upstream(
+        world: World, tmp_path: Path, loop: str) -> None:
+    import os
+
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": _code(tmp_path),
+                                  "byref": {"codeMode": "readOnly"}}))
+    code = """
+import json
+big = tools.code__export(kilobytes=512)
+print(json.loads(tools.code__digest(text=big))["bytes"], big.bytes)
+"""
+    with anyio.fail_after(120), world.log.open("a") as errlog:
+        async with Client(stdio_client(StdioServerParameters(
+                command=sys.executable, args=["-m", "byref.cli", "gateway", "--config",
+                                              str(config), "--loop", loop],
+                env=dict(os.environ)), errlog=errlog)) as client:
+            result = await client.call_tool("call_tool", {
+                "name": "run_code", "arguments": {"code": code}})
+            texts = _texts(result)
+            assert not result.is_error, texts
+            summary, printed = texts[0].split("\n", 1)
+            assert summary.startswith("[run_code] 2 tool calls (code__export ×1, code__digest "
+                                      "×1); none refused;"), summary
+            assert printed == f"{512 << 10} {512 << 10}\n"
