@@ -187,17 +187,18 @@ class Gateway:
         return build_toolbox(
             self.config, version, listings, errors, starting, invoke=self._invoke,
             passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
-            read_limits=self._read_limits, call_tool=self._call_tool_refusal, grant=grant,
-            ranker=self.ranker)
+            read_limits=self._read_limits, grant=grant, ranker=self.ranker,
+            call_tool=lambda name, arguments=None: self._call_tool_refusal(name, grant))
 
     def _rebuilt(self, version: int) -> None:
         for state in self.scopes.all():  # an idle scope's dispatcher must not pin the old box
             if state.call_session is not None and state.call_session[0] != version:
                 state.call_session = None
 
-    def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
-        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`).
-        refuse_call_tool(self._listing.box, name)
+    def _call_tool_refusal(self, name: str, grant: Grant | None) -> Any:
+        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`); said
+        # of the catalog the caller's grant sees, not the whole one.
+        refuse_call_tool(self._listing.box if grant is None else self._granted.get(grant), name)
 
     async def _replica_scope_changed(self, key: str) -> None:
         """Another replica changed a shared conversation's working set (or this one may have
@@ -302,6 +303,7 @@ class Gateway:
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))
+            session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
             state.call_session = cached = (box.version, session)
         return cached[1]
 

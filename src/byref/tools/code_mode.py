@@ -107,6 +107,9 @@ class CodeMode:
     concurrency: int = 8
     runner: CodeRunner | None = None
     """The sandbox runner (default: a `SubprocessRunner` that requires isolation)."""
+    refuse: Callable[[Tool], str | None] | None = None
+    """The embedder's own gate (the gateway's byref.codeMode): the words refusing a tool from
+    code, or None to let dispatch decide; asked after the gates above."""
 
 
 def describe_tool(limits: Limits, mode: CodeMode) -> str:
@@ -369,6 +372,8 @@ class _Host:
             return (f"call_tool runs only read-only tools here (byref.callTool is 'readOnly'); "
                     f"{name!r} may change things: load it with activate_tool and call it by its "
                     "own name, so your client can ask the user first.")
+        if self.mode.refuse is not None:
+            return self.mode.refuse(found)
         return None
 
     # -- values and handles --------------------------------------------------------------------

@@ -9,7 +9,7 @@ scope's session over an old version is rebuilt, never patched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -43,6 +43,14 @@ CALL_TOOL_DESCRIPTION = (
     "its own (any may be a $ref). Use it too when a loaded tool is missing from your tools.")
 
 
+def read_only_refusal(name: str) -> str:
+    """Why call_tool (and code, under the same policy) does not run `name` when callTool is
+    'readOnly' and `name` is not annotated read-only."""
+    return (f"call_tool runs only read-only tools here (byref.callTool is 'readOnly'); "
+            f"{name!r} may change things: load it with activate_tool and call it by its own "
+            "name, so your client can ask the user first.")
+
+
 @dataclass(frozen=True)
 class Toolbox:
     """One build of what the gateway offers: the catalog, the scaffolding, what is pinned, and why
@@ -61,6 +69,8 @@ class Toolbox:
     """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
     starting: tuple[str, ...] = ()
     """Servers still starting when this box was built (their tools are not in it yet)."""
+    search: Callable[[str, int], list[dict[str, Any]]] | None = None
+    """The catalog's search as code mode's `tools.search` asks it: query, limit → rows."""
 
     @cached_property
     def always(self) -> frozenset[str]:

@@ -47,12 +47,13 @@ from byref.gateway.config.values import ConfigError as ConfigError
 from byref.gateway.config.values import number
 
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
-                         "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
+                         "usage", "mode", "alwaysLoad", "callTool", "codeMode", "inlineMediaBytes",
                          "search", "vectorCache",
                          "state", "conversation", "conversationTtl", "jwt", "replicas", "pool"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
+CODE_MODES = ("off", "readOnly", "all")
 INLINE_MEDIA_BYTES = 4 * 1024 * 1024
 """Images and audio up to this size reach the client as image/audio content (and are stored, a ref
 beside them); larger ones are stored and shown as a marker only. A full-HD PNG screenshot is
@@ -92,6 +93,12 @@ class GatewayConfig:
     may change things must be activated and called by its own name, so a client's per-tool
     permission prompt sees it), or none (call_tool is not declared). Default: 'all' in search
     mode, 'off' in direct mode (every tool is declared there, so call_tool is only a way round)."""
+    code_mode: Literal["off", "readOnly", "all"] = "off"
+    """Whether clients are offered `run_code` (a sandboxed program that calls catalog tools, only
+    what it prints or returns coming back): 'off' (the default: no code runs on this host),
+    'readOnly' (code calls only tools annotated readOnlyHint, and byref's readers), or 'all'
+    (every catalog tool, unless callTool is 'readOnly': code never calls what call_tool would
+    refuse). In search mode it is found by search_tools like a catalog tool."""
     inline_media_bytes: int = INLINE_MEDIA_BYTES
     state: str | None = None
     """Conversation state URL (byref.conversations); default: SQLite beside a file store, else
@@ -207,6 +214,10 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
     if call_tool not in CALL_TOOL_POLICIES:
         raise ConfigError(f"Config {where}: byref.callTool must be 'all', 'readOnly' or 'off', "
                           f"got {call_tool!r}.")
+    code_mode = opts.get("codeMode", "off")
+    if code_mode not in CODE_MODES:
+        raise ConfigError(f"Config {where}: byref.codeMode must be 'off', 'readOnly' or 'all', "
+                          f"got {code_mode!r}.")
     search = opts.get("search", "lexical")
     if search not in ("lexical", "hybrid"):
         raise ConfigError(f"Config {where}: byref.search must be 'lexical' or 'hybrid', got "
@@ -222,7 +233,8 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
         raise ConfigError(f"Config {where}: byref.alwaysLoad must be a list of tool names (as "
                           f"search_tools gives them, globs allowed), got {always!r}.")
     return GatewayConfig(
-        mode=mode, call_tool=call_tool, always_load=tuple(always), search=search,
+        mode=mode, call_tool=call_tool, code_mode=code_mode, always_load=tuple(always),
+        search=search,
         vector_cache=vector_cache,
         inline_media_bytes=int(number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
                                        f"{where} byref.inlineMediaBytes")),
