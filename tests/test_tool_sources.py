@@ -138,6 +138,31 @@ async def test_a_harness_takes_sources_beside_tools_and_calls_through_them(
     assert {"add", "time_convert_time", "time_get_current_time"} <= declared
 
 
+async def test_an_mcp_servers_image_is_stored_in_its_place() -> None:
+    """A server's result of text, an image and text: the image is stored whole and shown in its
+    place as a marker with its ref (it was dropped: the value held the two texts alone)."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    fixtures = Path(__file__).parent / "gateway" / "fixtures"
+    sys.path.insert(0, str(fixtures))
+    from blocks_server import PNG
+
+    script = ScriptedModel([call("mixed", {}), say("done")])
+    with anyio.fail_after(60):
+        async with Client(stdio_client(StdioServerParameters(
+                command=sys.executable, args=[str(fixtures / "blocks_server.py")]))) as client:
+            harness = Harness(script, [await McpSource.connect(client)])
+            run = await harness.run("go")
+    [result] = [m.parts[0] for m in run.transcript if m.role == "tool"]
+    assert not result.is_error, result.rendered
+    first, image, last = result.value
+    assert (first, last) == ("Here's the image you requested:", "The image above is a tiny PNG.")
+    assert (image["kind"], image["bytes"]) == ("image/png", len(PNG))
+    stored = harness.store.get(harness.scope, image["value"]["$ref"]["key"])
+    assert stored is not None and stored.data == PNG
+
+
 def test_a_session_declares_a_sources_tools() -> None:
     session = Session([ToolSet([add]), shout])
     names = {d["name"] for d in session.declarations("anthropic")}
