@@ -86,8 +86,9 @@ class Upstream:
         self.last_error: str | None = None
         self._spawned: Spawned | None = None
         self.http_status: str | None = None
-        """The last HTTP error status a remote server answered ("HTTP 401 Unauthorized"): the
-        SDK reports it as "Server returned an error response" alone."""
+        """The last HTTP error status a remote server answered a request with ("HTTP 401
+        Unauthorized"), at its start or on a call: the SDK reports it as "Server returned an
+        error response" alone."""
         self.redact = redactor(config)
         """`text` without any value this server's entry configures (`config.secrets`)."""
         self.relay = Relay(config.name, config.roots)
@@ -244,7 +245,8 @@ class Upstream:
             if live is None or live.broken.is_set():
                 live = await self._connected()
             return await bounded(self.name, self.config.timeout, live, doing, op,
-                                 drop=self._drop, redact=self.redact)
+                                 drop=self._drop, redact=self.redact,
+                                 status=lambda: self.http_status)
         except UpstreamError as exc:  # the operator is told in full; clients only `public`
             log.warning("upstream %r: %s", self.name, exc)
             raise
@@ -383,7 +385,8 @@ class Upstream:
                     await self._on_change(self.name)
 
     async def _saw_response(self, response: Any) -> None:
-        if response.status_code >= 400:
+        # A request's refusal (the listening GET's 405 says nothing about requests).
+        if response.status_code >= 400 and response.request.method == "POST":
             self.http_status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
     def _target(self) -> Any:
