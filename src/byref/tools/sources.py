@@ -199,7 +199,7 @@ def mcp_value(name: str, result: Any) -> Any:
     if _field(result, "is_error", "isError"):
         texts = [str(b.text) for b in blocks if getattr(b, "type", None) == "text"]
         raise ToolRefusal(f"Tool {name!r} reported an error: {' '.join(texts) or 'no text'}",
-                          "upstream-error")
+                          "upstream-error", result="\n".join(texts) if texts else None)
     structured = _field(result, "structured_content", "structuredContent")
     if structured is not None:
         return structured

@@ -104,6 +104,13 @@ def error_text(result: types.CallToolResult) -> str:
     return "\n".join(texts).strip() or "(the server gave no message)"
 
 
+def error_content(result: types.CallToolResult) -> str | None:
+    """An upstream's error result as its ref passes it on: its one text block as sent (several
+    joined by newlines), or None when it has no text."""
+    texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    return "\n".join(texts) if texts else None
+
+
 # -- dispatch parts → the client's result ---------------------------------------------------------
 def shown_text(part: Part) -> str:
     """The text the model is shown for a result part (its rendering)."""
@@ -118,9 +125,9 @@ def answer_texts(part: Part, blocks: int = 1) -> tuple[list[str], str | None]:
     rendering, else the rendering is one text.
     """
     text = shown_text(part)
-    if part.is_error:
-        return [text], None
     body, line = split(text)
+    if part.is_error:  # one text, and the ref line of an error carrying the tool's own words
+        return [body], line
     value = part.value
     if blocks > 1 and isinstance(value, list) and len(value) == blocks:
         return [render(v) for v in value], line
