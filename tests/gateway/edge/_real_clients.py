@@ -61,17 +61,19 @@ def png() -> bytes:
     return bytes(PNG)
 
 
-def config(root: Path, **byref: Any) -> Path:
+def config(root: Path, servers: tuple[str, ...] = ("time", "blocks"), **byref: Any) -> Path:
     """The gateway's config: the time server and the blocks fixture (a 196-byte JSON document,
-    several blocks in one result, a tool that writes what it is given, one that logs), one
-    process of each shared by every client; skips, saying why, without mcp-server-time."""
-    servers, missing = reference_servers(root / "repo", root, root / "items.db")
-    if "time" in missing:
+    several blocks in one result, a tool that writes what it is given, one that logs), or those
+    of them named, one process of each shared by every client; skips, saying why, without
+    mcp-server-time."""
+    found, missing = reference_servers(root / "repo", root, root / "items.db")
+    if "time" in servers and "time" in missing:
         pytest.skip(f"reference server 'time' unavailable: {missing['time']}")
-    entries = {"time": {**servers["time"], "share": "all"},
-               "blocks": {"command": sys.executable, "args": [str(FIXTURES / "blocks_server.py")],
-                          "timeout": 30, "share": "all"}}
-    path = root / "gateway.json"
+    entries = {name: entry for name, entry in {
+        "time": {**found.get("time", {}), "share": "all"},
+        "blocks": {"command": sys.executable, "args": [str(FIXTURES / "blocks_server.py")],
+                   "timeout": 30, "share": "all"}}.items() if name in servers}
+    path = root / f"gateway-{'-'.join(servers)}.json"
     path.write_text(json.dumps({"mcpServers": entries, "byref": byref}))
     return path
 
@@ -81,9 +83,11 @@ def gateway(*args: str) -> list[str]:
     return [sys.executable, "-m", "byref.cli", "gateway", *args]
 
 
-def stdio_gateway(root: Path, **byref: Any) -> list[str]:
-    """The command line of a stdio gateway over the battery's servers, its store under `root`."""
-    return gateway("--config", str(config(root, scope="me", **byref)),
+def stdio_gateway(root: Path, servers: tuple[str, ...] = ("time", "blocks"),
+                  **byref: Any) -> list[str]:
+    """The command line of a stdio gateway over the battery's servers (or those named), its
+    store under `root`."""
+    return gateway("--config", str(config(root, servers, scope="me", **byref)),
                    "--store", f"file://{root}/store")
 
 
