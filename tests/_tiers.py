@@ -33,7 +33,7 @@ NEEDS = {
 MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/*": ("upstreams",),
     "tests/gateway/*/test_gateway_conformance.py": ("upstreams", "node"),
-    "tests/gateway/*/test_gateway_real_clients.py": ("upstreams", "node"),
+    "tests/gateway/*/test_gateway_real_clients*.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_passthrough.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_replicas*.py": ("upstreams", "slow"),
     "tests/gateway/*/test_gateway_code_mode.py": ("upstreams", "process"),

@@ -33,6 +33,7 @@ from byref.dispatch.nulls import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
 from byref.dispatch.recording import Recorder
+from byref.dispatch.reflines import with_line
 from byref.dispatch.wants import WantsRefusal, redeem
 from byref.errors import InvalidValue
 from byref.events import Emitter
@@ -161,7 +162,7 @@ class Dispatcher:
                 ready = self._prepare(call, call_seq, loop)
                 value = self._execute(ready)
             except Refusal as refusal:
-                return self._refused(call, refusal)
+                return self._refused(call, refusal, at=(seq, part))
             return self.recorder.record(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # a defect below dispatch must not end the caller's loop
             return self._internal_error(call, exc)
@@ -192,7 +193,7 @@ class Dispatcher:
                 with self._failures(ready.tool):
                     value = await ready.tool.ainvoke(ready.args, ready.ctx)
             except Refusal as refusal:
-                return self._refused(call, refusal)
+                return self._refused(call, refusal, at=(seq, part))
             return await self.recorder.arecord(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # as in dispatch: a defect is a refusal, not a crash
             return self._internal_error(call, exc)
@@ -250,15 +251,25 @@ class Dispatcher:
         return isinstance(raw, dict) and any(
             name not in tool.lazy and is_envelope(value) for name, value in raw.items())
 
-    def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True) -> Part:
+    def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True,
+                 at: tuple[int, int] | None = None) -> Part:
+        """The error part for `refusal`. One carrying the tool's own error content that the
+        model is shown whole (`result`, at most `REFUSAL_MAX` characters) records it as its value
+        and, recorded at message `at`, ends with the ref line naming it, as an inline result
+        does; byref's own refusals (the tool did not run) have nothing to pass on."""
         call = call.recordable()
         if emit:
             self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
                       reason=refusal.reason, ref=refusal.ref, detail=clip(refusal.detail),
                       **({"code": refusal.code} if refusal.code is not None else {}))
         text = self.error_text(call, clip(escaped(refusal.text), REFUSAL_MAX) or "")
-        return Part(type="tool_result", value=text, rendered=text,
-                    tool=call.name, call_id=call.id, is_error=True)
+        own = escaped(refusal.result) if refusal.result is not None else None
+        if own is None or at is None or not self.policy.refs or len(own) > REFUSAL_MAX \
+                or text != escaped(refusal.text):  # cut: what it names was not shown whole
+            return Part(type="tool_result", value=text, rendered=text,
+                        tool=call.name, call_id=call.id, is_error=True)
+        return with_line(Part(type="tool_result", value=own, rendered=text, tool=call.name,
+                              call_id=call.id, is_error=True), *at)
 
     def _tool(self, name: str) -> Tool:
         if name in self.tools:
@@ -373,7 +384,7 @@ class Dispatcher:
         try:
             yield
         except ToolRefusal as exc:
-            raise Refusal(exc.text, exc.reason, code=exc.code) from exc
+            raise Refusal(exc.text, exc.reason, code=exc.code, result=exc.result) from exc
         except RefRefusal as exc:
             raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
         except Exception as exc:

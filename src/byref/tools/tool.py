@@ -44,7 +44,7 @@ class ToolRefusal(Refused):
     codes never widen byref's set and a dashboard can still group by either."""
 
     def __init__(self, text: str, reason: RefusalReason = "tool-refused", *,
-                 code: str | None = None) -> None:
+                 code: str | None = None, result: str | None = None) -> None:
         super().__init__(text)
         if code is not None and not (isinstance(code, str) and _CODE.fullmatch(code)):
             raise InvalidValue(f"ToolRefusal code {code!r} is not a short slug; use lower-case "
@@ -53,6 +53,10 @@ class ToolRefusal(Refused):
         self.text = text
         self.reason = reason
         self.code = code
+        self.result = result
+        """The tool's own error content, when it ran and answered with one (an MCP server's
+        `isError` result): recorded as the result's value, so its ref line passes those words
+        on (`dispatch.reflines`); None for a decline, which has nothing to pass on."""
 
 
 def artifact_ref_schema(kind: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, NoReturn, TextIO, TypeVar
 
@@ -28,6 +29,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config.secrets import redactor
@@ -84,8 +86,9 @@ class Upstream:
         self.last_error: str | None = None
         self._spawned: Spawned | None = None
         self.http_status: str | None = None
-        """The last HTTP error status a remote server answered ("HTTP 401 Unauthorized"): the
-        SDK reports it as "Server returned an error response" alone."""
+        """The last HTTP error status a remote server answered a request with ("HTTP 401
+        Unauthorized"), at its start or on a call: the SDK reports it as "Server returned an
+        error response" alone."""
         self.redact = redactor(config)
         """`text` without any value this server's entry configures (`config.secrets`)."""
         self.relay = Relay(config.name, config.roots)
@@ -98,6 +101,8 @@ class Upstream:
         self._warming: anyio.Event | None = None
         self._late: dict[str, Callable[[Client], Awaitable[None]]] = {}
         """What was answered without this server while it started, by what: told once it is up."""
+        self.log_level: types.LoggingLevel | None = None
+        """The log level its clients last asked for (`logging/setLevel`): sent at each start."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -181,6 +186,16 @@ class Upstream:
         with self.relay.flight(current()):
             return await self._bounded(doing, op)
 
+    async def set_level(self, level: types.LoggingLevel) -> None:
+        """Log at `level` from now on: sent now if the server runs (bounded; a failure is the
+        operator's), else at its start, and again at each restart. Never starts it."""
+        self.log_level = level
+        live = self._live
+        if live is None or live.broken.is_set() or self.starting:
+            return  # a start under way sends the level itself (`_connected`)
+        with contextlib.suppress(UpstreamError):
+            await self._bounded("setting its log level", _sends_level(level))
+
     @property
     def alive(self) -> bool:
         """Whether a process (or session) runs or is being started for this upstream."""
@@ -230,7 +245,8 @@ class Upstream:
             if live is None or live.broken.is_set():
                 live = await self._connected()
             return await bounded(self.name, self.config.timeout, live, doing, op,
-                                 drop=self._drop, redact=self.redact)
+                                 drop=self._drop, redact=self.redact,
+                                 status=lambda: self.http_status)
         except UpstreamError as exc:  # the operator is told in full; clients only `public`
             log.warning("upstream %r: %s", self.name, exc)
             raise
@@ -267,6 +283,11 @@ class Upstream:
             self.starts += 1
             self.failed_at = None
             self._live = started
+            if self.log_level is not None:  # what its clients asked for before it was up
+                with contextlib.suppress(UpstreamError):
+                    await bounded(self.name, self.config.timeout, started,
+                                  "setting its log level", _sends_level(self.log_level),
+                                  drop=self._drop, redact=self.redact)
             return started
 
     def _failed(self, why: str, said: str, *, started: bool = True) -> NoReturn:
@@ -364,7 +385,8 @@ class Upstream:
                     await self._on_change(self.name)
 
     async def _saw_response(self, response: Any) -> None:
-        if response.status_code >= 400:
+        # A request's refusal (the listening GET's 405 says nothing about requests).
+        if response.status_code >= 400 and response.request.method == "POST":
             self.http_status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
     def _target(self) -> Any:
@@ -385,3 +407,16 @@ class Upstream:
         if sys.platform == "win32" or self._spawned is None:  # pragma: no cover
             return stdio_client(params, errlog=errlog)
         return stdio_process(params, self._spawned, errlog=errlog)
+
+
+def _sends_level(level: types.LoggingLevel) -> Callable[[Client], Awaitable[None]]:
+    """The operation telling a server its log level (nothing for one that does not log)."""
+
+    async def send(client: Client) -> None:
+        if client.server_capabilities.logging is None:
+            return
+        with warnings.catch_warnings():  # deprecated for 2026-07-28 servers; upstreams are legacy
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level(level)
+
+    return send
