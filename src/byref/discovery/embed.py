@@ -2,7 +2,8 @@
 scores (the `embeddings` extra).
 
 The law: off by default, imported only when asked for, and never fetches anything (the encoder
-is `encoder.OnnxMiniLM`: all-MiniLM-L6-v2 as a packaged int8 ONNX file, one thread a query).
+is a setting, `encoder.load_encoder`: all-MiniLM-L6-v2 as a packaged int8 ONNX file by default,
+one thread a query).
 Fusion is a convex combination over the filtered candidates of the BM25F score divided by the
 best one and the cosine similarity min-max scaled over the candidates: one weight,
 `LEXICAL_WEIGHT`, chosen on a MetaTool dev split outside the reported sample and confirmed on a
@@ -26,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.encoder import INSTALL_HINT, Encoder, OnnxMiniLM
+from byref.discovery.encoder import INSTALL_HINT, Encoder, load_encoder
 from byref.discovery.index import (
     RERANK_DEPTH,
     Filters,
@@ -179,7 +180,7 @@ class HybridRanker:
 
     def __init__(
         self,
-        encoder: Encoder | None = None,
+        encoder: Encoder | str | Path | None = None,
         *,
         lexical_weight: float = LEXICAL_WEIGHT,
         rerank: Rerank = HYBRID_RERANK,
@@ -190,12 +191,15 @@ class HybridRanker:
         name_share: float = NAME_SHARE,
         background: bool = False,
     ) -> None:
-        """`background`: a search whose document vectors are not ready within `WARM_WAIT_S`
-        answers lexically (the index's own ranking) while a thread makes them; the first
-        search after them is hybrid. Without it, a search waits for the encoding."""
+        """`encoder`: an encoder, or the name or path of a packaged ONNX sentence encoder
+        (`encoder.load_encoder`; None: $BYREF_EMBEDDING_MODEL, else the packaged default),
+        built on first use. `background`: a search whose document vectors are not ready
+        within `WARM_WAIT_S` answers lexically (the index's own ranking) while a thread makes
+        them; the first search after them is hybrid. Without it, a search waits for the
+        encoding."""
         if not 0.0 <= lexical_weight <= 1.0:
             raise InvalidValue(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
-        self._encoder = encoder
+        self._encoder: Encoder | str | Path | None = encoder
         self.lexical_weight = lexical_weight
         self.density_weight = density_weight
         if not 0.0 <= description_share <= 1.0:
@@ -250,9 +254,9 @@ class HybridRanker:
 
     @property
     def encoder(self) -> Encoder:
-        """The sentence encoder (the packaged ONNX MiniLM unless one was given), built on use."""
-        if self._encoder is None:
-            self._encoder = OnnxMiniLM()
+        """The sentence encoder (the packaged ONNX MiniLM unless one was named), built on use."""
+        if self._encoder is None or isinstance(self._encoder, (str, Path)):
+            self._encoder = load_encoder(self._encoder)
         return self._encoder
 
     def disk_cache(self) -> VectorCache | None:
