@@ -158,7 +158,8 @@ def _print_abstention(a: dict[str, Any]) -> None:
         un = "; ".join(f"{k.split('_', 1)[1]} {v['held_apart']:.0%} held apart "
                        f"({v['tuning']:.0%} tuning, {v['queries']} needs)"
                        for k, v in sets.items() if k.startswith("unanswerable"))
-        ans = "; ".join(f"{k} {v['abstained']:.1%} (r@5 {v['recall@5']:.3f} vs "
+        ans = "; ".join(f"{k} {v['held_apart']:.1%} held apart, {v['abstained']:.1%} of all "
+                        f"{v['queries']} (r@5 {v['recall@5']:.3f} vs "
                         f"{v['recall@5_without']:.3f} without)"
                         for k, v in sets.items() if not k.startswith("unanswerable"))
         print(f"Abstention, {ranking}: unanswerable abstained {un}; answerable abstained {ans}")

@@ -129,9 +129,11 @@ class Searcher:
             ranking = each[0]
         unmatched = tuple(dict.fromkeys(
             w for q in phrasings for w in unmatched_words(q, index.postings, index.analyzer)))
-        # every phrasing must doubt: one the catalog answers is enough to keep the rows
-        abstained = (self.abstain and bool(phrasings) and bool(ranking.hits)
-                     and all(evidence(r).abstains() for r in each))
+        # every phrasing must doubt: one the catalog answers is enough to keep the rows; a
+        # query no tool matches at all abstains too (unless filters emptied the scope)
+        abstained = self.abstain and bool(phrasings) and (
+            all(evidence(r, index.postings).abstains() for r in each) if ranking.hits
+            else not filters and bool(ranking.terms))
         results = [] if abstained else render_results(index, ranking, self.page_chars)
         return Page(query, filters or Filters(), ranking.candidates, ranking.matched, results,
                     unmatched, abstained)
