@@ -39,10 +39,12 @@ GAP_SHARE = 0.5
 cosines): a query near the catalog as a whole is on its ground, and a best tool standing out is
 a fit. Chosen on the first 135 needs over shares 0–6 and 0–1, and re-checked on all 340 (see the
 module's note)."""
-LEXICAL_UNKNOWN = 0.685
+LEXICAL_UNKNOWN = 0.6
 LEXICAL_COVERAGE_SHARE = 3.0
-"""A lexical page abstains when unknown − 3 × the best row's coverage ≥ 0.685: most of the
-query's weight is words no tool contains, and the best row covers little of the rest."""
+"""A lexical page abstains when unknown − 3 × the best row's coverage ≥ 0.6: most of the query's
+weight is words no tool knows (nor any of their curated synonyms), and the best row covers
+little of the rest. Chosen over shares 2–4 and 0.45–0.7 as the most needs abstained on the
+tuning lines with at most 2% of each answerable set's tuning rows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,7 @@ class Evidence:
 
 def evidence(ranking: Ranking, vocabulary: Container[str] = ()) -> Evidence:
     """The evidence in `ranking` (its hits' covered weights, the ranker's similarities);
-    `vocabulary`: the index's terms (`SearchIndex.postings`), for the unknown share."""
+    `vocabulary`: the terms the catalog knows (`search` passes its postings and synonyms)."""
     total = sum(ranking.weights.values())
     exact = any(h.exact for h in ranking.hits)
     if not ranking.terms or total <= 0:
