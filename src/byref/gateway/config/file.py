@@ -48,7 +48,7 @@ from byref.gateway.config.values import number
 
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
                          "usage", "mode", "alwaysLoad", "callTool", "codeMode", "inlineMediaBytes",
-                         "search", "vectorCache",
+                         "search", "vectorCache", "encoder",
                          "state", "conversation", "conversationTtl", "jwt", "replicas", "pool"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
 MODES = ("search", "direct")
@@ -118,6 +118,10 @@ class GatewayConfig:
     vector_cache: str | None = None
     """The hybrid's vector cache directory ('off': none); default $BYREF_VECTOR_CACHE, else the
     user's cache directory."""
+    encoder: str | None = None
+    """The hybrid's sentence encoder: an installed package's name or a path to an ONNX sentence
+    encoder with its tokenizer (`discovery.encoder.load_encoder`); None: $BYREF_EMBEDDING_MODEL,
+    else the packaged all-MiniLM-L6-v2."""
     replicas: bool = False
     """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
     request may land on any replica) and a principal's conversation is written by all of
@@ -228,14 +232,19 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
                           f"'off', got {vector_cache!r}.")
     if vector_cache is not None and vector_cache.strip().lower() != "off":
         vector_cache = str((base or Path.cwd()) / vector_cache)
+    encoder = opts.get("encoder")
+    if encoder is not None and (not isinstance(encoder, str) or not encoder.strip()):
+        raise ConfigError(f"Config {where}: byref.encoder must be a package name or a path to "
+                          f"an ONNX sentence encoder, got {encoder!r}.")
+    if encoder is not None and (base or Path.cwd()).joinpath(encoder).exists():
+        encoder = str((base or Path.cwd()) / encoder)
     always = opts.get("alwaysLoad", [])
     if not isinstance(always, list) or not all(isinstance(a, str) and a for a in always):
         raise ConfigError(f"Config {where}: byref.alwaysLoad must be a list of tool names (as "
                           f"search_tools gives them, globs allowed), got {always!r}.")
     return GatewayConfig(
         mode=mode, call_tool=call_tool, code_mode=code_mode, always_load=tuple(always),
-        search=search,
-        vector_cache=vector_cache,
+        search=search, vector_cache=vector_cache, encoder=encoder,
         inline_media_bytes=int(number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
                                        f"{where} byref.inlineMediaBytes")),
         usage=None if usage is None else (base or Path.cwd()) / usage,
