@@ -67,9 +67,11 @@ def is_read_only(tool: Tool) -> bool:
 
 
 def pinned(catalog: Catalog, *, mode: str, always_load: tuple[str, ...]) -> tuple[Tool, ...]:
-    """Catalog tools declared beside the scaffolding whatever the working set holds."""
+    """Catalog tools declared beside the scaffolding whatever the working set holds (direct
+    mode: every upstream tool; the JSON readers, as in search mode, from the turn a stored
+    result needs them)."""
     if mode == "direct":
-        return tuple(catalog.tools())
+        return tuple(t for t in catalog.tools() if catalog.entry(t.name).server is not None)
     if not always_load:
         return ()
     return tuple(t for t in catalog.tools()
