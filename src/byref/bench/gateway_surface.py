@@ -17,6 +17,7 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery.declare import declare
+from byref.events import Emitter
 from byref.gateway.catalog.build import build_toolbox
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.convert import mcp_tool
@@ -51,7 +52,7 @@ def gateway_first_turn(listings: dict[str, list[types.Tool]], mode: str) -> list
     config = parse_config({"mcpServers": {name: {"command": "unused"} for name in listings},
                            "byref": {"mode": mode}})
     box = build_toolbox(config, 1, listings, {}, [], invoke=_unreachable, passed=Passed(),
-                        usage=None, emit=lambda *_a, **_k: None, errlog=None,
+                        usage=None, emit=Emitter(), errlog=None,
                         read_limits=ReadLimits(), call_tool=_unreachable)
     declared = declare(box.catalog, (*box.scaffolding, *box.pinned), Transcript(),
                        budget=config.working_set).declarations
