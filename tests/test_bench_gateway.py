@@ -148,3 +148,15 @@ def test_a_pooled_upstream_is_timed_beside_a_shared_one(report: dict[str, Any]) 
     _row(pool, {"shared_p50_ms", "pooled_p50_ms", "pooled_vs_shared_p50",
                 "second_principal_first_call_ms", "second_principal_vs_warm"})
     assert pool["processes"] == {"shared": 1, "pooled": 2}  # two principals, one process each
+
+
+def test_a_surface_only_report_prints_the_first_turns_alone() -> None:
+    from byref.cli.bench_gateway import format_report
+
+    catalog = {"servers": 2, "tools": 3, "direct_chars": 900, "direct_tokens": 300,
+               "search": {"tools": 5, "chars": 3000, "tokens": 800, "ratio_tokens": 2.667},
+               "direct": {"tools": 7, "chars": 1200, "tokens": 380, "ratio_tokens": 1.267}}
+    text = "\n".join(format_report({"plan": {}, "first_turn_catalog": catalog}))
+    assert "stdio" not in text and "upstream:" not in text
+    assert "first turn over the real catalog's 2 servers" in text
+    assert "direct mode: 7 tools + instructions = 380 tokens (1,200 chars); ratio 1.267" in text
