@@ -4,11 +4,11 @@ Owns three decisions. (1) An upstream tool's metadata (title, annotations, icons
 kept on its proxied tool and passes to the client on every declaration and in every search_tools
 row, so a client's permission prompts and the model both see readOnlyHint / destructiveHint as
 the server wrote them. (2) What is declared beside the scaffolding without being in the working
-set: in direct mode every catalog tool but the JSON readers (for clients such as Claude Code that defer tools
-themselves), in search mode the `alwaysLoad` names and globs. (3) What call_tool may run
-(`byref.callTool`): 'all' catalog tools; 'readOnly' only tools annotated readOnlyHint (and byref's
-own JSON readers), so a tool that may change things runs only by its own name, where the client
-asks the user; 'off' none (call_tool is not declared). byref's read tools declare
+set: in direct mode every catalog tool but the JSON readers (for clients such as Claude Code that
+defer tools themselves), in search mode the `alwaysLoad` names and globs. (3) What call_tool may
+run (`byref.callTool`): 'all' catalog tools; 'readOnly' only tools annotated readOnlyHint (and
+byref's own JSON readers), so a tool that may change things runs only by its own name, where the
+client asks the user; 'off' none (call_tool is not declared). byref's read tools declare
 `_meta["anthropic/maxResultSizeChars"]`, and through the gateway an explicit read is bounded
 below Claude Code's ~25k-token spill threshold, so its answer is never spilled to a file.
 """
