@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from byref.bench.search_baselines import baseline_latency
 from byref.discovery.catalog import Catalog
 from byref.discovery.declare import Declared, declare
 from byref.discovery.index import BOOSTS, Filters, SearchIndex
@@ -283,6 +284,7 @@ def mcp(root: Path, sizes: Sequence[int] = (2565, 10_000),
         catalog = catalog_from_listings(replicate(listed, size))
         row: dict[str, Any] = {"tools": len(catalog), "build_ms": build_ms(catalog)}
         row["search"] = latency(catalog)
+        row["engines"] = baseline_latency(catalog, LATENCY_QUERIES)
         if ranker is not None:
             from byref.bench.retrieval import hybrid_latency
 

@@ -81,6 +81,19 @@ def run(args: argparse.Namespace) -> int:
               f"build {row['build_ms']} ms; turn 1 {surface['turn1_chars']:,} chars, working "
               f"set {surface['working_set_chars']:,}, all {surface['all_declared_chars']:,}")
     for row in mcp["sizes"]:
+        e = row.get("engines", {})
+        if "missing" in e:
+            print(f"  engines: {e['missing']}")
+        elif e:
+            print(f"  {row['tools']:>6,} tools, interleaved, unfiltered: byref search p50 "
+                  f"{e['byref_search']['p50_ms']} ms, ranking {e['byref_ranking']['p50_ms']} ms; "
+                  f"bm25s {e['bm25s']['p50_ms']} ms (search ×{e['byref_search_over_bm25s_p50']}, "
+                  f"ranking ×{e['byref_ranking_over_bm25s_p50']}), its scoring core "
+                  f"{e['bm25s_scores']['p50_ms']} ms (×{e['byref_search_over_bm25s_scores_p50']}, "
+                  f"×{e['byref_ranking_over_bm25s_scores_p50']}), tantivy "
+                  f"{e['tantivy']['p50_ms']} ms (×{e['byref_search_over_tantivy_p50']}, "
+                  f"×{e['byref_ranking_over_tantivy_p50']})")
+    for row in mcp["sizes"]:
         if "hybrid_search" in row:
             h = row["hybrid_search"]
             print(f"  {row['tools']:>6,} tools, interleaved: hybrid p50 {h['p50_ms']} ms "

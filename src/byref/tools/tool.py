@@ -74,6 +74,9 @@ class Tool:
     fn: Callable[..., Any]
     input_schema: dict[str, Any]
     lazy: frozenset[str] = frozenset()
+    literal: frozenset[str] = frozenset()
+    """Parameters the model writes itself (a name, a count, a label): declared without the
+    `$ref` alternative, so the schema check refuses a ref there."""
     annotations: Mapping[str, Any] = field(default_factory=dict)
     capabilities: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
@@ -114,6 +117,10 @@ class Tool:
         unknown = sorted(set(self.lazy) - set(self.input_schema.get("properties", {})))
         if unknown:
             raise InvalidValue(f"Tool {self.name!r} marks unknown parameter(s) lazy: {unknown!r}.")
+        unknown = sorted(set(self.literal) - set(self.input_schema.get("properties", {})))
+        if unknown:
+            raise InvalidValue(
+                f"Tool {self.name!r} marks unknown parameter(s) literal: {unknown!r}.")
         unknown = sorted(set(self.wants) - set(self.input_schema.get("properties", {})))
         if unknown:
             raise InvalidValue(f"Tool {self.name!r} wants artifacts for unknown parameter(s) "
@@ -135,12 +142,12 @@ class Tool:
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": self._schemas.rewrite(self.input_schema, self.lazy),
+            "input_schema": self._schemas.rewrite(self.input_schema, self.lazy | self.literal),
         }
 
     def declared_validator(self) -> jsonschema.Draft202012Validator:
         """A validator for the schema the model is declared (with `$ref` alternatives)."""
-        return self._checker(self._schemas.rewrite(self.input_schema, self.lazy))
+        return self._checker(self._schemas.rewrite(self.input_schema, self.lazy | self.literal))
 
     def plain_validator(self) -> jsonschema.Draft202012Validator:
         """A validator for the tool's own schema, as written."""

@@ -75,8 +75,10 @@ def build_toolbox(config: GatewayConfig, version: int,
         catalog, budget=config.working_set, emit=emit, note=note, ranker=ranker,
         row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {})
     search, activate = discovery.tools
+    # Refs go inside `arguments` (the target's own check takes them), not in place of it.
     call_tools = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
                        fn=call_tool, input_schema=CALL_TOOL_SCHEMA,
+                       literal=frozenset({"name", "arguments"}),
                        capabilities=("gateway.call",)),)
     scaffolding = (
         search, activate, *(call_tools if config.call_tool != "off" else ()),

@@ -60,10 +60,9 @@ from byref.lens.gateway import lens_route
 from byref.transcript import Part
 
 INSTRUCTIONS = (
-    "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
-    "declared to you: find them with search_tools (its description lists the capability roots), "
-    "load the ones you need with activate_tool, or run any of them without loading it through "
-    "call_tool(name, arguments). " + REFS_PROTOCOL
+    "byref gateway: many MCP servers' tools behind one connection, most not declared to you: "
+    "find them with search_tools, then load them with activate_tool or run them through "
+    "call_tool. " + REFS_PROTOCOL
 )
 
 
