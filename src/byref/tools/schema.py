@@ -22,6 +22,11 @@ from byref.errors import InvalidValue
 from byref.refs import MODEL_REF_SCHEMA, Ref
 
 
+MCP_HEADER = "x-mcp-header"
+"""The 2026-07-28 annotation naming a property whose value an HTTP request also carries as a
+header."""
+
+
 def is_ref_annotation(annotation: Any) -> bool:
     """Whether a parameter annotation is `Ref`."""
     return annotation is Ref or annotation == Ref
@@ -103,10 +108,20 @@ def rewrite_schema(original: dict[str, Any], keep: frozenset[str] = frozenset())
         if name in keep or _accepts_ref_already(prop):
             properties[name] = prop
             continue
-        alternatives = list(prop["anyOf"]) if set(prop) == {"anyOf"} else [prop]
+        alternatives = list(prop["anyOf"]) if set(prop) == {"anyOf"} else [_unmirrored(prop)]
         properties[name] = {"anyOf": [*alternatives, MODEL_REF_SCHEMA]}
     out["properties"] = properties
     return out
+
+
+def _unmirrored(prop: dict[str, Any]) -> dict[str, Any]:
+    """`prop` without MCP's `x-mcp-header` (2026-07-28): a value that may be a `$ref` cannot be
+    mirrored into an HTTP header, and clients drop a tool that annotates a property inside an
+    `anyOf`. The tool's own schema keeps it: its server is sent the resolved value, and the
+    header."""
+    if MCP_HEADER not in prop:
+        return prop
+    return {key: value for key, value in prop.items() if key != MCP_HEADER}
 
 
 def _accepts_ref_already(prop: dict[str, Any]) -> bool:

@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, NoReturn, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import anyio
 import anyio.abc
@@ -28,11 +28,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.config.file import ServerConfig
 from byref.gateway.config.secrets import redactor
-from byref.gateway.upstream import raw_calls
+from byref.gateway.upstream import era, raw_calls
 from byref.gateway.upstream.bounds import (
     Live,
     UpstreamError,
@@ -57,13 +56,6 @@ LIST_READY = 1.0
 """Seconds a client's list waits for a server still starting before it is answered without it
 (the server's part announced by a list change once it is up): Claude Code gives up on a list
 after ~5 s, and a server may take far longer to start."""
-
-
-UPSTREAM_MODE: Literal["legacy"] = "legacy"
-"""Upstreams are spoken to in the handshake generation, which every server serves: a server's
-tool that asks its client for sampling, elicitation or roots mid-call, logs, or takes resource
-subscriptions does so only there (a 2026-07-28 connection has no server→client requests). What
-the gateway's own client speaks is independent (`relay` answers either way)."""
 
 
 class Upstream:
@@ -98,6 +90,8 @@ class Upstream:
         self._warming: anyio.Event | None = None
         self._late: dict[str, Callable[[Client], Awaitable[None]]] = {}
         """What was answered without this server while it started, by what: told once it is up."""
+        self.mode: era.Mode = era.first_mode(config)
+        """How its connections start (`era`): `auto` once it refused the handshake."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -242,18 +236,15 @@ class Upstream:
                 return live
             if live is not None:
                 await self._drop(live)
-            spawned = self._spawned = Spawned()
-            self.http_status = None
             self.starting = True
             try:
-                with anyio.fail_after(self.config.timeout):
-                    started: Live = await self._group.start(self._own)
+                started = await self._start()
             except TimeoutError:
-                said = spawned.tail()
+                said = self._spawned.tail() if self._spawned is not None else ""
                 hung = f"it did not complete the MCP handshake within {self.config.timeout:g} s"
                 self._failed(hung + (f"; its stderr: {said}" if said else ""), hung)
             except Exception as exc:  # whatever starting raised, the model gets words for it
-                exited = await exit_reason(spawned)
+                exited = await exit_reason(self._spawned)
                 if exited is not None:
                     # "Server 'crashy' exited with code 3: fatal: missing API key." (clients:
                     # "Server 'crashy' exited with code 3.")
@@ -268,6 +259,24 @@ class Upstream:
             self.failed_at = None
             self._live = started
             return started
+
+    async def _start(self) -> Live:
+        """A new connection, started in `mode`; a server that refuses the handshake naming only
+        2026-07-28 versions is started again in that revision (and stays in it)."""
+        for _ in range(2):
+            self._spawned = Spawned()
+            self.http_status = None
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    started: Live = await self._group.start(self._own)
+                return started
+            except Exception as exc:
+                if self.mode != "legacy" or not era.modern_only(exc):
+                    raise
+                log.info("upstream %r refused the handshake naming only 2026-07-28 versions: "
+                         "spoken to in that revision", self.name)
+                self.mode = "auto"
+        raise AssertionError("unreachable")  # pragma: no cover: the second start raises
 
     def _failed(self, why: str, said: str, *, started: bool = True) -> NoReturn:
         """Raise why the server could not start (`said`: its class, what clients are told)."""
@@ -313,13 +322,15 @@ class Upstream:
         started = False
         try:
             async with Client(self._target(), message_handler=on_message, cache=None,
-                              mode=UPSTREAM_MODE, **self._offered()) as client:
+                              mode=self.mode, **self._offered()) as client:
                 live.client = client
                 started = True
                 task_status.started(live)
                 async with anyio.create_task_group() as group:
-                    if self._listens(client):
-                        group.start_soon(self._listen, client, live)
+                    wanted = era.listens_for(client, tools=self._on_change is not None,
+                                             others=self.on_notice is not None)
+                    if wanted is not None:
+                        group.start_soon(era.listen, client, wanted, live.stop, self._missed)
                     await live.stop.wait()
                     group.cancel_scope.cancel()
         except Exception as exc:
@@ -351,17 +362,14 @@ class Upstream:
                 "sampling_capabilities": types.SamplingCapability(
                     tools=types.SamplingToolsCapability())}
 
-    def _listens(self, client: Client) -> bool:
-        tools = client.server_capabilities.tools
-        return (self._on_change is not None and client.protocol_version in
-                MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed))
-
-    async def _listen(self, client: Client, live: Live) -> None:
-        assert self._on_change is not None
-        with contextlib.suppress(Exception):
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _ in subscription:
-                    await self._on_change(self.name)
+    async def _missed(self) -> None:
+        """A 2026-07-28 listen stream was opened again: what it may have missed is refetched."""
+        if self._on_change is not None:
+            await self._on_change(self.name)
+        if self.on_notice is not None:
+            for missed in (types.ResourceListChangedNotification(),
+                           types.PromptListChangedNotification()):
+                await self.on_notice(self.name, missed)
 
     async def _saw_response(self, response: Any) -> None:
         if response.status_code >= 400:
