@@ -117,6 +117,27 @@ async def test_its_list_change_on_subscriptions_listen_reaches_clients_of_both_g
             assert text(await _call(new, "modern__extra")) == "extra ran"
 
 
+async def test_a_listen_stream_that_ends_is_opened_again_and_the_lists_refetched(
+        world: World, modern_url: str) -> None:
+    told, heard = anyio.create_memory_object_stream[None](16)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            await told.send(None)
+
+    with anyio.fail_after(60):
+        async with running(world, _servers(modern_url), mode="direct") as (
+                gateway, server), Client(server, mode="legacy",
+                                         message_handler=on_message) as client:
+            await gateway.toolbox()
+            await _call(client, "modern__end_streams")
+            await heard.receive()  # listened again, refetched, and its clients told
+            await _call(client, "modern__grow")
+            await heard.receive()  # the new stream carries the next change
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "modern__extra" in names
+
+
 @pytest.mark.parametrize("generation", GENERATIONS)
 async def test_its_input_required_round_is_answered_by_a_client_of_either_generation(
         world: World, modern_url: str, generation: str) -> None:
@@ -151,6 +172,24 @@ async def test_a_modern_client_sees_the_gateways_own_state_never_the_upstreams(
                 request_state=first.request_state)
             assert isinstance(done, types.CallToolResult), done
             assert text(done) == "asked by ada; state intact"
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_a_stdio_server_refusing_the_handshake_is_started_again_in_2026_07_28(
+        world: World, generation: str) -> None:
+    """Over stdio the gateway starts in the handshake era (a dual-era server keeps its mid-call
+    requests there); a server that refuses it naming only 2026-07-28 is spoken to in that."""
+    with anyio.fail_after(60):
+        async with running(world, {"modern": world.fixture("modern_only.py", 20)},
+                           mode="direct") as (gateway, server), Client(
+                server, mode=generation, elicitation_callback=_answering("ada")) as client:
+            await gateway.toolbox(wait=30)  # two starts: the refused one, then 2026-07-28
+            assert text(await _call(client, "modern__pick_region")) == "eu-west-1"
+            assert text(await _call(client, "modern__ask")) == "asked by ada; state intact"
+            (upstream,) = gateway.upstreams["modern"].instances.values()
+            assert upstream.mode == "auto"
+            live = upstream.connected
+            assert live is not None and live.protocol_version == "2026-07-28"
 
 
 def test_only_a_refusal_naming_modern_versions_alone_switches_the_era() -> None:

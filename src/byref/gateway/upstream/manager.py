@@ -330,7 +330,8 @@ class Upstream:
                     wanted = era.listens_for(client, tools=self._on_change is not None,
                                              others=self.on_notice is not None)
                     if wanted is not None:
-                        group.start_soon(era.listen, client, wanted, live.stop, self._missed)
+                        group.start_soon(era.listen, client, wanted, live.stop,
+                                         lambda: self._missed(wanted))
                     await live.stop.wait()
                     group.cancel_scope.cancel()
         except Exception as exc:
@@ -362,14 +363,16 @@ class Upstream:
                 "sampling_capabilities": types.SamplingCapability(
                     tools=types.SamplingToolsCapability())}
 
-    async def _missed(self) -> None:
-        """A 2026-07-28 listen stream was opened again: what it may have missed is refetched."""
-        if self._on_change is not None:
+    async def _missed(self, wanted: era.Wanted) -> None:
+        """A 2026-07-28 listen stream was opened again: the lists it follows are refetched
+        (what changed meanwhile was not told)."""
+        if wanted.tools and self._on_change is not None:
             await self._on_change(self.name)
         if self.on_notice is not None:
-            for missed in (types.ResourceListChangedNotification(),
-                           types.PromptListChangedNotification()):
-                await self.on_notice(self.name, missed)
+            if wanted.resources:
+                await self.on_notice(self.name, types.ResourceListChangedNotification())
+            if wanted.prompts:
+                await self.on_notice(self.name, types.PromptListChangedNotification())
 
     async def _saw_response(self, response: Any) -> None:
         if response.status_code >= 400:
