@@ -21,7 +21,6 @@ import msgspec
 from byref.errors import InvalidValue
 from byref.refs import MODEL_REF_SCHEMA, Ref
 
-
 MCP_HEADER = "x-mcp-header"
 """The 2026-07-28 annotation naming a property whose value an HTTP request also carries as a
 header."""
