@@ -1,15 +1,16 @@
 """Upstream MCP servers: started lazily, restarted after a crash, every call bounded in time.
 
-Owns the connections to the servers in the config, through the official `mcp` client (a plain
-`tools/call` on a stdio server through `raw_calls`, on the same pipes, with the same outcomes). The
-law: an upstream failure — it cannot start, it crashes mid-call, it hangs past its timeout, it
-writes a line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and
-says what happened, never an exception that escapes into the gateway; a broken connection is
-dropped and the next call starts the server again, so one bad server never stops the others being
-served (one bounded operation and the words for each failure: `upstream_bounds`). Each
-connection is owned by one task of the gateway's task group (the SDK's client must be entered and
-left in the same task); calls from other tasks use it while it lives. An `Upstream` is one
-process (or remote session) of a server; which clients share it is `pool`'s.
+Owns the connections to the servers in the config, through the official `mcp` client, each in the
+protocol revision `era` picks for it (a plain `tools/call` on a stdio server through `raw_calls`,
+on the same pipes, with the same outcomes). The law: an upstream failure — it cannot start, it
+crashes mid-call, it hangs past its timeout, it writes a line that is not JSON-RPC — becomes an
+`UpstreamError` whose text names the server and says what happened, never an exception that escapes
+into the gateway; a broken connection is dropped and the next call starts the server again, so one
+bad server never stops the others being served (one bounded operation and the words for each
+failure: `upstream_bounds`). Each connection is owned by one task of the gateway's task group (the
+SDK's client must be entered and left in the same task); calls from other tasks use it while it
+lives. An `Upstream` is one process (or remote session) of a server; which clients share it is
+`pool`'s.
 """
 
 from __future__ import annotations
