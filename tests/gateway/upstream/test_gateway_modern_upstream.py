@@ -29,9 +29,9 @@ pytestmark = pytest.mark.anyio
 GENERATIONS = ["legacy", "auto"]  # the handshake era, and 2026-07-28 (what auto negotiates)
 
 
-@pytest.fixture
-def modern_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(FIXTURES / "modern_only.py"), "--http", "0"],
+def _served(script: str) -> Iterator[str]:
+    """`script` serving streamable HTTP on a free loopback port: its URL while it runs."""
+    proc = subprocess.Popen([sys.executable, str(FIXTURES / script), "--http", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
@@ -45,6 +45,16 @@ def modern_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+@pytest.fixture
+def modern_url() -> Iterator[str]:
+    yield from _served("modern_only.py")
+
+
+@pytest.fixture
+def dual_era_url() -> Iterator[str]:
+    yield from _served("conformance_server.py")
 
 
 def _servers(url: str) -> dict[str, dict[str, Any]]:
@@ -190,6 +200,35 @@ async def test_a_stdio_server_refusing_the_handshake_is_started_again_in_2026_07
             assert upstream.mode == "auto"
             live = upstream.connected
             assert live is not None and live.protocol_version == "2026-07-28"
+
+
+@pytest.mark.parametrize("protocol", ["auto", "handshake"])
+async def test_a_dual_era_server_asking_mid_call_needs_the_handshake_generation(
+        world: World, dual_era_url: str, protocol: str) -> None:
+    """A server that speaks both generations over HTTP is spoken to in 2026-07-28, where its
+    tool's mid-call elicitation has no channel and is refused in its own words; its entry's
+    `"protocol": "handshake"` keeps it where that tool works."""
+    async def elicitation(_: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"username": "ada", "email": "a@b"})
+
+    servers = {"dual": {"url": dual_era_url, "timeout": 20, "protocol": protocol}}
+    with anyio.fail_after(60):
+        async with running(world, servers, mode="direct") as (gateway, server), Client(
+                server, mode="legacy", elicitation_callback=elicitation) as client:
+            await gateway.toolbox(wait=30)
+            (upstream,) = gateway.upstreams["dual"].instances.values()
+            live = upstream.connected
+            assert live is not None
+            asked = await client.call_tool("dual__test_elicitation", {"message": "who?"})
+            if protocol == "auto":
+                assert live.protocol_version == "2026-07-28"
+                assert asked.is_error
+                assert "no back-channel for server-initiated requests" in text(asked)
+            else:
+                assert live.protocol_version == "2025-11-25"
+                assert not asked.is_error, asked.content
+                assert text(asked) == ('User response: action=accept, content='
+                                       '{"username": "ada", "email": "a@b"}')
 
 
 def test_only_a_refusal_naming_modern_versions_alone_switches_the_era() -> None:

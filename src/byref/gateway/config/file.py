@@ -13,7 +13,10 @@ users already write is honoured as their clients read it: `"disabled": true` lea
 like `"mcpServers"`. byref's own per-server keys: `"share"` (who shares one upstream process or
 session: `"all"`, `"tenant"`, `"principal"`, `"conversation"`; default `share_of`) and `"roots"`
 (what the server is told when it asks for roots and no client call can answer: URIs or
-`{"uri", "name"}` objects, default none); the pool's limits are `byref.pool`.
+`{"uri", "name"}` objects, default none), and `"protocol": "handshake"` (speak to it in the
+handshake generation even if it speaks 2026-07-28: for a server whose tools ask their client
+mid-call, which a 2026-07-28 connection cannot carry; default `"auto"`, `upstream.era`); the
+pool's limits are `byref.pool`.
 
     {"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]},
                     "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
@@ -59,6 +62,7 @@ _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "s
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
 SHARES = ("all", "tenant", "principal", "conversation")
 TRANSPORTS = ("stdio", "http", "sse")
+PROTOCOLS = ("auto", "handshake")
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
 INLINE_MEDIA_BYTES = 4 * 1024 * 1024
@@ -67,6 +71,7 @@ beside them); larger ones are stored and shown as a marker only. A full-HD PNG s
 typically 0.2–3 MB."""
 Transport = Literal["stdio", "http", "sse"]
 Share = Literal["all", "tenant", "principal", "conversation"]
+Protocol = Literal["auto", "handshake"]
 POOL_IDLE = 600.0
 """Seconds a pooled upstream process (or session) may sit without a call before it is stopped."""
 POOL_MAX = 64
@@ -97,6 +102,8 @@ class ServerConfig:
     """Who shares one process (stdio) or upstream session (url); None: `GatewayConfig.share_of`."""
     roots: tuple[tuple[str, str | None], ...] = ()
     """(uri, name) the server is told when it asks for roots and no client call can answer."""
+    protocol: Protocol = "auto"
+    """Which protocol generation it is spoken to in: `auto` (`upstream.era`) or `handshake`."""
 
     @property
     def transport(self) -> Transport:
@@ -360,12 +367,18 @@ def _server(name: Any, entry: Any, where: str, timeout: float, base: Path | None
     if share is not None and share not in SHARES:
         raise ConfigError(f"Config {at}: 'share' must be 'all', 'tenant', 'principal' or "
                           f"'conversation' (who shares one process of it), got {share!r}.")
+    protocol = entry.get("protocol", "auto")
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"Config {at}: 'protocol' must be 'auto' (2026-07-28 where the server "
+                          "speaks it) or 'handshake' (the initialize generation), got "
+                          f"{protocol!r}.")
     return ServerConfig(
         name=name, command=command, args=tuple(args),
         env=strings(entry.get("env"), at, "env", environ),
         cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
         timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
         kind=kind, allow=allow, deny=deny, share=share, roots=_roots(entry.get("roots"), at),
+        protocol=protocol,
     )
 
 

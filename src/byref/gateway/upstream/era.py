@@ -9,7 +9,9 @@ probe. A stdio or SSE server is started in the handshake generation, which a ser
 both serves with everything its tools may need mid-call (sampling, elicitation and roots requests,
 logs, resource subscriptions) — on stdio a successful probe would commit the connection to
 2026-07-28, where a server has no way to ask mid-call. A server that refuses the handshake naming
-only 2026-07-28 versions (`modern_only`) is started again and spoken to in that revision.
+only 2026-07-28 versions (`modern_only`) is started again and spoken to in that revision. An
+entry's `"protocol": "handshake"` keeps a server in the handshake generation whatever it speaks
+(for a server whose tools ask mid-call, which a 2026-07-28 connection cannot carry).
 
 The law: the era is the server's answer, never guessed from its name or transport alone, and a
 2026-07-28 upstream's list changes arrive on a `subscriptions/listen` stream kept open while it
@@ -40,7 +42,10 @@ RELISTEN_MOST = 30.0
 
 def first_mode(config: ServerConfig) -> Mode:
     """How a connection to `config`'s server starts: `auto` (discover, else the handshake) on
-    streamable HTTP, the handshake on stdio and SSE."""
+    streamable HTTP, the handshake on stdio and SSE or where the entry says
+    `"protocol": "handshake"`."""
+    if config.protocol == "handshake":
+        return "legacy"
     return "auto" if config.url is not None and config.transport != "sse" else "legacy"
 
 

@@ -272,7 +272,8 @@ class Upstream:
                     started: Live = await self._group.start(self._own)
                 return started
             except Exception as exc:
-                if self.mode != "legacy" or not era.modern_only(exc):
+                if self.mode != "legacy" or self.config.protocol == "handshake" or \
+                        not era.modern_only(exc):
                     raise
                 log.info("upstream %r refused the handshake naming only 2026-07-28 versions: "
                          "spoken to in that revision", self.name)
