@@ -33,6 +33,7 @@ NEEDS = {
 MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/*": ("upstreams",),
     "tests/gateway/*/test_gateway_conformance.py": ("upstreams", "node"),
+    "tests/gateway/*/test_gateway_conformance_client.py": ("upstreams", "node", "slow"),
     "tests/gateway/*/test_gateway_real_clients*.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_passthrough.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_replicas*.py": ("upstreams", "slow"),

@@ -137,6 +137,20 @@ def test_literal_parameters_are_declared_without_a_ref_and_refuse_one() -> None:
              literal=frozenset({"x"}))
 
 
+def test_a_property_that_may_be_a_ref_is_not_mirrored_into_a_header() -> None:
+    # 2026-07-28 clients drop a tool whose `x-mcp-header` sits inside an anyOf, and a $ref
+    # cannot be a header value: the rewritten property leaves it out, the original keeps it.
+    region = {"type": "string", "description": "where", "x-mcp-header": "Region"}
+    original = {"type": "object", "properties": {"region": region, "n": {"type": "integer"}}}
+    rewritten = rewrite_schema(original)
+    assert rewritten["properties"]["region"] == {"anyOf": [
+        {"type": "string", "description": "where"}, MODEL_REF_SCHEMA]}
+    assert "x-mcp-header" not in str(rewritten)
+    assert original["properties"]["region"]["x-mcp-header"] == "Region"
+    kept = rewrite_schema(original, frozenset({"region"}))
+    assert kept["properties"]["region"] is region  # not offered a $ref: nothing to take out
+
+
 def test_declarations_are_identical_objects_and_bytes_across_turns() -> None:
     first, second = make_report.declaration(), make_report.declaration()
     assert first["input_schema"] is second["input_schema"]

@@ -24,6 +24,10 @@ import msgspec
 from byref.errors import InvalidValue
 from byref.refs import MODEL_REF_SCHEMA, Ref
 
+MCP_HEADER = "x-mcp-header"
+"""The 2026-07-28 annotation naming a property whose value an HTTP request also carries as a
+header."""
+
 
 def is_ref_annotation(annotation: Any) -> bool:
     """Whether a parameter annotation is `Ref`."""
@@ -137,7 +141,7 @@ def _with_ref(prop: Any, pointer: dict[str, str]) -> Any:
         return prop
     if prop == MODEL_REF_SCHEMA:
         return pointer
-    alternatives = list(prop["anyOf"]) if set(prop) == {"anyOf"} else [prop]
+    alternatives = list(prop["anyOf"]) if set(prop) == {"anyOf"} else [_unmirrored(prop)]
     alternatives = [pointer if a == MODEL_REF_SCHEMA else a for a in alternatives]
     return {"anyOf": alternatives if pointer in alternatives else [*alternatives, pointer]}
 
@@ -172,3 +176,13 @@ def _bounded(prop: dict[str, Any]) -> bool:
             and all(isinstance(a, dict) and (_bounded(a) or a.get("type") == "null")
                     for a in alternatives)
             and any(isinstance(a, dict) and _bounded(a) for a in alternatives))
+
+
+def _unmirrored(prop: dict[str, Any]) -> dict[str, Any]:
+    """`prop` without MCP's `x-mcp-header` (2026-07-28): a value that may be a `$ref` cannot be
+    mirrored into an HTTP header, and clients drop a tool that annotates a property inside an
+    `anyOf`. The tool's own schema keeps it: its server is sent the resolved value, and the
+    header."""
+    if MCP_HEADER not in prop:
+        return prop
+    return {key: value for key, value in prop.items() if key != MCP_HEADER}

@@ -9,7 +9,9 @@ is an error, never a literal `${VAR}` passed on), and `"type": "stdio" | "http" 
 the transport. byref's own keys: `"share"` (who shares one upstream process or session: `"all"`,
 `"tenant"`, `"principal"`, `"conversation"`; default `GatewayConfig.share_of`) and `"roots"`
 (what the server is told when it asks for roots and no client call can answer: URIs or
-`{"uri", "name"}` objects, default none).
+`{"uri", "name"}` objects, default none), and `"protocol": "handshake"` (speak to it in the
+handshake generation even if it speaks 2026-07-28: for a server whose tools ask their client
+mid-call, which a 2026-07-28 connection cannot carry; default `"auto"`, `upstream.era`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ DEFAULT_TIMEOUT = 60.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SHARES = ("all", "tenant", "principal", "conversation")
 TRANSPORTS = ("stdio", "http", "sse")
+PROTOCOLS = ("auto", "handshake")
 Transport = Literal["stdio", "http", "sse"]
 Share = Literal["all", "tenant", "principal", "conversation"]
+Protocol = Literal["auto", "handshake"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,8 @@ class ServerConfig:
     """Who shares one process (stdio) or upstream session (url); None: `GatewayConfig.share_of`."""
     roots: tuple[tuple[str, str | None], ...] = ()
     """(uri, name) the server is told when it asks for roots and no client call can answer."""
+    protocol: Protocol = "auto"
+    """Which protocol generation it is spoken to in: `auto` (`upstream.era`) or `handshake`."""
 
     @property
     def transport(self) -> Transport:
@@ -127,12 +133,18 @@ def server_entry(name: Any, entry: Any, where: str, timeout: float, base: Path |
     if share is not None and share not in SHARES:
         raise ConfigError(f"Config {at}: 'share' must be 'all', 'tenant', 'principal' or "
                           f"'conversation' (who shares one process of it), got {share!r}.")
+    protocol = entry.get("protocol", "auto")
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"Config {at}: 'protocol' must be 'auto' (2026-07-28 where the server "
+                          "speaks it) or 'handshake' (the initialize generation), got "
+                          f"{protocol!r}.")
     return ServerConfig(
         name=name, command=command, args=tuple(args),
         env=strings(entry.get("env"), at, "env", environ),
         cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
         timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
         kind=kind, allow=allow, deny=deny, share=share, roots=_roots(entry.get("roots"), at),
+        protocol=protocol,
     )
 
 
