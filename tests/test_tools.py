@@ -144,7 +144,8 @@ def test_a_property_that_may_be_a_ref_is_not_mirrored_into_a_header() -> None:
     original = {"type": "object", "properties": {"region": region, "n": {"type": "integer"}}}
     rewritten = rewrite_schema(original)
     assert rewritten["properties"]["region"] == {"anyOf": [
-        {"type": "string", "description": "where"}, MODEL_REF_SCHEMA]}
+        {"type": "string", "description": "where"}, {"$ref": "#/$defs/ref"}]}
+    assert rewritten["$defs"]["ref"] == MODEL_REF_SCHEMA  # shared: `n` may be a ref too
     assert "x-mcp-header" not in str(rewritten)
     assert original["properties"]["region"]["x-mcp-header"] == "Region"
     kept = rewrite_schema(original, frozenset({"region"}))
