@@ -225,7 +225,7 @@ async def test_an_upstream_over_http_called_from_code_by_a_client_over_http(
     code = """
 import json
 stock = json.loads(tools.remote__lookup(sku="H-7"))["stock"]
-print(stock, len(tools.remote__export(kilobytes=256).read()))
+print(stock, len(tools.remote__export(kilobytes=4096).read()))
 """
     with anyio.fail_after(120):
         async with await anyio.open_process(
@@ -250,7 +250,7 @@ print(stock, len(tools.remote__export(kilobytes=256).read()))
                         summary, printed = texts[0].split("\n", 1)
                         assert summary.startswith("[run_code] 2 tool calls (remote__lookup ×1, "
                                                   "remote__export ×1); none refused;"), summary
-                        assert printed == f"{sum(map(ord, 'H-7')) % 50} {256 << 10}\n"
+                        assert printed == f"{sum(map(ord, 'H-7')) % 50} {4096 << 10}\n"  # > 1 MiB
             finally:
                 upstream.terminate()
 

@@ -53,6 +53,10 @@ from byref.gateway.wire.sdk_client import create_mcp_http_client
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
 
+UPSTREAM_EVENT_BYTES = 1 << 30
+"""The largest single answer (one SSE event) read from a streamable HTTP upstream. The SDK's
+default, 1 MiB, made a server's larger result look like a lost connection; a gateway exists to
+take such results below the context, so the bound only guards memory."""
 START_RETRY_AFTER = 30.0
 """Seconds before a server that failed to start is tried again for a listing."""
 LIST_READY = 1.0
@@ -410,7 +414,8 @@ class Upstream:
         if c.url is not None:
             http = create_mcp_http_client(headers=c.headers or None)
             http.event_hooks["response"].append(self._saw_response)
-            return streamable_http_client(c.url, http_client=http)
+            return streamable_http_client(c.url, http_client=http,
+                                          max_sse_event_size=UPSTREAM_EVENT_BYTES)
         assert c.command is not None
         # The server's stderr goes where the gateway operator will see it (never to stdout,
         # which carries the gateway's own protocol over stdio).
