@@ -7,7 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from _wire import (
+
+from byref.dispatch.reflines import ref_line
+from byref.harness import Harness
+from byref.harness.messages import Block, ChatMessage, Request, Response, Usage
+from byref.harness.providers import ProviderError, model_from_id
+from byref.harness.providers.anthropic import AnthropicModel
+from byref.testing import result_text
+from doubles.wire import (
     A_MODEL,
     REF_SCHEMA,
     ROWS_REF,
@@ -23,13 +30,6 @@ from _wire import (
     fetch,
     sse,
 )
-
-from byref.dispatch.reflines import ref_line
-from byref.harness import Harness
-from byref.harness.messages import Block, ChatMessage, Request, Response, Usage
-from byref.harness.providers import ProviderError, model_from_id
-from byref.harness.providers.anthropic import AnthropicModel
-from byref.testing import result_text
 
 EPHEMERAL = {"type": "ephemeral"}
 
