@@ -84,6 +84,30 @@ async def in_process(servers: dict[str, Any], *, timeout: float = 30,
         yield gateway, build_server(gateway)
 
 
+OVER = ["memory", pytest.param("stdio", marks=pytest.mark.upstreams)]
+"""`@pytest.mark.parametrize("over", OVER)`: a case run in this process and over the fixture's own
+process too (byref's raw call path on its pipes)."""
+
+
+@asynccontextmanager
+async def fixtures_gateway(request: pytest.FixtureRequest | None, scripts: dict[str, str],
+                           *, timeout: float = 30,
+                           **options: Any) -> AsyncIterator[tuple[Gateway, GatewayServer]]:
+    """A gateway over fixture servers (name → script): in this process (`in_process`), or each
+    as its own process when the test's `over` parameter is "stdio" (`OVER`)."""
+    params = getattr(getattr(request, "node", None), "callspec", None)
+    if params is not None and params.params.get("over") == "stdio":
+        assert request is not None
+        world: World = request.getfixturevalue("world")
+        entries = {name: world.fixture(script, timeout) for name, script in scripts.items()}
+        async with running(world, entries, **options) as pair:
+            yield pair
+    else:
+        servers = {name: fixture_server(script) for name, script in scripts.items()}
+        async with in_process(servers, timeout=timeout, **options) as pair:
+            yield pair
+
+
 @asynccontextmanager
 async def served(world: World, servers: dict[str, dict[str, Any]], *, path: str = "/mcp",
                  **options: Any) -> AsyncIterator[tuple[Gateway, str]]:

@@ -9,42 +9,28 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, fixture_server, in_process, ref_line_of, running
+from _gateway_rig import OVER, fixtures_gateway, ref_line_of
 from mcp import Client
 
+from byref.gateway import Gateway
 from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES
 from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES as EXPLICIT_READ_BYTES
 from byref.gateway.config.file import INLINE_MEDIA_BYTES
+from byref.gateway.edge.server import GatewayServer
 
 pytestmark = pytest.mark.anyio
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-MEDIA = fixture_server("media_server.py")
-
-
-@asynccontextmanager
-async def _media(request: pytest.FixtureRequest | None = None,
-                 **options: Any) -> AsyncIterator[tuple[Any, Any]]:
-    """The gateway over the media server: in this process, or over its own process when the
-    test's `over` parameter says stdio."""
-    if request is not None and request.node.callspec.params.get("over") == "stdio":
-        world = request.getfixturevalue("world")
-        entry = {"command": sys.executable, "args": [str(FIXTURES / "media_server.py")],
-                 "timeout": 30}
-        async with running(world, {"media": entry}, **options) as pair:
-            yield pair
-    else:
-        async with in_process({"media": MEDIA}, **options) as pair:
-            yield pair
+def _media(request: pytest.FixtureRequest | None = None,
+           **options: Any) -> AbstractAsyncContextManager[tuple[Gateway, GatewayServer]]:
+    return fixtures_gateway(request, {"media": "media_server.py"}, **options)
 
 
 def _png(size: int) -> bytes:
@@ -72,7 +58,7 @@ def test_the_default_dial_holds_a_typical_screenshot() -> None:
     assert INLINE_MEDIA_BYTES >= 3 * 1024 * 1024  # a full-HD PNG screenshot is 0.2-3 MB
 
 
-@pytest.mark.parametrize("over", ["memory", pytest.param("stdio", marks=pytest.mark.upstreams)])
+@pytest.mark.parametrize("over", OVER)
 async def test_an_image_passes_as_image_content_with_its_ref_beside_it(
         over: str, request: pytest.FixtureRequest) -> None:
     with anyio.fail_after(60):
