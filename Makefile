@@ -59,7 +59,7 @@ check: $(BIN)/python
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	BYREF_FAST_TIER=1 $(BIN)/pytest -m fast -n 2 -p no:cacheprovider --timeout=30 -W error \
-	  -W 'ignore::pytest.PytestUnraisableExceptionWarning' --durations=10
+	  --durations=20
 
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \

@@ -126,6 +126,7 @@ def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
             exec(compile(code, str(README), "exec"), {"__name__": "readme"})
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
     assert out.getvalue().strip() == "It is 21 °C in Paris."
     first, second = bodies
@@ -200,6 +201,7 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
                                        f"http://127.0.0.1:{server.server_port}/v1"))
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
     assert out == printed_comment(code)
     assert paths == ["/v1/chat/completions"] * 2
