@@ -31,7 +31,13 @@ NEEDS = {
 """Every tier marker and what it means; a test with none of them is in the fast tier."""
 
 MODULES: dict[str, tuple[str, ...]] = {
-    "tests/gateway/*": ("upstreams",),
+    # Gateway tests are marked by the `world` fixture (real servers) or below; the rest run
+    # against upstreams in this process (`_gateway_rig.in_process`) and are in the fast tier.
+    "tests/gateway/edge/test_gateway_starts_and_stops.py": ("process",),
+    "tests/gateway/ops/test_gateway_operator_lines.py": ("process",),
+    "tests/gateway/upstream/test_gateway_raw_calls.py": ("upstreams",),
+    "tests/gateway/upstream/test_gateway_upstream_streams.py": ("upstreams",),
+    "tests/gateway/wire/test_gateway_stdio_transport.py": ("process",),
     "tests/gateway/*/test_gateway_conformance.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_conformance_client.py": ("upstreams", "node", "slow"),
     "tests/gateway/*/test_gateway_real_clients*.py": ("upstreams", "node"),

@@ -135,6 +135,7 @@ def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
             exec(compile(code, str(README), "exec"), {"__name__": "readme"})
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
     assert out.getvalue().strip() == "It is 21 °C in Paris."
     first, second = bodies
@@ -209,6 +210,7 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
                                        f"http://127.0.0.1:{server.server_port}/v1"))
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
     assert out == printed_comment(code)
     assert paths == ["/v1/chat/completions"] * 2
@@ -265,7 +267,7 @@ def test_readme_framework_example_runs_with_its_openai_model_on_loopback(
     """Each framework example, unchanged, its model talking to a Chat Completions endpoint on
     loopback that plays the model; the 20,000 orders never go over the wire."""
     pytest.importorskip(needs, reason=f"needs the {extra} extra")
-    from integrations.helpers_integrations import ChatWire
+    from doubles.chat_server import ChatWire
 
     code = python_block(marker)
     assert len(code.strip().splitlines()) <= 20

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,14 @@ def _fill(t: Transcript) -> None:
 
 
 @pytest.fixture(params=["memory", "spill", "file"])
-def kept(request: pytest.FixtureRequest, tmp_path: Path) -> Transcript:
+def kept(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Transcript]:
     """A transcript in each storage, with a one-message cache so lookups read its lines."""
     if request.param == "file":
-        return Transcript(tmp_path / "t.jsonl", cache=1)
-    return Transcript(spill=tmp_path if request.param == "spill" else False, cache=1)
+        made = Transcript(tmp_path / "t.jsonl", cache=1)
+    else:
+        made = Transcript(spill=tmp_path if request.param == "spill" else False, cache=1)
+    with made:
+        yield made
 
 
 def test_addressing_by_seq_part_field(kept: Transcript) -> None:
@@ -65,38 +69,41 @@ def test_misses_say_what_exists(kept: Transcript, seq: int, part: int, field: st
 
 def test_persistence_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    t = Transcript(path)
-    _fill(t)
-    again = Transcript(path)
-    assert len(again) == 2
-    assert list(again) == list(t)
-    assert again.field(1, 0, "n") == 12345678901234567890123  # big ints stay exact
+    with Transcript(path) as t:
+        _fill(t)
+        with Transcript(path) as again:
+            assert len(again) == 2
+            assert list(again) == list(t)
+            assert again.field(1, 0, "n") == 12345678901234567890123  # big ints stay exact
 
 
 def test_torn_last_line_is_discarded_and_repaired(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    _fill(Transcript(path))
+    with Transcript(path) as first:
+        _fill(first)
     with path.open("ab") as fh:
         fh.write(b'{"seq":2,"role":"user","par')
-    t = Transcript(path)
-    assert len(t) == 2
-    t.append("user", [Part(type="text", value="after the crash")])
-    assert [m.seq for m in Transcript(path)] == [0, 1, 2]
+    with Transcript(path) as t:
+        assert len(t) == 2
+        t.append("user", [Part(type="text", value="after the crash")])
+    with Transcript(path) as again:
+        assert [m.seq for m in again] == [0, 1, 2]
 
 
 def test_unencodable_value_leaves_transcript_unchanged(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    t = Transcript(path)
-    _fill(t)
-    before = path.read_bytes()
-    with pytest.raises(TypeError):
-        t.append("tool", [Part(type="tool_result", value={"x": object()})])
-    assert len(t) == 2 and path.read_bytes() == before
+    with Transcript(path) as t:
+        _fill(t)
+        before = path.read_bytes()
+        with pytest.raises(TypeError):
+            t.append("tool", [Part(type="tool_result", value={"x": object()})])
+        assert len(t) == 2 and path.read_bytes() == before
 
 
 def test_a_damaged_middle_line_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    _fill(Transcript(path))
+    with Transcript(path) as first:
+        _fill(first)
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(lines[0] + b'{"seq": 1, "role": "tool"\n' + b"".join(lines[1:]))
     with pytest.raises(TranscriptCorruptError, match=re.escape(

@@ -397,9 +397,10 @@ def test_origins_move_with_the_clock_and_lookups_name_the_range() -> None:
 
 def test_a_persisted_transcript_reopens_with_its_origin(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    t = Transcript(path, origin=70)
-    t.append("user", [Part(type="text", value="a")])
-    assert Transcript(path, origin=70).last_seq == 70
+    with Transcript(path, origin=70) as t:
+        t.append("user", [Part(type="text", value="a")])
+    with Transcript(path, origin=70) as again:
+        assert again.last_seq == 70
 
 
 def test_the_harness_survives_a_model_writing_lone_surrogates_and_huge_integers() -> None:

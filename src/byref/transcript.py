@@ -286,31 +286,35 @@ class Transcript:
             path.parent.mkdir(parents=True, exist_ok=True)
             return FileLines.persisted(path)
         lines = FileLines.persisted(path)
-        good = 0
-        with path.open("rb") as fh:
-            for number, line in enumerate(fh, 1):
-                if not line.endswith(b"\n"):
-                    break  # torn write: the message was never acknowledged
-                try:
-                    message = _decode(line)
-                except (msgspec.DecodeError, KeyError, TypeError, RefRefusal) as exc:
-                    raise TranscriptCorruptError(
-                        f"Transcript {str(path)!r} line {number} is not a recorded message "
-                        f"({exc}); it was changed outside byref. Restore it from a copy, or "
-                        "move it aside to start a new transcript."
-                    ) from exc
-                if message.seq != self.origin + len(lines):
-                    raise TranscriptCorruptError(
-                        f"Transcript {str(path)!r} line {number} holds message {message.seq}, "
-                        f"expected {self.origin + len(lines)}; lines were removed or "
-                        "reordered."
-                    )
-                lines.adopt(len(line))
-                self._remember(message)  # the newest `cache` messages stay decoded
-                good += len(line)
-            size = fh.seek(0, os.SEEK_END)
-        if good != size:
-            lines.truncate(good)
+        try:
+            good = 0
+            with path.open("rb") as fh:
+                for number, line in enumerate(fh, 1):
+                    if not line.endswith(b"\n"):
+                        break  # torn write: the message was never acknowledged
+                    try:
+                        message = _decode(line)
+                    except (msgspec.DecodeError, KeyError, TypeError, RefRefusal) as exc:
+                        raise TranscriptCorruptError(
+                            f"Transcript {str(path)!r} line {number} is not a recorded message "
+                            f"({exc}); it was changed outside byref. Restore it from a copy, or "
+                            "move it aside to start a new transcript."
+                        ) from exc
+                    if message.seq != self.origin + len(lines):
+                        raise TranscriptCorruptError(
+                            f"Transcript {str(path)!r} line {number} holds message {message.seq}, "
+                            f"expected {self.origin + len(lines)}; lines were removed or "
+                            "reordered."
+                        )
+                    lines.adopt(len(line))
+                    self._remember(message)  # the newest `cache` messages stay decoded
+                    good += len(line)
+                size = fh.seek(0, os.SEEK_END)
+            if good != size:
+                lines.truncate(good)
+        except BaseException:  # a refused file is not held open
+            lines.close()
+            raise
         return lines
 
 

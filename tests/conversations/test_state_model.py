@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from byref.conversations import SeqConflict, open_state
 from byref.store import Scope
+from doubles.clock import ManualClock
 
 TTL = 100.0
 
@@ -28,14 +29,6 @@ class Model:
     working_set: tuple[str, ...] = ()
     usage: list[tuple[str, str]] = field(default_factory=list)
     live: bool = True
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _expire(m: Model) -> None:
@@ -59,7 +52,7 @@ op = st.one_of(
 @pytest.mark.parametrize("kind", IMPLEMENTATIONS)
 def test_two_conversations_follow_the_model(kind: str, request: pytest.FixtureRequest,
                                             tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock()
     state = open_state(url_for(kind, request, tmp_path), ttl=TTL, clock=clock)
 
     @settings(max_examples=60 if kind == "postgres" else 120, deadline=None,

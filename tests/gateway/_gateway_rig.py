@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import io
 import os
 import sys
@@ -16,6 +18,7 @@ import pytest
 
 from byref.gateway import Gateway, build_server, listen_socket, serve_http
 from byref.gateway.config.file import parse_config
+from byref.gateway.config.servers import ServerConfig
 from byref.gateway.edge.server import GatewayServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -53,6 +56,56 @@ async def running(world: World, servers: dict[str, dict[str, Any]],
     with world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway:
             yield gateway, build_server(gateway)
+
+
+def fixture_server(script: str) -> Any:
+    """The MCP server object (`server`) a fixture script defines, loaded in this process: the
+    same code `world.fixture(script)` runs as a process."""
+    name = f"gateway_fixture_{Path(script).stem}"
+    if name not in sys.modules:  # registered first: pydantic resolves its annotations there
+        spec = importlib.util.spec_from_file_location(name, FIXTURES / script)
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name].server
+
+
+@asynccontextmanager
+async def in_process(servers: dict[str, Any], *, timeout: float = 30,
+                     **options: Any) -> AsyncIterator[tuple[Gateway, GatewayServer]]:
+    """A gateway over MCP servers in this process (name → the SDK's `Server` or `MCPServer`,
+    reached over its in-memory transport): no process and no port, so a test that needs only
+    these is in the fast tier. What a server's process or pipes do is tested with `running`."""
+    config = parse_config({"mcpServers": {n: {"url": "http://in-process.invalid/"}
+                                          for n in servers}, "byref": options}, source="test")
+    config = dataclasses.replace(config, servers=tuple(
+        ServerConfig(name, server=server, timeout=timeout) for name, server in servers.items()))
+    async with Gateway(config) as gateway:
+        yield gateway, build_server(gateway)
+
+
+OVER = ["memory", pytest.param("stdio", marks=pytest.mark.upstreams)]
+"""`@pytest.mark.parametrize("over", OVER)`: a case run in this process and over the fixture's own
+process too (byref's raw call path on its pipes)."""
+
+
+@asynccontextmanager
+async def fixtures_gateway(request: pytest.FixtureRequest | None, scripts: dict[str, str],
+                           *, timeout: float = 30,
+                           **options: Any) -> AsyncIterator[tuple[Gateway, GatewayServer]]:
+    """A gateway over fixture servers (name → script): in this process (`in_process`), or each
+    as its own process when the test's `over` parameter is "stdio" (`OVER`)."""
+    params = getattr(getattr(request, "node", None), "callspec", None)
+    if params is not None and params.params.get("over") == "stdio":
+        assert request is not None
+        world: World = request.getfixturevalue("world")
+        entries = {name: world.fixture(script, timeout) for name, script in scripts.items()}
+        async with running(world, entries, **options) as pair:
+            yield pair
+    else:
+        servers = {name: fixture_server(script) for name, script in scripts.items()}
+        async with in_process(servers, timeout=timeout, **options) as pair:
+            yield pair
 
 
 @asynccontextmanager

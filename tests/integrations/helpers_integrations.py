@@ -95,53 +95,6 @@ def harness_first_turn_chars() -> int:
     return harness.request().chars()
 
 
-class ChatWire:
-    """An OpenAI Chat Completions endpoint on loopback that plays the model: `play(body)` reads
-    the request as the framework's real OpenAI client sent it and answers a completion. Every
-    body is kept, so a test can audit what crossed the wire."""
-
-    def __init__(self, play: Any) -> None:
-        self.play = play
-        self.bodies: list[dict[str, Any]] = []
-
-    def __enter__(self) -> ChatWire:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        wire = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                wire.bodies.append(body)
-                answer = json.dumps(wire.play(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def sent(self) -> str:
-        return "\n".join(json.dumps(b) for b in self.bodies)
-
-
 def chat_completion(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
     """A Chat Completions answer: tool calls (name, arguments) or a final text."""
     message: dict[str, Any] = {"role": "assistant", "content": text}

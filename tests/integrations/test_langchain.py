@@ -358,8 +358,10 @@ def _replaced(text: str) -> bool:
 # -- over the wire -------------------------------------------------------------------------------
 def test_status_report_with_chat_openai_over_a_loopback_wire(tmp_path: Path) -> None:
     pytest.importorskip("langchain_openai", reason="needs langchain-openai")
-    from helpers_integrations import ChatWire, status_report_over_chat
+    from helpers_integrations import status_report_over_chat
     from langchain_openai import ChatOpenAI
+
+    from doubles.chat_server import ChatWire
 
     s = scenario(tmp_path)
     with ChatWire(status_report_over_chat) as wire:

@@ -320,8 +320,10 @@ def test_settled_results_become_exact_reread_stubs_under_the_budget() -> None:
 def test_status_report_with_the_sdks_chat_completions_model_over_a_loopback_wire(
         tmp_path: Path) -> None:
     from agents import OpenAIChatCompletionsModel
-    from helpers_integrations import ChatWire, status_report_over_chat
+    from helpers_integrations import status_report_over_chat
     from openai import AsyncOpenAI
+
+    from doubles.chat_server import ChatWire
 
     s = scenario(tmp_path)
     byref = Byref()

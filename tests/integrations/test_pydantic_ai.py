@@ -399,9 +399,11 @@ def test_status_report_with_pydantic_ais_openai_model_over_a_loopback_wire(
     """pydantic-ai's own OpenAI chat model and the real `openai` client, talking to a Chat
     Completions endpoint on loopback: what crosses the wire is byref's surface."""
     pytest.importorskip("openai", reason="pydantic-ai's OpenAI model needs the openai package")
-    from helpers_integrations import ChatWire, status_report_over_chat
+    from helpers_integrations import status_report_over_chat
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
+
+    from doubles.chat_server import ChatWire
 
     s = scenario(tmp_path)
     with ChatWire(status_report_over_chat) as wire:

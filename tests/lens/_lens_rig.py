@@ -128,9 +128,10 @@ def make_kinds_run(out: Path) -> dict[str, Any]:
         call("read_json", {"source": {"$ref": {"type": "Blob", "key": MISSING}}}),
         say(HOSTILE),
     ])
-    harness = Harness(script, [*kinds_tools(), *BUILTIN_JSON_TOOLS],
-                      transcript=Transcript(out / "transcript.jsonl"), store=store, emit=emit,
-                      scope=SCOPE, discovery=Discovery(catalog(), budget=4, emit=emit))
-    harness.run_sync("Do the chores.")
+    with Transcript(out / "transcript.jsonl") as transcript:
+        harness = Harness(script, [*kinds_tools(), *BUILTIN_JSON_TOOLS], transcript=transcript,
+                          store=store, emit=emit, scope=SCOPE,
+                          discovery=Discovery(catalog(), budget=4, emit=emit))
+        harness.run_sync("Do the chores.")
     store.close()
     return refs

@@ -7,7 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from _wire import (
+
+from byref.dispatch.reflines import ref_line
+from byref.harness import Harness
+from byref.harness.messages import Block, ChatMessage, Request, Response, Usage
+from byref.harness.providers import ProviderError, model_from_id
+from byref.harness.providers.anthropic import AnthropicModel
+from byref.testing import result_text
+from doubles.wire import (
     A_MODEL,
     COUNT_SCHEMA,
     READ_RESULT_LITERALS,
@@ -26,13 +33,6 @@ from _wire import (
     sse,
     takes_ref,
 )
-
-from byref.dispatch.reflines import ref_line
-from byref.harness import Harness
-from byref.harness.messages import Block, ChatMessage, Request, Response, Usage
-from byref.harness.providers import ProviderError, model_from_id
-from byref.harness.providers.anthropic import AnthropicModel
-from byref.testing import result_text
 
 EPHEMERAL = {"type": "ephemeral"}
 

@@ -11,8 +11,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from _chat_wire import c_call, c_completion, c_results, c_sse
-from _wire import (
+
+from byref.harness import Harness
+from byref.harness.messages import Delta, TextDelta, ToolCallDelta
+from byref.harness.providers import model_from_id
+from doubles.chat_wire import c_call, c_completion, c_results, c_sse
+from doubles.wire import (
     ROWS_REF,
     Wire,
     a_message,
@@ -28,10 +32,6 @@ from _wire import (
     o_sse,
     o_text,
 )
-
-from byref.harness import Harness
-from byref.harness.messages import Delta, TextDelta, ToolCallDelta
-from byref.harness.providers import model_from_id
 
 Play = Callable[[dict[str, Any]], httpx2.Response]
 

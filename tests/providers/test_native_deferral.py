@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _wire import (
+
+from byref.harness import Harness
+from byref.harness.providers import (
+    NativeDeferral,
+    discovery_search,
+    model_from_id,
+    native_search_tool,
+)
+from byref.harness.providers.deferral import SEARCH_DESCRIPTION, recorded_names
+from byref.testing import result_text
+from byref.tools import Tool, tool
+from doubles.wire import (
     A_MODEL,
     Wire,
     a_json,
@@ -20,17 +31,6 @@ from _wire import (
     o_search_call,
     o_text,
 )
-
-from byref.harness import Harness
-from byref.harness.providers import (
-    NativeDeferral,
-    discovery_search,
-    model_from_id,
-    native_search_tool,
-)
-from byref.harness.providers.deferral import SEARCH_DESCRIPTION, recorded_names
-from byref.testing import result_text
-from byref.tools import Tool, tool
 
 EPHEMERAL = {"type": "ephemeral"}
 

@@ -11,20 +11,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from _chat_wire import (
-    C_MODEL,
-    C_SERVED,
-    c_call,
-    c_chunks,
-    c_completion,
-    c_error,
-    c_json,
-    c_results,
-    c_sse,
-    c_stream,
-    c_turn,
-)
-from _wire import COUNT_SCHEMA, ROWS_REF, Wire, count, fetch
 
 from byref.dispatch.reflines import ref_line
 from byref.errors import install_hint
@@ -40,6 +26,20 @@ from byref.harness.providers.openai import OpenAIModel
 from byref.harness.providers.openai_chat import NO_KEY, OpenAIChatModel
 from byref.jsonview import dumps
 from byref.testing import result_text
+from doubles.chat_wire import (
+    C_MODEL,
+    C_SERVED,
+    c_call,
+    c_chunks,
+    c_completion,
+    c_error,
+    c_json,
+    c_results,
+    c_sse,
+    c_stream,
+    c_turn,
+)
+from doubles.wire import COUNT_SCHEMA, ROWS_REF, Wire, count, fetch
 
 LOCAL = "http://127.0.0.1:11434/v1"
 

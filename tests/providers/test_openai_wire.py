@@ -8,7 +8,15 @@ import json
 from typing import Any
 
 import pytest
-from _wire import (
+
+from byref.dispatch.reflines import ref_line
+from byref.harness import Harness
+from byref.harness.messages import Usage
+from byref.harness.providers import ProviderError, model_from_id
+from byref.harness.providers.openai import OpenAIModel
+from byref.jsonview import dumps
+from byref.testing import result_text
+from doubles.wire import (
     COUNT_SCHEMA,
     READ_RESULT_LITERALS,
     ROWS_REF,
@@ -25,14 +33,6 @@ from _wire import (
     sse,
     takes_ref,
 )
-
-from byref.dispatch.reflines import ref_line
-from byref.harness import Harness
-from byref.harness.messages import Usage
-from byref.harness.providers import ProviderError, model_from_id
-from byref.harness.providers.openai import OpenAIModel
-from byref.jsonview import dumps
-from byref.testing import result_text
 
 
 def counting_play(message: Any = o_json) -> Any:

@@ -12,13 +12,12 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from _wire import A_MODEL, Wire, a_json, a_message, a_text, a_tool_use, a_turn, count, fetch
-
 from byref.harness import Harness
 from byref.harness.messages import Request, Response
 from byref.harness.providers import NativeDeferral, model_from_id, native_search_tool
 from byref.harness.providers.anthropic import AnthropicModel
 from byref.tools import Tool, tool
+from doubles.wire import A_MODEL, Wire, a_json, a_message, a_text, a_tool_use, a_turn, count, fetch
 
 TURNS = 20
 

@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _chat_wire import c_call, c_completion, c_json, c_last_result, c_results, c_sse
-from _wire import (
+
+from byref.demo.data import open_rows, write_export
+from byref.demo.scenario import OPEN, TITLE, run_byref
+from byref.harness.providers import model_from_id
+from byref.jsonview import encode
+from doubles.chat_wire import c_call, c_completion, c_json, c_last_result, c_results, c_sse
+from doubles.wire import (
     A_MODEL,
     Wire,
     a_json,
@@ -34,11 +39,6 @@ from _wire import (
     o_sse,
     o_text,
 )
-
-from byref.demo.data import open_rows, write_export
-from byref.demo.scenario import OPEN, TITLE, run_byref
-from byref.harness.providers import model_from_id
-from byref.jsonview import encode
 
 SIZE = 400_000
 

@@ -6,7 +6,6 @@ import re
 import sys
 
 import pytest
-from _wire import Wire, a_json, a_message, a_text, count
 
 from byref.errors import install_hint
 from byref.harness import Harness, Ledger, ScriptedModel, call, say
@@ -26,6 +25,7 @@ from byref.harness.tokens import (
     set_default_counter,
     using_counter,
 )
+from doubles.wire import Wire, a_json, a_message, a_text, count
 
 KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 

@@ -152,7 +152,8 @@ def run_usage(args: argparse.Namespace) -> int:
             print(f"byref tools usage: no transcript file at {str(path)!r}.", file=sys.stderr)
             return 2
         try:
-            found = usage_from_transcript(Transcript(path))
+            with Transcript(path) as transcript:
+                found = usage_from_transcript(transcript)
         except (TranscriptCorruptError, OSError) as exc:
             print(f"byref tools usage: {exc}", file=sys.stderr)
             return 2

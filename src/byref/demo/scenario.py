@@ -78,12 +78,12 @@ def run_byref(
     trace = out / "trace.jsonl"
     trace.unlink(missing_ok=True)
     emit = Emitter(JsonLinesSink(trace))
-    harness = Harness(model if model is not None else byref_script(), tools,
-                      transcript=Transcript(transcript_path),
-                      store=FileStore(out / "store", emit=emit), emit=emit,
-                      scope=Scope("demo", conversation=uuid.uuid4().hex))
-    run = harness.run_sync(QUESTION)
-    ledger = Ledger.of(run)
+    with Transcript(transcript_path) as transcript:  # the file is closed once the run is read
+        harness = Harness(model if model is not None else byref_script(), tools,
+                          transcript=transcript, store=FileStore(out / "store", emit=emit),
+                          emit=emit, scope=Scope("demo", conversation=uuid.uuid4().hex))
+        run = harness.run_sync(QUESTION)
+        ledger = Ledger.of(run)
     figures: dict[str, Any] = {
         "model_read_chars": ledger.model_read_chars,
         "model_written_chars": ledger.model_written_chars,

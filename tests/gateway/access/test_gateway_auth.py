@@ -90,6 +90,7 @@ def keys() -> Iterator[tuple[Keys, str]]:
     thread.start()
     yield made, f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
     server.shutdown()
+    server.server_close()
     thread.join(10)
 
 

@@ -75,6 +75,7 @@ def hanging() -> Iterator[tuple[Hanging, str]]:
     yield made, f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
     made.release.set()
     server.shutdown()
+    server.server_close()
     thread.join(10)
 
 

@@ -24,6 +24,7 @@ from byref.conversations import MemoryConversations
 from byref.gateway import Gateway, build_server
 from byref.gateway.config.file import parse_config
 from byref.jsonview import encode
+from doubles.clock import ManualClock
 
 pytestmark = pytest.mark.anyio
 
@@ -127,18 +128,10 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
             assert not (world.files / "stale.txt").exists()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_a_ref_into_an_expired_conversation_is_refused_saying_so(world: World) -> None:
     servers = world.need("filesystem")
     (world.files / "a.txt").write_text("kept for a while\n")
-    clock = Clock()
+    clock = ManualClock()
     state = MemoryConversations(ttl=600, clock=clock)
     config = parse_config({"mcpServers": servers}, source="test")
     with anyio.fail_after(60), world.log.open("a") as errlog:

@@ -2,32 +2,35 @@
 beside them (larger ones only stored), small embedded text resources inline, resource_link as
 resource_link, structuredContent when the result is not placed; `present` and `read_result` of a
 stored image answer with the image. Driven by the official client against a fixture server built on
-the official SDK (fixtures/media_server.py)."""
+the official SDK (fixtures/media_server.py), in this process over the SDK's in-memory transport;
+the first case runs over the server's own process (stdio) too, byref's raw call path."""
 
 from __future__ import annotations
 
 import base64
 import json
-import sys
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, World, ref_line_of, running
+from _gateway_rig import OVER, fixtures_gateway, ref_line_of
 from mcp import Client
 
+from byref.gateway import Gateway
 from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES
 from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES as EXPLICIT_READ_BYTES
 from byref.gateway.config.file import INLINE_MEDIA_BYTES
+from byref.gateway.edge.server import GatewayServer
 
 pytestmark = pytest.mark.anyio
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _media() -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(FIXTURES / "media_server.py")],
-            "timeout": 30}
+def _media(request: pytest.FixtureRequest | None = None,
+           **options: Any) -> AbstractAsyncContextManager[tuple[Gateway, GatewayServer]]:
+    return fixtures_gateway(request, {"media": "media_server.py"}, **options)
 
 
 def _png(size: int) -> bytes:
@@ -55,9 +58,11 @@ def test_the_default_dial_holds_a_typical_screenshot() -> None:
     assert INLINE_MEDIA_BYTES >= 3 * 1024 * 1024  # a full-HD PNG screenshot is 0.2-3 MB
 
 
-async def test_an_image_passes_as_image_content_with_its_ref_beside_it(world: World) -> None:
+@pytest.mark.parametrize("over", OVER)
+async def test_an_image_passes_as_image_content_with_its_ref_beside_it(
+        over: str, request: pytest.FixtureRequest) -> None:
     with anyio.fail_after(60):
-        async with running(world, {"media": _media()}) as (gateway, server), Client(
+        async with _media(request) as (gateway, server), Client(
                 server) as client:
             result = await _call(client, "screenshot", size=5000)
             # Each block in its place: the caption, the image's marker (its ref) and the image
@@ -89,10 +94,9 @@ async def test_an_image_passes_as_image_content_with_its_ref_beside_it(world: Wo
             assert base64.b64decode(read.content[1].data) == _png(5000)  # type: ignore[union-attr]
 
 
-async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only(
-        world: World) -> None:
+async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only() -> None:
     with anyio.fail_after(60):
-        async with running(world, {"media": _media()}, inlineMediaBytes=4000) as (
+        async with _media(inlineMediaBytes=4000) as (
                 _gateway, server), Client(server) as client:
             small = await _call(client, "screenshot", size=3000)
             assert [b.type for b in small.content] == ["text", "text", "image", "text"]
@@ -104,11 +108,10 @@ async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only(
             assert [b.type for b in shown.content] == ["text"]  # presented, not sent inline
 
 
-async def test_read_result_of_an_image_is_bounded_by_the_explicit_read_limit(
-        world: World) -> None:
+async def test_read_result_of_an_image_is_bounded_by_the_explicit_read_limit() -> None:
     size = EXPLICIT_READ_BYTES + 1000
     with anyio.fail_after(60):
-        async with running(world, {"media": _media()}) as (_gateway, server), Client(
+        async with _media() as (_gateway, server), Client(
                 server) as client:
             big = await _call(client, "screenshot", size=size)
             ref = json.loads(big.content[1].text)["value"]["$ref"]["key"]  # type: ignore[union-attr]
@@ -123,9 +126,9 @@ async def test_read_result_of_an_image_is_bounded_by_the_explicit_read_limit(
             assert smaller.is_error and "over this read's limit of 100 bytes" in _text(smaller)
 
 
-async def test_audio_links_and_embedded_text_pass_through(world: World) -> None:
+async def test_audio_links_and_embedded_text_pass_through() -> None:
     with anyio.fail_after(60):
-        async with running(world, {"media": _media()}) as (_gateway, server), Client(
+        async with _media() as (_gateway, server), Client(
                 server) as client:
             beep = await _call(client, "beep")
             assert [b.type for b in beep.content] == ["text", "audio"]  # its marker is its ref
@@ -150,9 +153,9 @@ async def test_audio_links_and_embedded_text_pass_through(world: World) -> None:
             assert json.loads(_text(long))["opaque"] is True  # stored, a marker shown
 
 
-async def test_structured_content_passes_unless_the_result_is_placed(world: World) -> None:
+async def test_structured_content_passes_unless_the_result_is_placed() -> None:
     with anyio.fail_after(60):
-        async with running(world, {"media": _media()}) as (_gateway, server), Client(
+        async with _media() as (_gateway, server), Client(
                 server) as client:
             weather = await _call(client, "weather", city="Oslo")
             assert weather.structured_content == {"city": "Oslo", "celsius": 21.5}
@@ -169,9 +172,9 @@ async def test_structured_content_passes_unless_the_result_is_placed(world: Worl
             assert declared["media__weather"].output_schema is None
 
 
-async def test_an_upstream_error_passes_no_content_beside_its_words(world: World) -> None:
+async def test_an_upstream_error_passes_no_content_beside_its_words() -> None:
     with anyio.fail_after(60):
-        async with running(world, {"media": _media()}) as (_gateway, server), Client(
+        async with _media() as (_gateway, server), Client(
                 server) as client:
             bad = await client.call_tool("call_tool", {"name": "media__screenshot",
                                                        "arguments": {"size": "big"}})

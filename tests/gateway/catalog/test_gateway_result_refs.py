@@ -1,7 +1,8 @@
 """Every result the model sees can be passed on by ref; several blocks keep their type and place.
 
-Driven by the official `mcp` client against a gateway over real stdio upstreams: the blocks fixture
-(tests/gateway/fixtures/blocks_server.py) and `@modelcontextprotocol/server-everything` (npm).
+Driven by the official `mcp` client against a gateway over the blocks fixture
+(tests/gateway/fixtures/blocks_server.py), in this process (the first case over its own process
+too) and over `@modelcontextprotocol/server-everything` (npm, a real process).
 """
 
 from __future__ import annotations
@@ -9,16 +10,19 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, World, ref_line_of, running
+from _gateway_rig import FIXTURES, OVER, World, fixtures_gateway, ref_line_of, running
 from mcp import Client
 
 from byref.dispatch.reflines import EXAMPLE_SEQ, REFS_PROTOCOL, ref_line
+from byref.gateway import Gateway
+from byref.gateway.edge.server import GatewayServer
 from byref.refs import parse_model_envelope
 
 sys.path.insert(0, str(FIXTURES))
@@ -28,9 +32,9 @@ pytestmark = pytest.mark.anyio
 EVERYTHING = Path(__file__).resolve().parents[3] / "node_modules" / ".bin" / "mcp-server-everything"
 
 
-def _blocks() -> dict[str, Any]:
-    return {"blocks": {"command": sys.executable, "args": [str(FIXTURES / "blocks_server.py")],
-                       "timeout": 30}}
+def _blocks(request: pytest.FixtureRequest | None = None
+            ) -> AbstractAsyncContextManager[tuple[Gateway, GatewayServer]]:
+    return fixtures_gateway(request, {"blocks": "blocks_server.py"})
 
 
 async def _call(client: Client, name: str, **arguments: Any) -> types.CallToolResult:
@@ -47,12 +51,13 @@ def _texts(result: types.CallToolResult) -> list[str]:
     return [b.text for b in result.content if isinstance(b, types.TextContent)]
 
 
+@pytest.mark.parametrize("over", OVER)
 async def test_a_196_byte_json_result_is_forwarded_by_its_ref_byte_identical(
-        world: World, tmp_path: Path) -> None:
+        over: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     assert len(DOC.encode()) == 196
     out = tmp_path / "copy.json"
     with anyio.fail_after(60):
-        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+        async with _blocks(request) as (_gateway, server), Client(server) as client:
             shown = await _call(client, "blocks__doc")
             assert _types(shown) == ["text", "text"]
             assert _texts(shown)[0] == DOC  # the server's own characters, its own block
@@ -66,10 +71,10 @@ async def test_a_196_byte_json_result_is_forwarded_by_its_ref_byte_identical(
 
 
 async def test_the_instructions_example_is_a_ref_line_as_results_show_it(
-        world: World, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     out = tmp_path / "copy.json"
     with anyio.fail_after(60):
-        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+        async with _blocks() as (_gateway, server), Client(server) as client:
             found = re.search(r"\[ref: (\{.*?\}\})\]", client.instructions or "")
             assert found is not None, client.instructions
             example = json.loads(found.group(1))
@@ -89,9 +94,9 @@ async def test_the_instructions_example_is_a_ref_line_as_results_show_it(
     assert '"seq": 4' not in REFS_PROTOCOL
 
 
-async def test_several_blocks_keep_their_type_and_place(world: World) -> None:
+async def test_several_blocks_keep_their_type_and_place() -> None:
     with anyio.fail_after(60):
-        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+        async with _blocks() as (_gateway, server), Client(server) as client:
             result = await _call(client, "blocks__mixed")
     # caption, the image's marker (its ref) and the image itself, caption, the ref line
     assert _types(result) == ["text", "text", "image", "text", "text"]
@@ -104,11 +109,11 @@ async def test_several_blocks_keep_their_type_and_place(world: World) -> None:
 
 
 async def test_a_large_block_is_placed_in_its_place_and_forwards_exactly(
-        world: World, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     big = "log line of the long block\n" * 2308
     by_value, by_field = tmp_path / "value.log", tmp_path / "field.log"
     with anyio.fail_after(60):
-        async with running(world, _blocks()) as (_gateway, server), Client(server) as client:
+        async with _blocks() as (_gateway, server), Client(server) as client:
             result = await _call(client, "blocks__mixed", big=True)
             assert _types(result) == ["text", "text", "image", "text", "text", "text"]
             texts = _texts(result)

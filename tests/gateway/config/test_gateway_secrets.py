@@ -92,6 +92,7 @@ def echo_http() -> Iterator[int]:
     thread.start()
     yield server.server_address[1]
     server.shutdown()
+    server.server_close()
     thread.join(10)
 
 

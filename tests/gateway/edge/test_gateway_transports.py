@@ -107,6 +107,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
                           stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.process
 def test_cli_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     missing = _run("--config", str(tmp_path / "none.json"))
     assert (missing.returncode, missing.stderr) == (

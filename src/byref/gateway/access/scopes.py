@@ -132,18 +132,21 @@ class Scopes:
                 self.conversations.clock() - found.touched >= ttl):
             found = self._reopen(found)  # idle past its ttl: a new record after the old one
         if found is None:
-            found = self._states[scope] = self._open(ScopeState(scope))
+            found = self._states[scope] = self._open(scope)
         return found
 
-    def _open(self, state: ScopeState) -> ScopeState:
+    def _open(self, scope: Scope, state: ScopeState | None = None) -> ScopeState:
         conversations = self.conversations
         if time.monotonic() - self._swept >= SWEEP_EVERY:
             self._swept = time.monotonic()
             conversations.sweep()
-        conversation = conversations.open(state.scope, fresh_origin())
-        state.transcript = ConversationTranscript(conversations, conversation,
-                                                  cache=TRANSCRIPT_CACHE,
-                                                  shared=self.config.replicas)
+        conversation = conversations.open(scope, fresh_origin())
+        transcript = ConversationTranscript(conversations, conversation, cache=TRANSCRIPT_CACHE,
+                                            shared=self.config.replicas)
+        if state is None:  # made over its record (a default transcript would open a spill file)
+            state = ScopeState(scope, transcript=transcript)
+        else:
+            state.transcript = transcript
         state.declared = state._saved_declared = conversation.working_set
         state.usage_logged, state._usage_folded = conversation.usage, 0
         state.touched = conversations.clock()
@@ -151,7 +154,7 @@ class Scopes:
 
     def _reopen(self, state: ScopeState) -> ScopeState:
         state.close()
-        return self._open(state)
+        return self._open(state.scope, state)
 
     def release(self, scope: Scope) -> None:
         """Save and forget a conversation's state in memory (its last session closed). A

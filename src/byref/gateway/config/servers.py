@@ -31,14 +31,15 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SHARES = ("all", "tenant", "principal", "conversation")
 TRANSPORTS = ("stdio", "http", "sse")
 PROTOCOLS = ("auto", "handshake")
-Transport = Literal["stdio", "http", "sse"]
+Transport = Literal["stdio", "http", "sse", "memory"]
 Share = Literal["all", "tenant", "principal", "conversation"]
 Protocol = Literal["auto", "handshake"]
 
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """One upstream: a command to spawn (stdio) or a URL to reach (streamable HTTP, legacy SSE)."""
+    """One upstream: a command to spawn (stdio), a URL to reach (streamable HTTP, legacy SSE) or
+    a server in this process (`server`)."""
 
     name: str
     command: str | None = None
@@ -60,11 +61,17 @@ class ServerConfig:
     """(uri, name) the server is told when it asks for roots and no client call can answer."""
     protocol: Protocol = "auto"
     """Which protocol generation it is spoken to in: `auto` (`upstream.era`) or `handshake`."""
+    server: Any = field(default=None, compare=False, repr=False)
+    """An MCP server in this process (the SDK's `Server` or `MCPServer`), reached over the SDK's
+    in-memory transport instead of `command` or `url`; set in code (an embedding application,
+    the gateway's unit tests), never from a config file."""
 
     @property
     def transport(self) -> Transport:
         """How the server is reached: the configured `type`, else http when it has a URL, else
         stdio."""
+        if self.server is not None:
+            return "memory"
         if self.kind is not None:
             return self.kind
         return "http" if self.url is not None else "stdio"

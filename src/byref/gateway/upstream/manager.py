@@ -408,6 +408,8 @@ class Upstream:
 
     def _target(self) -> Any:
         c = self.config
+        if c.server is not None:  # in this process: the SDK's Client connects it in memory
+            return c.server
         if c.transport == "sse":
             assert c.url is not None
             return sse_client(c.url, headers=c.headers or None, timeout=c.timeout)

@@ -1,4 +1,4 @@
-"""The Chat Completions wire format, played by the "model" (see `_wire.Wire` for the transport).
+"""The Chat Completions wire format, played by the "model" (`doubles.wire.Wire` is the transport).
 
 A completion is built as JSON (`c_completion`); `c_json` answers it whole, `c_sse` as the API
 streams it: a role chunk, text in small deltas, each call opened with its id and name and its
@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 import httpx2
-from _wire import o_error, o_json, sse
 
 from byref.testing import result_text
+from doubles.wire import o_error, o_json, sse
 
 C_MODEL = "gpt-4o"
 C_SERVED = "gpt-4o-2024-08-06"
