@@ -20,7 +20,6 @@ Typical use (the harness calls `declare` once per request)::
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 

@@ -91,7 +91,7 @@ def discover_handler(server: Server[Any], gateway: Gateway,
             supported_versions=list(SERVED_VERSIONS),
             capabilities=relayed(server.get_capabilities(protocol_version=version), caps, known),
             instructions=server.instructions,
-            meta={UPSTREAMS_META_KEY: versions},
+            _meta={UPSTREAMS_META_KEY: versions},
         )
         return apply_cache_hint(result, list_hint(gateway.config, state.grant, settled=known))
 
