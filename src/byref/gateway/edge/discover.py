@@ -27,6 +27,7 @@ from byref.gateway.access.bearer import permits_server
 from byref.gateway.access.scopes import ScopeState
 from byref.gateway.core import Gateway
 from byref.gateway.edge.caching import list_hint
+from byref.gateway.upstream.relay import calling
 
 UPSTREAMS_META_KEY = "dev.byref/upstreams"
 """Result `_meta` key: each known upstream → its negotiated `protocolVersion` and `serverInfo`."""
@@ -75,7 +76,10 @@ def discover_handler(server: Server[Any], gateway: Gateway,
     async def discover(ctx: ServerRequestContext[Any, Any], params: types.RequestParams | None
                        ) -> types.DiscoverResult:
         state = scope_of(ctx)
-        await gateway.toolbox(wait=0)  # starts whatever is not started yet; waits for none
+        # Starts whatever is not started yet, waiting for none; under the request's mark, as a
+        # list would be, so a server kept per caller starts this caller's instance.
+        with calling(ctx, owner=state.scope):
+            await gateway.toolbox(wait=0)
         seen = [n for n in gateway.upstreams.upstreams if permits_server(state.grant, n)]
         clients = []
         for name in seen:
