@@ -1,7 +1,8 @@
 """How long a 2026-07-28 client may keep the gateway's lists, and who may share them.
 
 Owns the `ttlMs`/`cacheScope` the gateway's cacheable results carry (the SDK's `CacheHint`,
-applied by `apply_cache_hint`; a handshake-era answer drops both on the SDK's way out). The law:
+applied by `apply_cache_hint`, per list by `ListHints`; a handshake-era answer drops both on the
+SDK's way out). The law:
 `private` whenever the answer may differ by caller: a gateway whose grants (a token's, or any a
 JWT may carry) restrict what some caller sees, a caller restricted now, a list read from
 instances kept per tenant, principal or conversation (`share`), and resources (the upstreams'
@@ -12,9 +13,17 @@ changes when it arrives, so no client should keep it).
 
 from __future__ import annotations
 
-from mcp.server.caching import CacheHint
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp.server.caching import CacheHint, apply_cache_hint
+from mcp.server.context import ServerRequestContext
 
 from byref.gateway.config.file import GatewayConfig, Grant
+
+Ctx = ServerRequestContext[Any, Any]
+R = TypeVar("R", bound=types.CacheableResult)
 
 LIST_TTL_MS = 60_000
 """How long a settled list stays fresh: a change before then reaches a listening client on its
@@ -43,3 +52,31 @@ def list_hint(config: GatewayConfig, grant: Grant | None, *, settled: bool,
                or (instances and per_caller(config)))
     return CacheHint(ttl_ms=LIST_TTL_MS if settled else 0,
                      scope="private" if private else "public")
+
+
+class ListHints:
+    """The hints of one gateway's lists: `indexed()` is each server's state (`Gateway.indexed`),
+    `grant_of(ctx)` the caller's restriction."""
+
+    def __init__(self, config: GatewayConfig, indexed: Callable[[], Mapping[str, str]],
+                 grant_of: Callable[[Ctx], Grant | None]) -> None:
+        self._config, self._indexed, self._grant_of = config, indexed, grant_of
+
+    def settled(self) -> bool:
+        """Whether every server is listed (none starting, none failed)."""
+        return all(v == "listed" for v in self._indexed().values())
+
+    def apply(self, ctx: Ctx, result: R, *, instances: bool = False, data: bool = False) -> R:
+        """`result` with the hint its caller may cache it under (see `list_hint`)."""
+        return apply_cache_hint(result, list_hint(
+            self._config, self._grant_of(ctx), settled=self.settled(), instances=instances,
+            data=data))
+
+    def around(self, handler: Callable[[Ctx, Any], Awaitable[R]], *, data: bool = False
+               ) -> Callable[[Ctx, Any], Awaitable[R]]:
+        """A passthrough list handler whose answers carry their hint (read from the caller's
+        instances; `data`: the upstreams' data)."""
+        async def answer(ctx: Ctx, params: Any) -> R:
+            return self.apply(ctx, await handler(ctx, params), instances=True, data=data)
+
+        return answer

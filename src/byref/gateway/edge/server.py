@@ -22,7 +22,6 @@ from typing import Any, TextIO
 import anyio
 import mcp_types as types
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.caching import apply_cache_hint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -40,7 +39,7 @@ from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.core import Gateway
-from byref.gateway.edge.caching import list_hint
+from byref.gateway.edge.caching import ListHints
 from byref.gateway.edge.discover import discover_handler
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.lanes.stdio import StdioLane
@@ -153,22 +152,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                 schemas.seen(await gateway.toolbox(gateway.list_wait(state, stable=stable)))
             declarations = await gateway.declarations(state, stable=stable)
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
-        return apply_cache_hint(types.ListToolsResult(tools=tools, next_cursor=cursor),
-                                list_hint(gateway.config, state.grant, settled=settled()))
-
-    def settled() -> bool:
-        return all(v == "listed" for v in gateway.indexed().values())
-
-    def hinted(handler: Any, *, data: bool = False) -> Any:
-        # A passthrough list, with the hint its caller may cache it under.
-        async def answer(ctx: ServerRequestContext[Any, Any],
-                         params: types.PaginatedRequestParams | None) -> Any:
-            result = await handler(ctx, params)
-            return apply_cache_hint(result, list_hint(
-                gateway.config, scope_of(ctx).grant, settled=settled(), instances=True,
-                data=data))
-
-        return answer
+        return hints.apply(ctx, types.ListToolsResult(tools=tools, next_cursor=cursor))
 
     async def run_call(ctx: ServerRequestContext[Any, Any], name: str,
                        arguments: dict[str, Any]) -> Part:
@@ -219,6 +203,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     from byref import __version__
 
     parking = Parking()
+    hints = ListHints(gateway.config, gateway.indexed, lambda ctx: scope_of(ctx).grant)
     p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
                     owner=scope_of, store=gateway.store)
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
@@ -228,10 +213,11 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
             lifespan=lambda _: parking.running(),
             on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
             get_tool_input_schema=schemas,
-            on_list_resources=hinted(p.list_resources, data=True),
-            on_list_resource_templates=hinted(p.list_templates), on_read_resource=p.read_resource,
+            on_list_resources=hints.around(p.list_resources, data=True),
+            on_list_resource_templates=hints.around(p.list_templates),
+            on_read_resource=p.read_resource,
             on_subscribe_resource=p.subscribe, on_unsubscribe_resource=p.unsubscribe,
-            on_list_prompts=hinted(p.list_prompts), on_get_prompt=p.get_prompt,
+            on_list_prompts=hints.around(p.list_prompts), on_get_prompt=p.get_prompt,
             on_completion=p.complete, on_set_logging_level=p.set_level,
             on_roots_list_changed=p.roots_changed)
     server.add_request_handler("server/discover", types.RequestParams,
