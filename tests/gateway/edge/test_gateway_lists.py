@@ -24,6 +24,7 @@ import mcp_types as types
 import pytest
 from _gateway_rig import FIXTURES, World, running, served, text
 from mcp import Client
+from mcp.client.caching import CacheConfig
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -140,30 +141,45 @@ async def test_the_official_client_over_http_with_grants(world: World, mode: str
         assert TOOL in _names(seen[3]) and TOOL not in _names(seen[1])
 
 
-async def test_a_cached_list_stays_correct(world: World) -> None:
+async def test_a_cached_list_stays_correct(world: World,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     servers = {"garden": world.fixture("changing.py"), **world.need("time")}
+    now = [1_000_000.0]  # the client cache's clock (CacheConfig takes one), moved by hand
     with anyio.fail_after(90):
-        async with running(world, servers) as (gateway, server), Client(server) as client:
+        async with running(world, servers) as (gateway, server), Client(
+                server, cache=CacheConfig(clock=lambda: now[0])) as client:
             await gateway.toolbox()
+            asked: list[int] = []
+            real = gateway.declarations
+
+            async def counted(state: Any, **kw: Any) -> list[dict[str, Any]]:
+                asked.append(1)  # a tools/list that reached the gateway
+                return await real(state, **kw)
+
+            monkeypatch.setattr(gateway, "declarations", counted)
             first = await client.list_tools()
-            assert first.ttl_ms == LIST_TTL_MS
+            assert first.ttl_ms == LIST_TTL_MS and len(asked) == 1
             await client.call_tool("activate_tool", {"names": [TOOL]})
             await client.call_tool("call_tool", {"name": TOOL, "arguments": ARGS})
             # Within its ttl the SDK serves its cached list, and it is the server's list still.
             cached = await client.list_tools()
-            assert cached.tools == first.tools
+            assert cached.tools == first.tools and len(asked) == 1
             assert (await client.list_tools(cache_mode="bypass")).tools == first.tools
+            now[0] += LIST_TTL_MS / 1000  # the ttl has run out: asked again, and the same
+            assert (await client.list_tools()).tools == first.tools and len(asked) == 3
             async with client.listen(tools_list_changed=True) as changes:
                 grown = await client.call_tool("call_tool", {"name": "garden__grow"})
                 assert text(grown) == "now 2 tools"
                 event = await changes.__anext__()
             assert type(event).__name__ == "ToolsListChanged"
-            # The change dropped the cached list: search_tools now names the new tool's roots.
+            # The change dropped the cached list: the next one is the server's again.
             box = await gateway.toolbox()
             while "garden__water_seedling_1" not in box.catalog:
                 await anyio.wait_all_tasks_blocked()
                 box = await gateway.toolbox()
-            fresh = await client.list_tools()
+            before = len(asked)
+            fresh = await client.list_tools()  # within the ttl, yet asked: the change evicted it
+            assert len(asked) == before + 1
             assert fresh.tools == (await client.list_tools(cache_mode="bypass")).tools
 
 
