@@ -132,7 +132,12 @@ async def test_the_official_client_over_http_with_grants(world: World, mode: str
                 seen, _called = await _round(alice, world)
             async with _http(url, BOB, mode=mode) as bob:
                 bobs = await _lists(bob)
+                found = await bob.session.send_discover("2026-07-28") if mode == "auto" else None
     assert "filesystem__read_text_file" not in json.dumps(bobs["tools"])
+    if found is not None:  # what Bob's grant sees: the time server alone, never shared
+        discovered = types.DiscoverResult.model_validate(found)
+        assert set((discovered.meta or {})[UPSTREAMS_META_KEY]) == {"time"}
+        assert discovered.cache_scope == "private"
     if mode == "auto":
         assert all(s == seen[0] for s in seen[1:]), [_names(s) for s in seen]
         # Bob's grant restricts what he sees, so no one's list may be shared.
