@@ -6,7 +6,8 @@ cached list stays correct (the SDK client's cache serves it within its ttl and d
 listen stream says the upstream changed), and server/discover says what the gateway relays.
 
 Real clients: the official `mcp` 2.x client in both generations (in-process and over HTTP), the
-official `mcp` 1.x client (handshake era, in `.venv-sqlite`) and the FastMCP 4 client over stdio.
+official `mcp` 1.x client (handshake era, in `.venv-sqlite`) and the FastMCP 4 client over stdio
+in both generations.
 Run a second time with BYREF_SDK_PATHS_ONLY=1 (every request through the SDK's own paths).
 """
 
@@ -188,7 +189,8 @@ async def test_a_cached_list_stays_correct(world: World,
             assert fresh.tools == (await client.list_tools(cache_mode="bypass")).tools
 
 
-async def test_the_fastmcp_client_over_stdio(world: World) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_fastmcp_client_over_stdio(world: World, mode: str) -> None:
     fastmcp = pytest.importorskip("fastmcp", reason="fastmcp is not installed "
                                   "(pip install -e '.[gateway-test]')")
     from fastmcp.client.transports import StdioTransport
@@ -199,22 +201,29 @@ async def test_the_fastmcp_client_over_stdio(world: World) -> None:
                                                 str(config)], env=dict(os.environ),
                                keep_alive=False, log_file=world.log)
     with anyio.fail_after(90):
-        async with fastmcp.Client(transport) as client:
-            assert client.protocol_version == "2026-07-28"
+        async with fastmcp.Client(transport, mode=mode) as client:
+            stable = client.protocol_version == "2026-07-28"
+            assert stable == (mode == "auto")
             # A first list does not wait for the server: call once, so its tools are in.
             await client.call_tool("search_tools", {"query": "time"})
             before = await client.list_tools()
+            assert TOOL not in {t.name for t in before}
             found = await client.call_tool("search_tools", {"query": "current time"})
             assert json.loads(found.content[0].text)["results"][0]["name"] == TOOL
             assert await client.list_tools() == before
-            activated = await client.call_tool("activate_tool", {"names": [TOOL]})
-            declared = json.loads(activated.content[0].text)["declarations"]
-            assert [d["name"] for d in declared] == [TOOL]
-            assert await client.list_tools() == before
-            called = await client.call_tool("call_tool", {"name": TOOL, "arguments": ARGS})
+            activated = json.loads((await client.call_tool(
+                "activate_tool", {"names": [TOOL]})).content[0].text)
+            if stable:  # the declaration in the answer, the list as it was
+                assert [d["name"] for d in activated["declarations"]] == [TOOL]
+                assert await client.list_tools() == before
+                called = await client.call_tool("call_tool", {"name": TOOL, "arguments": ARGS})
+                assert await client.list_tools() == before
+            else:  # declared from now on
+                assert activated["activated"] == [TOOL]
+                grown = await client.list_tools()
+                assert [t.name for t in grown] == sorted([*(t.name for t in before), TOOL])
+                called = await client.call_tool(TOOL, ARGS)
             assert json.loads(called.content[0].text)["timezone"] == "UTC"
-            assert await client.list_tools() == before
-            assert TOOL not in {t.name for t in before}
 
 
 def test_the_mcp_1_client_still_sees_its_list_grow(world: World) -> None:
