@@ -45,6 +45,7 @@ test: $(BIN)/python upstreams
 	# The protocol tests again with every byref lane off: the SDK's own paths answer the same.
 	BYREF_SDK_PATHS_ONLY=1 $(BIN)/pytest -p no:cacheprovider \
 	  tests/gateway/edge/test_gateway_conformance.py tests/gateway/edge/test_gateway_real_clients.py \
+	  tests/gateway/edge/test_gateway_real_clients_sdks.py \
 	  tests/gateway/edge/test_gateway_transports.py tests/gateway/edge/test_gateway_sdk_switch.py
 
 # Real MCP servers the gateway tests drive. mcp-server-sqlite needs the 1.x SDK, so it gets its

@@ -124,6 +124,24 @@ def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
     assert turn["direct_tools"] == sum(turn["servers"].values()) > 0
     assert turn["gateway_tools"] > 0 and turn["gateway_tokens"] > 0
     assert turn["ratio_tokens"] == round(turn["gateway_tokens"] / turn["direct_tokens"], 3)
+    # Search mode's first turn (scaffolding and instructions) stays within its budget.
+    assert turn["gateway_tokens"] <= 1_000
+
+
+def test_first_turn_over_the_real_catalog_costs_close_to_the_servers_own() -> None:
+    from byref.bench.discovery import eval_dir
+    from byref.bench.gateway_surface import catalog_first_turn
+
+    listings = eval_dir() / "mcp-catalog"
+    if not listings.is_dir():
+        pytest.skip(f"no mcp-catalog/ under {str(eval_dir())!r} (shared/eval)")
+    turn = catalog_first_turn(listings)
+    assert (turn["servers"], turn["tools"]) == (87, 2565)
+    assert turn["direct"]["tools"] == 2565 + 4  # search, activate, read_result, present
+    assert turn["search"]["tools"] == 5  # and call_tool: search mode declares no catalog tool
+    # A ref costs a pointer per data parameter and one definition per tool, not a copy each.
+    assert turn["direct"]["ratio_tokens"] <= 1.3
+    assert turn["search"]["tokens"] <= 1_400  # its search_tools lists all 87 roots
 
 
 def test_a_pooled_upstream_is_timed_beside_a_shared_one(report: dict[str, Any]) -> None:
@@ -145,3 +163,15 @@ def test_a_round_trip_is_counted_in_each_generation(report: dict[str, Any]) -> N
                                               for r in gen["requests"])
     assert trip["ratio_round_trip"] == round(
         modern["round_trip_chars"] / legacy["round_trip_chars"], 3)
+
+
+def test_a_surface_only_report_prints_the_first_turns_alone() -> None:
+    from byref.cli.bench_gateway import format_report
+
+    catalog = {"servers": 2, "tools": 3, "direct_chars": 900, "direct_tokens": 300,
+               "search": {"tools": 5, "chars": 3000, "tokens": 800, "ratio_tokens": 2.667},
+               "direct": {"tools": 7, "chars": 1200, "tokens": 380, "ratio_tokens": 1.267}}
+    text = "\n".join(format_report({"plan": {}, "first_turn_catalog": catalog}))
+    assert "stdio" not in text and "upstream:" not in text
+    assert "first turn over the real catalog's 2 servers" in text
+    assert "direct mode: 7 tools + instructions = 380 tokens (1,200 chars); ratio 1.267" in text

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import byref
+from _source import parse
 
 FRONT_DOOR = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
@@ -28,7 +29,7 @@ def test_type_checkers_see_each_name_where_it_is_loaded_from() -> None:
     import ast
     from pathlib import Path
 
-    tree = ast.parse(Path(byref.__file__).read_text())
+    tree = parse(Path(byref.__file__))
     guarded = next(n for n in tree.body if isinstance(n, ast.If)
                    and getattr(n.test, "id", None) == "TYPE_CHECKING")
     seen = {alias.asname: node.module for node in guarded.body

@@ -8,13 +8,14 @@ import ast
 from pathlib import Path
 
 import byref
+from _source import parse
 
 SRC = Path(byref.__file__).parent
 
 # Lowest first; a package may import only packages of a lower rank (and itself).
 LAYERS: list[set[str]] = [
     {"errors", "__version__"},
-    {"refs", "media"},
+    {"refs", "media", "battery"},
     {"events", "jsonview"},
     {"store", "transcript_lines"},
     {"transcript"},
@@ -41,7 +42,7 @@ def _package(module: str) -> str:
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "byref":
                 found += [(node.lineno, f"byref.{a.name}") for a in node.names]
@@ -137,7 +138,7 @@ def test_sdk_internals_are_read_in_the_two_compatibility_modules_alone() -> None
         rel = str(path.relative_to(gateway))
         if rel in SDK_COMPAT:
             continue
-        tree = ast.parse(path.read_text(), rel)
+        tree = parse(path, rel)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 private = [p for p in node.module.split(".") if p.startswith("_")]

@@ -43,6 +43,15 @@ def test_readme_example_runs() -> None:
     assert run_example(code) == printed_comment(code)
 
 
+def test_readme_code_mode_example_runs() -> None:
+    from byref.tools.sandbox import Sandbox
+
+    if (reason := Sandbox().unavailable()) is not None:
+        pytest.skip(f"no sandbox on this host: {reason}")
+    code = python_block("Which items are short?")
+    assert run_example(code) == printed_comment(code)
+
+
 def test_readme_gateway_config_is_one_the_gateway_accepts() -> None:
     import json
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import get_args
 
 import byref
+from _source import parse
 from byref.dispatch.calls import Refusal
 from byref.errors import RefusalReason, Refused
 from byref.tools.tool import ToolRefusal
@@ -23,6 +24,7 @@ PINNED = {
     "gone", "not-readable", "parse-error",
     "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall", "limit-disk",
     "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
+    "limit-calls", "call-timeout", "channel-protocol",
 }
 
 # Callables taking a reason, and the position of that argument.
@@ -33,7 +35,7 @@ def _reasons() -> list[tuple[str, ast.expr]]:
     """(where, expression) for every reason written in byref's source."""
     out: list[tuple[str, ast.expr]] = []
     for path in sorted(SRC.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parse(path)):
             if not isinstance(node, ast.Call):
                 continue
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)

@@ -14,6 +14,7 @@ import pytest
 
 import byref
 from byref.discovery import Catalog
+from byref.dispatch.reflines import ref_line, split
 from byref.harness import Harness, ScriptedModel, Session, call, say
 from byref.testing import result_text
 from byref.tools import Tool
@@ -136,6 +137,56 @@ async def test_a_harness_takes_sources_beside_tools_and_calls_through_them(
     assert results[1].value == 3
     declared = {d["name"] for d in run.requests[0].tools}
     assert {"add", "time_convert_time", "time_get_current_time"} <= declared
+
+
+async def test_an_mcp_servers_image_is_stored_in_its_place() -> None:
+    """A server's result of text, an image and text: the image is stored whole and shown in its
+    place as a marker with its ref (it was dropped: the value held the two texts alone)."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    fixtures = Path(__file__).parent / "gateway" / "fixtures"
+    sys.path.insert(0, str(fixtures))
+    from blocks_server import PNG
+
+    script = ScriptedModel([call("mixed", {}), say("done")])
+    with anyio.fail_after(60):
+        async with Client(stdio_client(StdioServerParameters(
+                command=sys.executable, args=[str(fixtures / "blocks_server.py")]))) as client:
+            harness = Harness(script, [await McpSource.connect(client)])
+            run = await harness.run("go")
+    [result] = [m.parts[0] for m in run.transcript if m.role == "tool"]
+    assert not result.is_error, result.rendered
+    first, image, last = result.value
+    assert (first, last) == ("Here's the image you requested:", "The image above is a tiny PNG.")
+    assert (image["kind"], image["bytes"]) == ("image/png", len(PNG))
+    stored = harness.store.get(harness.scope, image["value"]["$ref"]["key"])
+    assert stored is not None and stored.data == PNG
+
+
+async def test_an_mcp_servers_error_carries_a_ref_to_its_own_words() -> None:
+    """An error result is a result: its part records the server's words and ends with the ref
+    line naming them, which forwards them byte for byte."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    fixtures = Path(__file__).parent / "gateway" / "fixtures"
+    sys.path.insert(0, str(fixtures))
+    from blocks_server import REFUSAL
+
+    with anyio.fail_after(60):
+        async with Client(stdio_client(StdioServerParameters(
+                command=sys.executable, args=[str(fixtures / "blocks_server.py")]))) as client:
+            source = await McpSource.connect(client)
+            refused = await Harness(ScriptedModel([call("refuse", {}), say("done")]),
+                                    [source]).run("go")
+            [part] = [m.parts[0] for m in refused.transcript if m.role == "tool"]
+            assert part.is_error and part.value == REFUSAL
+            shown, line = split(part.rendered or "")
+            assert shown == f"Tool 'refuse' reported an error: {REFUSAL}"
+            assert line is not None
+            seq = next(m.seq for m in refused.transcript if m.role == "tool")
+            assert line == ref_line(seq, 0)
 
 
 def test_a_session_declares_a_sources_tools() -> None:

@@ -49,6 +49,8 @@ RefusalReason = Literal[
     # run_python
     "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall",
     "limit-disk", "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
+    # run_code (code mode): its inner calls and its channel
+    "limit-calls", "call-timeout", "channel-protocol",
 ]
 """Every code a refusal carries (`Refused.reason`, the `reason` of a `refused` event): a closed
 set, so a typo is a type error and a dashboard can list them all."""

@@ -408,18 +408,15 @@ def _kind(value: object) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The JSON Schema alternative that schema rewriting attaches to every top-level property.
+# The JSON Schema alternative that schema rewriting defines once per declaration (`$defs`).
 
-# Deliberately compact: it is repeated once per property in every declaration, and the protocol
-# paragraph of the system text explains the fields once.
+# Deliberately compact: a declaration holds it once (its properties point to it), and the
+# protocol paragraph of the system text explains the fields once. The members' rules are the
+# parser's, which answers a malformed ref in its own words before any schema check.
 MODEL_REF_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        ENVELOPE_KEY: {
-            "type": "object",
-            "properties": {"type": {"enum": list(MODEL_TYPES)}},
-            "required": ["type"],
-        }
+        ENVELOPE_KEY: {"type": "object", "properties": {"type": {"enum": list(MODEL_TYPES)}}}
     },
     "required": [ENVELOPE_KEY],
     "additionalProperties": False,

@@ -97,7 +97,7 @@ def test_a_replaced_result_rereads_exactly_through_its_stub(store: Any) -> None:
 
     steps = [call("big", {"n": 6}), call("big", {"n": 6}), call("big", {"n": 6}),
              call("read_result", reread), say("done")]
-    h = Harness(ScriptedModel(steps), [big], budget=20_000, store=store)
+    h = Harness(ScriptedModel(steps), [big], budget=16_000, store=store)
     run = h.run_sync("go")
     answer = last_result(run.requests[-1])
     assert answer["text"] == "word " * 1_200 and answer["coverage"]["inputComplete"] is True

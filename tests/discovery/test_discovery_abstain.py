@@ -1,7 +1,8 @@
-"""Abstention: a hybrid search whose evidence says no tool answers returns no rows and one
-line naming the words no tool knows; answerable queries, exact names and lexical searches keep
-their rows; the rates on the hand-written unanswerable needs and the answerable sets are pinned
-on real data (skipped without ../shared/eval).
+"""Abstention: a search whose evidence says no tool answers returns no rows and one line
+naming the words no tool knows; answerable queries and exact names keep their rows; a lexical
+search abstains when most of the query is words no tool knows; the rates on the hand-written
+unanswerable needs and the answerable sets are pinned on real data (skipped without
+../shared/eval).
 
 A first-ever hybrid start in background mode answers lexically and turns hybrid when its
 vectors are ready; a restart reads them from the vector cache and encodes nothing."""
@@ -52,14 +53,32 @@ def test_the_rule_needs_both_rankers_to_doubt() -> None:
     assert not Evidence(0.1, strong, exact=False).abstains()
     assert not Evidence(0.9, weak, exact=False).abstains()   # the lexical side is sure
     assert not Evidence(0.0, weak, exact=True).abstains()    # a tool's own name
-    assert not Evidence(0.0, None, exact=False).abstains()   # lexical rankings never abstain
+    # a hybrid page is kept where the embedding is sure, however many words are unknown
+    assert not Evidence(0.1, strong, exact=False, unknown=1.0).abstains()
 
 
-def test_a_lexical_search_never_abstains_but_names_unknown_words() -> None:
-    page = Searcher(dev_catalog()).search("start the robot lawnmower in the repository")
+def test_a_lexical_ranking_abstains_on_mostly_unknown_words() -> None:
+    # unknown − 3 × coverage ≥ 0.6
+    assert Evidence(0.0, None, exact=False, unknown=0.65).abstains()
+    assert Evidence(0.05, None, exact=False, unknown=0.8).abstains()
+    assert not Evidence(0.1, None, exact=False, unknown=0.8).abstains()  # the best row covers
+    assert not Evidence(0.0, None, exact=False, unknown=0.55).abstains()
+    assert not Evidence(0.0, None, exact=True, unknown=1.0).abstains()
+
+
+def test_a_lexical_search_names_unknown_words_and_abstains_when_they_are_most() -> None:
+    searcher = Searcher(dev_catalog())
+    page = searcher.search("start the robot lawnmower in the repository")
     assert page.results and not page.abstained
     assert page.unmatched == ("start", "robot", "lawnmower")
     assert page.to_json()["unmatched"] == ["start", "robot", "lawnmower"]
+    empty = searcher.search("water the roses in the greenhouse")
+    assert empty.abstained and empty.results == []
+    assert empty.to_json() == {"query": "water the roses in the greenhouse", "results": [],
+                               "unmatched": ["water", "roses", "greenhouse"], "abstained": True}
+    assert not Searcher(dev_catalog(), abstain=False).search(
+        "water the roses in the greenhouse").abstained
+    assert searcher.search("git_log").results[0].name == "git_log"
 
 
 @needs_model
@@ -127,21 +146,23 @@ def test_a_first_ever_start_answers_lexically_then_turns_hybrid(tmp_path: Path) 
 @needs_model
 @pytest.mark.skipif(not (EVAL / "metatool").is_dir() or not (EVAL / "mcp-catalog").is_dir(),
                     reason=EVAL_MISSING)
-def test_hybrid_abstention_rates_on_the_hand_written_needs_and_the_answerable_sets() -> None:
-    """Measured (README): held apart 0.559 (real catalog) and 0.524 (MetaTool) of the needs
-    abstained; answerable MetaTool 0.018, task 0.031 (1 of 32), vocabulary 0. The issue's goal,
-    ≥ 0.8 of the needs at ≤ 0.03 answerable, is not reached by this evidence."""
+def test_abstention_rates_on_the_hand_written_needs_and_the_answerable_sets() -> None:
+    """Held apart (odd lines and rows), measured: hybrid 0.559 (real catalog) and 0.574
+    (MetaTool) of the 340 needs abstained, answerable MetaTool 0.018, task 0.062 (1 of 16:
+    "how long does it take to drive from Paris to Lyon", a hit), vocabulary 0; lexical 0.10 and
+    0.535, answerable 0.026, 0, 0. The issue's goal, ≥ 0.8 of the needs at ≤ 0.03 answerable and
+    recall@5 within 0.01, is met on the answerable side only: these floors keep what is reached."""
     from byref.bench.abstention import run
 
-    figures = run(EVAL, HybridRanker())
-    assert figures["unanswerable_mcp"]["held_apart"] >= 0.5
-    assert figures["unanswerable_metatool"]["held_apart"] >= 0.5
-    assert figures["metatool"]["abstained"] <= 0.02
-    assert figures["vocabulary"]["abstained"] <= 0.02
-    assert figures["task"]["abstained"] <= 0.035
-    for name in ("metatool", "vocabulary"):
-        m = figures[name]
-        assert m["recall@5_without"] - m["recall@5"] <= 0.01
+    for ranker, needs_mcp, needs_metatool in ((HybridRanker(), 0.5, 0.5), (None, 0.05, 0.45)):
+        figures = run(EVAL, ranker)
+        assert figures["unanswerable_mcp"]["held_apart"] >= needs_mcp
+        assert figures["unanswerable_metatool"]["held_apart"] >= needs_metatool
+        for name in ("metatool", "vocabulary"):
+            m = figures[name]
+            assert m["abstained"] <= 0.03 and m["held_apart"] <= 0.03
+            assert m["recall@5_without"] - m["recall@5"] <= 0.01
+        assert figures["task"]["abstained"] <= 0.035  # at most the one query above
     # a restart over the 2,565 tools: every vector comes from the cache the run above filled
     from byref.discovery.mcp import catalog_from_listings, read_listings
 

@@ -158,3 +158,27 @@ def test_bench_search_prints_every_retrieval_section(capsys: pytest.CaptureFixtu
     assert "Name share of a document vector, hybrid" in out
     assert "   0.2  A r@1 0.500 r@5 0.750  B r@1 0.500" in out
     assert "lexical_without_near_words" in out and "<- chosen on A" in out
+
+
+def test_a_search_no_tool_fits_prints_no_rows_and_what_to_try(
+        catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "search", str(catalog), "water the roses in the greenhouse",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "query": "water the roses in the greenhouse", "results": [],
+        "unmatched": ["water", "roses", "greenhouse"], "abstained": True}
+    assert main(["tools", "search", str(catalog), "water the roses in the greenhouse"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  No tool fits this need. No tool mentions 'water', 'roses', 'greenhouse'. Try other "
+        "words or a capability root (boards, files).")
+    assert main(["tools", "search", str(catalog), "read the rose pdf", "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert page["results"][0]["name"] == "read_pdf" and page["unmatched"] == ["rose"]
+
+
+def test_an_encoder_that_cannot_be_found_is_refused(
+        catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnxruntime", reason="hybrid search needs byref[embeddings]")
+    assert main(["tools", "search", str(catalog), "read a pdf", "--hybrid", "--encoder",
+                 "no-such-encoder-pkg"]) == 2
+    assert "No encoder 'no-such-encoder-pkg': it is neither a file" in capsys.readouterr().err

@@ -107,3 +107,51 @@ def test_vocabulary_queries_have_phrasings_and_fusing_them_runs() -> None:
     assert set(figures) == {"queries", "lexical", "lexical_without_near_words",
                             "lexical_without_synonyms", "lexical_also"}
     assert figures["lexical_also"]["recall@5"] >= figures["lexical"]["recall@5"]
+
+
+def test_the_engines_beside_byref_search_the_same_catalog_and_report_ratios() -> None:
+    pytest.importorskip("bm25s", reason="byref[bench] (bm25s, tantivy) is not installed")
+    pytest.importorskip("tantivy", reason="byref[bench] (bm25s, tantivy) is not installed")
+    from byref.bench.search_baselines import baseline_latency
+
+    catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog")[:300])
+    found = baseline_latency(catalog, ("create a github issue", "list s3 buckets", "read a file"),
+                             rounds=2)
+    assert found["tools"] == 300 and found["searches"] == 6
+    for name in ("byref_search", "byref_ranking", "bm25s", "bm25s_scores", "tantivy"):
+        assert 0 < found[name]["p50_ms"] <= found[name]["p95_ms"], name
+    assert found["byref_ranking_over_tantivy_p50"] == round(
+        found["byref_ranking"]["p50_ms"] / found["tantivy"]["p50_ms"], 2)
+
+
+def test_the_lexical_ranking_on_ten_thousand_tools_is_every_match_ordered() -> None:
+    # The index adds postings dict by dict; the page must be what summing doc by doc and
+    # sorting every match by (score, coverage keys, doc) gives, filtered and not.
+    from byref.discovery.index import Filters
+    from byref.discovery.ranking import _mask_keys
+
+    catalog = catalog_from_listings(replicate(read_listings(EVAL / "mcp-catalog"), 10_000))
+    index = catalog.index()
+    roots = catalog.capability_roots()
+    for i, query in enumerate(("create a github issue", "read a file", "list s3 buckets",
+                               "take a screenshot of the browser page")):
+        for filters in (None, Filters(capabilities=(roots[i],))):
+            cands = index.candidates(filters)
+            terms = tuple(index.analyzer.query_terms(query))
+            scores: dict[int, float] = {}
+            masks: dict[int, int] = {}
+            for bit, term in enumerate(terms):
+                for doc, c in index.postings.get(term, {}).items():
+                    if cands is None or doc in cands:
+                        scores[doc] = scores.get(doc, 0.0) + c
+                        masks[doc] = masks.get(doc, 0) | 1 << bit
+            scored = index.score(query, filters)
+            assert scored.masks == masks
+            assert set(scores) <= set(scored.scores)
+            keys = _mask_keys(terms, scored.weights, set(masks.values()))
+            every = sorted(scored.scores, key=lambda d: (
+                scored.scores[d], keys[scored.masks.get(d, 0)], -d), reverse=True)
+            got = [h.doc for h in index.search(query, filters=filters, limit=10).hits]
+            exact = scored.exact
+            assert got == ([exact] if exact is not None else []) + [
+                d for d in every if d != exact][:10 - (exact is not None)]

@@ -62,8 +62,14 @@ def test_unknown_filter_is_a_teaching_refusal() -> None:
 
 def test_nothing_found_says_to_keep_looking() -> None:
     discovery, _ = setup()
+    # words no tool knows: the page abstains, naming them and the capability roots
     out = discovery.tools[0].fn(query="weather forecast")
-    assert out["results"] == []
+    assert out["results"] == [] and out["unmatched"] == ["weather", "forecast"]
+    assert out["next"] == ("No tool fits this need. No tool mentions 'weather', 'forecast'. "
+                           "Try other words or a capability root (board, file).")
+    # known words outside the filter's scope: look again, more broadly
+    out = discovery.tools[0].fn(query="list boards", capabilities=["file"])
+    assert out["results"] == [] and "unmatched" not in out
     assert "before concluding the capability is missing" in out["next"]
 
 

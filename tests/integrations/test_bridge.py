@@ -100,8 +100,8 @@ def test_bridge_options_are_checked_by_name_and_not_given_twice() -> None:
     from byref.integrations.bridge import Bridge, bridge_from
 
     with pytest.raises(InvalidValue, match=r"Unknown option\(s\) \['workingset'\]; byref's "
-                       r"integrations take \['budget', 'catalog', 'emit', 'policy', 'scope', "
-                       r"'search', 'store', 'working_set'\] \(and bridge=\)\."):
+                       r"integrations take \['budget', 'catalog', 'code_mode', 'emit', 'policy', "
+                       r"'scope', 'search', 'store', 'working_set'\] \(and bridge=\)\."):
         Bridge(workingset=3)  # type: ignore[call-arg]
     mine = Bridge(store=None)
     assert bridge_from(mine, {}) is mine

@@ -166,7 +166,9 @@ def test_status_report_routes_refs_exactly_and_stores_what_is_large(tmp_path: Pa
     assert not {"read_json", "query_json", "read_result"} & set(model.tools[0])
     assert {"read_json", "query_json", "read_result"} <= set(model.tools[1])
     own = harness_chars(tmp_path)
-    assert sum(model.chars) <= own * 1.10, (sum(model.chars), own)
+    # LangChain's own messages cost ~3.7k more over the run than the harness's; declarations
+    # are the same either way.
+    assert sum(model.chars) <= own * 1.15, (sum(model.chars), own)
 
 
 def test_without_byref_the_export_fills_the_context(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from _lens_rig import DemoRun
 
 import byref.lens
+from _source import parse
 from byref.lens import Lens, ReadOnlyStore, load_run
 from byref.store import FileStore, MemoryStore, PutOptions, Scope
 
@@ -61,7 +62,7 @@ def test_no_lens_module_names_a_write_verb() -> None:
     """Static: no call of put/delete/list/put_stream anywhere in the package's source."""
     root = Path(byref.lens.__file__).parent
     for path in root.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path)):
             if isinstance(node, ast.Attribute) and node.attr in ("put", "put_stream", "delete",
                                                                  "list", "get_stream"):
                 raise AssertionError(f"{path.name}:{node.lineno} uses .{node.attr}")

@@ -16,6 +16,7 @@ import httpx2
 
 from byref.testing import result_text
 from byref.tools import tool
+from byref.tools.read_result import make_read_result
 
 A_MODEL = "claude-sonnet-4-6"
 O_MODEL = "gpt-5"
@@ -24,11 +25,33 @@ _ids = itertools.count(1)
 REF_SCHEMA = {
     "type": "object",
     "properties": {"$ref": {"type": "object",
-                            "properties": {"type": {"enum": ["Message", "Blob"]}},
-                            "required": ["type"]}},
+                            "properties": {"type": {"enum": ["Message", "Blob"]}}}},
     "required": ["$ref"],
     "additionalProperties": False,
 }
+REF_POINTER = {"$ref": "#/$defs/ref"}
+"""How a property names the ref schema when several share it (under the schema's `$defs`)."""
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "rows": {"anyOf": [{"type": "array", "items": {"type": "object"}}, REF_POINTER]},
+        "label": {"anyOf": [{"type": "string", "default": "rows"}, REF_POINTER]},
+    },
+    "required": ["rows"], "additionalProperties": False, "$defs": {"ref": REF_SCHEMA},
+}
+"""`count`'s declared schema: two data parameters, one shared ref definition."""
+
+
+READ_RESULT_LITERALS = {("read_result", name) for name in make_read_result().literal}
+"""read_result's own bounds and field names: the model writes them, never a ref."""
+
+
+def takes_ref(schema: dict[str, Any], name: str) -> bool:
+    """Whether property `name` of a declared schema accepts the ref (inline or by pointer)."""
+    prop = schema["properties"][name]
+    ref = [REF_SCHEMA, *([REF_POINTER] if schema.get("$defs", {}).get("ref") == REF_SCHEMA
+                         else [])]
+    return prop in ref or any(a in ref for a in prop.get("anyOf", []))
 
 
 class Wire:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from _wire import (
     A_MODEL,
+    COUNT_SCHEMA,
+    READ_RESULT_LITERALS,
     REF_SCHEMA,
     ROWS_REF,
     Wire,
@@ -22,6 +24,7 @@ from _wire import (
     count,
     fetch,
     sse,
+    takes_ref,
 )
 
 from byref.dispatch.reflines import ref_line
@@ -89,24 +92,17 @@ def test_tool_use_turns_send_exact_bodies_with_refs_intact() -> None:
     by_name = {t["name"]: t for t in tools}
     assert by_name["count"] == {
         "name": "count", "description": "Count rows.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "rows": {"anyOf": [{"type": "array", "items": {"type": "object"}}, REF_SCHEMA]},
-                "label": {"anyOf": [{"type": "string", "default": "rows"}, REF_SCHEMA]},
-            },
-            "required": ["rows"], "additionalProperties": False,
-        },
-    }
+        "input_schema": COUNT_SCHEMA}
     assert by_name["fetch"]["input_schema"]["properties"] == {
         "project": {"anyOf": [{"type": "string"}, REF_SCHEMA]}}
     assert [t["name"] for t in tools] == sorted(by_name)
     for declared in tools:  # every declaration: anyOf per property, never at the root
         schema = declared["input_schema"]
         assert not {"anyOf", "oneOf", "allOf"} & set(schema)
-        # a Ref-typed parameter (read_json's source) is the ref schema itself
-        assert all(p == REF_SCHEMA or p["anyOf"][-1] == REF_SCHEMA
-                   for p in schema["properties"].values())
+        # a data parameter takes a ref (read_json's source is the ref schema itself); only
+        # read_result's own bounds (a count, field names) are written by the model
+        assert all(takes_ref(schema, name) for name in schema["properties"]
+                   if (declared["name"], name) not in READ_RESULT_LITERALS)
         assert "defer_loading" not in declared and "cache_control" not in declared
     # The $ref reached the tool resolved: count saw the three rows, not the envelope.
     assert result_text(rendered[1]) == "3 rows"

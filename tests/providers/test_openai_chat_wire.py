@@ -24,7 +24,7 @@ from _chat_wire import (
     c_stream,
     c_turn,
 )
-from _wire import REF_SCHEMA, ROWS_REF, Wire, count, fetch
+from _wire import COUNT_SCHEMA, ROWS_REF, Wire, count, fetch
 
 from byref.dispatch.reflines import ref_line
 from byref.errors import install_hint
@@ -127,14 +127,7 @@ def test_declarations_are_the_shared_ones_as_function_tools_name_sorted_and_stab
     assert names == sorted(names) and names[:2] == ["count", "fetch"]
     assert tools[0][0] == {"type": "function", "function": {
         "name": "count", "description": "Count rows.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "rows": {"anyOf": [{"type": "array", "items": {"type": "object"}}, REF_SCHEMA]},
-                "label": {"anyOf": [{"type": "string", "default": "rows"}, REF_SCHEMA]},
-            },
-            "required": ["rows"], "additionalProperties": False,
-        }}}
+        "parameters": COUNT_SCHEMA}}
     # Byte-stable: the serialized declarations and the cache key are the same every turn.
     raw = [json.dumps(t, separators=(",", ":"), ensure_ascii=False).encode() for t in tools]
     assert len(set(raw)) == 1 and all(r in sent for r, sent in zip(raw, wire.raw, strict=True))

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from _wire import (
-    REF_SCHEMA,
+    COUNT_SCHEMA,
+    READ_RESULT_LITERALS,
     ROWS_REF,
     Wire,
     count,
@@ -22,6 +23,7 @@ from _wire import (
     o_sse,
     o_text,
     sse,
+    takes_ref,
 )
 
 from byref.dispatch.reflines import ref_line
@@ -84,21 +86,14 @@ def test_function_call_turns_send_exact_bodies_with_refs_intact() -> None:
     by_name = {t["name"]: t for t in tools}
     assert by_name["count"] == {
         "type": "function", "name": "count", "description": "Count rows.", "strict": False,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "rows": {"anyOf": [{"type": "array", "items": {"type": "object"}}, REF_SCHEMA]},
-                "label": {"anyOf": [{"type": "string", "default": "rows"}, REF_SCHEMA]},
-            },
-            "required": ["rows"], "additionalProperties": False,
-        },
-    }
+        "parameters": COUNT_SCHEMA}
     for declared in tools:
         schema = declared["parameters"]
         assert not {"anyOf", "oneOf", "allOf"} & set(schema)
-        # a Ref-typed parameter (read_json's source) is the ref schema itself
-        assert all(p == REF_SCHEMA or p["anyOf"][-1] == REF_SCHEMA
-                   for p in schema["properties"].values())
+        # a data parameter takes a ref (read_json's source is the ref schema itself); only
+        # read_result's own bounds (a count, field names) are written by the model
+        assert all(takes_ref(schema, name) for name in schema["properties"]
+                   if (declared["name"], name) not in READ_RESULT_LITERALS)
         assert "defer_loading" not in declared
     assert [c.input for c in run.calls] == [{"project": "ATLAS"}, ROWS_REF_ARGS]
     assert result_text(rendered[1]) == "3 rows"

@@ -2,7 +2,8 @@
 answerable sets, with recall@5 with and without abstention.
 
 Unanswerable needs are `unanswerable_queries.txt` (beside this module; written by hand): the
-even lines tune the thresholds, the odd lines are held apart and reported. Answerable sets are
+even lines tune the thresholds, the odd lines are held apart and reported; the answerable sets'
+even and odd rows likewise. Answerable sets are
 MetaTool's fixed sample (its first `METATOOL_ROWS` rows) over MetaTool's catalog and the real
 catalog's task and vocabulary queries over the 2,565 tools; both catalogs are read from
 `shared/eval` at run time.
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from byref.discovery.catalog import Catalog
 from byref.discovery.search import Ranker, Searcher
 
+T = TypeVar("T")
 UNANSWERABLE = Path(__file__).with_name("unanswerable_queries.txt")
 METATOOL_ROWS = 1000
 """MetaTool sample rows measured (the hybrid encodes each query once)."""
@@ -33,7 +35,7 @@ def read_unanswerable(path: Path = UNANSWERABLE) -> list[tuple[str, str]]:
     return out
 
 
-def split(queries: Sequence[str]) -> tuple[list[str], list[str]]:
+def split(queries: Sequence[T]) -> tuple[list[T], list[T]]:
     """(tuning, held apart): the even and the odd positions."""
     return list(queries[0::2]), list(queries[1::2])
 
@@ -50,16 +52,20 @@ def answerable(searcher: Searcher, rows: Sequence[tuple[str, frozenset[str]]],
     """Abstention rate and recall@5 with abstention and without it over (query, gold names);
     `key`: which name a row's gold is ("name", or "tool" lower-cased for MetaTool)."""
     plain = Searcher(searcher.catalog, ranker=searcher.ranker, abstain=False)
-    abstained = hit = hit_plain = 0
-    for query, gold in rows:
+    abstained = [False] * len(rows)
+    hit = hit_plain = 0
+    for i, (query, gold) in enumerate(rows):
         page = searcher.search(query, limit=5)
         names = [_name(r, key) for r in plain.search(query, limit=5).results]
         found = bool(gold.intersection(names))
         hit_plain += found
-        abstained += page.abstained
+        abstained[i] = page.abstained
         hit += found and not page.abstained
     n = len(rows) or 1
-    return {"queries": len(rows), "abstained": round(abstained / n, 3),
+    tune, held = split(abstained)
+    return {"queries": len(rows), "abstained": round(sum(abstained) / n, 3),
+            "tuning": round(sum(tune) / (len(tune) or 1), 3),
+            "held_apart": round(sum(held) / (len(held) or 1), 3),
             "recall@5": round(hit / n, 3), "recall@5_without": round(hit_plain / n, 3)}
 
 

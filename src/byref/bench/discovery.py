@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from byref.bench.search_baselines import baseline_latency
 from byref.discovery.catalog import Catalog
 from byref.discovery.declare import Declared, declare
 from byref.discovery.index import BOOSTS, Filters, SearchIndex
@@ -283,6 +284,7 @@ def mcp(root: Path, sizes: Sequence[int] = (2565, 10_000),
         catalog = catalog_from_listings(replicate(listed, size))
         row: dict[str, Any] = {"tools": len(catalog), "build_ms": build_ms(catalog)}
         row["search"] = latency(catalog)
+        row["engines"] = baseline_latency(catalog, LATENCY_QUERIES)
         if ranker is not None:
             from byref.bench.retrieval import hybrid_latency
 
@@ -322,8 +324,10 @@ def param_boost_sweep(root: Path, boosts: Sequence[float] = (0.0, 0.25, 0.5, 1.0
     return out
 
 
-def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
-    """Every figure, as one JSON-able dict (`byref bench search --json`)."""
+def run(root: Path | None = None, *, hybrid: bool = True,
+        encoder: str | None = None) -> dict[str, Any]:
+    """Every figure, as one JSON-able dict (`byref bench search --json`); `encoder`: the hybrid's
+    sentence encoder (a package name or path, `encoder.load_encoder`; None: the default)."""
     root = root or eval_dir()
     if not (root / "metatool").is_dir() or not (root / "mcp-catalog").is_dir():
         raise FileNotFoundError(
@@ -335,9 +339,9 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
         try:
             from byref.bench.retrieval import Memo
             from byref.discovery.embed import HybridRanker
-            from byref.discovery.encoder import OnnxMiniLM
+            from byref.discovery.encoder import load_encoder
 
-            ranker = HybridRanker(Memo(OnnxMiniLM()))
+            ranker = HybridRanker(Memo(load_encoder(encoder)))
         except ImportError as exc:
             ranker = None
             notes.append(str(exc))
@@ -348,7 +352,7 @@ def run(root: Path | None = None, *, hybrid: bool = True) -> dict[str, Any]:
         from byref.bench import retrieval as bench_retrieval
 
         out["retrieval"] = bench_retrieval.run(root, ranker, notes)
-        out["first_search"] = bench_retrieval.first_search(root)
+        out["first_search"] = bench_retrieval.first_search(root, encoder=encoder)
     from byref.bench import abstention
 
     out["abstention"] = {"lexical": abstention.run(root, None)}

@@ -119,9 +119,14 @@ def _declarations(tools: list[Any]) -> list[dict[str, Any]]:
             for t in tools]
 
 
-async def _listed(params: StdioServerParameters) -> tuple[list[Any], str | None]:
+async def _listed(params: StdioServerParameters, *, settle: bool = False
+                  ) -> tuple[list[Any], str | None]:
     with anyio.fail_after(120), open(os.devnull, "w") as quiet:
         async with Client(stdio_client(params, errlog=quiet)) as client:
+            if settle:
+                # A first list answers within 1 s with what is ready: one call waits for the
+                # servers to start, so the list after it is the settled first turn.
+                await client.call_tool("search_tools", {"query": "list"})
             return (await client.list_tools()).tools, client.instructions
 
 
@@ -133,7 +138,7 @@ async def first_turn(servers: dict[str, dict[str, Any]], config: Path) -> dict[s
     got: dict[str | None, tuple[list[Any], str | None]] = {}
 
     async def one(name: str | None, p: StdioServerParameters) -> None:
-        got[name] = await _listed(p)
+        got[name] = await _listed(p, settle=name is None)
 
     async with anyio.create_task_group() as group:
         for name, p in [*params.items(), (None, _gateway_params(config))]:
@@ -163,20 +168,30 @@ def _gateway_params(config: Path) -> StdioServerParameters:
 
 
 async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *,
-                              surface: bool = True) -> dict[str, Any]:
-    """Every figure of `byref bench gateway` in one temporary directory: the per-call sections and,
-    with `surface`, the first-turn tool surface of the reference servers."""
+                              surface: bool = True, calls: bool = True) -> dict[str, Any]:
+    """Every figure of `byref bench gateway` in one temporary directory: with `calls`, the
+    per-call sections; with `surface`, the first-turn tool surface of the reference servers and
+    of the real catalog's servers (`shared/eval/mcp-catalog`, when present)."""
     with tempfile.TemporaryDirectory(prefix="byref-bench-gateway-") as tmp:
         root = Path(tmp)
         config = write_config(root / "bench-gateway.json")
-        report: dict[str, Any] = {
-            "plan": asdict(plan),
-            "upstream": "byref.bench.gateway_upstream (mcp MCPServer), official mcp client",
-            **await call_figures(plan, config, tick),
-            "pool": await pool_figures(min(plan.calls, 200)),
-            "round_trip": await round_trip_figures(config, ECHO),
-        }
+        report: dict[str, Any] = {"plan": asdict(plan)}
+        if calls:
+            report.update({
+                "upstream": "byref.bench.gateway_upstream (mcp MCPServer), official mcp client",
+                **await call_figures(plan, config, tick),
+                "pool": await pool_figures(min(plan.calls, 200)),
+                "round_trip": await round_trip_figures(config, ECHO),
+            })
         if surface:
+            from byref.bench.discovery import eval_dir
+            from byref.bench.gateway_surface import catalog_first_turn
+
+            listings = eval_dir() / "mcp-catalog"
+            if listings.is_dir():
+                report["first_turn_catalog"] = catalog_first_turn(listings)
+            else:
+                report["missing_catalog"] = f"no mcp-catalog/ under {str(eval_dir())!r}"
             files = root / "files"
             files.mkdir()
             servers, missing = reference_servers(make_repo(root / "repo"), files,
@@ -196,6 +211,6 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
 
 
 def gateway_bench(plan: Plan = FULL, tick: Tick = lambda _n: None, *,
-                  surface: bool = True) -> dict[str, Any]:
+                  surface: bool = True, calls: bool = True) -> dict[str, Any]:
     """`gateway_bench_async` run to completion on a fresh event loop."""
-    return anyio.run(lambda: gateway_bench_async(plan, tick, surface=surface))
+    return anyio.run(lambda: gateway_bench_async(plan, tick, surface=surface, calls=calls))

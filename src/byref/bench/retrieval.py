@@ -193,14 +193,15 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
 
 
 # -- the on-disk vector cache ----------------------------------------------------------------
-def first_search(root: Path, query: str = "create a github issue") -> dict[str, Any]:
+def first_search(root: Path, query: str = "create a github issue",
+                 encoder: str | None = None) -> dict[str, Any]:
     """The first hybrid search on the real catalog (2,565 tools) as a fresh process sees it:
     encoder built, document vectors made, one search, with an empty vector cache (cold) and
     then, in a new ranker and encoder, with the cache the cold run wrote (warm)."""
     import tempfile
 
     from byref.discovery.embed import HybridRanker
-    from byref.discovery.encoder import OnnxMiniLM
+    from byref.discovery.encoder import load_encoder
     from byref.discovery.mcp import catalog_from_listings, read_listings
 
     catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
@@ -209,7 +210,7 @@ def first_search(root: Path, query: str = "create a github issue") -> dict[str, 
         names = {}
         for run_name in ("cold", "warm"):
             start = time.perf_counter()
-            ranker = HybridRanker(OnnxMiniLM(), vector_cache=tmp)
+            ranker = HybridRanker(load_encoder(encoder), vector_cache=tmp)
             hits = Searcher(catalog, ranker=ranker).search(query).results
             out[f"{run_name}_s"] = round(time.perf_counter() - start, 3)
             out[f"{run_name}_encoded"] = ranker.encoded
@@ -220,7 +221,7 @@ def first_search(root: Path, query: str = "create a github issue") -> dict[str, 
         out["warm_p50_s"] = _p50(searcher, WARM_QUERIES)
         # a restarted gateway: background mode, prepared at start (as build_toolbox does),
         # then its first search (a query not asked before) once the vectors are read
-        restarted = HybridRanker(OnnxMiniLM(), vector_cache=tmp, background=True)
+        restarted = HybridRanker(load_encoder(encoder), vector_cache=tmp, background=True)
         restarted.prepare(catalog.index).join(120)
         start = time.perf_counter()
         Searcher(catalog, ranker=restarted).search("delete a kubernetes pod")
@@ -230,7 +231,7 @@ def first_search(root: Path, query: str = "create a github issue") -> dict[str, 
                                           if out["warm_p50_s"] else None)
     with tempfile.TemporaryDirectory(prefix="byref-vectors-") as tmp:
         # a first-ever start in background mode: the first search answers lexically
-        ranker = HybridRanker(OnnxMiniLM(), vector_cache=tmp, background=True)
+        ranker = HybridRanker(load_encoder(encoder), vector_cache=tmp, background=True)
         catalog.index()  # built, as the gateway's toolbox has it: only the vectors are missing
         start = time.perf_counter()
         Searcher(catalog, ranker=ranker).search(query)

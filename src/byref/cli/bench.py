@@ -16,7 +16,8 @@ from byref.cli.progress import progress
 from byref.demo.data import parse_size
 
 _PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway",
-            "byref.cli.bench_conversations", "byref.cli.bench_run_python")
+            "byref.cli.bench_conversations", "byref.cli.bench_run_python",
+            "byref.cli.bench_code_mode", "byref.cli.bench_gateway_code")
 
 
 def register(sub: Any) -> None:

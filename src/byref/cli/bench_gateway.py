@@ -1,4 +1,5 @@
-"""`byref bench gateway [--quick] [--calls N] [--session N] [--no-surface] [--json]`: what the
+"""`byref bench gateway [--quick] [--calls N] [--session N] [--no-surface | --surface-only]
+[--json]`: what the
 gateway costs per call, each figure a ratio to a direct call to the same upstream, and the
 first-turn tool surface with and without it.
 
@@ -32,6 +33,8 @@ def register_bench(bench_sub: Any) -> None:
                         help="calls in the long session (its first and last fifth are compared)")
     parser.add_argument("--no-surface", action="store_true",
                         help="skip the first-turn surface (which starts the reference servers)")
+    parser.add_argument("--surface-only", action="store_true",
+                        help="only the first-turn surface (reference servers, real catalog)")
     parser.add_argument("--replicas", type=int, default=None, metavar="N",
                         help="instead: N gateways behind HAProxy on shared PostgreSQL state "
                         "against one (throughput, p50/p95), and RSS over large results")
@@ -69,8 +72,13 @@ def run(args: argparse.Namespace) -> int:
     if args.session is not None:
         plan = dataclasses.replace(plan, session=args.session,
                                    window=min(plan.window, max(1, args.session // 5)))
-    with progress("bench gateway", plan.steps()) as advance:
-        report = gateway_bench(plan, advance, surface=not args.no_surface)
+    if args.surface_only and args.no_surface:
+        print("byref bench gateway: --surface-only and --no-surface exclude each other",
+              file=sys.stderr)
+        return 2
+    with progress("bench gateway", 0 if args.surface_only else plan.steps()) as advance:
+        report = gateway_bench(plan, advance, surface=not args.no_surface,
+                               calls=not args.surface_only)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -87,6 +95,10 @@ def _pair(r: dict[str, Any]) -> str:
 
 def format_report(report: dict[str, Any]) -> list[str]:
     """The report as text: each gateway figure beside the direct call it is compared with."""
+    return (_calls(report) if "stdio" in report else []) + _surface(report)
+
+
+def _calls(report: dict[str, Any]) -> list[str]:
     out = [f"upstream: {report['upstream']}; every ratio is gateway ÷ direct, same run, "
            "interleaved"]
     s = report["stdio"]
@@ -153,6 +165,11 @@ def format_report(report: dict[str, Any]) -> list[str]:
                        f"{g['declarations_growth_chars']:,}")
         out.append(f"  2026-07-28 ÷ handshake    ×{trip['ratio_round_trip']} round trip, "
                    f"×{trip['ratio_last_request']} last request")
+    return out
+
+
+def _surface(report: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     for key, mode in (("first_turn", "search"), ("first_turn_direct", "direct")):
         turn = report.get(key)
         if turn:
@@ -161,6 +178,16 @@ def format_report(report: dict[str, Any]) -> list[str]:
                        f"chars); through the gateway {turn['gateway_tools']} tools + "
                        f"instructions = {turn['gateway_tokens']:,} tokens "
                        f"({turn['gateway_chars']:,} chars); ratio {turn['ratio_tokens']}")
+    cat = report.get("first_turn_catalog")
+    if cat:
+        out.append(f"first turn over the real catalog's {cat['servers']} servers: their own "
+                   f"declarations of {cat['tools']:,} tools = {cat['direct_tokens']:,} tokens")
+        for mode in ("search", "direct"):
+            m = cat[mode]
+            out.append(f"  {mode} mode: {m['tools']:,} tools + instructions = "
+                       f"{m['tokens']:,} tokens ({m['chars']:,} chars); ratio {m['ratio_tokens']}")
+    if "missing_catalog" in report:
+        out.append(f"missing the real catalog: {report['missing_catalog']}")
     for name, why in report.get("missing", {}).items():
         out.append(f"missing {name}: {why}")
     return out

@@ -29,6 +29,10 @@ def register_bench(bench_sub: Any) -> None:
                         help="only the first hybrid search, cold vs warm vector cache")
     parser.add_argument("--abstention", action="store_true",
                         help="only the abstention rates (unanswerable and answerable sets)")
+    parser.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
+                        help="the hybrid's sentence encoder: an installed package or a path to "
+                        "an ONNX sentence encoder with its tokenizer (default: the packaged "
+                        "all-MiniLM-L6-v2 int8, or $BYREF_EMBEDDING_MODEL)")
     parser.set_defaults(run=run)
 
 
@@ -42,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.abstention:
         return _abstention(args)
     try:
-        figures = bench.run(args.eval, hybrid=not args.no_hybrid)
+        figures = bench.run(args.eval, hybrid=not args.no_hybrid, encoder=args.encoder)
     except FileNotFoundError as exc:
         print(f"byref bench search: {exc}", file=sys.stderr)
         return 2
@@ -77,6 +81,19 @@ def run(args: argparse.Namespace) -> int:
               f"build {row['build_ms']} ms; turn 1 {surface['turn1_chars']:,} chars, working "
               f"set {surface['working_set_chars']:,}, all {surface['all_declared_chars']:,}")
     for row in mcp["sizes"]:
+        e = row.get("engines", {})
+        if "missing" in e:
+            print(f"  engines: {e['missing']}")
+        elif e:
+            print(f"  {row['tools']:>6,} tools, interleaved, unfiltered: byref search p50 "
+                  f"{e['byref_search']['p50_ms']} ms, ranking {e['byref_ranking']['p50_ms']} ms; "
+                  f"bm25s {e['bm25s']['p50_ms']} ms (search ×{e['byref_search_over_bm25s_p50']}, "
+                  f"ranking ×{e['byref_ranking_over_bm25s_p50']}), its scoring core "
+                  f"{e['bm25s_scores']['p50_ms']} ms (×{e['byref_search_over_bm25s_scores_p50']}, "
+                  f"×{e['byref_ranking_over_bm25s_scores_p50']}), tantivy "
+                  f"{e['tantivy']['p50_ms']} ms (×{e['byref_search_over_tantivy_p50']}, "
+                  f"×{e['byref_ranking_over_tantivy_p50']})")
+    for row in mcp["sizes"]:
         if "hybrid_search" in row:
             h = row["hybrid_search"]
             print(f"  {row['tools']:>6,} tools, interleaved: hybrid p50 {h['p50_ms']} ms "
@@ -107,7 +124,7 @@ def _abstention(args: argparse.Namespace) -> int:
     if not args.no_hybrid:
         from byref.discovery.embed import HybridRanker
 
-        figures["hybrid"] = abstention.run(root, HybridRanker())
+        figures["hybrid"] = abstention.run(root, HybridRanker(args.encoder))
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
@@ -124,7 +141,7 @@ def _first_search(args: argparse.Namespace) -> int:
         print(f"byref bench search: no mcp-catalog/ under {str(root)!r}", file=sys.stderr)
         return 2
     try:
-        f = first_search(root)
+        f = first_search(root, encoder=args.encoder)
     except ImportError as exc:
         print(f"byref bench search: {exc}", file=sys.stderr)
         return 2
@@ -154,7 +171,8 @@ def _print_abstention(a: dict[str, Any]) -> None:
         un = "; ".join(f"{k.split('_', 1)[1]} {v['held_apart']:.0%} held apart "
                        f"({v['tuning']:.0%} tuning, {v['queries']} needs)"
                        for k, v in sets.items() if k.startswith("unanswerable"))
-        ans = "; ".join(f"{k} {v['abstained']:.1%} (r@5 {v['recall@5']:.3f} vs "
+        ans = "; ".join(f"{k} {v['held_apart']:.1%} held apart, {v['abstained']:.1%} of all "
+                        f"{v['queries']} (r@5 {v['recall@5']:.3f} vs "
                         f"{v['recall@5_without']:.3f} without)"
                         for k, v in sets.items() if not k.startswith("unanswerable"))
         print(f"Abstention, {ranking}: unanswerable abstained {un}; answerable abstained {ans}")

@@ -40,6 +40,9 @@ def register(sub: Any) -> None:
                         "(repeatable)")
     search.add_argument("--hybrid", action="store_true",
                         help="fuse with local embeddings (needs byref[embeddings])")
+    search.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
+                        help="with --hybrid: the sentence encoder, an installed package or a "
+                        "path to an ONNX sentence encoder with its tokenizer")
     search.add_argument("--usage", type=Path, help="JSON lines of {query, tool} to learn a "
                         "glossary from before searching (see `byref tools usage`)")
     search.add_argument("--json", action="store_true", help="print JSON")
@@ -104,12 +107,14 @@ def run_search(args: argparse.Namespace) -> int:
         return 2
     ranker = None
     if args.hybrid:
+        from byref.discovery.encoder import ModelError
+
         try:
             from byref.discovery.embed import HybridRanker
 
-            ranker = HybridRanker()
+            ranker = HybridRanker(args.encoder)
             _ = ranker.encoder
-        except ImportError as exc:
+        except (ImportError, ModelError) as exc:
             print(f"byref tools search: {exc}", file=sys.stderr)
             return 2
     searcher = Searcher(catalog, ranker=ranker)

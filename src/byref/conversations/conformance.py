@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import secrets
 
+from byref.battery import PROCESS_TIMEOUT, CaseFailed, OffsetClock, check, equal, outcome
 from byref.conversations.conformance_kit import (
-    PROCESS_TIMEOUT,
     TTL,
     Case,
-    CaseFailed,
     Kit,
     Result,
     StateBattery,
-    check,
     conflicts,
-    equal,
     line,
 )
 from byref.conversations.conformance_processes import (
@@ -301,27 +298,13 @@ def run_case(case: Case, harness: StateBattery) -> Result:
             error = None
     finally:
         state.close()
-    reason = harness.declared.get(case.name)
-    if reason is not None:
-        if error is None:
-            return Result(case.name, case.law, "stale", f"declared ({reason}) but now passes")
-        return Result(case.name, case.law, "declared", f"{reason} [{error}]")
-    return Result(case.name, case.law, "passed" if error is None else "failed", error or "")
+    got, detail = outcome(error, harness.declared.get(case.name))
+    return Result(case.name, case.law, got, detail)
 
 
 def run_battery(harness: StateBattery) -> list[Result]:
     """Every case of the battery on the harness, in order."""
     return [run_case(case, harness) for case in CASES]
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        import time
-
-        return time.time() + self.offset
 
 
 def battery_for_url(url: str) -> StateBattery:
@@ -330,10 +313,10 @@ def battery_for_url(url: str) -> StateBattery:
 
     from byref.conversations.open import open_state
 
-    clocks: dict[int, _Clock] = {}
+    clocks: dict[int, OffsetClock] = {}
 
     def create() -> ConversationState:
-        clock = _Clock()
+        clock = OffsetClock()
         state = open_state(url, ttl=TTL, clock=clock)
         clocks[id(state)] = clock
         return state

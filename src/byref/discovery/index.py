@@ -131,6 +131,7 @@ class SearchIndex:
                 else near_table(near_words, analyzer))
         self.related = Related(read_synonyms() if synonyms is None else synonyms, analyzer, near)
         self.postings: dict[str, dict[int, float]] = {}
+        self._shares: dict[tuple[str, float], dict[int, float]] = {}
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
         # would only re-walk them (it doubled the build time on a warm heap when measured).
@@ -264,31 +265,38 @@ class SearchIndex:
             if not posting:
                 weights[term] = 1.0 + math.log(n + 1)
                 continue
+            if cands is not None:
+                posting = {d: posting[d] for d in posting.keys() & cands}
+            weights[term] = 1.0 + math.log((n + 1) / (len(posting) + 1))
+            _add(scores, posting)
             bit = 1 << i
-            if cands is None:
-                df = len(posting)
-                items: Iterable[tuple[int, float]] = posting.items()
-            else:
-                inside = posting.keys() & cands
-                df = len(inside)
-                items = [(d, posting[d]) for d in inside]
-            weights[term] = 1.0 + math.log((n + 1) / (df + 1))
-            get_score, get_mask = scores.get, masks.get
-            for doc, contribution in items:
-                scores[doc] = get_score(doc, 0.0) + contribution
-                masks[doc] = get_mask(doc, 0) | bit
+            both = masks.keys() & posting.keys()
+            merged = {d: masks[d] | bit for d in both} if both else None
+            masks.update(dict.fromkeys(posting, bit))  # C-level for the docs new to the masks
+            if merged:
+                masks.update(merged)
         related = self.related_terms(query, terms)
         nearby = self.related.near_terms(terms, related, self.postings) if near else []
         for share, group in ((SYNONYM_WEIGHT, related), (NEAR_WEIGHT, nearby)):
             for term in group:
-                posting = self.postings.get(term)
-                if not posting:
-                    continue
-                get_score = scores.get
-                for doc, contribution in posting.items():
-                    if cands is None or doc in cands:
-                        scores[doc] = get_score(doc, 0.0) + share * contribution
+                posting = self._scaled(term, share)
+                if posting and cands is not None:
+                    posting = {d: posting[d] for d in posting.keys() & cands}
+                if posting:
+                    _add(scores, posting)
         return Scored(terms, weights, n, cands, exact, scores, masks)
+
+    def _scaled(self, term: str, share: float) -> dict[int, float] | None:
+        """`term`'s posting with every contribution times `share` (made once, then kept: the
+        vocabulary bounds it)."""
+        key = (term, share)
+        found = self._shares.get(key)
+        if found is None:
+            posting = self.postings.get(term)
+            if posting is None:
+                return None
+            found = self._shares[key] = {d: share * c for d, c in posting.items()}
+        return found
 
     def search(
         self, query: str, *, filters: Filters | None = None, limit: int = 10
@@ -315,4 +323,14 @@ class SearchIndex:
         texts = self.field_texts(self.entries[doc])
         return {f: set(self.analyzer.terms_of_all(texts[f])) for f in FIELDS}
 
+
+def _add(scores: dict[int, float], posting: dict[int, float]) -> None:
+    """`scores` += `posting`, doc by doc. Dict-level (C) copies do the work for the docs new to
+    `scores`; Python arithmetic runs only where the two overlap (the same sums, in the same
+    order, as a loop over every doc)."""
+    both = scores.keys() & posting.keys()
+    summed = {d: scores[d] + posting[d] for d in both} if both else None
+    scores.update(posting)
+    if summed:
+        scores.update(summed)
 

@@ -119,12 +119,14 @@ def arrange(scored: Scored, scores: Mapping[int, float], rerank: Rerank, limit: 
     masks, exact = scored.masks, scored.exact
     want = limit + (exact is not None)
     if rerank == "ties":
-        key_of = _mask_keys(scored.terms, scored.weights, {masks.get(d, 0) for d in scores})
-        leaders = heapq.nlargest(want, scores,
+        pool = _contenders(scores, want)
+        key_of = _mask_keys(scored.terms, scored.weights, {masks.get(d, 0) for d in pool})
+        leaders = heapq.nlargest(want, pool,
                                  key=lambda d: (scores[d], key_of[masks.get(d, 0)], -d))
     else:
         head = depth if rerank == "seed" else 0
-        leaders = heapq.nlargest(max(want, head), scores, key=lambda d: (scores[d], -d))
+        leaders = heapq.nlargest(max(want, head), _contenders(scores, max(want, head)),
+                                 key=lambda d: (scores[d], -d))
         if head:
             key_of = _mask_keys(scored.terms, scored.weights,
                                 {masks.get(d, 0) for d in leaders[:head]})
@@ -133,6 +135,15 @@ def arrange(scored: Scored, scores: Mapping[int, float], rerank: Rerank, limit: 
     top = [exact] if exact is not None else []
     top.extend(d for d in leaders if d != exact)
     return top[:limit]
+
+
+def _contenders(scores: Mapping[int, float], want: int) -> Iterable[int]:
+    """The docs that can be among the first `want` by score, ties at the cut included (the
+    keys after the score only break ties), found without a Python key call per doc."""
+    if len(scores) <= want or want <= 0:
+        return scores
+    cut = heapq.nlargest(want, scores.values())[-1]
+    return [d for d, s in scores.items() if s >= cut]
 
 
 def _mask_keys(

@@ -129,9 +129,11 @@ class Searcher:
             ranking = each[0]
         unmatched = tuple(dict.fromkeys(
             w for q in phrasings for w in unmatched_words(q, index.postings, index.analyzer)))
-        # every phrasing must doubt: one the catalog answers is enough to keep the rows
-        abstained = (self.abstain and bool(phrasings) and bool(ranking.hits)
-                     and all(evidence(r).abstains() for r in each))
+        # every phrasing must doubt: one the catalog answers is enough to keep the rows; a
+        # query no tool matches at all abstains too (unless filters emptied the scope)
+        abstained = self.abstain and bool(phrasings) and (
+            all(evidence(r, _Known(index)).abstains() for r in each) if ranking.hits
+            else not filters and bool(ranking.terms))
         results = [] if abstained else render_results(index, ranking, self.page_chars)
         return Page(query, filters or Filters(), ranking.candidates, ranking.matched, results,
                     unmatched, abstained)
@@ -141,6 +143,19 @@ class Searcher:
         if self.ranker is not None and query.strip():
             return self.ranker.rank(index, query, filters, limit)
         return index.search(query, filters=filters, limit=limit)
+
+
+class _Known:
+    """The terms a tool's text contains, or one of whose synonyms (the curated groups) it
+    does: a query word the synonym table carries to a tool is not unknown to the catalog."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self._postings = index.postings
+        self._mates = index.related.by_term
+
+    def __contains__(self, term: object) -> bool:
+        postings = self._postings
+        return term in postings or any(m in postings for m in self._mates.get(str(term), ()))
 
 
 def fuse_phrasings(rankings: Sequence[Ranking], limit: int) -> Ranking:

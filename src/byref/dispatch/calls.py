@@ -36,7 +36,8 @@ class Refusal(Refused):
     """The tool did not run (or its result was refused); `text` is what the model is told."""
 
     def __init__(self, text: str, reason: RefusalReason, *, ref: str | None = None,
-                 detail: str | None = None, code: str | None = None) -> None:
+                 detail: str | None = None, code: str | None = None,
+                 result: str | None = None) -> None:
         super().__init__(text)
         self.text = text
         self.reason = reason
@@ -44,6 +45,8 @@ class Refusal(Refused):
         self.detail = detail
         self.code = code
         """A tool's own code for its refusal (`ToolRefusal(code=...)`), beside `reason`."""
+        self.result = result
+        """The tool's own error content (`ToolRefusal(result=...)`): the part's value."""
 
 
 def clip(text: str | None, limit: int = 500) -> str | None:

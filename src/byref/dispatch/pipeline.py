@@ -14,6 +14,7 @@ where each stage runs.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import functools
@@ -27,10 +28,12 @@ from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
+from byref.dispatch.nested import NestedCalls, Search
 from byref.dispatch.nulls import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
 from byref.dispatch.recording import Recorder
+from byref.dispatch.reflines import with_line
 from byref.dispatch.wants import WantsRefusal, redeem
 from byref.errors import InvalidValue
 from byref.events import Emitter
@@ -102,6 +105,8 @@ class Dispatcher:
         self.emit = emit or Emitter()
         self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
         self.recorder = Recorder(self.policy, store, scope, self.emit)
+        self.search: Search | None = None
+        """The catalog search code mode's `tools.search` uses (the session sets it)."""
         self._async: dict[str, tuple[Any, bool]] = {}
         """Tool name → (its function, whether it is async), see `_is_async`."""
 
@@ -147,12 +152,17 @@ class Dispatcher:
         model and a `refused` event for the operator. An async tool is run to completion here
         when no event loop is running (inside one, use `adispatch`).
         """
+        return self._dispatch(call, call_seq, seq, part, None)
+
+    def _dispatch(self, call: Call, call_seq: int, seq: int, part: int,
+                  loop: asyncio.AbstractEventLoop | None) -> Part:
+        """`dispatch`; `loop` is the event loop a tool's inner calls run on (code mode)."""
         try:
             try:
-                ready = self._prepare(call, call_seq)
+                ready = self._prepare(call, call_seq, loop)
                 value = self._execute(ready)
             except Refusal as refusal:
-                return self._refused(call, refusal)
+                return self._refused(call, refusal, at=(seq, part))
             return self.recorder.record(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # a defect below dispatch must not end the caller's loop
             return self._internal_error(call, exc)
@@ -173,16 +183,17 @@ class Dispatcher:
             found = self.tools.get(call.name) if isinstance(call.name, str) else None
             if found is None or not self._is_async(found):
                 return await to_thread.run_sync(functools.partial(
-                    self.dispatch, call, call_seq=call_seq, seq=seq, part=part))
+                    self._dispatch, call, call_seq, seq, part, asyncio.get_running_loop()))
             try:
+                loop = asyncio.get_running_loop()
                 if self._resolves(found, call.input):
-                    ready = await to_thread.run_sync(self._prepare, call, call_seq)
+                    ready = await to_thread.run_sync(self._prepare, call, call_seq, loop)
                 else:
-                    ready = self._prepare(call, call_seq)
+                    ready = self._prepare(call, call_seq, loop)
                 with self._failures(ready.tool):
                     value = await ready.tool.ainvoke(ready.args, ready.ctx)
             except Refusal as refusal:
-                return self._refused(call, refusal)
+                return self._refused(call, refusal, at=(seq, part))
             return await self.recorder.arecord(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # as in dispatch: a defect is a refusal, not a crash
             return self._internal_error(call, exc)
@@ -205,7 +216,8 @@ class Dispatcher:
             "internal-error"), emit=False)
 
     # -- before the tool runs ------------------------------------------------------------------
-    def _prepare(self, call: Call, call_seq: int) -> _Ready:
+    def _prepare(self, call: Call, call_seq: int,
+                 loop: asyncio.AbstractEventLoop | None = None) -> _Ready:
         """Every stage before execution; raises `Refusal` when the tool must not run."""
         problem = (unrecordable(call.name, where="the tool name")
                    or unrecordable(call.id, where="the call id")
@@ -223,6 +235,8 @@ class Dispatcher:
         args = self._arguments(tool, raw, call_seq)
         ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
                           tool.name, call.id, wanted)
+        if tool.calls_tools:
+            ctx.calls = NestedCalls(self, call, call_seq, loop)
         return _Ready(tool, args, ctx)
 
     def _resolves(self, tool: Tool, raw: Any) -> bool:
@@ -237,15 +251,25 @@ class Dispatcher:
         return isinstance(raw, dict) and any(
             name not in tool.lazy and is_envelope(value) for name, value in raw.items())
 
-    def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True) -> Part:
+    def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True,
+                 at: tuple[int, int] | None = None) -> Part:
+        """The error part for `refusal`. One carrying the tool's own error content that the
+        model is shown whole (`result`, at most `REFUSAL_MAX` characters) records it as its value
+        and, recorded at message `at`, ends with the ref line naming it, as an inline result
+        does; byref's own refusals (the tool did not run) have nothing to pass on."""
         call = call.recordable()
         if emit:
             self.emit("refused", op="dispatch", tool=call.name, call_id=call.id,
                       reason=refusal.reason, ref=refusal.ref, detail=clip(refusal.detail),
                       **({"code": refusal.code} if refusal.code is not None else {}))
         text = self.error_text(call, clip(escaped(refusal.text), REFUSAL_MAX) or "")
-        return Part(type="tool_result", value=text, rendered=text,
-                    tool=call.name, call_id=call.id, is_error=True)
+        own = escaped(refusal.result) if refusal.result is not None else None
+        if own is None or at is None or not self.policy.refs or len(own) > REFUSAL_MAX \
+                or text != escaped(refusal.text):  # cut: what it names was not shown whole
+            return Part(type="tool_result", value=text, rendered=text,
+                        tool=call.name, call_id=call.id, is_error=True)
+        return with_line(Part(type="tool_result", value=own, rendered=text, tool=call.name,
+                              call_id=call.id, is_error=True), *at)
 
     def _tool(self, name: str) -> Tool:
         if name in self.tools:
@@ -360,7 +384,7 @@ class Dispatcher:
         try:
             yield
         except ToolRefusal as exc:
-            raise Refusal(exc.text, exc.reason, code=exc.code) from exc
+            raise Refusal(exc.text, exc.reason, code=exc.code, result=exc.result) from exc
         except RefRefusal as exc:
             raise Refusal(f"Tool {tool.name!r} could not complete: {exc}", "bad-ref") from exc
         except Exception as exc:

@@ -1,11 +1,14 @@
 """The ref line: the one line under every inline result that names the result itself.
 
 Owns the form a small result's reference takes, and the protocol sentence that teaches it. An
-inline (not placed, not an error) result is shown with a last line
+inline (not placed) result is shown with a last line
 `[ref: {"$ref":{"type":"Message","seq":S,"part":P}}]` — the ordinary Message ref to the part
 that recorded it, compact, ~60 characters — so the model can pass any result it sees to another
-tool instead of retyping it, and the tool receives the recorded value exactly. A placed result
-or a marker needs no line: its `value` already is a ref.
+tool instead of retyping it, and the tool receives the recorded value exactly. An error the tool
+itself answered with (an MCP server's `isError` content, shown whole) is a result too: its part
+records the tool's own words, and its line names them. A refusal of byref's (the tool did not
+run) has no line: it holds nothing to pass on. A placed result or a marker needs no line: its
+`value` already is a ref.
 
 The law: the line names the seq and part the result is recorded at, so whoever appends the
 result message at another seq than dispatch was told moves the line with it (`moved`), or drops

@@ -27,7 +27,8 @@ tools/call answered wrongly over HTTP → `edge/` (and `edge/lanes/http.py`); re
 """
 
 from byref.gateway.catalog.toolbox import CALL_TOOL, Toolbox
-from byref.gateway.config.file import ConfigError, GatewayConfig, Grant, ServerConfig, load_config
+from byref.gateway.config.file import ConfigError, GatewayConfig, Grant, load_config
+from byref.gateway.config.servers import ServerConfig
 from byref.gateway.core import Gateway
 from byref.gateway.edge.server import build_server, http_app, listen_socket, serve_http, serve_stdio
 from byref.gateway.upstream.bounds import UpstreamError

@@ -1,12 +1,13 @@
 """The gateway itself: one catalog over every upstream, and each call through byref's dispatch.
 
-Owns the gateway's life (upstreams started lazily, listed, re-listed on change; the toolbox
-rebuilt from them — see `toolbox`, built by `toolbox_build` — with the scaffolding every client
-sees: search_tools, activate_tool, call_tool, read_result, present; read_json and query_json sit
-behind search, declared once a stored result touches them) and the per-call sequence: a scope's
-`Session.run_call` records the call in its transcript, dispatches it (a proxied call is awaited
-on the loop, no thread hop unless refs must be read or a result placed) and records the result;
-then a changed tool list is announced.
+Owns the gateway's life (upstreams started lazily, their tool lists kept by `catalog.listing`,
+the toolbox built from them by `catalog.build` with the scaffolding every client sees:
+search_tools, activate_tool, call_tool, read_result, present; read_json and query_json sit behind
+search, declared once a stored result touches them) and one call's walk, downward: the scope's
+toolbox, its `Session.run_call` (records the call, dispatches it — a proxied call is awaited on
+the loop, no thread hop unless refs must be read or a result placed — and records the result),
+then what the call leaves in the conversation (`ScopeState.settle`: a changed working set
+announced, usage logged, the record written); replicas and metrics are told last.
 
 The law: what a handshake-era client is declared is a projection of its scope's transcript
 (scaffolding plus the working set), rebuilt from the toolbox whenever an upstream's list changes;
@@ -14,18 +15,17 @@ a 2026-07-28 client is declared the scaffolding and pinned tools only (`Toolbox.
 list changes with the upstreams' and its grant, never with its requests; the upstream
 catalog is read lazily (the first request that needs it starts the servers), a client's list
 never waits long for a server still starting (`list_wait`) and what arrives later is announced
-once per settled change (`catalog.settling`); a result's `seq` in
-the transcript is the one its refs were rendered with (local tools run and are recorded under the
-scope's lock; proxied results carry no recipes, so they are recorded when they arrive and a slow
-upstream never holds up other calls).
+once per settled change (`catalog.settling`); a result's `seq` in the transcript is the one its
+refs were rendered with (local tools run and are recorded under the scope's lock; proxied results
+carry no recipes, so they are recorded when they arrive and a slow upstream never holds up other
+calls).
 """
 
 from __future__ import annotations
 
 import os
 import time
-import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
@@ -38,28 +38,28 @@ from mcp.server.connection import Connection
 from byref.conversations import ConversationState
 from byref.conversations.postgres import PostgresConversations
 from byref.discovery.declare import declare
-from byref.discovery.usage import UsageFold, UsageLog
+from byref.discovery.usage import UsageLog
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.errors import MisuseError
 from byref.events import Emitter
-from byref.gateway.access.scopes import Scopes, ScopeState
+from byref.gateway.access.scopes import Scopes
+from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.build import build_toolbox, hybrid_ranker, refuse_call_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.listchanges import ListChanges
+from byref.gateway.catalog.listing import Listing
 from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES
-from byref.gateway.catalog.settling import Settling
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.gateway.ops.health import check_store
 from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import LIST_READY, START_RETRY_AFTER
+from byref.gateway.upstream.manager import LIST_READY
 from byref.gateway.upstream.pool import UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
-from byref.transcript import Part, Transcript
+from byref.transcript import Part
 
 RESULT_TRIES = 20
 """Times a local call runs again when another replica wrote between its call and its result."""
@@ -98,36 +98,15 @@ class Gateway:
         self.ranker = hybrid_ranker(config)
         self.passed = Passed(config.inline_media_bytes)
         """Upstream images, links and structuredContent on their way to the client's answer."""
-        self._usage_folds: weakref.WeakKeyDictionary[Transcript, UsageFold] = (
-            weakref.WeakKeyDictionary())
-        """Per transcript, the usage evidence folded so far (released with the transcript)."""
         self._errlog = errlog
-        self._box: Toolbox | None = None
-        self._box_lock = anyio.Lock()
-        self._listings: dict[str, list[types.Tool]] = {}
-        self._errors: dict[str, str] = {}
-        """Why each unavailable server is, as clients are told (no configured value)."""
-        self.failures: dict[str, str] = {}
-        """Why each server last failed to list, in full: the operator's (`/readyz`, the log)."""
-        self._stale: set[str] = set()
-        self._pending: dict[str, anyio.Event] = {}
-        """Servers being listed now, each in its own task; the event is set when it ends."""
-        self._served_early: set[str] = set()
-        """Servers still listing when a toolbox was handed out: their arrival is announced."""
-        self._waited: set[str] = set()
-        """Servers a request already waited the full `list_grace` for (not waited for again)."""
-        self._dirty = False
-        self._version = 0
-        self._announced = 0
-        """The toolbox version last announced to every scope (an unchanged one is not)."""
-        self._settling = Settling(self._reannounce, lambda: bool(self._served_early))
+        self._listing = Listing(self._make_toolbox, rebuilt=self._rebuilt,
+                                announce=self._announce)
+        """The upstreams' tool lists and the toolbox built from them."""
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._upstreams: UpstreamManager | None = None
         self._list_changes: ListChanges | None = None
         """Replicas: the PostgreSQL channel other replicas' tool-list changes arrive on."""
-        self._heard: set[str] = set()
-        """Servers being re-listed because another replica said so (not told back)."""
         # One automatic-insertion dial: reads see the value placement uses. An explicit read
         # (read_result is marked so) is bounded by the explicit-read limit instead.
         self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes,
@@ -142,7 +121,9 @@ class Gateway:
         await stack.__aenter__()
         self._group = await stack.enter_async_context(anyio.create_task_group())
         self._upstreams = UpstreamManager(self.config, self._group,
-                                          on_change=self._upstream_changed, errlog=self._errlog)
+                                          on_change=self._listing.upstream_changed,
+                                          errlog=self._errlog)
+        self._listing.start(self._upstreams, self._group)
         if self._upstreams.pooled:  # instances per tenant, principal or conversation: swept
             await self._group.start(self._upstreams.pool.run)
         self._stack = stack
@@ -151,9 +132,10 @@ class Gateway:
             if isinstance(state, PostgresConversations):
                 self._list_changes = ListChanges(
                     state.conninfo, state.table, [s.name for s in self.config.servers],
-                    self._replica_changed, heard_scope=self._replica_scope_changed,
+                    self._listing.replica_changed, heard_scope=self._replica_scope_changed,
                     held_scopes=lambda: [s.scope.key() for s in self.scopes.all()],
                     errlog=self._errlog)
+                self._listing.replicate(self._list_changes)
                 stack.push_async_callback(self._list_changes.close)
                 await self._group.start(self._list_changes.run)
         return self
@@ -166,6 +148,7 @@ class Gateway:
         if self._stack is not None:
             await self._stack.__aexit__(None, None, None)
         self._stack = self._group = self._upstreams = None
+        self._listing.stop()
         self.scopes.close()  # saves every conversation and releases its memory
 
     def start_soon(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -189,107 +172,37 @@ class Gateway:
         Each upstream is listed in its own task, so one slow or hung server delays no other.
         This waits for listings in flight at most `wait` seconds (default `list_grace`); a
         server still starting then is indexed when it arrives and announced to every scope by a
-        list change (`_changed`), and once a call waited the full grace for it, it is not waited
+        list change (`Listing`), and once a call waited the full grace for it, it is not waited
         for again (its tools' calls are refused as starting).
         """
-        box = self._box
-        if box is not None and not self._dirty and not self._stale and not self._errors and (
-                not self._pending and len(self._listings) == len(self.upstreams.upstreams)):
-            return box  # every upstream listed and nothing changed: no lock on the hot path
-        self._start_listings()
-        # A start costs at most one full wait: once a request waited `list_grace` for a server,
-        # it is announced when it arrives and no later request (a call) waits for it again.
-        waiting = [done for name, done in self._pending.items() if name not in self._waited]
-        if waiting:
-            with anyio.move_on_after(self.list_grace if wait is None else wait):
-                for done in waiting:
-                    await done.wait()
-            if wait is None:
-                self._waited.update(self._pending)
-        async with self._box_lock:
-            if self._box is None or self._dirty:
-                self._rebuild()
-            assert self._box is not None
-            self._served_early.update(self._pending)
-            return self._box
+        return await self._listing.toolbox(self.list_grace if wait is None else wait,
+                                           full=wait is None)
 
-    def _start_listings(self) -> None:
-        due = {name for name in self.upstreams.upstreams if name not in self._listings
-               and self._retry_due(name)} | self._stale
-        for name in sorted(due - set(self._pending)):
-            self._stale.discard(name)
-            self._pending[name] = anyio.Event()
-            assert self._group is not None
-            self._group.start_soon(self._list_one, name)
+    @property
+    def failures(self) -> dict[str, str]:
+        """Why each server last failed to list, in full: the operator's (`/readyz`, the log)."""
+        return self._listing.failures
 
-    async def _list_one(self, name: str) -> None:
-        try:
-            got: list[types.Tool] | str = await self.upstreams[name].list_tools()
-        except UpstreamError as exc:  # reported to clients by its class, to the operator in full
-            got, self.failures[name] = exc.public, str(exc)
-        except Exception as exc:  # an upstream that cannot list is reported, not fatal
-            got = f"Server {name!r} could not be listed ({type(exc).__name__})."
-            self.failures[name] = f"{got[:-1]}: {exc}"
-        before: list[types.Tool] | str | None = self._listings.get(name, self._errors.get(name))
-        heard = name in self._heard
-        self._heard.discard(name)
-        if isinstance(got, str):
-            self._errors[name] = got
-            self._listings.pop(name, None)
-        else:
-            self._errors.pop(name, None)
-            self._listings[name] = got
-        if self._list_changes is not None and before is not None and got != before and not heard:
-            assert self._group is not None  # re-indexed here: the other replicas re-list it
-            self._group.start_soon(self._list_changes.announce, name)
-        if got != before:
-            self._dirty = True
-        self._pending.pop(name).set()
-        self._waited.discard(name)
-        early = name in self._served_early
-        self._served_early.discard(name)
-        if early or self._settling.settling:  # a client was answered without it: tell it
-            self._changed()
+    def _make_toolbox(self, version: int, listings: dict[str, list[types.Tool]],
+                      errors: dict[str, str], starting: Sequence[str],
+                      grant: Grant | None) -> Toolbox:
+        return build_toolbox(
+            self.config, version, listings, errors, starting, invoke=self._invoke,
+            passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
+            read_limits=self._read_limits, grant=grant, ranker=self.ranker,
+            call_tool=lambda name, arguments=None: self._call_tool_refusal(name, grant))
 
-    def _retry_due(self, name: str) -> bool:
-        failed = self.upstreams[name].failed_at
-        return failed is None or time.monotonic() - failed >= START_RETRY_AFTER
-
-    def _rebuild(self) -> None:
-        self._dirty = False
-        self._version += 1
-        self._box = self._build()
+    def _rebuilt(self, version: int) -> None:
         for state in self.scopes.all():  # an idle scope's dispatcher must not pin the old box
-            if state.call_session is not None and state.call_session[0] != self._version:
+            if state.call_session is not None and state.call_session[0] != version:
                 state.call_session = None
-            if state.stable_session is not None and state.stable_session[0] != self._version:
+            if state.stable_session is not None and state.stable_session[0] != version:
                 state.stable_session = None
 
-    def _build(self, grant: Grant | None = None) -> Toolbox:
-        return build_toolbox(
-            self.config, self._version, self._listings, self._errors,
-            sorted(set(self._pending) - set(self._listings)), invoke=self._invoke,
-            passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
-            read_limits=self._read_limits, call_tool=self._call_tool_refusal, grant=grant,
-            ranker=self.ranker)
-
-    def _call_tool_refusal(self, name: str, arguments: Any = None) -> Any:
-        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`).
-        refuse_call_tool(self._box, name)
-
-    async def _upstream_changed(self, server: str) -> None:
-        """An upstream's tool list changed: re-index it and tell every scope's clients."""
-        self._stale.add(server)
-        if self._group is not None:  # re-listed now; announced once that settles
-            self._start_listings()
-            if server in self._pending:
-                self._served_early.add(server)
-        self._changed()
-
-    async def _replica_changed(self, server: str) -> None:
-        """Another replica's `server` changed its tools: re-list ours, tell our clients."""
-        self._heard.add(server)
-        await self._upstream_changed(server)
+    def _call_tool_refusal(self, name: str, grant: Grant | None) -> Any:
+        # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`); said
+        # of the catalog the caller's grant sees, not the whole one.
+        refuse_call_tool(self._listing.box if grant is None else self._granted.get(grant), name)
 
     async def _replica_scope_changed(self, key: str) -> None:
         """Another replica changed a shared conversation's working set (or this one may have
@@ -307,22 +220,9 @@ class Gateway:
                         if self._errlog is not None:
                             print(f"byref gateway: conversation {key!r} not re-read after "
                                   f"another replica's activation: {exc}", file=self._errlog)
-            now = tuple(self.working_set(state, await self.toolbox_for(state)))
-            if now != state.declared:
-                state.declared = now
-                await state.announce(lists=False)  # a working set: handshake-era lists only
+            await state.declare(self.working_set(state, await self.toolbox_for(state)))
 
-    def _changed(self) -> None:
-        """The catalog changed (a server listed after a client was answered without it, or a
-        server said its tools changed): announced once it settles (`Settling`)."""
-        if self._group is not None:
-            self._settling.changed(self._group)
-
-    async def _reannounce(self) -> None:
-        box = await self.toolbox(wait=0)  # what is ready now; later arrivals announce themselves
-        if box.version == self._announced:
-            return
-        self._announced = box.version
+    async def _announce(self, box: Toolbox) -> None:
         for state in self.scopes.all():
             state.declared = tuple(self.working_set(state, box))
             await state.announce()
@@ -333,8 +233,7 @@ class Gateway:
 
     def indexed(self) -> dict[str, str]:
         """Each upstream → `listed`, `failed` (reported to clients) or `pending` (readiness)."""
-        return {name: "listed" if name in self._listings else "failed" if name in self._errors
-                else "pending" for name in self.upstreams.upstreams}
+        return self._listing.indexed()
 
     # -- serving -------------------------------------------------------------------------------
     async def toolbox_for(self, state: ScopeState, wait: float | None = None, *,
@@ -347,7 +246,7 @@ class Gateway:
         if state.grant is not None:
             found = self._granted.get(state.grant)
             if found is None or found.version != box.version:
-                found = self._granted[state.grant] = self._build(state.grant)
+                found = self._granted[state.grant] = self._listing.build(state.grant)
             box = found
         return box.stable if stable else box
 
@@ -394,19 +293,9 @@ class Gateway:
             call, run=target, exclusive=box.is_local(target.name), tries=RESULT_TRIES)
         # One projection per call, compared with what this scope's clients were last told: a
         # working set is declared to handshake-era clients only (a 2026-07-28 list stays put).
-        now = tuple(self.working_set(state, box))
-        changed = now != state.declared
-        if changed:
-            state.declared = now
-            await state.announce(connection, lists=False)
-        if self.usage is not None and target.name == ACTIVATE and not part.is_error:
-            fold = self._usage_folds.get(state.transcript)
-            if fold is None:
-                fold = self._usage_folds[state.transcript] = UsageFold()
-            # Only the messages since the last activation; none the usage log already holds.
-            fresh = state.unlogged(fold.catch_up(state.transcript))
-            await anyio.to_thread.run_sync(self.usage.append, fresh)
-        await state.persist()  # the call and result through the state port, one batch
+        activated = target.name == ACTIVATE and not part.is_error
+        changed = await state.settle(self.working_set(state, box), connection=connection,
+                                     usage=self.usage if activated else None)
         if changed and self._list_changes is not None and self._group is not None:
             # After the write: a replica told re-reads the record and finds the activation.
             self._group.start_soon(self._list_changes.announce_scope, state.scope.key())
@@ -424,6 +313,7 @@ class Gateway:
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))
+            session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
             cached = (box.version, session)
             if box.stable_lists:
                 state.stable_session = cached

@@ -42,6 +42,7 @@ from byref.reads import ReadLimits
 from byref.resolve import Caps
 from byref.store import ArtifactStore, Scope
 from byref.tools import Tool
+from byref.tools.code_mode import CodeMode
 from byref.tools.present import PRESENT_TOOL_NAME
 from byref.tools.read_result import READ_RESULT_NAME, make_read_result
 from byref.tools.sources import ToolSource, collect
@@ -72,6 +73,8 @@ class Harness:
     `model` is a `Model` (async; a blocking `SyncModel` is run in a worker thread) or a model
     id such as `"anthropic:claude-sonnet-4-6"`. `tools` are `Tool`s or `ToolSource`s. `on_delta`
     receives the model's text and tool-call fragments as they stream (per run, too).
+    `code_mode` (True or a `CodeMode`) adds `run_code`: one program calls many tools, and only
+    what it prints or returns comes back (`byref.tools.code_mode`).
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class Harness:
         read_limits: ReadLimits | None = None,
         discovery: Discovery | None = None,
         on_delta: OnDelta | None = None,
+        code_mode: CodeMode | bool = False,
     ) -> None:
         if isinstance(model, str):  # a model id such as "anthropic:claude-sonnet-4-6"
             from byref.harness.providers import model_from_id
@@ -123,7 +127,8 @@ class Harness:
                 listed.append(make_read_result(limits, room=self.assembler.room))
         self.session = Session(listed, store=kept, scope=scope, policy=grounds.policy,
                                transcript=transcript, emit=grounds.emit, caps=caps,
-                               read_limits=read_limits, discovery=discovery)
+                               read_limits=read_limits, discovery=discovery,
+                               code_mode=code_mode)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""
         default = f"{PLAIN_SYSTEM}\n\n{REFS_PROTOCOL}" if self.policy.refs else PLAIN_SYSTEM

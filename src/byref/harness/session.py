@@ -33,6 +33,7 @@ from byref.resolve import Caps
 from byref.store import ArtifactStore, Scope
 from byref.tools import Tool, builtin_tools
 from byref.tools.builtins import readers_for
+from byref.tools.code_mode import RUN_CODE, CodeMode, make_run_code_tool
 from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
 
@@ -81,7 +82,9 @@ class Session:
 
     `tools` are `Tool`s or `ToolSource`s (their tools are listed once, here). With `discovery`,
     those are the scaffolding, always declared; the catalog's tools are declared while the
-    working set holds them and are callable throughout. `readers`: the built-in read tools
+    working set holds them and are callable throughout. `code_mode` (True or a `CodeMode`)
+    adds `run_code`, a sandboxed program that calls these tools through this session
+    (`byref.tools.code_mode`). `readers`: the built-in read tools
     (default: `builtin_tools()` whenever a result can be stored); callable throughout, each is
     declared from the first request after a stored result needs it (`readers_for`), so a
     conversation that stores nothing is never declared them.
@@ -94,7 +97,8 @@ class Session:
                  caps: Caps | None = None, read_limits: ReadLimits | None = None,
                  discovery: Discovery | None = None,
                  readers: Sequence[Tool] | None = None, lock: AsyncLock | None = None,
-                 unknown_tool: Callable[[str], str | None] | None = None) -> None:
+                 unknown_tool: Callable[[str], str | None] | None = None,
+                 code_mode: CodeMode | bool = False) -> None:
         grounds = Grounds.make(store=store, scope=scope, policy=policy, emit=emit)
         self.policy, emit = grounds.policy, grounds.emit
         if read_limits is not None:
@@ -110,6 +114,10 @@ class Session:
         self.store: ArtifactStore | None = grounds.store
         self.scope = grounds.scope
         declared = collect(tools)
+        if code_mode and all(t.name != RUN_CODE for t in declared):
+            # Code mode: one more tool, whose programs call the others through this session.
+            declared.append(make_run_code_tool(
+                mode=code_mode if isinstance(code_mode, CodeMode) else None))
         if readers is None:
             # A stored result's note names these readers: whoever can store, declares them.
             readers = (builtin_tools(self.read_limits)
@@ -128,6 +136,8 @@ class Session:
         self.dispatcher = Dispatcher(callable_tools, transcript=self.transcript,
                                      store=self.store, scope=self.scope, policy=self.policy,
                                      caps=caps, emit=emit, unknown_tool=unknown_tool)
+        if discovery is not None:
+            self.dispatcher.search = _catalog_search(discovery)
         # Shared with whoever else writes this transcript (the gateway passes its scope's).
         self.lock: AsyncLock = lock if lock is not None else asyncio.Lock()
 
@@ -284,6 +294,14 @@ class Session:
         """`handle` for code without an event loop."""
         return run_blocking(self.handle(calls, provider), "session.handle_sync(...)",
                             "await session.handle(...)")
+
+
+def _catalog_search(discovery: Discovery) -> Callable[[str, int], list[dict[str, Any]]]:
+    """Code mode's `tools.search`: the catalog's own search, a row a tool."""
+    def search(query: str, limit: int) -> list[dict[str, Any]]:
+        page = discovery.searcher.search(query, limit=limit)
+        return [{"name": r.name, "description": r.excerpt} for r in page.results]
+    return search
 
 
 class _DueReaders:

@@ -8,7 +8,9 @@ binary) on the way back. Built-in read tools are added, declared once a stored r
 them (read_result from the start under a budget, whose stubs name it); with a catalog,
 search_tools and activate_tool declare the catalog's tools as the framework's history touches
 them; with a budget, the framework's model input can be fitted (settled results become
-exact-reread stubs).
+exact-reread stubs). With `code_mode`, run_code is declared beside them: a sandboxed program that
+calls byref's own tools (the catalog's, the readers) — not the framework's, which run only inside
+the framework's own call of them.
 
 The law of the record (a model turn's calls reserved as one batch, whatever order the
 framework runs them in) is kept by `byref.integrations.turns.TurnRecord`.
@@ -16,6 +18,7 @@ framework runs them in) is kept by `byref.integrations.turns.TurnRecord`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from byref.reads import ReadLimits
 from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
 from byref.tools.builtins import readers_for
+from byref.tools.code_mode import RUN_CODE, CodeMode
 from byref.tools.read_result import READ_RESULT_NAME
 from byref.transcript import Part, Transcript
 
@@ -94,7 +98,8 @@ class BridgeOptions(TypedDict, total=False):
     `store` ("memory": its own; None: nothing stored), `scope`, `policy`, `emit`; `catalog`
     (tools found by search_tools, declared while the working set holds them) or `search=True`
     (the framework's own tools behind search), `working_set` (how many), `budget` (fit the
-    framework's model input to this many bytes)."""
+    framework's model input to this many bytes), `code_mode` (True or a `CodeMode`: declare
+    run_code, whose programs call byref's own tools)."""
 
     store: ArtifactStore | Literal["memory"] | None
     scope: Scope | None
@@ -104,6 +109,7 @@ class BridgeOptions(TypedDict, total=False):
     search: bool
     working_set: int
     budget: RequestBudget | int | None
+    code_mode: CodeMode | bool
 
 
 def bridge_from(bridge: Bridge | None, options: BridgeOptions) -> Bridge:
@@ -149,18 +155,36 @@ class Bridge:
             room = self.assembler.room if self.assembler is not None else None
             builtins = builtin_tools(self.limits, room, present=False)
         self.builtins = builtins
+        self._adopted: dict[str, tuple[tuple[str, str], Tool]] = {}
+        code_mode = options.get("code_mode", False)
+        mode = None
+        if code_mode:
+            base = code_mode if isinstance(code_mode, CodeMode) else CodeMode()
+            mode = dataclasses.replace(base, refuse=self._code_gate(base.refuse))
         # byref's own half is a Session (transcript, store, scope, dispatcher): the framework's
         # tools join its dispatcher as they are adopted.
         self.session = Session(store=own_store, scope=scope, policy=policy, emit=emit,
                                read_limits=self.limits, discovery=self.discovery,
-                               readers=builtins)
+                               readers=builtins, code_mode=mode or False)
         self.policy = self.session.policy
         self.transcript = self.session.transcript
         self.store = self.session.store
         self.scope = self.session.scope
         self.dispatcher = self.session.dispatcher
-        self._adopted: dict[str, tuple[tuple[str, str], Tool]] = {}
+        self.code: tuple[Tool, ...] = (
+            (self.dispatcher.tools[RUN_CODE],) if mode is not None else ())
+        """run_code, declared beside the readers, when code mode is on."""
         self.turns = TurnRecord(self.transcript, self.dispatcher)
+
+    def _code_gate(self, then: Callable[[Tool], str | None] | None
+                   ) -> Callable[[Tool], str | None]:
+        def refuse(tool: Tool) -> str | None:
+            if tool.name in self._adopted:
+                return (f"Tool {tool.name!r} was not called: it belongs to the framework and "
+                        "runs only in the framework's own call of it, not from code; call it "
+                        "yourself.")
+            return then(tool) if then is not None else None
+        return refuse
 
     # -- tools ---------------------------------------------------------------------------------
     @property
@@ -209,6 +233,7 @@ class Bridge:
         if self.assembler is not None:  # a budget's stubs name read_result from any turn
             due |= {READ_RESULT_NAME}
         readers = [t for t in self.builtins if t.name in due]
+        readers = [*readers, *self.code]  # declared from the start
         if self.discovery is None:
             chosen = {t.name: t for t in readers}
             chosen.update((n, self._adopted[n][1]) for n in visible)

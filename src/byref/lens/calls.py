@@ -9,11 +9,12 @@ returned by this run"), a Message ref to the result at its seq and part.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from byref.jsonview import dumps
-from byref.lens.run import Run
+from byref.lens.run import Run, transcript_of
 from byref.refs import Blob, MessageRef, Ref
 from byref.transcript import Part
 
@@ -77,10 +78,30 @@ class Call:
     """The call's input exactly as the model wrote it."""
     takes: list[RefUse]
     result: Result | None = None
+    record: str | None = None
+    """For a code run: its record of inner calls (an artifact key), as its summary names it."""
+    inner: list[Call] = field(default_factory=list)
+    """For a code run: the calls its program made, read from the record (ids `<run>.<n>`)."""
+    gap: str | None = None
+    """For a code run whose record cannot be read: why (said on the page)."""
+
+
+_RECORD = re.compile(r"^\[[a-z_]+\] \d+ tool calls?\b.*; record (art_[A-Za-z0-9_-]+)\.$", re.M)
+"""A code run's summary line naming its record (`byref.tools.code_mode`)."""
+CODE_RUN_KIND = "record/code-run"
 
 
 def calls(run: Run) -> list[Call]:
-    """Every tool call in the run's transcript, paired with its result."""
+    """Every tool call in the run's transcript, paired with its result; a code run's inner
+    calls under it."""
+    found = _paired(run)
+    _link(found, run)
+    for call in found:
+        _inner_calls(run, call)
+    return found
+
+
+def _paired(run: Run) -> list[Call]:
     found: list[Call] = []
     by_id: dict[str, Call] = {}
     for message in run.transcript:
@@ -95,8 +116,32 @@ def calls(run: Run) -> list[Call]:
                 owner = by_id.get(part.call_id or "")
                 if owner is not None:
                     owner.result = _result(message.seq, index, part)
-    _link(found, run)
     return found
+
+
+def _inner_calls(run: Run, call: Call) -> None:
+    """Read a code run's record into `call.inner` (each paired and its refs traced within
+    the run), or say in `call.gap` why it cannot be."""
+    found = _RECORD.search(call.result.rendered) if call.result is not None else None
+    if found is None:
+        return
+    call.record = found.group(1)
+    got = run.get(call.record)
+    if got is None:
+        call.gap = f"its record {call.record} is not in this run's store"
+        return
+    meta, data = got
+    if meta.kind != CODE_RUN_KIND:
+        call.gap = f"{call.record} is a {meta.kind!r}, not a record of inner calls"
+        return
+    try:
+        record = transcript_of(data.splitlines(keepends=True))
+    except (ValueError, KeyError, TypeError) as exc:
+        call.gap = f"its record {call.record} could not be read ({type(exc).__name__})"
+        return
+    inner = Run(record, run.events, run.store, run.source, run.ref_scopes)
+    call.inner = _paired(inner)
+    _link(call.inner, inner)
 
 
 def _result(seq: int, index: int, part: Part) -> Result:

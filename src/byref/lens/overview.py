@@ -20,6 +20,8 @@ REQUEST_CHARS = 200_000
 """The conversation shown under a call is cut here (the page stays loadable); the cut is said."""
 
 SEARCH_EVENTS = ("searched", "activated")
+INNER_CHARS = 300
+"""Characters of an inner call's input and result shown in a code run's table."""
 
 
 def overview(run: Run, costs: Costs, *, base: str = "") -> str:
@@ -140,9 +142,41 @@ def _call(run: Run, call: Call, base: str) -> str:
                    "</details>")
     out.append(f"<details class=written><summary>the call as the model wrote it "
                f"({len(call.written):,} chars)</summary><pre>{esc(call.written)}</pre></details>")
+    out.append(_inner(call, base))
     out.append(_request(run, call))
     out.append("</div>")
     return "".join(out)
+
+
+def _inner(call: Call, base: str) -> str:
+    """A code run's inner calls, from its record: what each took and returned, none of it
+    seen by the model unless the program printed it."""
+    if call.record is None:
+        return ""
+    record = link(f"{base}/artifact/{path_part(call.record)}", call.record,
+                  data_ref=call.record)
+    if call.gap is not None:
+        return f"<p class=bad>inner calls not shown: {esc(call.gap)}</p>"
+    rows = []
+    for inner in call.inner:
+        result = inner.result
+        took = ", ".join(f"{esc(u.path)} = {_ref(u, base)} <span class=muted>"
+                         f"({esc(u.origin or '')})</span>" for u in inner.takes)
+        gave = ", ".join(f"{esc(u.path)} = {_ref(u, base)}" for u in result.returns
+                         ) if result is not None else ""
+        said = ("<span class=bad>no result</span>" if result is None else
+                f"{'<span class=bad>refused</span> ' if result.is_error else ''}"
+                f"<code>{esc(result.rendered[:INNER_CHARS])}</code>"
+                + (f" <span class=muted>… {len(result.rendered):,} chars</span>"
+                   if len(result.rendered) > INNER_CHARS else ""))
+        rows.append((f"<code>{esc(inner.call_id)}</code>", esc(inner.tool),
+                     f"<code>{esc(inner.written[:INNER_CHARS])}</code>", took or "—", said,
+                     gave or "—"))
+    return (f'<details class=inner open><summary>inner calls from code ({len(rows)}), from its '
+            f"record {record}</summary>"
+            + table(("call", "tool", "input", "refs taken", "result (the program's, not the "
+                     "model's)", "refs returned"), rows, id_=f"inner-{call.call_id}")
+            + "</details>")
 
 
 def _request(run: Run, call: Call) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from byref.battery import check, equal, raises
 from byref.errors import DeveloperError
 from byref.refs import KEY_PATTERN
 from byref.store.port import (
@@ -40,15 +41,10 @@ CaseName = Literal[
 ]
 Member = Literal["put_stream", "get_stream"]
 Hook = Literal["advance_time", "corrupt", "rewrite", "bounded_store", "reopen"]
-PROCESS_TIMEOUT = 180.0
 
 
 class HookMissing(DeveloperError):
     """A case needed a harness hook that was neither supplied nor declared."""
-
-
-class CaseFailed(DeveloperError):
-    """A law did not hold."""
 
 
 @dataclass(frozen=True)
@@ -100,24 +96,6 @@ class Kit:
         if self.reopen is None:
             raise HookMissing(self.missing("reopen"))
         return self.reopen
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise CaseFailed(message)
-
-
-def equal(got: object, want: object, what: str) -> None:
-    if got != want:
-        raise CaseFailed(f"{what}: expected {want!r}, got {got!r}")
-
-
-def raises(error: type[Exception], call: Callable[[], object], what: str) -> Exception:
-    try:
-        call()
-    except error as exc:
-        return exc
-    raise CaseFailed(f"{what}: expected {error.__name__}, nothing was raised")
 
 
 OPTS = PutOptions(kind="test/bytes", media_type="application/octet-stream")

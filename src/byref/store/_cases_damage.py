@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from byref.store._cases import OPTS, Case, CaseFailed, Kit, check, equal, raises
+from byref.battery import CaseFailed, check, equal, raises
+from byref.store._cases import OPTS, Case, Kit
 from byref.store.port import (
     ArtifactIntegrityError,
     ArtifactStore,

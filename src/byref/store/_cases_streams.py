@@ -12,19 +12,10 @@ import hashlib
 import multiprocessing
 import os
 import queue
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
-from byref.store._cases import (
-    OPTS,
-    PROCESS_TIMEOUT,
-    Case,
-    CaseFailed,
-    Kit,
-    _refs,
-    check,
-    equal,
-    raises,
-)
+from byref.battery import PROCESS_TIMEOUT, CaseFailed, check, equal, raises, reap
+from byref.store._cases import OPTS, Case, Kit, _refs
 from byref.store.port import (
     ArtifactSizeMismatchError,
     ArtifactStore,
@@ -135,15 +126,6 @@ def _child_crash(opener: Callable[[], ArtifactStore], scope: Scope) -> None:
     store.put_stream(scope, chunks(), 10 << 20, OPTS)
 
 
-def _reap(procs: Sequence[multiprocessing.process.BaseProcess]) -> None:
-    for proc in procs:
-        proc.join(PROCESS_TIMEOUT)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(10)
-            raise CaseFailed(f"child process {proc.pid} overstayed {PROCESS_TIMEOUT:.0f}s")
-
-
 def concurrent_puts(kit: Kit) -> None:
     opener, scope, count = kit.hook_reopen(), kit.scope(), 20
     ctx = multiprocessing.get_context("spawn")
@@ -157,7 +139,7 @@ def concurrent_puts(kit: Kit) -> None:
     except queue.Empty:
         raise CaseFailed("a writer process reported nothing in time") from None
     finally:
-        _reap(procs)
+        reap(procs)
     wrote = {ref: digest for batch in made for ref, digest in batch}
     equal(len(wrote), 2 * count, "distinct refs written by two processes")
     equal(sorted(_refs(kit.store, scope)), sorted(wrote), "list after concurrent puts")
@@ -171,7 +153,7 @@ def crash_mid_put(kit: Kit) -> None:
     opener, scope = kit.hook_reopen(), kit.scope()
     proc = multiprocessing.get_context("spawn").Process(target=_child_crash, args=(opener, scope))
     proc.start()
-    _reap([proc])
+    reap([proc])
     equal(proc.exitcode, 17, "exit code of the process that crashed mid-put")
     equal(_refs(kit.store, scope), [], "list after a crash mid-put")
     after = kit.store.put(scope, b"still works", OPTS)

@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
+from byref.battery import OffsetClock, Outcome, outcome
 from byref.errors import InvalidValue
 from byref.store._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
 from byref.store._cases_damage import DAMAGE_CASES
@@ -33,7 +34,6 @@ from byref.store.retention import Retention
 CASES: tuple[Case, ...] = (*BASIC_CASES, *DAMAGE_CASES, *STREAM_CASES)
 """Every case, in the order the report lists them."""
 
-Outcome = Literal["passed", "failed", "not-applicable", "declared", "stale"]
 
 __all__ = [
     "CASES", "Case", "CaseName", "CaseResult", "Hook", "Kit", "Outcome", "Report",
@@ -140,16 +140,8 @@ def run_case(case: Case, harness: StoreBattery) -> CaseResult:
     finally:
         harness.dispose(store)
     seconds = time.perf_counter() - started
-    reason = harness.declared.get(case.name)
-    if reason is not None:
-        if error is None:
-            return CaseResult(case.name, case.law, "stale",
-                              f"declared ({reason}) but now passes: remove the declaration",
-                              seconds)
-        return CaseResult(case.name, case.law, "declared", f"{reason} [{error}]", seconds)
-    if error is None:
-        return CaseResult(case.name, case.law, "passed", "", seconds)
-    return CaseResult(case.name, case.law, "failed", error, seconds)
+    got, detail = outcome(error, harness.declared.get(case.name))
+    return CaseResult(case.name, case.law, got, detail, seconds)
 
 
 def run_conformance(
@@ -221,24 +213,14 @@ def _missing(case: Case, hook: Hook) -> str:
 
 
 # -- harnesses for the adapters byref ships, by URL ---------------------------------------------
-class _Clock:
-    """Real time plus an offset the battery can advance (stores opened by URL use it)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-
 def battery_for_url(url: str, *, name: str | None = None) -> StoreBattery:
     """A harness for any URL `open_store` understands, with every hook byref can supply."""
     from byref.store.open import open_store
 
-    clocks: dict[int, _Clock] = {}
+    clocks: dict[int, OffsetClock] = {}
 
     def create() -> ArtifactStore:
-        clock = _Clock()
+        clock = OffsetClock()
         store = open_store(url, clock=clock)
         clocks[id(store)] = clock
         return store

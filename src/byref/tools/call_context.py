@@ -8,8 +8,9 @@ branchable fact for a tool that genuinely supports running without a store.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from byref.errors import MisuseError
 from byref.store import Artifact, ArtifactMeta, ArtifactStore, PutOptions, Scope
@@ -17,7 +18,32 @@ from byref.store import Artifact, ArtifactMeta, ArtifactStore, PutOptions, Scope
 if TYPE_CHECKING:
     from byref.events import Emitter
     from byref.resolve import Resolver
-    from byref.transcript import Transcript
+    from byref.tools.tool import Tool
+    from byref.transcript import Part, Transcript
+
+
+class ToolCalls(Protocol):
+    """Calls a tool body makes to other tools (code mode), through the very dispatcher that
+    runs it: the caller's scope, tools, policy, refs, placement and events; each call recorded
+    with its lineage (the run that made it) in the run's own record, not the conversation's."""
+
+    run_id: str
+    """The call id of the run making these calls; inner calls are `<run_id>.<n>`."""
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool a call by `name` would run, or None."""
+
+    def names(self) -> list[str]:
+        """Every tool these calls may name."""
+
+    def start(self, name: str, args: dict[str, Any]) -> Future[Part]:
+        """Dispatch one call; its recorded result part (a refusal is a part with is_error)."""
+
+    def search(self, query: str, limit: int) -> list[dict[str, Any]]:
+        """The tools matching `query`: {name, description} each."""
+
+    def keep_record(self) -> str | None:
+        """Store the run's record of inner calls (JSON lines); its art_ ref, or None."""
 
 
 class ScopedArtifacts:
@@ -61,6 +87,8 @@ class ToolContext:
     call_id: str
     wanted: Mapping[str, ArtifactMeta] = field(default_factory=dict)
     """For each `wants` argument: the artifact its ref redeemed to (the data is in the argument)."""
+    calls: ToolCalls | None = None
+    """Calls to other tools, for a tool marked `calls_tools` (code mode); None otherwise."""
 
     @property
     def has_artifacts(self) -> bool:

@@ -148,7 +148,7 @@ def make_run_python_tool(
                     f"Tool {RUN_PYTHON!r} cannot run code on this host: code runs only in an "
                     f"isolated sandbox, and none can be made here ({exc.reason}). Answer "
                     "without running code.", "isolation-unavailable") from exc
-            return _report(outcome, staged, ctx, limits, unenforced)
+            return report_run(outcome, staged, ctx, limits, unenforced)
 
     tool = Tool(name=RUN_PYTHON, description=describe(inventory.current(), limits, unenforced),
                 fn=run_python, input_schema=_SCHEMA, lazy=frozenset({"inputs"}), wants_ctx=True,
@@ -247,12 +247,15 @@ def _store_errors(name: str, key: str) -> Iterator[None]:
             f"now ({str(exc)[:200]}).", "missing-or-expired") from exc
 
 
-def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
-            limits: Limits, unenforced: list[str] | None = None) -> Any:
+def report_run(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
+               limits: Limits, unenforced: list[str] | None = None, *,
+               tool: str = RUN_PYTHON) -> dict[str, Any]:
+    """A finished run as `{exitCode, stdout, files}` (files minted with the inputs' lineage),
+    or the ToolRefusal for a limit it hit or code that failed (`tool` names the runner)."""
     stdout = outcome.stdout[-limits.max_stdout_chars:]
     if outcome.stopped in ("cpu", "memory", "wall", "disk", "file-size", "processes"):
         reason = _LIMIT_REASONS[outcome.stopped]
-        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=reason)
+        ctx.emit("refused", op="run", tool=tool, reason=reason)
         raise ToolRefusal(
             f"Your program was stopped at {_LIMIT_WORDS[outcome.stopped]} "
             f"({_limit_amount(outcome.stopped, limits, unenforced or [])}) and produced no "
@@ -264,7 +267,7 @@ def _report(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
             f"{outcome.stderr[-2_000:]}", "code-error")
     if outcome.stopped in ("output-files", "output-bytes"):
         reason = _LIMIT_REASONS[outcome.stopped]
-        ctx.emit("refused", op="run", tool=RUN_PYTHON, reason=reason)
+        ctx.emit("refused", op="run", tool=tool, reason=reason)
         raise ToolRefusal(
             f"Your program's output went over {_LIMIT_WORDS[outcome.stopped]} "
             f"({limits.max_output_files} files, {limits.max_output_bytes >> 20} MB); nothing "

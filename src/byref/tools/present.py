@@ -81,6 +81,7 @@ def make_present_tool() -> Tool:
         name=PRESENT_TOOL_NAME,
         description=DESCRIPTION,
         fn=_present, input_schema=_SCHEMA, lazy=frozenset({"ref"}), wants_ctx=True,
+        literal=frozenset({"as", "label"}),
         capabilities=("artifacts:present",),
         ref_line=False,  # it shows a stored artifact by the ref it was given: nothing new to pass
     )

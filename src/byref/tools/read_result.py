@@ -96,6 +96,7 @@ def make_read_result(limits: ReadLimits | None = None, room: ReadRoom | None = N
     # Written out: the generated schema offers `null` for each optional argument, which costs
     # every turn and tells the model nothing.
     return replace(made, input_schema=_SCHEMA,
+                   literal=frozenset({"fields", "offset", "limit", "max_bytes"}),
                    explicit_read=True)  # it bounds itself; placement must not preview it
 
 

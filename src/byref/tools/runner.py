@@ -119,8 +119,11 @@ class RunOutcome:
 
 class CodeRunner(Protocol):
     """Runs code in a staging area under limits."""
-    def run(self, code: str, stage: StagingArea, limits: Limits) -> RunOutcome:
-        """Run `code` in `stage` under `limits`; returns how it ended."""
+    def run(self, code: str, stage: StagingArea, limits: Limits, *,
+            channel: int | None = None, bootstrap: str | None = None) -> RunOutcome:
+        """Run `code` in `stage` under `limits`; returns how it ended. `channel`: a descriptor
+        the code's process keeps (code mode's tool channel; the runner closes its copy);
+        `bootstrap`: the program that runs main.py, instead of the plain one."""
 
 
 class StagingArea:
@@ -198,12 +201,17 @@ class SubprocessRunner:
         if self.isolation == "required":
             self.sandbox.backend(self.python)
 
-    def run(self, code: str, stage: StagingArea, limits: Limits) -> RunOutcome:
+    def run(self, code: str, stage: StagingArea, limits: Limits, *,
+            channel: int | None = None, bootstrap: str | None = None) -> RunOutcome:
         """Run `code` in a sandboxed child process; raises `IsolationUnavailable` when it cannot
-        isolate (warning once)."""
+        isolate (warning once). `channel` is a descriptor only the code's process keeps open
+        (this call closes it, whatever happens); `bootstrap` replaces the program that runs
+        main.py."""
         try:
             self.check()
         except IsolationUnavailable as exc:
+            if channel is not None:
+                os.close(channel)
             if not self._warned:
                 self._warned = True
                 log.warning("%s", developer_message(exc.reason))
@@ -214,7 +222,8 @@ class SubprocessRunner:
         paths = [stage.base / name for name in ("stdout", "stderr", "launcher")]
         read_status, write_status = os.pipe()
         try:
-            proc, isolation = self._launch(stage, limits, write_status, paths)
+            proc, isolation = self._launch(stage, limits, write_status, paths, channel,
+                                           bootstrap or _BOOTSTRAP)
             try:
                 stopped = self._wait(proc, limits, isolation != "none")
                 report = _read_report(read_status)
@@ -243,18 +252,23 @@ class SubprocessRunner:
         return outcome
 
     def _launch(self, stage: StagingArea, limits: Limits, write_status: int,
-                paths: list[Path]) -> tuple[subprocess.Popen[bytes], str]:
-        """Start the init (in the sandbox, unless isolation is 'none'); closes `write_status`."""
+                paths: list[Path], channel: int | None,
+                bootstrap: str) -> tuple[subprocess.Popen[bytes], str]:
+        """Start the init (in the sandbox, unless isolation is 'none'); closes `write_status`
+        and `channel`."""
         isolated = self.isolation == "required"
         env = minimal_env(stage.root) | {"BYREF_INPUTS": str(stage.root / "inputs.json"),
                                          "BYREF_OUTPUT_DIR": str(stage.outputs)}
+        if channel is not None:
+            env["BYREF_CHANNEL_FD"] = str(channel)
         # Files, not pipes: a process that keeps stdout open cannot hold the call past EOF.
         out, err, launcher_err = (os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                                   for p in paths)
         program = syscalls.program() if isolated else ""
         fds = {"status": write_status, "out": out, "err": err,
                "filter": _memfd(program) if isinstance(program, bytes) else -1,
-               "collect": os.open(stage.collected, os.O_RDONLY | os.O_DIRECTORY)}
+               "collect": os.open(stage.collected, os.O_RDONLY | os.O_DIRECTORY),
+               "channel": -1 if channel is None else channel}
         try:
             config = {"fds": fds, "seed": str(stage.seed), "outputs": str(stage.outputs),
                       "cpu": limits.cpu_seconds, "memory": limits.memory_bytes,
@@ -263,7 +277,7 @@ class SubprocessRunner:
                       "max_files": limits.max_output_files, "max_bytes": limits.max_output_bytes,
                       "scratch": [str(stage.root), "/tmp", "/dev/shm"] if isolated else []}
             argv = [self.python, "-I", "-S", "-c", _INIT, marshal.dumps(config).hex(), "--",
-                    self.python, "-I", "-c", _BOOTSTRAP]
+                    self.python, "-I", "-c", bootstrap]
             isolation = "none"
             if isolated:
                 isolation = self.sandbox.backend(self.python)[0]

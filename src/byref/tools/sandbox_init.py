@@ -58,6 +58,8 @@ def main(argv: list[str]) -> None:
         _become_code(c, fds, keep, libc, program, inner)
     os.close(fds["out"])
     os.close(fds["err"])
+    if fds.get("channel", -1) >= 0:  # the code's alone: its end closes when the code exits
+        os.close(fds["channel"])
     while True:
         got, wait_status = os.wait()
         if got == pid:
@@ -81,7 +83,8 @@ def _become_code(c: dict[str, Any], fds: dict[str, int], keep: list[int], libc: 
     os.dup2(fds["out"], 1)
     os.dup2(fds["err"], 2)
     for fd in keep:
-        os.close(fd)
+        if fd != fds.get("channel", -1):  # code mode's tool channel stays open for the code
+            os.close(fd)
     for name in ("PWD", "OLDPWD"):  # set by the shells and bwrap on the way: not the allowlist
         os.environ.pop(name, None)
     _limit(c, own=False)

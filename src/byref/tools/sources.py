@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from byref.errors import InvalidValue
 from byref.tools.blocks import Blocks
+from byref.tools.mcp_content import block_value
 from byref.tools.tool import Tool, ToolRefusal
 
 
@@ -191,18 +192,21 @@ def _page(cursor: str) -> Any:
 
 def mcp_value(name: str, result: Any) -> Any:
     """An MCP `CallToolResult` as a tool's return value: its structured content when it has
-    one, else its text (one block as a string, several as `Blocks`); an error is a refusal."""
+    one, else its blocks as the gateway records them (`mcp_content`: text as sent, an image,
+    audio or blob a `Payload`; one block as its value, several as `Blocks`); an error is a
+    refusal."""
     blocks = list(getattr(result, "content", None) or ())
-    texts = [str(b.text) for b in blocks if getattr(b, "type", None) == "text"]
     if _field(result, "is_error", "isError"):
+        texts = [str(b.text) for b in blocks if getattr(b, "type", None) == "text"]
         raise ToolRefusal(f"Tool {name!r} reported an error: {' '.join(texts) or 'no text'}",
-                          "upstream-error")
+                          "upstream-error", result="\n".join(texts) if texts else None)
     structured = _field(result, "structured_content", "structuredContent")
     if structured is not None:
         return structured
-    if len(texts) == 1:
-        return texts[0]
-    return Blocks(tuple(texts))  # each block shown in its place, never one JSON array
+    values = [block_value(b, name) for b in blocks]
+    if len(values) == 1:
+        return values[0]
+    return Blocks(tuple(values))  # each block shown in its place, never one JSON array
 
 
 def collect(items: Iterable[Tool | ToolSource]) -> list[Tool]:

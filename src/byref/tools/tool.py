@@ -44,7 +44,7 @@ class ToolRefusal(Refused):
     codes never widen byref's set and a dashboard can still group by either."""
 
     def __init__(self, text: str, reason: RefusalReason = "tool-refused", *,
-                 code: str | None = None) -> None:
+                 code: str | None = None, result: str | None = None) -> None:
         super().__init__(text)
         if code is not None and not (isinstance(code, str) and _CODE.fullmatch(code)):
             raise InvalidValue(f"ToolRefusal code {code!r} is not a short slug; use lower-case "
@@ -53,6 +53,10 @@ class ToolRefusal(Refused):
         self.text = text
         self.reason = reason
         self.code = code
+        self.result = result
+        """The tool's own error content, when it ran and answered with one (an MCP server's
+        `isError` result): recorded as the result's value, so its ref line passes those words
+        on (`dispatch.reflines`); None for a decline, which has nothing to pass on."""
 
 
 def artifact_ref_schema(kind: str) -> dict[str, Any]:
@@ -70,6 +74,9 @@ class Tool:
     fn: Callable[..., Any]
     input_schema: dict[str, Any]
     lazy: frozenset[str] = frozenset()
+    literal: frozenset[str] = frozenset()
+    """Parameters the model writes itself (a name, a count, a label): declared without the
+    `$ref` alternative, so the schema check refuses a ref there."""
     annotations: Mapping[str, Any] = field(default_factory=dict)
     capabilities: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
@@ -87,6 +94,8 @@ class Tool:
     """Show the ref line under this tool's inline results (`byref.dispatch.reflines`); off for
     tools whose results are no data to pass on (discovery's search and activation)."""
     wants_ctx: bool = False
+    calls_tools: bool = False
+    """The tool calls other tools through `ctx.calls` (code mode's `run_code`)."""
     refresh: Callable[[], object] | None = None
     """Called before each declaration: lets a tool keep its description live (run_python)."""
     watchers: list[Callable[[Tool], None]] = field(default_factory=list, init=False, repr=False)
@@ -108,6 +117,10 @@ class Tool:
         unknown = sorted(set(self.lazy) - set(self.input_schema.get("properties", {})))
         if unknown:
             raise InvalidValue(f"Tool {self.name!r} marks unknown parameter(s) lazy: {unknown!r}.")
+        unknown = sorted(set(self.literal) - set(self.input_schema.get("properties", {})))
+        if unknown:
+            raise InvalidValue(
+                f"Tool {self.name!r} marks unknown parameter(s) literal: {unknown!r}.")
         unknown = sorted(set(self.wants) - set(self.input_schema.get("properties", {})))
         if unknown:
             raise InvalidValue(f"Tool {self.name!r} wants artifacts for unknown parameter(s) "
@@ -129,12 +142,12 @@ class Tool:
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": self._schemas.rewrite(self.input_schema, self.lazy),
+            "input_schema": self._schemas.rewrite(self.input_schema, self.lazy | self.literal),
         }
 
     def declared_validator(self) -> jsonschema.Draft202012Validator:
         """A validator for the schema the model is declared (with `$ref` alternatives)."""
-        return self._checker(self._schemas.rewrite(self.input_schema, self.lazy))
+        return self._checker(self._schemas.rewrite(self.input_schema, self.lazy | self.literal))
 
     def plain_validator(self) -> jsonschema.Draft202012Validator:
         """A validator for the tool's own schema, as written."""

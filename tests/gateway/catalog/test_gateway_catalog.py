@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import anyio
+import jsonschema
 import mcp_types as types
 import pytest
 from _gateway_rig import World, running, text
@@ -126,9 +127,14 @@ async def test_proxied_tools_accept_refs_and_drop_their_output_schema(world: Wor
             upstream = (await gateway.upstreams["filesystem"].list_tools())
             assert next(t for t in upstream if t.name == "write_file").output_schema
             assert tool.output_schema is None
+            # One shared ref definition; each data parameter points to it.
             content = tool.input_schema["properties"]["content"]
-            assert content["anyOf"][0] == {"type": "string"}
-            assert content["anyOf"][1]["required"] == ["$ref"]
+            assert content["anyOf"] == [{"type": "string"}, {"$ref": "#/$defs/ref"}]
+            assert tool.input_schema["$defs"]["ref"]["required"] == ["$ref"]
+            check = jsonschema.Draft202012Validator(tool.input_schema)
+            ref = {"$ref": {"type": "Message", "seq": 1, "part": 0}}
+            assert not list(check.iter_errors({"path": "a.txt", "content": ref}))
+            assert not list(check.iter_errors({"path": "a.txt", "content": "text"}))
 
 
 async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) -> None:

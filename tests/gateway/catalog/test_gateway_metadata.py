@@ -127,13 +127,17 @@ async def test_direct_mode_declares_every_upstream_tool_with_its_metadata(
                              "media__long_note", "media__note", "media__peek",
                              "media__screenshot", "media__weather"]
             assert "call_tool" not in declared  # direct mode's default callTool is 'off'
-            assert {"read_json", "query_json", "read_result", "present"} <= set(declared)
+            assert {"read_result", "present"} <= set(declared)
+            # The JSON readers, as in search mode, come with the first stored result.
+            assert not {"read_json", "query_json"} & set(declared)
             assert _metadata(declared["media__erase"]) == ERASE
             peek = await client.call_tool("media__peek", {})
             assert not peek.is_error and _text(peek) == "3 records"
             # Refs and placement still apply to a directly declared tool.
             big = await client.call_tool("media__big_weather", {})
             assert json.loads(_text(big))["placed"] is True
+            declared = {t.name: t for t in (await client.list_tools()).tools}
+            assert {"read_json", "query_json"} <= set(declared)
 
 
 async def test_always_load_pins_tools_in_search_mode(world: World) -> None:

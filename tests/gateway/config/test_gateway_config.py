@@ -205,3 +205,15 @@ def test_share_roots_and_pool_are_read_and_checked() -> None:
                       "byref": {"pool": {"maxProcesses": 0}}}, source="c")
     assert str(caught.value) == ("Config 'c': byref.pool.maxProcesses must be a whole number of "
                                  "processes, 1 or more, got 0.")
+
+
+def test_protocol_is_auto_unless_an_entry_keeps_the_handshake() -> None:
+    config = parse_config({"mcpServers": {"a": {"url": "http://h/mcp"}, "b": {
+        "url": "http://h/mcp", "protocol": "handshake"}}}, source="c")
+    assert [s.protocol for s in config.servers] == ["auto", "handshake"]
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"mcpServers": {"a": {"url": "http://h/mcp", "protocol": "2025-11-25"}}},
+                     source="c")
+    assert str(caught.value) == (
+        "Config 'c' server 'a': 'protocol' must be 'auto' (2026-07-28 where the server speaks it) "
+        "or 'handshake' (the initialize generation), got '2025-11-25'.")

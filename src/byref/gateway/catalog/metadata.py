@@ -4,11 +4,11 @@ Owns three decisions. (1) An upstream tool's metadata (title, annotations, icons
 kept on its proxied tool and passes to the client on every declaration and in every search_tools
 row, so a client's permission prompts and the model both see readOnlyHint / destructiveHint as
 the server wrote them. (2) What is declared beside the scaffolding without being in the working
-set: in direct mode every catalog tool (for clients such as Claude Code that defer tools
-themselves), in search mode the `alwaysLoad` names and globs. (3) What call_tool may run
-(`byref.callTool`): 'all' catalog tools; 'readOnly' only tools annotated readOnlyHint (and byref's
-own JSON readers), so a tool that may change things runs only by its own name, where the client
-asks the user; 'off' none (call_tool is not declared). byref's read tools declare
+set: in direct mode every catalog tool but the JSON readers (for clients such as Claude Code that
+defer tools themselves), in search mode the `alwaysLoad` names and globs. (3) What call_tool may
+run (`byref.callTool`): 'all' catalog tools; 'readOnly' only tools annotated readOnlyHint (and
+byref's own JSON readers), so a tool that may change things runs only by its own name, where the
+client asks the user; 'off' none (call_tool is not declared). byref's read tools declare
 `_meta["anthropic/maxResultSizeChars"]`, and through the gateway an explicit read is bounded
 below Claude Code's ~25k-token spill threshold, so its answer is never spilled to a file.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery import Catalog
-from byref.tools import Tool
+from byref.tools import BUILTIN_JSON_TOOLS, Tool
 
 GATEWAY_EXPLICIT_READ_BYTES = 40 * 1024
 """One explicit read through the gateway: under Claude Code's 25k-token threshold even for dense
@@ -67,9 +67,12 @@ def is_read_only(tool: Tool) -> bool:
 
 
 def pinned(catalog: Catalog, *, mode: str, always_load: tuple[str, ...]) -> tuple[Tool, ...]:
-    """Catalog tools declared beside the scaffolding whatever the working set holds."""
+    """Catalog tools declared beside the scaffolding whatever the working set holds (direct
+    mode: every catalog tool but the JSON readers, which come, as in search mode, from the turn
+    a stored result needs them)."""
     if mode == "direct":
-        return tuple(catalog.tools())
+        readers = {t.name for t in BUILTIN_JSON_TOOLS}
+        return tuple(t for t in catalog.tools() if t.name not in readers)
     if not always_load:
         return ()
     return tuple(t for t in catalog.tools()

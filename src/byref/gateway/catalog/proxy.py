@@ -26,7 +26,7 @@ import mcp_types as types
 
 from byref.discovery.mcp import Listed
 from byref.gateway.catalog.content import Passed
-from byref.gateway.catalog.convert import capability, error_text, result_value
+from byref.gateway.catalog.convert import capability, error_content, error_text, result_value
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.jsonview import dumps
 from byref.refs import (
@@ -118,7 +118,7 @@ class _UpstreamCall:
         if result.is_error:
             raise ToolRefusal(
                 f"Server {self.server!r} tool {self.tool!r} reported an error: "
-                f"{error_text(result)}", "upstream-error")
+                f"{error_text(result)}", "upstream-error", result=error_content(result))
         if self.passed is not None:
             self.passed.keep(ctx.call_id, result)
         return result_value(result, server=self.server, tool=self.tool)

@@ -12,7 +12,7 @@ declarations, run through call_tool).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -46,6 +46,14 @@ CALL_TOOL_DESCRIPTION = (
     "its own (any may be a $ref). Use it too when a loaded tool is missing from your tools.")
 
 
+def read_only_refusal(name: str) -> str:
+    """Why call_tool (and code, under the same policy) does not run `name` when callTool is
+    'readOnly' and `name` is not annotated read-only."""
+    return (f"call_tool runs only read-only tools here (byref.callTool is 'readOnly'); "
+            f"{name!r} may change things: load it with activate_tool and call it by its own "
+            "name, so your client can ask the user first.")
+
+
 @dataclass(frozen=True)
 class Toolbox:
     """One build of what the gateway offers: the catalog, the scaffolding, what is pinned, and why
@@ -64,6 +72,8 @@ class Toolbox:
     """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
     starting: tuple[str, ...] = ()
     """Servers still starting when this box was built (their tools are not in it yet)."""
+    search: Callable[[str, int], list[dict[str, Any]]] | None = None
+    """The catalog's search as code mode's `tools.search` asks it: query, limit → rows."""
     declaring: tuple[Tool, ...] = ()
     """The scaffolding of the `stable` face (its activate_tool answers with declarations)."""
     stable_lists: bool = False

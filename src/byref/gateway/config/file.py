@@ -1,19 +1,11 @@
 """The gateway's config file: the `mcpServers` JSON MCP clients already use, plus a `byref` block.
 
-Owns reading and checking that file (its tokens and JWT settings in `config_auth`, the value
-checks every section shares in `config_values`). The law: a config either loads whole or fails
-with one error that names the file, the server and the key (identifiers with `!r`) and says what
-would fit; keys other clients add to a server entry (`alwaysAllow`, …) are ignored, while the
-`byref` block is strict, since a misspelt gateway setting would otherwise pass silently. What
-users already write is honoured as their clients read it: `"disabled": true` leaves a server out,
-`"tools": {"allow": [...], "deny": [...]}` globs filter its tools, `${VAR}` /
-`${VAR:-default}` are taken from the environment in `command`, `args`, `env`, `url` and
-`headers` (an unset variable with no default is an error, never a literal `${VAR}` passed on),
-`"type": "stdio" | "http" | "sse"` picks the transport, and VS Code's `"servers"` file is read
-like `"mcpServers"`. byref's own per-server keys: `"share"` (who shares one upstream process or
-session: `"all"`, `"tenant"`, `"principal"`, `"conversation"`; default `share_of`) and `"roots"`
-(what the server is told when it asks for roots and no client call can answer: URIs or
-`{"uri", "name"}` objects, default none); the pool's limits are `byref.pool`.
+Owns reading and checking that file: each server entry in `servers`, its tokens and JWT settings
+in `auth`, the value checks every section shares in `values`. The law: a config either loads
+whole or fails with one error that names the file, the server and the key (identifiers with
+`!r`) and says what would fit; the `byref` block is strict, since a misspelt gateway setting
+would otherwise pass silently (a server entry is lenient, as other clients read it: `servers`).
+VS Code's `"servers"` file is read like `"mcpServers"`; the pool's limits are `byref.pool`.
 
     {"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]},
                     "remote": {"url": "https://host/mcp", "headers": {"X-Key": "…"}}},
@@ -32,10 +24,8 @@ session: `"all"`, `"tenant"`, `"principal"`, `"conversation"`; default `share_of
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,71 +36,34 @@ from byref.dispatch import AUTO_INSERT_BYTES
 from byref.gateway.config.auth import Grant as Grant
 from byref.gateway.config.auth import JwtConfig as JwtConfig
 from byref.gateway.config.auth import parse_jwt, parse_tokens
+from byref.gateway.config.servers import (
+    DEFAULT_TIMEOUT,
+    ServerConfig,
+    Share,
+    disabled,
+    server_entry,
+)
 from byref.gateway.config.values import ConfigError as ConfigError
-from byref.gateway.config.values import expand, number, strings
+from byref.gateway.config.values import number
 
-DEFAULT_TIMEOUT = 60.0
-"""Seconds one upstream call may take before the model is told it timed out."""
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
-                         "usage", "mode", "alwaysLoad", "callTool", "inlineMediaBytes",
-                         "search", "vectorCache",
+                         "usage", "mode", "alwaysLoad", "callTool", "codeMode", "inlineMediaBytes",
+                         "search", "vectorCache", "encoder",
                          "state", "conversation", "conversationTtl", "jwt", "replicas", "pool"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
-SHARES = ("all", "tenant", "principal", "conversation")
-TRANSPORTS = ("stdio", "http", "sse")
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
+CODE_MODES = ("off", "readOnly", "all")
 INLINE_MEDIA_BYTES = 4 * 1024 * 1024
 """Images and audio up to this size reach the client as image/audio content (and are stored, a ref
 beside them); larger ones are stored and shown as a marker only. A full-HD PNG screenshot is
 typically 0.2–3 MB."""
-Transport = Literal["stdio", "http", "sse"]
-Share = Literal["all", "tenant", "principal", "conversation"]
 POOL_IDLE = 600.0
 """Seconds a pooled upstream process (or session) may sit without a call before it is stopped."""
 POOL_MAX = 64
 """Pooled upstream processes (and remote sessions) live at once, per gateway."""
 POOL_MAX_PER_TENANT = 16
 """Pooled upstream processes (and remote sessions) live at once, per tenant."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    """One upstream: a command to spawn (stdio) or a URL to reach (streamable HTTP, legacy SSE)."""
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    timeout: float = DEFAULT_TIMEOUT
-    kind: Transport | None = None
-    """The transport the entry names (`type`); None: stdio for a command, HTTP for a URL."""
-    allow: tuple[str, ...] | None = None
-    """Globs of upstream tool names to keep (None: every tool)."""
-    deny: tuple[str, ...] = ()
-    """Globs of upstream tool names to leave out (applied after `allow`)."""
-    share: Share | None = None
-    """Who shares one process (stdio) or upstream session (url); None: `GatewayConfig.share_of`."""
-    roots: tuple[tuple[str, str | None], ...] = ()
-    """(uri, name) the server is told when it asks for roots and no client call can answer."""
-
-    @property
-    def transport(self) -> Transport:
-        """How the server is reached: the configured `type`, else http when it has a URL, else
-        stdio."""
-        if self.kind is not None:
-            return self.kind
-        return "http" if self.url is not None else "stdio"
-
-    def keeps(self, tool: str) -> bool:
-        """Whether the entry's `tools` filter lets the upstream tool `tool` into the catalog."""
-        if self.allow is not None and not any(fnmatch.fnmatchcase(tool, g) for g in self.allow):
-            return False
-        return not any(fnmatch.fnmatchcase(tool, g) for g in self.deny)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +93,12 @@ class GatewayConfig:
     may change things must be activated and called by its own name, so a client's per-tool
     permission prompt sees it), or none (call_tool is not declared). Default: 'all' in search
     mode, 'off' in direct mode (every tool is declared there, so call_tool is only a way round)."""
+    code_mode: Literal["off", "readOnly", "all"] = "off"
+    """Whether clients are offered `run_code` (a sandboxed program that calls catalog tools, only
+    what it prints or returns coming back): 'off' (the default: no code runs on this host),
+    'readOnly' (code calls only tools annotated readOnlyHint, and byref's readers), or 'all'
+    (every catalog tool, unless callTool is 'readOnly': code never calls what call_tool would
+    refuse). In search mode it is found by search_tools like a catalog tool."""
     inline_media_bytes: int = INLINE_MEDIA_BYTES
     state: str | None = None
     """Conversation state URL (byref.conversations); default: SQLite beside a file store, else
@@ -159,6 +118,10 @@ class GatewayConfig:
     vector_cache: str | None = None
     """The hybrid's vector cache directory ('off': none); default $BYREF_VECTOR_CACHE, else the
     user's cache directory."""
+    encoder: str | None = None
+    """The hybrid's sentence encoder: an installed package's name or a path to an ONNX sentence
+    encoder with its tokenizer (`discovery.encoder.load_encoder`); None: $BYREF_EMBEDDING_MODEL,
+    else the packaged all-MiniLM-L6-v2."""
     replicas: bool = False
     """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
     request may land on any replica) and a principal's conversation is written by all of
@@ -233,9 +196,9 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
         raise ConfigError(f"Config {where}: unknown 'byref' key(s) {', '.join(map(repr, unknown))};"
                           f" accepted: {', '.join(map(repr, sorted(_BYREF_KEYS)))}.")
     timeout = number(opts.get("timeout", DEFAULT_TIMEOUT), f"{where} byref.timeout")
-    servers = tuple(_server(name, entry, where, timeout, base, env)
+    servers = tuple(server_entry(name, entry, where, timeout, base, env)
                     for name, entry in servers_raw.items()
-                    if not _disabled(name, entry, where))
+                    if not disabled(name, entry, where))
     scope = opts.get("scope", "local")
     if not isinstance(scope, str) or not scope:
         raise ConfigError(f"Config {where}: byref.scope must be a non-empty string, got {scope!r}.")
@@ -255,6 +218,10 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
     if call_tool not in CALL_TOOL_POLICIES:
         raise ConfigError(f"Config {where}: byref.callTool must be 'all', 'readOnly' or 'off', "
                           f"got {call_tool!r}.")
+    code_mode = opts.get("codeMode", "off")
+    if code_mode not in CODE_MODES:
+        raise ConfigError(f"Config {where}: byref.codeMode must be 'off', 'readOnly' or 'all', "
+                          f"got {code_mode!r}.")
     search = opts.get("search", "lexical")
     if search not in ("lexical", "hybrid"):
         raise ConfigError(f"Config {where}: byref.search must be 'lexical' or 'hybrid', got "
@@ -265,13 +232,19 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
                           f"'off', got {vector_cache!r}.")
     if vector_cache is not None and vector_cache.strip().lower() != "off":
         vector_cache = str((base or Path.cwd()) / vector_cache)
+    encoder = opts.get("encoder")
+    if encoder is not None and (not isinstance(encoder, str) or not encoder.strip()):
+        raise ConfigError(f"Config {where}: byref.encoder must be a package name or a path to "
+                          f"an ONNX sentence encoder, got {encoder!r}.")
+    if encoder is not None and (base or Path.cwd()).joinpath(encoder).exists():
+        encoder = str((base or Path.cwd()) / encoder)
     always = opts.get("alwaysLoad", [])
     if not isinstance(always, list) or not all(isinstance(a, str) and a for a in always):
         raise ConfigError(f"Config {where}: byref.alwaysLoad must be a list of tool names (as "
                           f"search_tools gives them, globs allowed), got {always!r}.")
     return GatewayConfig(
-        mode=mode, call_tool=call_tool, always_load=tuple(always), search=search,
-        vector_cache=vector_cache,
+        mode=mode, call_tool=call_tool, code_mode=code_mode, always_load=tuple(always),
+        search=search, vector_cache=vector_cache, encoder=encoder,
         inline_media_bytes=int(number(opts.get("inlineMediaBytes", INLINE_MEDIA_BYTES),
                                        f"{where} byref.inlineMediaBytes")),
         usage=None if usage is None else (base or Path.cwd()) / usage,
@@ -304,107 +277,6 @@ def _pool(value: Any, where: str) -> dict[str, Any]:
                                   f"of processes, 1 or more, got {got!r}.")
             out[field_name] = got
     return out
-
-
-def _disabled(name: Any, entry: Any, where: str) -> bool:
-    if not isinstance(entry, dict) or "disabled" not in entry:
-        return False
-    flag = entry["disabled"]
-    if not isinstance(flag, bool):
-        raise ConfigError(f"Config {where} server {name!r}: 'disabled' must be true or false, "
-                          f"got {flag!r}.")
-    return flag
-
-
-def _server(name: Any, entry: Any, where: str, timeout: float, base: Path | None,
-            environ: Mapping[str, str]) -> ServerConfig:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ConfigError(f"Config {where}: server name {name!r} must be letters, digits, '_', "
-                          "'-' or '.', starting with a letter or digit.")
-    at = f"{where} server {name!r}"
-    if not isinstance(entry, dict):
-        raise ConfigError(f"Config {at} must be an object, got {type(entry).__name__!r}.")
-    kind = entry.get("type")
-    if kind is not None and kind not in TRANSPORTS:
-        raise ConfigError(f"Config {at}: 'type' must be 'stdio', 'http' or 'sse', got {kind!r}.")
-    command, url = entry.get("command"), entry.get("url")
-    if (command is None) == (url is None):
-        raise ConfigError(f"Config {at} needs exactly one of 'command' (a program to start) or "
-                          "'url' (a streamable HTTP endpoint).")
-    if kind is not None and (kind == "stdio") != (command is not None):
-        raise ConfigError(f"Config {at}: 'type' {kind!r} needs "
-                          f"{'command' if kind == 'stdio' else 'url'!r}.")
-    if command is not None and (not isinstance(command, str) or not command):
-        raise ConfigError(f"Config {at}: 'command' must be a non-empty string, got {command!r}.")
-    if url is not None and not isinstance(url, str):
-        raise ConfigError(f"Config {at}: 'url' must be an http:// or https:// URL, got {url!r}.")
-    if url is not None:
-        url = expand(url, at, "url", environ)
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"Config {at}: 'url' must be an http:// or https:// URL, got "
-                              f"{url!r}.")
-    if command is not None:
-        command = expand(command, at, "command", environ)
-    args = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise ConfigError(f"Config {at}: 'args' must be a list of strings, got {args!r}.")
-    args = [expand(a, at, f"args[{i}]", environ) for i, a in enumerate(args)]
-    cwd = entry.get("cwd")
-    if cwd is not None:
-        if not isinstance(cwd, str):
-            raise ConfigError(f"Config {at}: 'cwd' must be a string, got {cwd!r}.")
-        if base is not None and not Path(cwd).is_absolute():
-            cwd = str(base / cwd)
-    allow, deny = _filter(entry.get("tools"), at)
-    share = entry.get("share")
-    if share is not None and share not in SHARES:
-        raise ConfigError(f"Config {at}: 'share' must be 'all', 'tenant', 'principal' or "
-                          f"'conversation' (who shares one process of it), got {share!r}.")
-    return ServerConfig(
-        name=name, command=command, args=tuple(args),
-        env=strings(entry.get("env"), at, "env", environ),
-        cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
-        timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
-        kind=kind, allow=allow, deny=deny, share=share, roots=_roots(entry.get("roots"), at),
-    )
-
-
-def _roots(value: Any, at: str) -> tuple[tuple[str, str | None], ...]:
-    """A server's `roots`: URIs, or {"uri": …, "name": …} objects."""
-    if value is None:
-        return ()
-    out: list[tuple[str, str | None]] = []
-    if isinstance(value, list):
-        for item in value:
-            if isinstance(item, str) and "://" in item:
-                out.append((item, None))
-            elif isinstance(item, dict) and set(item) <= {"uri", "name"} and isinstance(
-                    item.get("uri"), str) and "://" in item["uri"] and isinstance(
-                    item.get("name", ""), str):
-                out.append((item["uri"], item.get("name")))
-            else:
-                break
-        else:
-            return tuple(out)
-    raise ConfigError(f"Config {at}: 'roots' must be a list of root URIs (\"file:///path\") or "
-                      f"{{\"uri\": …, \"name\": …}} objects, got {value!r}.")
-
-
-def _filter(value: Any, at: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-    if value is None:
-        return None, ()
-    if not isinstance(value, dict) or not set(value) <= {"allow", "deny"}:
-        raise ConfigError(f"Config {at}: 'tools' must be {{\"allow\": [globs], \"deny\": "
-                          f"[globs]}}, got {value!r}.")
-    out: list[tuple[str, ...] | None] = []
-    for key in ("allow", "deny"):
-        globs = value.get(key)
-        if globs is not None and (not isinstance(globs, list) or not all(
-                isinstance(g, str) and g for g in globs)):
-            raise ConfigError(f"Config {at}: 'tools.{key}' must be a list of tool-name globs, "
-                              f"got {globs!r}.")
-        out.append(None if globs is None else tuple(globs))
-    return out[0], out[1] or ()
 
 
 def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:

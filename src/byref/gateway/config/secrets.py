@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
-from byref.gateway.config.file import ServerConfig
+from byref.gateway.config.servers import ServerConfig
 
 MIN_CHARS = 6
 """Shorter configured values are not taken out of texts."""

@@ -34,7 +34,8 @@ from starlette.applications import Starlette
 
 from byref.discovery.declare import PLAIN
 from byref.gateway.access.bearer import BearerVerifier
-from byref.gateway.access.scopes import AccessRefused, ScopeState, owned
+from byref.gateway.access.scopes import AccessRefused, owned
+from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
@@ -62,10 +63,9 @@ from byref.lens.gateway import lens_route
 from byref.transcript import Part
 
 INSTRUCTIONS = (
-    "byref gateway: the tools of several MCP servers behind one connection. Most of them are not "
-    "declared to you: find them with search_tools (its description lists the capability roots), "
-    "load the ones you need with activate_tool, or run any of them without loading it through "
-    "call_tool(name, arguments). " + REFS_PROTOCOL
+    "byref gateway: many MCP servers' tools behind one connection, most not declared to you: "
+    "find them with search_tools, then load them with activate_tool or run them through "
+    "call_tool. " + REFS_PROTOCOL
 )
 
 

@@ -137,18 +137,14 @@ class Passthrough:
             return await self._fan.on(server, "completing an argument", complete)
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        """Forwarded to every server that logs, on the caller's instances (`pool`: a server
-        shared by all keeps the last level any client set)."""
+        """Sent to every server that logs, on the caller's instances (`pool`: a server shared by
+        all keeps the last level any client set); answered without waiting for a server still
+        starting, which is sent the level once it is up (`Upstream.set_level`)."""
         self.seen(ctx)
-
-        async def level(client: Client) -> bool:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.set_logging_level(params.level)
-            return True
-
         with self._fan.calling(ctx):
-            await self._fan.each("setting its log level", lambda c: c.logging is not None, level)
+            async with anyio.create_task_group() as group:
+                for up in self._fan.upstreams().values():
+                    group.start_soon(up.set_level, params.level)
         return types.EmptyResult()
 
     async def roots_changed(self, ctx: Ctx, params: types.NotificationParams | None) -> None:

@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.errors import OperatorError
 from byref.gateway.upstream.spawn import Spawned, SpawnError
+from byref.gateway.wire.sdk_client import HTTP_ERROR_STANDIN
 
 T = TypeVar("T")
 
@@ -79,10 +80,13 @@ class Live:
 async def bounded(name: str, timeout: float, live: Live, doing: str,
                   op: Callable[[Client], Awaitable[T]], *,
                   drop: Callable[[Live], Awaitable[None]],
-                  redact: Callable[[str], str] = str) -> T:
+                  redact: Callable[[str], str] = str,
+                  status: Callable[[], str | None] = lambda: None) -> T:
     """`op` on server `name`'s live connection within `timeout` seconds; raises UpstreamError
     saying what happened otherwise (`doing` names the operation; `drop` forgets a connection
-    that must be started again; `redact` takes configured values out of the server's words)."""
+    that must be started again; `redact` takes configured values out of the server's words;
+    `status`, the HTTP status a remote server last refused a request with, names it where the
+    SDK's error does not)."""
     assert live.client is not None
     client = live.client
     outcome: list[T] = []
@@ -107,9 +111,12 @@ async def bounded(name: str, timeout: float, live: Live, doing: str,
         if isinstance(err, MCPError) and err.error.code != types.CONNECTION_CLOSED:
             # The server answered with a JSON-RPC error: it is alive, the call was refused (its
             # words are its answer, cut to a bound and without any configured value they quote).
-            raise UpstreamError(f"Server {name!r} refused {doing}: {said(err.error.message)}",
-                                f"Server {name!r} refused {doing}: "
-                                f"{said(redact(err.error.message))}")
+            words = err.error.message
+            refused = status() if words == HTTP_ERROR_STANDIN else None
+            if refused is not None:  # an HTTP refusal: the SDK's words name no status
+                words = f"{words} ({refused})"
+            raise UpstreamError(f"Server {name!r} refused {doing}: {said(words)}",
+                                f"Server {name!r} refused {doing}: {said(redact(words))}")
         exited = await exit_reason(live.spawned)
         live.fail(exited or f"its connection closed ({describe(err)})",
                   exit_class(exited) if exited else "its connection closed")

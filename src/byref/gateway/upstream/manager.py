@@ -1,15 +1,16 @@
 """Upstream MCP servers: started lazily, restarted after a crash, every call bounded in time.
 
-Owns the connections to the servers in the config, through the official `mcp` client (a plain
-`tools/call` on a stdio server through `raw_calls`, on the same pipes, with the same outcomes). The
-law: an upstream failure — it cannot start, it crashes mid-call, it hangs past its timeout, it
-writes a line that is not JSON-RPC — becomes an `UpstreamError` whose text names the server and
-says what happened, never an exception that escapes into the gateway; a broken connection is
-dropped and the next call starts the server again, so one bad server never stops the others being
-served (one bounded operation and the words for each failure: `upstream_bounds`). Each
-connection is owned by one task of the gateway's task group (the SDK's client must be entered and
-left in the same task); calls from other tasks use it while it lives. An `Upstream` is one
-process (or remote session) of a server; which clients share it is `pool`'s.
+Owns the connections to the servers in the config, through the official `mcp` client, each in the
+protocol revision `era` picks for it (a plain `tools/call` on a stdio server through `raw_calls`,
+on the same pipes, with the same outcomes). The law: an upstream failure — it cannot start, it
+crashes mid-call, it hangs past its timeout, it writes a line that is not JSON-RPC — becomes an
+`UpstreamError` whose text names the server and says what happened, never an exception that escapes
+into the gateway; a broken connection is dropped and the next call starts the server again, so one
+bad server never stops the others being served (one bounded operation and the words for each
+failure: `upstream_bounds`). Each connection is owned by one task of the gateway's task group (the
+SDK's client must be entered and left in the same task); calls from other tasks use it while it
+lives. An `Upstream` is one process (or remote session) of a server; which clients share it is
+`pool`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import contextlib
 import logging
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, NoReturn, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import anyio
 import anyio.abc
@@ -28,11 +30,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.shared.exceptions import MCPDeprecationWarning
 
-from byref.gateway.config.file import ServerConfig
 from byref.gateway.config.secrets import redactor
-from byref.gateway.upstream import raw_calls
+from byref.gateway.config.servers import ServerConfig
+from byref.gateway.upstream import era, raw_calls
 from byref.gateway.upstream.bounds import (
     Live,
     UpstreamError,
@@ -51,19 +53,16 @@ from byref.gateway.wire.sdk_client import create_mcp_http_client
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
 
+UPSTREAM_EVENT_BYTES = 1 << 30
+"""The largest single answer (one SSE event) read from a streamable HTTP upstream. The SDK's
+default, 1 MiB, made a server's larger result look like a lost connection; a gateway exists to
+take such results below the context, so the bound only guards memory."""
 START_RETRY_AFTER = 30.0
 """Seconds before a server that failed to start is tried again for a listing."""
 LIST_READY = 1.0
 """Seconds a client's list waits for a server still starting before it is answered without it
 (the server's part announced by a list change once it is up): Claude Code gives up on a list
 after ~5 s, and a server may take far longer to start."""
-
-
-UPSTREAM_MODE: Literal["legacy"] = "legacy"
-"""Upstreams are spoken to in the handshake generation, which every server serves: a server's
-tool that asks its client for sampling, elicitation or roots mid-call, logs, or takes resource
-subscriptions does so only there (a 2026-07-28 connection has no server→client requests). What
-the gateway's own client speaks is independent (`relay` answers either way)."""
 
 
 class Upstream:
@@ -84,8 +83,9 @@ class Upstream:
         self.last_error: str | None = None
         self._spawned: Spawned | None = None
         self.http_status: str | None = None
-        """The last HTTP error status a remote server answered ("HTTP 401 Unauthorized"): the
-        SDK reports it as "Server returned an error response" alone."""
+        """The last HTTP error status a remote server answered a request with ("HTTP 401
+        Unauthorized"), at its start or on a call: the SDK reports it as "Server returned an
+        error response" alone."""
         self.redact = redactor(config)
         """`text` without any value this server's entry configures (`config.secrets`)."""
         self.relay = Relay(config.name, config.roots)
@@ -98,6 +98,10 @@ class Upstream:
         self._warming: anyio.Event | None = None
         self._late: dict[str, Callable[[Client], Awaitable[None]]] = {}
         """What was answered without this server while it started, by what: told once it is up."""
+        self.log_level: types.LoggingLevel | None = None
+        """The log level its clients last asked for (`logging/setLevel`): sent at each start."""
+        self.mode: era.Mode = era.first_mode(config)
+        """How its connections start (`era`): `auto` once it refused the handshake."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
@@ -181,6 +185,16 @@ class Upstream:
         with self.relay.flight(current()):
             return await self._bounded(doing, op)
 
+    async def set_level(self, level: types.LoggingLevel) -> None:
+        """Log at `level` from now on: sent now if the server runs (bounded; a failure is the
+        operator's), else at its start, and again at each restart. Never starts it."""
+        self.log_level = level
+        live = self._live
+        if live is None or live.broken.is_set() or self.starting:
+            return  # a start under way sends the level itself (`_connected`)
+        with contextlib.suppress(UpstreamError):
+            await self._bounded("setting its log level", _sends_level(level))
+
     @property
     def alive(self) -> bool:
         """Whether a process (or session) runs or is being started for this upstream."""
@@ -230,7 +244,8 @@ class Upstream:
             if live is None or live.broken.is_set():
                 live = await self._connected()
             return await bounded(self.name, self.config.timeout, live, doing, op,
-                                 drop=self._drop, redact=self.redact)
+                                 drop=self._drop, redact=self.redact,
+                                 status=lambda: self.http_status)
         except UpstreamError as exc:  # the operator is told in full; clients only `public`
             log.warning("upstream %r: %s", self.name, exc)
             raise
@@ -242,18 +257,15 @@ class Upstream:
                 return live
             if live is not None:
                 await self._drop(live)
-            spawned = self._spawned = Spawned()
-            self.http_status = None
             self.starting = True
             try:
-                with anyio.fail_after(self.config.timeout):
-                    started: Live = await self._group.start(self._own)
+                started = await self._start()
             except TimeoutError:
-                said = spawned.tail()
+                said = self._spawned.tail() if self._spawned is not None else ""
                 hung = f"it did not complete the MCP handshake within {self.config.timeout:g} s"
                 self._failed(hung + (f"; its stderr: {said}" if said else ""), hung)
             except Exception as exc:  # whatever starting raised, the model gets words for it
-                exited = await exit_reason(spawned)
+                exited = await exit_reason(self._spawned)
                 if exited is not None:
                     # "Server 'crashy' exited with code 3: fatal: missing API key." (clients:
                     # "Server 'crashy' exited with code 3.")
@@ -267,7 +279,31 @@ class Upstream:
             self.starts += 1
             self.failed_at = None
             self._live = started
+            if self.log_level is not None:  # what its clients asked for before it was up
+                with contextlib.suppress(UpstreamError):
+                    await bounded(self.name, self.config.timeout, started,
+                                  "setting its log level", _sends_level(self.log_level),
+                                  drop=self._drop, redact=self.redact)
             return started
+
+    async def _start(self) -> Live:
+        """A new connection, started in `mode`; a server that refuses the handshake naming only
+        2026-07-28 versions is started again in that revision (and stays in it)."""
+        for _ in range(2):
+            self._spawned = Spawned()
+            self.http_status = None
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    started: Live = await self._group.start(self._own)
+                return started
+            except Exception as exc:
+                if self.mode != "legacy" or self.config.protocol == "handshake" or \
+                        not era.modern_only(exc):
+                    raise
+                log.info("upstream %r refused the handshake naming only 2026-07-28 versions: "
+                         "spoken to in that revision", self.name)
+                self.mode = "auto"
+        raise AssertionError("unreachable")  # pragma: no cover: the second start raises
 
     def _failed(self, why: str, said: str, *, started: bool = True) -> NoReturn:
         """Raise why the server could not start (`said`: its class, what clients are told)."""
@@ -313,13 +349,16 @@ class Upstream:
         started = False
         try:
             async with Client(self._target(), message_handler=on_message, cache=None,
-                              mode=UPSTREAM_MODE, **self._offered()) as client:
+                              mode=self.mode, **self._offered()) as client:
                 live.client = client
                 started = True
                 task_status.started(live)
                 async with anyio.create_task_group() as group:
-                    if self._listens(client):
-                        group.start_soon(self._listen, client, live)
+                    wanted = era.listens_for(client, tools=self._on_change is not None,
+                                             others=self.on_notice is not None)
+                    if wanted is not None:
+                        group.start_soon(era.listen, client, wanted, live.stop,
+                                         lambda: self._missed(wanted))
                     await live.stop.wait()
                     group.cancel_scope.cancel()
         except Exception as exc:
@@ -351,20 +390,20 @@ class Upstream:
                 "sampling_capabilities": types.SamplingCapability(
                     tools=types.SamplingToolsCapability())}
 
-    def _listens(self, client: Client) -> bool:
-        tools = client.server_capabilities.tools
-        return (self._on_change is not None and client.protocol_version in
-                MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed))
-
-    async def _listen(self, client: Client, live: Live) -> None:
-        assert self._on_change is not None
-        with contextlib.suppress(Exception):
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _ in subscription:
-                    await self._on_change(self.name)
+    async def _missed(self, wanted: era.Wanted) -> None:
+        """A 2026-07-28 listen stream was opened again: the lists it follows are refetched
+        (what changed meanwhile was not told)."""
+        if wanted.tools and self._on_change is not None:
+            await self._on_change(self.name)
+        if self.on_notice is not None:
+            if wanted.resources:
+                await self.on_notice(self.name, types.ResourceListChangedNotification())
+            if wanted.prompts:
+                await self.on_notice(self.name, types.PromptListChangedNotification())
 
     async def _saw_response(self, response: Any) -> None:
-        if response.status_code >= 400:
+        # A request's refusal (the listening GET's 405 says nothing about requests).
+        if response.status_code >= 400 and response.request.method == "POST":
             self.http_status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
     def _target(self) -> Any:
@@ -375,7 +414,8 @@ class Upstream:
         if c.url is not None:
             http = create_mcp_http_client(headers=c.headers or None)
             http.event_hooks["response"].append(self._saw_response)
-            return streamable_http_client(c.url, http_client=http)
+            return streamable_http_client(c.url, http_client=http,
+                                          max_sse_event_size=UPSTREAM_EVENT_BYTES)
         assert c.command is not None
         # The server's stderr goes where the gateway operator will see it (never to stdout,
         # which carries the gateway's own protocol over stdio).
@@ -385,3 +425,16 @@ class Upstream:
         if sys.platform == "win32" or self._spawned is None:  # pragma: no cover
             return stdio_client(params, errlog=errlog)
         return stdio_process(params, self._spawned, errlog=errlog)
+
+
+def _sends_level(level: types.LoggingLevel) -> Callable[[Client], Awaitable[None]]:
+    """The operation telling a server its log level (nothing for one that does not log)."""
+
+    async def send(client: Client) -> None:
+        if client.server_capabilities.logging is None:
+            return
+        with warnings.catch_warnings():  # deprecated for 2026-07-28 servers; upstreams are legacy
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level(level)
+
+    return send

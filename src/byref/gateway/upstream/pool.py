@@ -29,8 +29,9 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client
 
-from byref.gateway.config.file import GatewayConfig, ServerConfig, Share
+from byref.gateway.config.file import GatewayConfig
 from byref.gateway.config.secrets import redactor
+from byref.gateway.config.servers import ServerConfig, Share
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.manager import Upstream
 from byref.gateway.upstream.relay import Caller, current
@@ -267,6 +268,16 @@ class Pooled:
         finally:
             self._used(key)
 
+    async def set_level(self, level: types.LoggingLevel) -> None:
+        """The caller's instance logs at `level` from now on (`Upstream.set_level`: sent now if
+        it runs, else when it starts; this never starts it)."""
+        caller = current()
+        key = key_of(self.share, caller.owner if caller is not None else None)
+        up = self._instances.get(key)
+        if up is None:
+            up = self._add(key)
+        await up.set_level(level)
+
     async def close(self) -> None:
         """Stop every instance."""
         async with anyio.create_task_group() as group:
@@ -286,18 +297,22 @@ class Pooled:
     async def _instance(self, key: Key) -> Upstream:
         up = self._instances.get(key)
         if up is None:
-            up = self._instances[key] = self._make()
-            up.on_notice = self._on_notice
-            # One principal's (or conversation's) own: its one session may be asked out of call.
-            up.relay.exclusive = self.one_principal or (
-                self.share in ("principal", "conversation") and key != CATALOG)
-            if key != SHARED:
-                self._pool.add(self.name, key, up, self._tenant(key),
-                               lambda: self._forget(key, up))
+            up = self._add(key)
         if key != SHARED:
             if not up.alive:
                 await self._pool.admit(self.name, key, self._tenant(key))
             self._pool.touch(self.name, key)
+        return up
+
+    def _add(self, key: Key) -> Upstream:
+        """A new instance for `key`, pooled, not started."""
+        up = self._instances[key] = self._make()
+        up.on_notice = self._on_notice
+        # One principal's (or conversation's) own: its one session may be asked out of call.
+        up.relay.exclusive = self.one_principal or (
+            self.share in ("principal", "conversation") and key != CATALOG)
+        if key != SHARED:
+            self._pool.add(self.name, key, up, self._tenant(key), lambda: self._forget(key, up))
         return up
 
     @staticmethod

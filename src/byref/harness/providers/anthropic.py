@@ -14,6 +14,7 @@ search results travel as `tool_reference` blocks, so activating a tool changes n
 from __future__ import annotations
 
 import os
+from types import ModuleType
 from typing import Any, Literal
 
 from byref.harness.messages import (
@@ -31,12 +32,9 @@ from byref.harness.providers._common import (
     ProviderError,
     call_names,
     client_class,
-    is_async_client,
-    require_sdk,
-    sdk_errors,
     split_system,
-    thread_deltas,
 )
+from byref.harness.providers._shared import ProviderModel
 from byref.harness.providers.deferral import NativeDeferral
 
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -48,10 +46,12 @@ _STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_toke
          "model_context_window_exceeded": "max_tokens"}
 
 
-class AnthropicModel:
+class AnthropicModel(ProviderModel):
     """A Claude model behind byref's harness. `turns` keeps each turn's `Usage`, in order."""
 
     provider = "anthropic"
+    sdk_name = "anthropic"
+    key_variable = KEY_VARIABLES[0]
 
     def __init__(
         self,
@@ -70,9 +70,7 @@ class AnthropicModel:
         timeout: float = 600.0,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        self.sdk = require_sdk("anthropic", "anthropic")
-        self.model = model
-        if client is None:
+        def build(sdk: ModuleType) -> Any:
             if api_key is None and not any(os.environ.get(v, "").strip() for v in KEY_VARIABLES):
                 raise MissingKeyError(
                     f"No API key for model {'anthropic:' + model!r}: set {KEY_VARIABLES[0]} in "
@@ -84,20 +82,16 @@ class AnthropicModel:
                 options["api_key"] = api_key
             if http_client is not None:
                 options["http_client"] = http_client
-            client = client_class(self.sdk, "Anthropic", http_client)(**options)
-        self.client = client
-        self.is_async = is_async_client(client)
-        """The client's calls are awaited; a blocking client's run in a worker thread."""
+            return client_class(sdk, "Anthropic", http_client)(**options)
+
+        super().__init__(model, client=client, stream=stream, extra=extra, build=build)
         self.max_tokens = max_tokens
-        self.stream = stream
         self.deferral = deferral
         self.cache = cache
         self.cache_conversation = cache_conversation
         self.cache_control: dict[str, Any] = {"type": "ephemeral"}
         if cache_ttl is not None:
             self.cache_control["ttl"] = cache_ttl
-        self.extra = dict(extra or {})
-        self.turns: list[Usage] = []
 
     # -- the request ---------------------------------------------------------------------------
     def params(self, request: Request) -> dict[str, Any]:
@@ -169,45 +163,23 @@ class AnthropicModel:
         return out
 
     # -- the call ------------------------------------------------------------------------------
-    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
-        """One turn; streamed when `stream` is set or `on_delta` is given."""
-        if not self.is_async:
-            from anyio import to_thread
+    async def _call(self, params: dict[str, Any], on_delta: OnDelta | None) -> Any:
+        if not self.streams(on_delta):
+            return await self.client.messages.create(**params)
+        fragments = StreamDeltas(on_delta)
+        async with self.client.messages.stream(**params) as events:
+            async for event in events:
+                fragments.add(event)
+            return await events.get_final_message()
 
-            return await to_thread.run_sync(self._respond_blocking, request,
-                                            thread_deltas(on_delta))
-        params = self.params(request)
-        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
-                        key_variable=KEY_VARIABLES[0]):
-            if self.stream or on_delta is not None:
-                fragments = StreamDeltas(on_delta)
-                async with self.client.messages.stream(**params) as events:
-                    async for event in events:
-                        fragments.add(event)
-                    message = await events.get_final_message()
-            else:
-                message = await self.client.messages.create(**params)
-        return self._done(message)
-
-    def _respond_blocking(self, request: Request, on_delta: OnDelta | None) -> Response:
-        params = self.params(request)
-        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
-                        key_variable=KEY_VARIABLES[0]):
-            if self.stream or on_delta is not None:
-                fragments = StreamDeltas(on_delta)
-                with self.client.messages.stream(**params) as events:
-                    for event in events:
-                        fragments.add(event)
-                    message = events.get_final_message()
-            else:
-                message = self.client.messages.create(**params)
-        return self._done(message)
-
-    def _done(self, message: Any) -> Response:
-        response = self.convert(message)
-        if response.usage is not None:
-            self.turns.append(response.usage)
-        return response
+    def _call_blocking(self, params: dict[str, Any], on_delta: OnDelta | None) -> Any:
+        if not self.streams(on_delta):
+            return self.client.messages.create(**params)
+        fragments = StreamDeltas(on_delta)
+        with self.client.messages.stream(**params) as events:
+            for event in events:
+                fragments.add(event)
+            return events.get_final_message()
 
     def convert(self, message: Any) -> Response:
         """An SDK `Message` as a neutral `Response` (text and tool calls; usage; stop reason)."""
@@ -240,7 +212,6 @@ class AnthropicModel:
             model=str(getattr(message, "model", self.model)),
         )
         return Response(tuple(blocks), usage)
-
 
 
 class StreamDeltas:

@@ -16,6 +16,7 @@ travel as `tool_search_output` items carrying the found declarations.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -28,25 +29,20 @@ from byref.harness.messages import (
     ToolCallDelta,
     Usage,
 )
-from byref.harness.providers._common import (
-    ProviderError,
-    call_names,
-    is_async_client,
-    openai_client,
-    require_sdk,
-    sdk_errors,
-    thread_deltas,
-)
+from byref.harness.providers._common import ProviderError, call_names, openai_client
+from byref.harness.providers._shared import ProviderModel
 from byref.harness.providers.deferral import NativeDeferral
 from byref.jsonview import decode, dumps
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 
 
-class OpenAIModel:
+class OpenAIModel(ProviderModel):
     """An OpenAI model behind byref's harness. `turns` keeps each turn's `Usage`, in order."""
 
     provider = "openai"
+    sdk_name = "openai"
+    key_variable = KEY_VARIABLE
 
     def __init__(
         self,
@@ -64,22 +60,13 @@ class OpenAIModel:
         timeout: float = 600.0,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        self.sdk = require_sdk("openai", "openai")
-        self.model = model
-        if client is None:
-            client = openai_client(self.sdk, model_id=f"openai:{model}",
-                                   key_variable=KEY_VARIABLE, api_key=api_key,
-                                   base_url=base_url, http_client=http_client,
-                                   max_retries=max_retries, timeout=timeout)
-        self.client = client
-        self.is_async = is_async_client(client)
-        """The client's calls are awaited; a blocking client's run in a worker thread."""
+        super().__init__(model, client=client, stream=stream, extra=extra, build=functools.partial(
+            openai_client, model_id=f"openai:{model}", key_variable=KEY_VARIABLE,
+            api_key=api_key, base_url=base_url, http_client=http_client,
+            max_retries=max_retries, timeout=timeout))
         self.max_output_tokens = max_output_tokens
-        self.stream = stream
         self.deferral = deferral
         self.cache_key = cache_key
-        self.extra = dict(extra or {})
-        self.turns: list[Usage] = []
 
     # -- the request ---------------------------------------------------------------------------
     def params(self, request: Request) -> dict[str, Any]:
@@ -149,60 +136,23 @@ class OpenAIModel:
         return items
 
     # -- the call ------------------------------------------------------------------------------
-    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
-        """One turn; streamed when `stream` is set or `on_delta` is given."""
-        if not self.is_async:
-            from anyio import to_thread
+    async def _call(self, params: dict[str, Any], on_delta: OnDelta | None) -> Any:
+        if not self.streams(on_delta):
+            return await self.client.responses.create(**params)
+        stream = StreamState(self, on_delta)
+        async with await self.client.responses.create(**params, stream=True) as events:
+            async for event in events:
+                stream.add(event)
+        return stream.final()
 
-            return await to_thread.run_sync(self._respond_blocking, request,
-                                            thread_deltas(on_delta))
-        params = self.params(request)
-        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
-                        key_variable=KEY_VARIABLE):
-            if self.stream or on_delta is not None:
-                stream = StreamState(self, on_delta)
-                async with await self.client.responses.create(**params, stream=True) as events:
-                    async for event in events:
-                        stream.add(event)
-                result = stream.final()
-            else:
-                result = await self.client.responses.create(**params)
-        return self._done(result)
-
-    def _respond_blocking(self, request: Request, on_delta: OnDelta | None) -> Response:
-        params = self.params(request)
-        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
-                        key_variable=KEY_VARIABLE):
-            if self.stream or on_delta is not None:
-                stream = StreamState(self, on_delta)
-                with self.client.responses.create(**params, stream=True) as events:
-                    for event in events:
-                        stream.add(event)
-                result = stream.final()
-            else:
-                result = self.client.responses.create(**params)
-        return self._done(result)
-
-    def _done(self, result: Any) -> Response:
-        response = self.convert(result)
-        if response.usage is not None:
-            self.turns.append(response.usage)
-        return response
-
-    def stream_failed(self, event: Any) -> ProviderError:
-        """The error a stream's `error` event stands for."""
-        return ProviderError(
-            f"{self.provider} stream for model {self.model!r} failed: "
-            f"{getattr(event, 'message', event)}",
-            provider=self.provider, model=self.model,
-        )
-
-    def stream_unfinished(self) -> ProviderError:
-        """The error for a stream that ended without a final response."""
-        return ProviderError(
-            f"{self.provider} stream for model {self.model!r} ended without a final response.",
-            provider=self.provider, model=self.model, retryable=True,
-        )
+    def _call_blocking(self, params: dict[str, Any], on_delta: OnDelta | None) -> Any:
+        if not self.streams(on_delta):
+            return self.client.responses.create(**params)
+        stream = StreamState(self, on_delta)
+        with self.client.responses.create(**params, stream=True) as events:
+            for event in events:
+                stream.add(event)
+        return stream.final()
 
     def convert(self, result: Any) -> Response:
         """An SDK `Response` as a neutral `Response` (text and tool calls; usage; stop reason)."""

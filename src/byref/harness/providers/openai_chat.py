@@ -16,6 +16,7 @@ client runs in a worker thread), feeding the same functions either way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -30,15 +31,8 @@ from byref.harness.messages import (
     ToolCallDelta,
     Usage,
 )
-from byref.harness.providers._common import (
-    NO_KEY,
-    ProviderError,
-    is_async_client,
-    openai_client,
-    require_sdk,
-    sdk_errors,
-    thread_deltas,
-)
+from byref.harness.providers._common import NO_KEY, ProviderError, openai_client
+from byref.harness.providers._shared import ProviderModel
 from byref.jsonview import decode, dumps
 
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -49,10 +43,12 @@ __all__ = ["NO_KEY", "ChunkAssembler", "OpenAIChatModel", "Turn", "chat_messages
 _STOP = {"length": "max_tokens", "content_filter": "refusal"}
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(ProviderModel):
     """A Chat Completions model behind byref's harness. `turns` keeps each turn's `Usage`."""
 
     provider = "openai-chat"
+    sdk_name = "openai"
+    key_variable = KEY_VARIABLE
 
     def __init__(
         self,
@@ -69,27 +65,18 @@ class OpenAIChatModel:
         timeout: float = 600.0,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        self.sdk = require_sdk("openai", "openai")
-        self.model = model
         # The SDK reads OPENAI_BASE_URL itself; reading it here too lets a local server go keyless.
         base_url = base_url or os.environ.get(BASE_URL_VARIABLE, "").strip() or None
-        if client is None:
-            client = openai_client(self.sdk, model_id=f"openai-chat:{model}",
-                                   key_variable=KEY_VARIABLE, api_key=api_key,
-                                   base_url=base_url, http_client=http_client,
-                                   max_retries=max_retries, timeout=timeout)
-        self.client = client
-        self.is_async = is_async_client(client)
-        """The client's calls are awaited; a blocking client's run in a worker thread."""
-        host = getattr(getattr(client, "base_url", None), "host", None)
+        super().__init__(model, client=client, stream=stream, extra=extra, build=functools.partial(
+            openai_client, model_id=f"openai-chat:{model}", key_variable=KEY_VARIABLE,
+            api_key=api_key, base_url=base_url, http_client=http_client,
+            max_retries=max_retries, timeout=timeout))
+        host = getattr(getattr(self.client, "base_url", None), "host", None)
         self.compatible = host not in (None, "api.openai.com")
         """Not OpenAI's own endpoint: only the fields every compatible server knows are sent."""
         self.max_output_tokens = max_output_tokens
-        self.stream = stream
         # `prompt_cache_key` is OpenAI's; a compatible server may reject an unknown field.
         self.cache_key = (not self.compatible) if cache_key is None else cache_key
-        self.extra = dict(extra or {})
-        self.turns: list[Usage] = []
 
     # -- the request ---------------------------------------------------------------------------
     def params(self, request: Request) -> dict[str, Any]:
@@ -112,52 +99,25 @@ class OpenAIChatModel:
         return params
 
     # -- the call ------------------------------------------------------------------------------
-    async def respond(self, request: Request, *, on_delta: OnDelta | None = None) -> Response:
-        """One turn; streamed when `stream` is set or `on_delta` is given."""
-        if not self.is_async:
-            from anyio import to_thread
+    async def _call(self, params: dict[str, Any], on_delta: OnDelta | None) -> Turn | None:
+        params = _streamed(params, on_delta)
+        if not params.get("stream"):
+            return completion_turn(await self.client.chat.completions.create(**params))
+        assembler = ChunkAssembler(on_delta)
+        async with await self.client.chat.completions.create(**params) as chunks:
+            async for chunk in chunks:
+                assembler.add(chunk)
+        return assembler.turn()
 
-            return await to_thread.run_sync(self._respond_blocking, request,
-                                            thread_deltas(on_delta))
-        params = self._params(request, on_delta)
-        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
-                        key_variable=KEY_VARIABLE):
-            if params.get("stream"):
-                assembler = ChunkAssembler(on_delta)
-                async with await self.client.chat.completions.create(**params) as chunks:
-                    async for chunk in chunks:
-                        assembler.add(chunk)
-                turn = assembler.turn()
-            else:
-                turn = completion_turn(await self.client.chat.completions.create(**params))
-        return self._done(turn)
-
-    def _respond_blocking(self, request: Request, on_delta: OnDelta | None) -> Response:
-        params = self._params(request, on_delta)
-        with sdk_errors(self.sdk, provider=self.provider, model=self.model,
-                        key_variable=KEY_VARIABLE):
-            if params.get("stream"):
-                assembler = ChunkAssembler(on_delta)
-                with self.client.chat.completions.create(**params) as chunks:
-                    for chunk in chunks:
-                        assembler.add(chunk)
-                turn = assembler.turn()
-            else:
-                turn = completion_turn(self.client.chat.completions.create(**params))
-        return self._done(turn)
-
-    def _params(self, request: Request, on_delta: OnDelta | None) -> dict[str, Any]:
-        params = self.params(request)
-        if on_delta is not None and not params.get("stream"):
-            params["stream"] = True  # a callback wants the fragments as they arrive
-            params["stream_options"] = {"include_usage": True}
-        return params
-
-    def _done(self, turn: Turn | None) -> Response:
-        response = self.convert(turn)
-        if response.usage is not None:
-            self.turns.append(response.usage)
-        return response
+    def _call_blocking(self, params: dict[str, Any], on_delta: OnDelta | None) -> Turn | None:
+        params = _streamed(params, on_delta)
+        if not params.get("stream"):
+            return completion_turn(self.client.chat.completions.create(**params))
+        assembler = ChunkAssembler(on_delta)
+        with self.client.chat.completions.create(**params) as chunks:
+            for chunk in chunks:
+                assembler.add(chunk)
+        return assembler.turn()
 
     def convert(self, turn: Turn | None) -> Response:
         """One assembled turn as a neutral `Response`, or the error saying why there is none."""
@@ -170,6 +130,13 @@ class OpenAIChatModel:
             )
         return turn.response(provider=self.provider, model=self.model,
                              max_output_tokens=self.max_output_tokens)
+
+
+def _streamed(params: dict[str, Any], on_delta: OnDelta | None) -> dict[str, Any]:
+    if on_delta is not None and not params.get("stream"):
+        # A callback wants the fragments as they arrive.
+        params = {**params, "stream": True, "stream_options": {"include_usage": True}}
+    return params
 
 
 # -- the request, as pure functions ------------------------------------------------------------
