@@ -24,7 +24,7 @@ from mcp.server.lowlevel import Server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.access.bearer import permits_server
-from byref.gateway.access.scopes import ScopeState
+from byref.gateway.access.state import ScopeState
 from byref.gateway.core import Gateway
 from byref.gateway.edge.caching import list_hint
 from byref.gateway.upstream.relay import calling
