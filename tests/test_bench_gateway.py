@@ -38,7 +38,7 @@ def report() -> dict[str, Any]:
 
 def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
     assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results",
-                           "direct_mode", "sdk_floor", "pool"}
+                           "direct_mode", "sdk_floor", "pool", "round_trip"}
     assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
     for path in ("activated", "call_tool"):
         _row(report["stdio"][path], ROW_P95)
@@ -93,7 +93,8 @@ def test_the_text_report_names_every_section(report: dict[str, Any]) -> None:
     for needle in ("stdio,", "activated tool by name", "through call_tool", "HTTP,", "tools/list",
                    "search_tools vs a call", "one session of", "RSS per call",
                    "large results", "log ×4", 'byref.mode "direct"', "direct mode, by name",
-                   "search mode, activated", "upstream pool", "a second principal's first call"):
+                   "search mode, activated", "upstream pool", "a second principal's first call",
+                   "round trip", "2026-07-28 ÷ handshake"):
         assert needle in text, needle
     assert "first turn" not in text  # --no-surface
 
@@ -148,6 +149,20 @@ def test_a_pooled_upstream_is_timed_beside_a_shared_one(report: dict[str, Any]) 
     _row(pool, {"shared_p50_ms", "pooled_p50_ms", "pooled_vs_shared_p50",
                 "second_principal_first_call_ms", "second_principal_vs_warm"})
     assert pool["processes"] == {"shared": 1, "pooled": 2}  # two principals, one process each
+
+
+def test_a_round_trip_is_counted_in_each_generation(report: dict[str, Any]) -> None:
+    trip = report["round_trip"]
+    legacy, modern = trip["handshake"], trip["2026-07-28"]
+    assert legacy["protocol_version"] != "2026-07-28" == modern["protocol_version"]
+    # The handshake era's list grows by the activated tool; the 2026-07-28 one never changes.
+    assert legacy["declarations_growth_chars"] > 0 == modern["declarations_growth_chars"]
+    for gen in (legacy, modern):
+        assert len(gen["requests"]) == 4
+        assert gen["round_trip_chars"] == sum(r["declarations"] + r["history"]
+                                              for r in gen["requests"])
+    assert trip["ratio_round_trip"] == round(
+        modern["round_trip_chars"] / legacy["round_trip_chars"], 3)
 
 
 def test_a_surface_only_report_prints_the_first_turns_alone() -> None:

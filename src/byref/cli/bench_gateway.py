@@ -153,6 +153,18 @@ def _calls(report: dict[str, Any]) -> list[str]:
                 f"{pool['first_call_ms']['pooled']} ms; a second principal's first call (starts "
                 f"its own process) {pool['second_principal_first_call_ms']} ms = "
                 f"×{pool['second_principal_vs_warm']} a warm call"]
+    trip = report.get("round_trip")
+    if trip:
+        out.append(f"one search → activate → call round trip of {trip['tool']} (model-visible "
+                   "characters: tool list + calls and results, summed over its 4 requests):")
+        for key, label in (("handshake", "handshake era (list grows)"),
+                           ("2026-07-28", "2026-07-28 (list fixed)")):
+            g = trip[key]
+            out.append(f"  {label:27} {g['round_trip_chars']:>7,} chars; last request "
+                       f"{g['last_request_chars']:,}; tool list grew "
+                       f"{g['declarations_growth_chars']:,}")
+        out.append(f"  2026-07-28 ÷ handshake    ×{trip['ratio_round_trip']} round trip, "
+                   f"×{trip['ratio_last_request']} last request")
     return out
 
 

@@ -19,6 +19,7 @@ Typical use (the harness calls `declare` once per request)::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -61,8 +62,15 @@ class Discovery:
         self.catalog = catalog
         self.budget = budget
         self.searcher = Searcher(catalog, ranker=ranker, page_chars=page_chars)
-        self.tools: tuple[Tool, Tool] = discovery_tools(
-            self.searcher, emit=emit, budget=budget, note=note, row_extras=row_extras)
+        self._made = functools.partial(discovery_tools, self.searcher, emit=emit, budget=budget,
+                                       note=note, row_extras=row_extras)
+        self.tools: tuple[Tool, Tool] = self._made()
+
+    def declaring_tools(self, answer: Callable[[Sequence[str]], str]) -> tuple[Tool, Tool]:
+        """The scaffolding for a client whose declared tools never change: activate_tool
+        answers with the declarations, and `answer(names)` says how to run them (see
+        `discovery_tools`); the same searcher as `tools`."""
+        return self._made(answer_declarations=answer)
 
     def declare(
         self, scaffolding: Sequence[Tool], transcript: Transcript, *, refs: bool = True

@@ -4,7 +4,9 @@ The law: finding is decoupled from loading. `search_tools` answers with a menu i
 result and declares nothing, so a broad search can never flood or evict the working set;
 `activate_tool` only validates names (an unknown one is refused with "did you mean …", and
 nothing is activated), because the working set is a projection of the transcript, not state
-the tool keeps. Both emit metadata-only events (`searched`, `activated`).
+the tool keeps. Where the declared tools must not change (`answer_declarations`: a client whose
+tool list is fixed), activate_tool answers with the tools' declarations instead, and says how to
+run them. Both emit metadata-only events (`searched`, `activated`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,16 @@ ACTIVATE_DESCRIPTION = (
     "Load catalog tools by their exact `names` (from search_tools) to call from your next step "
     "on; the least recently used is unloaded when the working set is full."
 )
+SEARCH_DECLARING = (
+    "Search the tool catalog (more tools exist than are declared to you) by `query` and/or "
+    "intersecting filters: `capabilities` (prefixes, e.g. 'file'), `domains`, `entities`, "
+    "`relationships`; `also`: other phrasings, fused ('money back' → refund). Returns a menu of "
+    "at most `limit` names: get the declarations of the ones you need with activate_tool."
+)
+ACTIVATE_DECLARING = (
+    "The declarations (description, input schema) of catalog tools by their exact `names` "
+    "(from search_tools); your declared tools do not change."
+)
 _WORDS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -53,13 +65,17 @@ def no_fit_text(unmatched: Sequence[str], roots: Sequence[str]) -> str:
 def discovery_tools(
     searcher: Searcher, *, emit: Emitter | None = None, budget: int = DEFAULT_BUDGET,
     note: str = "", row_extras: Callable[[str], Mapping[str, Any]] | None = None,
+    answer_declarations: Callable[[Sequence[str]], str] | None = None,
 ) -> tuple[Tool, Tool]:
     """`(search_tools, activate_tool)` over `searcher`'s catalog. `note` is appended to
     search_tools' description (what the catalog holds, what is unavailable); `row_extras(name)`
     adds fields to each found tool's menu row (the gateway: its server's title and
-    annotations)."""
+    annotations). With `answer_declarations(names)` (the sentence saying how to run those
+    tools), activate_tool declares nothing: it answers with the named tools' declarations, as
+    their own schemas (no `$ref` alternatives), and that sentence."""
     emitter = emit or Emitter()
     catalog = searcher.catalog
+    declaring = answer_declarations is not None
 
     @tool(name=SEARCH, description=SEARCH_DESCRIPTION)
     def search_tools(
@@ -96,7 +112,9 @@ def discovery_tools(
             out["filters"] = filters.to_json()
         if page.unmatched:
             out["unmatched"] = list(page.unmatched)
-        if page.results:
+        if page.results and declaring:
+            out["next"] = "Call activate_tool with the names you want for their declarations."
+        elif page.results:
             out["next"] = ("Nothing is declared yet: call activate_tool with the names you want "
                            f"(up to {budget} stay loaded).")
         elif page.abstained:
@@ -106,10 +124,10 @@ def discovery_tools(
                            "before concluding the capability is missing.")
         return out
 
-    search_tools = replace(search_tools, input_schema=SEARCH_SCHEMA,
-                           description=" ".join(filter(None, (SEARCH_DESCRIPTION, note))))
+    search_tools = replace(search_tools, input_schema=SEARCH_SCHEMA, description=" ".join(
+        filter(None, (SEARCH_DECLARING if declaring else SEARCH_DESCRIPTION, note))))
 
-    @tool(name=ACTIVATE, description=ACTIVATE_DESCRIPTION)
+    @tool(name=ACTIVATE, description=ACTIVATE_DECLARING if declaring else ACTIVATE_DESCRIPTION)
     def activate_tool(names: list[str]) -> dict[str, Any]:
         wanted = list(dict.fromkeys(names))
         if not wanted:
@@ -121,6 +139,9 @@ def discovery_tools(
                 "again with exact names from a search_tools result."
             )
         emitter("activated", names=wanted)
+        if answer_declarations is not None:
+            return {"declarations": [catalog.tool(n).plain_declaration() for n in wanted],
+                    "next": answer_declarations(wanted)}
         note = "Loaded from your next step on."
         if len(wanted) > budget:
             note += (f" Only the last {budget} fit in the working set; the others are not "

@@ -9,8 +9,10 @@ the loop, no thread hop unless refs must be read or a result placed — and reco
 then what the call leaves in the conversation (`ScopeState.settle`: a changed working set
 announced, usage logged, the record written); replicas and metrics are told last.
 
-The law: what a client is declared is a projection of its scope's transcript (scaffolding plus
-the working set), rebuilt from the toolbox whenever an upstream's list changes; the upstream
+The law: what a handshake-era client is declared is a projection of its scope's transcript
+(scaffolding plus the working set), rebuilt from the toolbox whenever an upstream's list changes;
+a 2026-07-28 client is declared the scaffolding and pinned tools only (`Toolbox.stable`), so its
+list changes with the upstreams' and its grant, never with its requests; the upstream
 catalog is read lazily (the first request that needs it starts the servers), a client's list
 never waits long for a server still starting (`list_wait`) and what arrives later is announced
 once per settled change (`catalog.settling`); a result's `seq` in the transcript is the one its
@@ -194,6 +196,8 @@ class Gateway:
         for state in self.scopes.all():  # an idle scope's dispatcher must not pin the old box
             if state.call_session is not None and state.call_session[0] != version:
                 state.call_session = None
+            if state.stable_session is not None and state.stable_session[0] != version:
+                state.stable_session = None
 
     def _call_tool_refusal(self, name: str, grant: Grant | None) -> Any:
         # Reached only when the gateway could not unwrap the call (see `Toolbox.unwrap`); said
@@ -232,37 +236,41 @@ class Gateway:
         return self._listing.indexed()
 
     # -- serving -------------------------------------------------------------------------------
-    async def toolbox_for(self, state: ScopeState, wait: float | None = None) -> Toolbox:
+    async def toolbox_for(self, state: ScopeState, wait: float | None = None, *,
+                          stable: bool = False) -> Toolbox:
         """The toolbox `state`'s grant sees: every tool, or only its servers' and tools' (a
         catalog of its own, so search, activation and calls cannot reach the others); `wait` as
-        `toolbox`'s."""
+        `toolbox`'s; `stable`: its face for a client whose list never changes with its requests
+        (`Toolbox.stable`)."""
         box = await self.toolbox(wait)
-        if state.grant is None:
-            return box
-        found = self._granted.get(state.grant)
-        if found is None or found.version != box.version:
-            found = self._granted[state.grant] = self._listing.build(state.grant)
-        return found
+        if state.grant is not None:
+            found = self._granted.get(state.grant)
+            if found is None or found.version != box.version:
+                found = self._granted[state.grant] = self._listing.build(state.grant)
+            box = found
+        return box.stable if stable else box
 
-    def list_wait(self, state: ScopeState | None = None) -> float:
+    def list_wait(self, state: ScopeState | None = None, *, stable: bool = False) -> float:
         """Seconds a tools/list waits for servers still starting: none when it declares only the
         scaffolding (search mode), `LIST_READY` when it declares upstream tools (direct mode,
-        alwaysLoad), `LIST_RESUMED` for a conversation resumed with tools activated; the rest
-        are announced as they arrive. Claude Code gives up on a tools/list after ~5 s and then
-        shows no tool of the gateway at all."""
+        alwaysLoad), `LIST_RESUMED` for a handshake-era conversation resumed with tools
+        activated; the rest are announced as they arrive. Claude Code gives up on a tools/list
+        after ~5 s and then shows no tool of the gateway at all."""
         if self.config.mode == "direct" or self.config.always_load:
             return min(self.list_grace, LIST_READY)
-        if state is not None and state.declared:
+        if state is not None and state.declared and not stable:
             return min(self.list_grace, LIST_RESUMED)
         return 0.0
 
-    async def declarations(self, state: ScopeState) -> list[dict[str, Any]]:
-        """What this scope's client is declared now: scaffolding plus its working set.
+    async def declarations(self, state: ScopeState, *, stable: bool = False
+                           ) -> list[dict[str, Any]]:
+        """What this scope's client is declared now: scaffolding plus its working set, or,
+        `stable` (a 2026-07-28 client), the stable face's scaffolding and pinned tools alone.
 
         Servers still starting are waited for at most `list_wait` (see `toolbox`)."""
-        box = await self.toolbox_for(state, self.list_wait(state))
+        box = await self.toolbox_for(state, self.list_wait(state, stable=stable), stable=stable)
         return declare(box.catalog, (*box.scaffolding, *box.pinned), state.transcript,
-                        budget=self.config.working_set).declarations
+                       budget=0 if stable else self.config.working_set).declarations
 
     def working_set(self, state: ScopeState, box: Toolbox) -> list[str]:
         """The catalog tool names to declare to this scope's clients: most recently touched first,
@@ -272,17 +280,19 @@ class Gateway:
                            always=box.always)
 
     async def call(self, state: ScopeState, name: str, arguments: Any, *,
-                   connection: Connection | None = None) -> Part:
-        """Run one client call in `state`'s scope and return the recorded result part."""
+                   connection: Connection | None = None, stable: bool = False) -> Part:
+        """Run one client call in `state`'s scope and return the recorded result part
+        (`stable`: a 2026-07-28 client's, through the toolbox's stable face)."""
         started = time.perf_counter()
-        box = await self.toolbox_for(state)
+        box = await self.toolbox_for(state, stable=stable)
         call = Call(f"call_{os.urandom(6).hex()}", name, arguments)  # uuid4's cost: ~1.7 us
         target = box.unwrap(call)
         # The session records the call and its result (byref's own tools exclusively: their
         # recipes name the call's seq; retried only when replicas write the record too).
         part = await self._session(state, box).run_call(
             call, run=target, exclusive=box.is_local(target.name), tries=RESULT_TRIES)
-        # One projection per call, compared with what this scope's clients were last told.
+        # One projection per call, compared with what this scope's clients were last told: a
+        # working set is declared to handshake-era clients only (a 2026-07-28 list stays put).
         activated = target.name == ACTIVATE and not part.is_error
         changed = await state.settle(self.working_set(state, box), connection=connection,
                                      usage=self.usage if activated else None)
@@ -297,14 +307,18 @@ class Gateway:
     def _session(self, state: ScopeState, box: Toolbox) -> Session:
         """The scope's `Session` over this toolbox version: the gateway's tools as given (its
         readers are in the catalog), the scope's transcript and lock."""
-        cached = state.call_session
+        cached = state.stable_session if box.stable_lists else state.call_session
         if cached is None or cached[0] != box.version:
             session = Session(box.tools, store=self.store, scope=state.store_scope,
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))
             session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
-            state.call_session = cached = (box.version, session)
+            cached = (box.version, session)
+            if box.stable_lists:
+                state.stable_session = cached
+            else:
+                state.call_session = cached
         return cached[1]
 
 

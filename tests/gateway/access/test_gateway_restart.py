@@ -72,7 +72,8 @@ async def test_no_gateway_code_assumes_seqs_start_at_zero(world: World) -> None:
     body = "alpha beta gamma\n" * 3_000
     (world.files / "a.txt").write_text(body)
     with anyio.fail_after(60):
-        async with running(world, servers) as (gateway, server), Client(server) as client:
+        async with running(world, servers) as (gateway, server), Client(
+                server, mode="legacy") as client:  # declared its working set
             activated = await client.call_tool("activate_tool", {
                 "names": ["filesystem__read_text_file"]})
             assert not activated.is_error, text(activated)

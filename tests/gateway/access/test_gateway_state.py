@@ -106,7 +106,7 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
             origin, declared = before.transcript.origin, before.declared
             assert WRITE in declared
         async with resumed(world, servers, conv, **options) as (gateway, server), Client(
-                server) as client:
+                server, mode="legacy") as client:  # declared its resumed working set
             state = gateway.scopes.state(gateway.scopes.stdio_scope)
             assert state.transcript.storage == "state" and state.transcript.origin == origin
             assert state.declared == declared  # the working set came back with the record

@@ -65,16 +65,21 @@ async def test_activation_is_announced_to_a_handshake_era_client(world: World) -
             assert len(notices) == 1
 
 
-async def test_activation_is_announced_on_the_subscription_stream(world: World) -> None:
+async def test_a_2026_07_28_client_is_answered_with_the_declaration_not_a_longer_list(
+        world: World) -> None:
     servers = world.need("git")
     with anyio.fail_after(60):
-        async with running(world, servers) as (_gateway, server), Client(server) as client:
+        async with running(world, servers) as (gateway, server), Client(server) as client:
             assert client.protocol_version == "2026-07-28"
-            async with client.listen(tools_list_changed=True) as subscription:
-                await client.call_tool("activate_tool", {"names": ["git__git_log"]})
-                event = await subscription.__anext__()
-            assert type(event).__name__ == "ToolsListChanged"
-            assert "git__git_log" in {t.name for t in (await client.list_tools()).tools}
+            await gateway.toolbox()  # settled: the search_tools note names no server starting
+            before = await client.list_tools(cache_mode="bypass")
+            result = await client.call_tool("activate_tool", {"names": ["git__git_log"]})
+            declared = json.loads(text(result))["declarations"]
+            assert [d["name"] for d in declared] == ["git__git_log"]
+            assert "repo_path" in declared[0]["input_schema"]["properties"]
+            after = await client.list_tools(cache_mode="bypass")
+            assert after.tools == before.tools
+            assert sorted(t.name for t in after.tools) == SCAFFOLDING
 
 
 async def test_an_unknown_name_activates_nothing_and_says_what_is_close(world: World) -> None:
@@ -114,7 +119,8 @@ async def test_call_tool_runs_any_catalog_tool_without_activating_it(world: Worl
 async def test_proxied_tools_accept_refs_and_drop_their_output_schema(world: World) -> None:
     servers = world.need("filesystem")
     with anyio.fail_after(60):
-        async with running(world, servers) as (gateway, server), Client(server) as client:
+        async with running(world, servers) as (gateway, server), Client(
+                server, mode="legacy") as client:  # the list a handshake-era client is declared
             await client.call_tool("activate_tool", {"names": ["filesystem__write_file"]})
             tool = next(t for t in (await client.list_tools()).tools
                         if t.name == "filesystem__write_file")

@@ -104,7 +104,13 @@ print(sorted(json.loads(r)["stock"] for r in rows))  # an upstream's text, as it
             assert "run_code" in " ".join(_texts(found))
             activated = await client.call_tool("activate_tool", {"names": ["run_code"]})
             assert not activated.is_error, _texts(activated)
-            assert "run_code" in {t.name for t in (await client.list_tools()).tools}
+            listed = {t.name for t in (await client.list_tools()).tools}
+            if client.protocol_version == "2026-07-28":  # its list stays put: declared here
+                body = json.loads(_texts(activated)[0])
+                assert [d["name"] for d in body["declarations"]] == ["run_code"]
+                assert listed == declared
+            else:
+                assert "run_code" in listed
             summary, printed = await _run(client, code)
             assert summary.startswith("[run_code] 3 tool calls (code__lookup ×3); none refused;"
                                       " record art_"), summary

@@ -31,8 +31,12 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 
 @asynccontextmanager
-async def serving(world: World) -> AsyncIterator[tuple[Gateway, str]]:
-    servers = {"flaky": world.fixture("misbehaving.py")}
+async def serving(world: World, *, growing: bool = False
+                  ) -> AsyncIterator[tuple[Gateway, str]]:
+    """The gateway over HTTP in front of the misbehaving fixture (`growing`: and a server whose
+    tool list grows on a call, `garden`)."""
+    servers = {"flaky": world.fixture("misbehaving.py"),
+               **({"garden": world.fixture("changing.py")} if growing else {})}
     tokens = {TOKEN: {"tenant": "t", "principal": "p"}}
     async with running(world, servers, tokens=tokens) as (gateway, _server):
         sock = listen_socket("127.0.0.1", 0)
@@ -59,9 +63,9 @@ async def test_a_call_over_http_runs_no_listing(world: World,
             listings: list[int] = []
             real = gateway.declarations
 
-            async def counting(state: Any) -> list[dict[str, Any]]:
+            async def counting(state: Any, **kw: Any) -> list[dict[str, Any]]:
                 listings.append(1)
-                return await real(state)
+                return await real(state, **kw)
 
             monkeypatch.setattr(gateway, "declarations", counting)
             listed = {t.name: t for t in (await c.list_tools()).tools}
@@ -86,12 +90,13 @@ async def test_the_lookup_answers_what_the_listing_declares(
     with anyio.fail_after(60):
         async with serving(world) as (gateway, url), client(url) as c:
             lookup = made[-1]  # the HTTP server's (the rig builds one of its own first)
-            assert not (await c.call_tool(ECHO, {"text": "x"})).is_error  # declared from now on
-            listed = (await c.list_tools()).tools
-            assert ECHO in {t.name for t in listed}
+            assert not (await c.call_tool(ECHO, {"text": "x"})).is_error
+            listed = (await c.list_tools()).tools  # a 2026-07-28 list: the scaffolding alone
+            assert ECHO not in {t.name for t in listed}
             for tool in listed:
                 assert lookup(tool.name) == tool.input_schema, tool.name
             box = await gateway.toolbox()
+            assert lookup(ECHO) == box.catalog.tool(ECHO).declaration()["input_schema"]
             assert lookup("flaky__crash") == box.catalog.tool("flaky__crash").declaration()[
                 "input_schema"]  # by name, as MCPServer's lookup: not scoped to the caller
             assert lookup("no_such_tool") is None
@@ -116,7 +121,7 @@ async def test_a_list_change_reaches_both_generations_over_http(world: World) ->
             changed.set()
 
     with anyio.fail_after(60):
-        async with serving(world) as (_gateway, url):
+        async with serving(world, growing=True) as (gateway, url):
             async with client(url, mode="legacy", message_handler=on_message) as legacy:
                 assert legacy.protocol_version != "2026-07-28"
                 await legacy.list_tools()
@@ -126,8 +131,15 @@ async def test_a_list_change_reaches_both_generations_over_http(world: World) ->
                 assert ECHO in {t.name for t in (await legacy.list_tools()).tools}
             async with client(url) as modern:
                 assert modern.protocol_version == "2026-07-28"
+                listed = (await modern.list_tools()).tools
                 async with modern.listen(tools_list_changed=True) as subscription:
+                    # Its own activation leaves its list as it was (the declaration is in the
+                    # answer); an upstream's change is what it hears of.
                     got = await modern.call_tool("activate_tool", {"names": ["flaky__crash"]})
                     assert not got.is_error, text(got)
+                    assert (await modern.list_tools(cache_mode="bypass")).tools == listed
+                    grown = await modern.call_tool("call_tool", {"name": "garden__grow"})
+                    assert text(grown) == "now 2 tools"
                     event = await subscription.__anext__()
                 assert type(event).__name__ == "ToolsListChanged"
+                assert "garden__water_seedling_1" in (await gateway.toolbox()).catalog

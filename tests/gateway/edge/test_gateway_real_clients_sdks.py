@@ -49,7 +49,8 @@ def _wire(result: Any) -> dict[str, Any]:
 
 
 async def _fastmcp_round(client: Any, out: Path, logs: list[tuple[str | None, Any]]) -> None:
-    """List, search, activate, list again, call by own name and through call_tool; the shapes,
+    """List, search, activate, list again, call (a handshake-era client by the tool's own name,
+    a 2026-07-28 one through call_tool: its list never grows) and through call_tool; the shapes,
     the forwarded document and the log lines."""
     names = {t.name for t in await client.list_tools()}
     assert names >= SCAFFOLD
@@ -57,10 +58,17 @@ async def _fastmcp_round(client: Any, out: Path, logs: list[tuple[str | None, An
     found = await client.call_tool("search_tools", {"query": "current time"})
     assert TOOL in [row["name"] for row in json.loads(found.content[0].text)["results"]]
     activated = await client.call_tool("activate_tool", {"names": [TOOL]})
-    assert json.loads(activated.content[0].text)["activated"] == [TOOL]
-    tools = {t.name: t for t in await client.list_tools()}
-    assert tools[TOOL].annotations.read_only_hint is True
-    called = await client.call_tool(TOOL, {"timezone": "UTC"})
+    body = json.loads(activated.content[0].text)
+    if client.protocol_version == "2026-07-28":  # its list stays put: the declaration is here
+        assert [d["name"] for d in body["declarations"]] == [TOOL]
+        assert {t.name for t in await client.list_tools()} == names
+        called = await client.call_tool("call_tool", {"name": TOOL,
+                                                      "arguments": {"timezone": "UTC"}})
+    else:
+        assert body["activated"] == [TOOL]
+        tools = {t.name: t for t in await client.list_tools()}
+        assert tools[TOOL].annotations.read_only_hint is True
+        called = await client.call_tool(TOOL, {"timezone": "UTC"})
     assert called.is_error is False
     assert called.structured_content["timezone"] == "UTC"
 

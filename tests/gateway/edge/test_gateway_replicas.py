@@ -126,9 +126,9 @@ backend replicas
     return proc, front
 
 
-def client(url: str, token: str) -> Client:
+def client(url: str, token: str, **options: Any) -> Client:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http))
+    return Client(streamable_http_client(url, http_client=http), **options)
 
 
 async def test_three_replicas_behind_haproxy_share_state(

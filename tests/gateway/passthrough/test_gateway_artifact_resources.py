@@ -1,5 +1,7 @@
 """byref's stored artifacts as MCP resources, in the caller's scope only: resources/list names the
-caller's own `byref:artifact/<ref>` URIs, the template `byref:artifact/{ref}` is listed, and
+caller's own `byref:artifact/<ref>` URIs to a handshake-era client (a 2026-07-28 client's list
+never changes with its calls: it reads them by URI), the template `byref:artifact/{ref}` is
+listed, and
 resources/read returns the stored bytes (text or base64); another scope's ref reads exactly as
 one that never existed. Over HTTP with two bearer tokens and over stdio with two conversations
 on one file store, through real `byref gateway` processes and the official client."""
@@ -101,9 +103,9 @@ async def _http(world: World) -> AsyncIterator[str]:
                 process.terminate()
 
 
-def _as(url: str, token: str) -> Client:
+def _as(url: str, token: str, mode: str = "legacy") -> Client:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http))
+    return Client(streamable_http_client(url, http_client=http), mode=mode)  # type: ignore[arg-type]
 
 
 async def test_over_http_each_token_lists_and_reads_only_its_own_artifacts(world: World) -> None:
@@ -149,6 +151,11 @@ async def test_over_http_each_token_lists_and_reads_only_its_own_artifacts(world
             assert await _refused(alice, ARTIFACT_PREFIX + "art_short") == (
                 f"Resource {ARTIFACT_PREFIX + 'art_short'!r} names no artifact: after "
                 f"{ARTIFACT_PREFIX!r} comes a ref, 'art_' followed by 22 letters or digits.")
+            async with _as(url, ALICE, mode="auto") as modern:  # 2026-07-28: read, not listed
+                assert modern.protocol_version == "2026-07-28"
+                assert await _mine(modern) == {}
+                (again,) = (await modern.read_resource(uri)).contents
+                assert isinstance(again, types.BlobResourceContents) and again.blob == blob.blob
 
 
 @asynccontextmanager
@@ -158,7 +165,8 @@ async def _stdio(world: World, conversation: str) -> AsyncIterator[Client]:
                               "--conversation", conversation)
     with world.log.open("a") as errlog:
         async with Client(stdio_client(StdioServerParameters(
-                command=command, args=args, env=dict(os.environ)), errlog=errlog)) as client:
+                command=command, args=args, env=dict(os.environ)), errlog=errlog),
+                mode="legacy") as client:  # its resources/list names its artifacts
             yield client
 
 

@@ -55,6 +55,8 @@ class ScopeState:
     listen: ListenHandler = field(init=False)
     call_session: tuple[int, Session] | None = None
     """(toolbox version, the `Session` over it); dropped when the toolbox is rebuilt."""
+    stable_session: tuple[int, Session] | None = None
+    """The same over the toolbox's stable face (2026-07-28 clients' calls)."""
     declared: tuple[str, ...] = ()
     """The working set this scope's clients were last told about (a change is announced)."""
     usage_logged: int = 0
@@ -116,7 +118,9 @@ class ScopeState:
         if now == self.declared:
             return False
         self.declared = now
-        await self.announce(connection)
+        # A working set changes only a handshake-era client's list; a 2026-07-28 client's
+        # lists stay put through its requests, so its listeners are not told.
+        await self.announce(connection, lists=False)
         return True
 
     def _usage_news(self) -> list[SearchUsage]:
@@ -207,7 +211,7 @@ class ScopeState:
                 self._flush()
         finally:
             self.transcript.close()
-            self.call_session = None
+            self.call_session = self.stable_session = None
 
     # -- connections ---------------------------------------------------------------------------
     def remember(self, connection: Connection) -> None:
@@ -232,9 +236,12 @@ class ScopeState:
         """How many connections are kept for notifications."""
         return len(self._connections)
 
-    async def announce(self, current: Connection | None = None) -> None:
-        """Tell every client of this scope that the tool list changed, in both generations."""
-        await self.bus.publish(ToolsListChanged())
+    async def announce(self, current: Connection | None = None, *, lists: bool = True) -> None:
+        """Tell every client of this scope that the tool list changed, in both generations
+        (`lists=False`: handshake-era connections only; a working set is declared to them
+        alone, so a 2026-07-28 listener hears only of changes to the lists it reads)."""
+        if lists:
+            await self.bus.publish(ToolsListChanged())
         if current is not None:
             self.remember(current)
         for connection in list(self._connections.values()):

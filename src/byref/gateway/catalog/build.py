@@ -36,6 +36,7 @@ from byref.gateway.catalog.toolbox import (
     CALL_TOOL_DESCRIPTION,
     CALL_TOOL_SCHEMA,
     Toolbox,
+    how_to_run,
     read_only_refusal,
     upstream_catalog,
 )
@@ -75,19 +76,21 @@ def build_toolbox(config: GatewayConfig, version: int,
         catalog, budget=config.working_set, emit=emit, note=note, ranker=ranker,
         row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {})
     search, activate = discovery.tools
+    declaring = discovery.declaring_tools(
+        lambda names: how_to_run(config.call_tool, catalog, names))
     # Refs go inside `arguments` (the target's own check takes them), not in place of it.
     call_tools = (Tool(name=CALL_TOOL, description=CALL_TOOL_DESCRIPTION,
                        fn=call_tool, input_schema=CALL_TOOL_SCHEMA,
                        literal=frozenset({"name", "arguments"}),
                        capabilities=("gateway.call",)),)
-    scaffolding = (
-        search, activate, *(call_tools if config.call_tool != "off" else ()),
-        make_read_result(read_limits), make_present_tool(),
-    )
+    rest = (*(call_tools if config.call_tool != "off" else ()), make_read_result(read_limits),
+            make_present_tool())
+    scaffolding = (search, activate, *rest)
     return Toolbox(version, catalog, scaffolding, (*scaffolding, *catalog.tools()),
                    dict(errors), pinned=pinned(
                        catalog, mode=config.mode, always_load=config.always_load),
                    call_tool=config.call_tool, starting=tuple(starting),
+                   declaring=(*declaring, *rest),
                    search=_code_search(discovery) if config.code_mode != "off" else None)
 
 

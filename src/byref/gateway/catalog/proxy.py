@@ -68,6 +68,12 @@ class ProxiedTool(Tool):
             out["mcp"] = self.mcp_meta  # read by `convert.mcp_tool` at the edge
         return out
 
+    def plain_declaration(self) -> dict[str, Any]:
+        """The declaration without `$ref` alternatives: the server's own schema (its
+        `input_schema` has them written in)."""
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.upstream_schema}
+
     @property
     def checks_input(self) -> bool:
         """Always True: its function checks the delivered arguments itself."""

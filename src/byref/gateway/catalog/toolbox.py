@@ -4,13 +4,16 @@ Owns `Toolbox` (the catalog, the scaffolding, what is pinned, why a server is mi
 still starting) and `upstream_catalog` (every listed upstream tool as a proxied byref tool, under a
 server-qualified name, kept by the entry's allow/deny globs and a grant's, plus the JSON readers).
 The law: a toolbox never changes; a tool-list change builds a new one with a higher version, so a
-scope's session over an old version is rebuilt, never patched.
+scope's session over an old version is rebuilt, never patched. Each build has two faces over one
+catalog: the handshake era's (activate_tool grows the client's tool list) and `stable` (a
+2026-07-28 client's list never changes with its requests: activate_tool answers with
+declarations, run through call_tool).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -71,6 +74,20 @@ class Toolbox:
     """Servers still starting when this box was built (their tools are not in it yet)."""
     search: Callable[[str, int], list[dict[str, Any]]] | None = None
     """The catalog's search as code mode's `tools.search` asks it: query, limit → rows."""
+    declaring: tuple[Tool, ...] = ()
+    """The scaffolding of the `stable` face (its activate_tool answers with declarations)."""
+    stable_lists: bool = False
+    """This is the `stable` face: what it declares never changes with a client's requests."""
+
+    @cached_property
+    def stable(self) -> Toolbox:
+        """This build as a client whose tool list must not change with its requests sees it
+        (2026-07-28): scaffolding and pinned tools only, activation answered in the result."""
+        if self.stable_lists or not self.declaring:
+            return self
+        upstream = self.tools[len(self.scaffolding):]
+        return replace(self, scaffolding=self.declaring, tools=(*self.declaring, *upstream),
+                       declaring=(), stable_lists=True)
 
     @cached_property
     def always(self) -> frozenset[str]:
@@ -143,3 +160,17 @@ def upstream_catalog(config: GatewayConfig, listings: Mapping[str, list[types.To
 def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
     entry = catalog.entry(name)
     return entry.server, entry.original_name
+
+
+def how_to_run(call_tool: str, catalog: Catalog, names: Sequence[str]) -> str:
+    """What a declaring activate_tool tells the model about running `names` (through call_tool
+    where `call_tool` — 'all', 'readOnly' or 'off' — lets it, else by their own names)."""
+    if call_tool == "all":
+        return "Run them with call_tool(name, arguments); any argument may be a $ref."
+    through = [n for n in names if call_tool == "readOnly" and is_read_only(catalog.tool(n))]
+    if len(through) == len(names):
+        return "Run them with call_tool(name, arguments); any argument may be a $ref."
+    direct = ", ".join(repr(n) for n in names if n not in through)
+    tail = " Run the others with call_tool(name, arguments)." if through else ""
+    return (f"Call {direct} by its own name (call_tool does not run it here); any argument may "
+            f"be a $ref.{tail}")

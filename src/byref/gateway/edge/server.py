@@ -6,7 +6,8 @@ the edge and nothing else (MCP types in `convert`, decisions in `core`); over HT
 middleware refuses a request without a valid token before any handler runs, and the session a
 token opened answers only that token; both protocol generations are served by the SDK's dual-era
 loop, and a tool-list change reaches each (handshake-era: a notification on the connection;
-2026-07-28: the scope's subscription stream).
+2026-07-28: the scope's subscription stream). A 2026-07-28 client's lists never change with its
+requests (`Toolbox.stable`) and carry cache hints (`caching`); `server/discover` is `discover`'s.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.core import Gateway
+from byref.gateway.edge.caching import ListHints
+from byref.gateway.edge.discover import discover_handler
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.edge.ops import ops_routes
@@ -142,13 +145,14 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         if connection is not None:
             state.remember(connection)
         p.seen(ctx)  # told of resource and prompt list changes too
+        stable = stable_lists(ctx)
         # Under the request's mark: an upstream listed now runs as (and asks) this client.
         with calling(ctx, owner=state.scope):
             if ctx.request is not None:  # over HTTP: the header check's lookup needs the toolbox
-                schemas.seen(await gateway.toolbox(gateway.list_wait(state)))
-            declarations = await gateway.declarations(state)
+                schemas.seen(await gateway.toolbox(gateway.list_wait(state, stable=stable)))
+            declarations = await gateway.declarations(state, stable=stable)
         tools, cursor = page([mcp_tool(d) for d in declarations], params.cursor if params else None)
-        return types.ListToolsResult(tools=tools, next_cursor=cursor)
+        return hints.apply(ctx, types.ListToolsResult(tools=tools, next_cursor=cursor))
 
     async def run_call(ctx: ServerRequestContext[Any, Any], name: str,
                        arguments: dict[str, Any]) -> Part:
@@ -159,7 +163,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
             if ctx.request is not None:
                 schemas.seen(box)
             return await gateway.call(state, own_name(box, name), arguments,
-                                      connection=connection_of(ctx))
+                                      connection=connection_of(ctx), stable=stable_lists(ctx))
 
     async def extras(ctx: ServerRequestContext[Any, Any], part: Part
                      ) -> tuple[list[types.ContentBlock], Any] | None:
@@ -179,7 +183,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
             async def run(parked: Parked) -> types.CallToolResult:
                 with calling(ctx, parked, owner=state.scope):
                     part = await gateway.call(state, name, params.arguments or {},
-                                              connection=connection_of(ctx))
+                                              connection=connection_of(ctx), stable=True)
                 return await client_result(gateway.passed, gateway.store, state.store_scope, part)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
@@ -199,6 +203,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     from byref import __version__
 
     parking = Parking()
+    hints = ListHints(gateway.config, gateway.indexed, lambda ctx: scope_of(ctx).grant)
     p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
                     owner=scope_of, store=gateway.store)
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only
@@ -207,15 +212,26 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
             "byref-gateway", version=__version__, instructions=INSTRUCTIONS,
             lifespan=lambda _: parking.running(),
             on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
-            get_tool_input_schema=schemas, on_list_resources=p.list_resources,
-            on_list_resource_templates=p.list_templates, on_read_resource=p.read_resource,
+            get_tool_input_schema=schemas,
+            on_list_resources=hints.around(p.list_resources, data=True),
+            on_list_resource_templates=hints.around(p.list_templates),
+            on_read_resource=p.read_resource,
             on_subscribe_resource=p.subscribe, on_unsubscribe_resource=p.unsubscribe,
-            on_list_prompts=p.list_prompts, on_get_prompt=p.get_prompt, on_completion=p.complete,
-            on_set_logging_level=p.set_level, on_roots_list_changed=p.roots_changed)
+            on_list_prompts=hints.around(p.list_prompts), on_get_prompt=p.get_prompt,
+            on_completion=p.complete, on_set_logging_level=p.set_level,
+            on_roots_list_changed=p.roots_changed)
+    server.add_request_handler("server/discover", types.RequestParams,
+                               discover_handler(server, gateway, scope_of))
     # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
     if lanes:
         server.middleware.append(PlainCalls(server, run_call, extras, connection_of))
     return server
+
+
+def stable_lists(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the request's client must see lists that never change with its requests: a
+    2026-07-28 one (`MUST NOT vary per-connection or as a side effect of other requests`)."""
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 def own_name(box: Toolbox, name: str) -> str:

@@ -7,7 +7,9 @@ watches, and the upstream resource updates that answer them. URIs are the gatewa
 naming servers sees only their resources (another's read as ones no server offers), a server is
 subscribed upstream while anyone (a subscribed connection or a listen stream) watches the pair
 and unsubscribed when the last stops, and byref's own artifacts (`byref:artifact/<ref>`) are
-answered from the store in the caller's scope (`artifact_resources`), never by an upstream.
+answered from the store in the caller's scope (`artifact_resources`), never by an upstream. A
+2026-07-28 client's resources/list leaves the artifacts out (a call that stores a result must not
+change its lists); it reads them through the artifact template, as any client may.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mcp import Client
 from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourceUpdated
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.passthrough.artifacts import ArtifactResources
 from byref.gateway.passthrough.pages import page
@@ -84,7 +87,7 @@ class ResourcePassthrough:
             found = await self._all_resources(listing=True)
         sees = self._fan.sees(ctx)
         items = [listed_resource(s, r) for s, rs in found.items() if sees(s) for r in rs]
-        if self.artifacts is not None:
+        if self.artifacts is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             items += await self.artifacts.resources(ctx)
         got, cursor = page(items, params.cursor if params else None)
         return types.ListResourcesResult(resources=got, next_cursor=cursor)
