@@ -41,7 +41,7 @@ def test_model_ids_name_provider_and_model() -> None:
     assert parse_model_id("openai:gpt-5") == ("openai", "gpt-5")
     with pytest.raises(ValueError, match=(
             r"^Model id 'gpt-5' is not 'provider:model' \(e\.g\. 'anthropic:claude-sonnet-4-5' "
-            r"or 'openai:gpt-5'\)\.$")):
+            r"or 'openai:gpt-6.1-sol'\)\.$")):
         parse_model_id("gpt-5")
     with pytest.raises(ValueError, match=r"^Unknown model provider 'gemini' in 'gemini:pro'; "):
         model_from_id("gemini:pro")

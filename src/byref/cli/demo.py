@@ -33,8 +33,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the ledger as JSON")
     parser.add_argument("--model", default=None, metavar="PROVIDER:MODEL",
                         help="run the byref side against a real model, e.g. "
-                        "anthropic:claude-sonnet-4-5 or openai:gpt-5 (needs ANTHROPIC_API_KEY or "
-                        "OPENAI_API_KEY); the scripted model is the default")
+                        "anthropic:claude-sonnet-4-5 or openai:gpt-6.1-sol (needs "
+                        "ANTHROPIC_API_KEY or OPENAI_API_KEY); the scripted model is the default")
     parser.set_defaults(run=run)
 
 

@@ -1,8 +1,8 @@
 """Real model providers behind byref's `Model` port, named by `provider:model` ids.
 
-Owns the choice of adapter for an id such as `anthropic:claude-sonnet-4-5`, `openai:gpt-5` (the
-Responses API) or `openai-chat:llama3.1` (Chat Completions, what OpenAI-compatible servers speak;
-pass `base_url=...`).
+Owns the choice of adapter for an id such as `anthropic:claude-sonnet-4-5`, `openai:gpt-6.1-sol`
+(the Responses API) or `openai-chat:llama3.1` (Chat Completions, what OpenAI-compatible servers
+speak; pass `base_url=...`).
 The law: provider SDKs are imported only when a model of theirs is built (extras
 `byref[anthropic]`, `byref[openai]`), keys come from the usual environment variables, and every
 failure names what to install, which variable to set, or what the API answered.
@@ -40,7 +40,7 @@ def parse_model_id(model_id: str) -> tuple[str, str]:
     if not sep or not provider or not model.strip():
         raise InvalidValue(
             f"Model id {model_id!r} is not 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5' "
-            f"or 'openai:gpt-5')."
+            f"or 'openai:gpt-6.1-sol')."
         )
     if provider not in PROVIDERS:
         raise InvalidValue(
