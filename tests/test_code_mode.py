@@ -146,7 +146,18 @@ def test_several_calls_at_once_keep_their_order_and_their_refusals() -> None:
                    "print([o if isinstance(o, dict) else type(o).__name__ for o in out])")
     text = _text(part)
     assert ("[{'sku': 'a', 'stock': 1}, 'ToolError', {'sku': 'bbb', 'stock': 3}]" in text)
-    assert "refused: nope (refused) ×1" in text
+    assert "refused: nope (unknown-tool) ×1" in text
+
+
+def test_a_refusal_from_dispatch_reaches_the_code_and_the_summary_with_its_own_reason() -> None:
+    part, _ = _run("for name, args in [('nope', {}), ('lookup', {'sku': 7}), "
+                   "('count_rows', {'data': {'$ref': {'type': 'Blob'}}}), ('lookup', {})]:\n"
+                   "    try:\n        tools.call(name, args)\n"
+                   "    except tools.ToolError as e:\n        print(name, e.reason)")
+    text = _text(part)
+    assert "nope unknown-tool\nlookup invalid-input\ncount_rows bad-ref\nlookup invalid-" in text
+    assert "refused: " in text and "nope (unknown-tool) ×1" in text
+    assert "count_rows (bad-ref) ×1" in text and "(refused)" not in text
 
 
 def test_each_inner_call_is_recorded_with_its_lineage() -> None:
@@ -259,7 +270,7 @@ def test_a_handle_minted_in_another_conversation_is_refused() -> None:
     part, _ = _run(f"try:\n    tools.count_rows(data={ref!r})\n"
                    "except tools.ToolError as e:\n    print('refused', e.reason, e.text[:120])",
                    store=store, scope=Scope("local", conversation="second"))
-    assert ("refused refused Tool 'count_rows' did not run: argument 'data' is a reference that "
+    assert ("refused bad-ref Tool 'count_rows' did not run: argument 'data' is a reference that "
             "cannot be used.") in _text(part)
     assert "row-0000000" not in _text(part)
 

@@ -90,6 +90,8 @@ def test_a_tools_own_code_rides_beside_the_closed_reason() -> None:
                             scope=Scope("t"), emit=Emitter(sink))
     part = dispatcher.dispatch(Call("c1", "spend", {}), call_seq=0, seq=1, part=0)
     assert part.is_error and part.value == "Over today's quota; try tomorrow."
+    assert part.reason == "tool-refused"  # the part carries it to code mode, unrecorded
+    assert "reason" not in part.to_json()
     refused = [e for e in sink.events if e.name == "refused"]
     assert [(e.data["reason"], e.data["code"]) for e in refused] == [
         ("tool-refused", "quota-exceeded")]

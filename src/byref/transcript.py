@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from byref.errors import InvalidValue, OperatorError
+from byref.errors import InvalidValue, OperatorError, RefusalReason
 from byref.refs import Ref, RefRefusal, parse_server_ref, quote
 from byref.transcript_lines import FileLines, Lines, MemoryLines
 from byref.transcript_lines import TranscriptClosedError as TranscriptClosedError
@@ -57,6 +57,9 @@ class Part:
     is_error: bool = False
     derived: Mapping[str, Ref] = field(default_factory=dict)
     """Server recipes keyed by the dot-path field they stand for (e.g. "value")."""
+    reason: RefusalReason | None = field(default=None, compare=False)
+    """Why an error part is one (dispatch's refusal reason), for a caller in this process (code
+    mode's `tools.ToolError`); not recorded: a part read back has None."""
 
     def to_json(self) -> dict[str, Any]:
         """The part as one transcript line holds it (unset fields left out)."""

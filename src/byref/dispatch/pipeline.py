@@ -267,9 +267,9 @@ class Dispatcher:
         if own is None or at is None or not self.policy.refs or len(own) > REFUSAL_MAX \
                 or text != escaped(refusal.text):  # cut: what it names was not shown whole
             return Part(type="tool_result", value=text, rendered=text,
-                        tool=call.name, call_id=call.id, is_error=True)
+                        tool=call.name, call_id=call.id, is_error=True, reason=refusal.reason)
         return with_line(Part(type="tool_result", value=own, rendered=text, tool=call.name,
-                              call_id=call.id, is_error=True), *at)
+                              call_id=call.id, is_error=True, reason=refusal.reason), *at)
 
     def _tool(self, name: str) -> Tool:
         if name in self.tools:

@@ -151,7 +151,7 @@ class Recorder:
         self.emit("refused", op="record", tool=tool.name, call_id=call.id,
                   reason="unserializable-result")
         return Part(type="tool_result", value=text, rendered=text, tool=tool.name,
-                    call_id=call.id, is_error=True)
+                    call_id=call.id, is_error=True, reason="unserializable-result")
 
 
 def _has_payload(value: Any) -> bool:

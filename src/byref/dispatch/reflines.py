@@ -48,7 +48,7 @@ def with_line(part: Part, seq: int, index: int) -> Part:
     """`part` shown with the ref line naming message `seq`, part `index`."""
     # Positional, not `dataclasses.replace` (~3 us more): every inline result passes here.
     return Part(part.type, part.value, f"{part.rendered}\n{ref_line(seq, index)}", part.tool,
-                part.call_id, part.is_error, part.derived)
+                part.call_id, part.is_error, part.derived, part.reason)
 
 
 def split(rendered: str) -> tuple[str, str | None]:

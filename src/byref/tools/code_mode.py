@@ -22,7 +22,8 @@ result the program did not print or return never reaches the context.
 Limits: `CodeMode.max_calls` inner calls a run, each at most `call_timeout` seconds; the run's
 wall clock covers its calls. A tool the policy keeps from code (`call_tool` 'off', or 'readOnly'
 and not read-only), and code itself (no run starts another), is refused with the same words the
-model would read; a refusal reaches the code as a catchable `tools.ToolError` and the summary.
+model would read; a refusal reaches the code as a catchable `tools.ToolError` and the summary,
+with the reason dispatch gave it (`Part.reason`).
 Where no sandbox can be made, `run_code` refuses as `run_python` does.
 """
 
@@ -345,7 +346,7 @@ class _Host:
                 "for one call from code; its result was dropped."))
         if part.is_error:
             text = part.rendered if part.rendered is not None else str(part.value)
-            return self._refuse(request, name, "refused", text, emit=False)
+            return self._refuse(request, name, part.reason or "refused", text, emit=False)
         return Answer(request.id, self._for_child(part))
 
     def _refuse(self, request: Call, name: str, reason: RefusalReason, text: str, *,
