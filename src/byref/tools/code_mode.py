@@ -7,7 +7,8 @@ dispatcher that ran `run_code` (`ctx.calls`: scope, grants, policy, refs, placem
 run's record keeps each inner call's lineage). The child never reaches the store, the
 transcript, an upstream or the network: it has its end of a socket and nothing else.
 
-Handles, not bytes: an inner result small enough to be inserted arrives as a Python value; one
+Handles, not bytes: an inner result small enough to be inserted arrives as a Python value (an
+upstream's structured value, not its text: `Tool.code_value`); one
 the dispatcher placed (or a payload it stored) arrives as a handle — ref, kind, size, shape,
 preview — whose data the program streams in chunks on demand, and which it passes to the next
 call as an argument, where the host substitutes the ref (no bytes cross the channel). Refs the
@@ -384,6 +385,9 @@ class _Host:
         if (isinstance(derived, Blob) and derived.key is not None and isinstance(value, dict)
                 and (value.get("placed") is True or value.get("opaque") is True)):
             return self._stored(derived.key, value)
+        found = self.calls.tool(part.tool) if part.tool is not None else None
+        if found is not None:  # an upstream's JSON result arrives as its value, not its text
+            value = found.code_value(value, self.ctx.scope, part.call_id)
         return self._walk(value)
 
     def _walk(self, value: Any) -> Any:

@@ -91,7 +91,8 @@ import json
 found = [row["name"] for row in tools.search("stock of an item by sku")]
 print("found", "code__lookup" in found)
 rows = tools.gather([("code__lookup", {"sku": s}) for s in ("A-1", "B-22", "C-333")])
-print(sorted(json.loads(r)["stock"] for r in rows))  # an upstream's text, as it sent it
+print(sorted(r["stock"] for r in rows))  # the upstream's structuredContent, as a value
+print(repr(tools.code__export(kilobytes=1))[:20])  # a plain text result: its text
 """
     stocks = sorted(sum(map(ord, s)) % 50 for s in ("A-1", "B-22", "C-333"))
     with anyio.fail_after(120):
@@ -112,9 +113,10 @@ print(sorted(json.loads(r)["stock"] for r in rows))  # an upstream's text, as it
             else:
                 assert "run_code" in listed
             summary, printed = await _run(client, code)
-            assert summary.startswith("[run_code] 3 tool calls (code__lookup ×3); none refused;"
-                                      " record art_"), summary
-            assert printed.splitlines() == ["found True", str(stocks)]
+            assert summary.startswith("[run_code] 4 tool calls (code__lookup ×3, code__export "
+                                      "×1); none refused; record art_"), summary
+            assert printed.splitlines() == ["found True", str(stocks),
+                                            repr(export_text(1))[:20]], printed
             # Lineage: the conversation holds run_code's call and result, not the inner calls;
             # its record (named in the summary) holds them under ids <run id>.<n>.
             state = gateway.scopes.all()[0]
@@ -129,7 +131,8 @@ print(sorted(json.loads(r)["stock"] for r in rows))  # an upstream's text, as it
             calls = [json.loads(line) for line in lines.data.decode().splitlines()]
             inner = [p for m in calls for p in m["parts"] if p["type"] == "tool_call"]
             assert [(p["call_id"], p["tool"]) for p in inner] == [
-                (f"{run_id}.{n}", "code__lookup") for n in (1, 2, 3)]
+                (f"{run_id}.{n}", "code__lookup") for n in (1, 2, 3)] + [
+                (f"{run_id}.4", "code__export")]
 
 
 async def test_ten_megabytes_pass_between_inner_calls_without_entering_the_child(
@@ -143,7 +146,7 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 whole = export.read()  # the control: the same data read whole does show in the peak
 read_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"handle": type(export).__name__, "bytes": export.bytes,
-                  "digest": json.loads(digest), "read": len(whole),
+                  "digest": digest, "read": len(whole),
                   "base_kb": base, "peak_kb": peak, "read_peak_kb": read_peak}))
 """
     expected = export_text(10 * 1024).encode()
@@ -230,7 +233,7 @@ async def test_an_upstream_over_http_called_from_code_by_a_client_over_http(
         world: World, tmp_path: Path) -> None:
     code = """
 import json
-stock = json.loads(tools.remote__lookup(sku="H-7"))["stock"]
+stock = tools.remote__lookup(sku="H-7")["stock"]
 print(stock, len(tools.remote__export(kilobytes=4096).read()))
 """
     with anyio.fail_after(120):
@@ -270,7 +273,7 @@ async def test_code_reaches_only_what_the_grant_lets_its_caller_see(
               no_code: {"tenant": "acme", "principal": "plain", "tools": ["code__*"]}}
     code = """
 import json
-print(json.loads(tools.code__lookup(sku="G-1"))["stock"])
+print(tools.code__lookup(sku="G-1")["stock"])
 for name in ("code__export", "other__lookup"):
     try:
         tools.call(name, {"kilobytes": 1} if name.endswith("export") else {"sku": "G-1"})
@@ -296,7 +299,7 @@ for name in ("code__export", "other__lookup"):
                     assert lines[0] == str(stock)
                     for line, name in zip(lines[1:], ("code__export", "other__lookup"),
                                           strict=True):
-                        assert line.startswith(f"{name} refused There is no tool {name!r}."
+                        assert line.startswith(f"{name} unknown-tool There is no tool {name!r}."
                                                if hidden else f"{name} called"), line
             http = create_mcp_http_client(headers={"Authorization": f"Bearer {no_code}"})
             async with Client(streamable_http_client(url, http_client=http)) as client:
@@ -358,7 +361,7 @@ async def test_byref_gateway_over_stdio_runs_code_that_calls_its_upstream(
     code = """
 import json
 big = tools.code__export(kilobytes=512)
-print(json.loads(tools.code__digest(text=big))["bytes"], big.bytes)
+print(tools.code__digest(text=big)["bytes"], big.bytes)
 """
     with anyio.fail_after(120), world.log.open("a") as errlog:
         async with Client(stdio_client(StdioServerParameters(

@@ -8,13 +8,18 @@ upstream parameter declares. The law: a ref reaches the upstream exact — for a
 value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
 arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
 refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
-words, naming the server. The upstream is awaited on the gateway's loop; only delivering a ref
-(which may read the store) goes to a worker thread.
+words, naming the server. A result's structured value (its structuredContent, or with an
+outputSchema its one JSON text block) is kept beside the recorded text for code mode alone
+(`ProxiedTool.code_value`): the model and refs meet the server's text. The upstream is awaited
+on the gateway's loop; only delivering a ref (which may read the store) goes to a worker thread.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +44,14 @@ from byref.refs import (
     parse_model_envelope,
 )
 from byref.resolve import BytesSource
+from byref.store import Scope
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 
 _FOLLOW = 3
+KEPT_STRUCTURED = 256
+"""Results whose structured value waits for code mode to take it (the oldest dropped past it)."""
+STRUCTURED_BYTES = 256 << 10
+"""A larger result's structured value is not kept: it is placed, and code reads it by handle."""
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`.
 Awaited on the gateway's event loop, where the upstream connections live."""
@@ -84,6 +94,13 @@ class ProxiedTool(Tool):
         # the same input twice.
         return True
 
+    def code_value(self, value: Any, scope: Scope, call_id: str | None) -> Any:
+        """The upstream's structured value for this call when it sent one (structuredContent, or
+        an outputSchema and one JSON text block), else `value`; taken once."""
+        if isinstance(self.fn, _UpstreamCall) and call_id is not None:
+            return self.fn.take_structured(scope, call_id, value)
+        return value
+
     def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
         # `Tool.convert` would validate the arguments against `input_schema` (the rewritten
         # schema, refs as envelopes) once more after dispatch; the function's check after
@@ -98,11 +115,16 @@ class _UpstreamCall:
     when the arguments do not fit, the upstream fails or it reports an error."""
 
     def __init__(self, name: str, listed: Listed, call_upstream: Invoke,
-                 passed: Passed | None) -> None:
+                 passed: Passed | None, output_schema: dict[str, Any] | None = None) -> None:
         self.name, self.server, self.tool = name, listed.server, listed.name
         self.schema = listed.input_schema
+        self.output_schema = output_schema
         self.call_upstream, self.passed = call_upstream, passed
         self._validator: jsonschema.Draft202012Validator | None = None
+        # (scope, call id) → the structured value, for code mode (`take_structured`): the
+        # recorded value stays the server's text, which the model sees and refs resolve to.
+        self._structured: OrderedDict[tuple[Scope, str], tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
 
     async def __call__(self, ctx: ToolContext, **args: Any) -> Any:
         if any(_is_ref(v) for v in args.values()):
@@ -121,7 +143,41 @@ class _UpstreamCall:
                 f"{error_text(result)}", "upstream-error", result=error_content(result))
         if self.passed is not None:
             self.passed.keep(ctx.call_id, result)
-        return result_value(result, server=self.server, tool=self.tool)
+        value = result_value(result, server=self.server, tool=self.tool)
+        self._keep_structured(ctx, result, value)
+        return value
+
+    def _keep_structured(self, ctx: ToolContext, result: types.CallToolResult,
+                         value: Any) -> None:
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        structured = result.structured_content
+        if structured is None:
+            if self.output_schema is None or len(result.content) != 1 or len(texts) != 1:
+                return
+            if len(texts[0]) > STRUCTURED_BYTES:
+                return
+            try:
+                structured = json.loads(texts[0])
+            except ValueError:
+                return
+        elif sum(map(len, texts)) > STRUCTURED_BYTES or (
+                not texts and len(dumps(structured)) > STRUCTURED_BYTES):
+            return
+        else:
+            structured = _unwrapped(structured, texts)
+        with self._lock:
+            self._structured[(ctx.scope, ctx.call_id)] = (value, structured)
+            while len(self._structured) > KEPT_STRUCTURED:
+                self._structured.popitem(last=False)
+
+    def take_structured(self, scope: Scope, call_id: str, value: Any) -> Any:
+        """The structured value kept for this call in `scope` (removed), else `value` (also when
+        the call's text was not `value`: another call of the same id)."""
+        with self._lock:
+            kept = self._structured.pop((scope, call_id), None)
+        if kept is None or (isinstance(value, str) and kept[0] != value):
+            return value
+        return kept[1]
 
     def delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """The arguments with each ref delivered as its upstream parameter declares."""
@@ -142,15 +198,31 @@ class _UpstreamCall:
                 "invalid-input")
 
 
+def _unwrapped(structured: Any, texts: list[str]) -> Any:
+    """`{"result": x}` as `x` when the one text block says `x` (the SDKs wrap a function's plain
+    return value so, beside its text): a plain text tool's result stays its text."""
+    if not (isinstance(structured, dict) and structured.keys() == {"result"} and len(texts) == 1):
+        return structured
+    inner = structured["result"]
+    if isinstance(inner, str):
+        return inner if inner == texts[0] else structured
+    try:
+        said = json.loads(texts[0])
+    except ValueError:
+        return structured
+    return inner if said == inner else structured
+
+
 def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
-                 passed: Passed | None = None,
-                 mcp_meta: dict[str, Any] | None = None) -> ProxiedTool:
-    """The catalog tool for one upstream tool; its function calls the upstream."""
+                 passed: Passed | None = None, mcp_meta: dict[str, Any] | None = None,
+                 output_schema: dict[str, Any] | None = None) -> ProxiedTool:
+    """The catalog tool for one upstream tool; its function calls the upstream (whose
+    `output_schema` says its one text block is JSON)."""
     schema = listed.input_schema
     props = schema.get("properties") or {}
     return ProxiedTool(
         name=name, description=listed.description,
-        fn=_UpstreamCall(name, listed, call_upstream, passed),
+        fn=_UpstreamCall(name, listed, call_upstream, passed, output_schema),
         input_schema=rewrite_schema(schema), lazy=frozenset(props),
         capabilities=(capability(listed.server, listed),), wants_ctx=True,
         server=listed.server, upstream_name=listed.name, upstream_schema=schema,
