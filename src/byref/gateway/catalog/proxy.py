@@ -8,10 +8,10 @@ upstream parameter declares. The law: a ref reaches the upstream exact — for a
 value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
 arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
 refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
-words, naming the server. A result's structured value (its structuredContent, or with an
-outputSchema its one JSON text block) is kept beside the recorded text for code mode alone
-(`ProxiedTool.code_value`): the model and refs meet the server's text. The upstream is awaited
-on the gateway's loop; only delivering a ref (which may read the store) goes to a worker thread.
+words, naming the server. A result's structuredContent is kept beside the recorded text for code
+mode alone (`ProxiedTool.code_value`): the model and refs meet the server's text. The upstream is
+awaited on the gateway's loop; only delivering a ref (which may read the store) goes to a worker
+thread.
 """
 
 from __future__ import annotations
@@ -48,10 +48,12 @@ from byref.store import Scope
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 
 _FOLLOW = 3
-KEPT_STRUCTURED = 256
-"""Results whose structured value waits for code mode to take it (the oldest dropped past it)."""
-STRUCTURED_BYTES = 256 << 10
-"""A larger result's structured value is not kept: it is placed, and code reads it by handle."""
+KEPT_STRUCTURED = 64
+"""Results whose structured value waits for code mode to take it (the oldest dropped past it: a
+model's own call leaves one nobody takes)."""
+STRUCTURED_CHARS = 64 << 10
+"""A larger result's structured value is not kept: such a result is placed (auto_insert_bytes,
+24 KiB by default) and code reads it by handle; one inserted anyway arrives as its text."""
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`.
 Awaited on the gateway's event loop, where the upstream connections live."""
@@ -95,8 +97,9 @@ class ProxiedTool(Tool):
         return True
 
     def code_value(self, value: Any, scope: Scope, call_id: str | None) -> Any:
-        """The upstream's structured value for this call when it sent one (structuredContent, or
-        an outputSchema and one JSON text block), else `value`; taken once."""
+        """The upstream's structuredContent for this call when it sent one, else `value`; taken
+        once. (A tool with an outputSchema always sends it: the client refuses a result
+        without.)"""
         if isinstance(self.fn, _UpstreamCall) and call_id is not None:
             return self.fn.take_structured(scope, call_id, value)
         return value
@@ -115,10 +118,9 @@ class _UpstreamCall:
     when the arguments do not fit, the upstream fails or it reports an error."""
 
     def __init__(self, name: str, listed: Listed, call_upstream: Invoke,
-                 passed: Passed | None, output_schema: dict[str, Any] | None = None) -> None:
+                 passed: Passed | None) -> None:
         self.name, self.server, self.tool = name, listed.server, listed.name
         self.schema = listed.input_schema
-        self.output_schema = output_schema
         self.call_upstream, self.passed = call_upstream, passed
         self._validator: jsonschema.Draft202012Validator | None = None
         # (scope, call id) → the structured value, for code mode (`take_structured`): the
@@ -151,20 +153,10 @@ class _UpstreamCall:
                          value: Any) -> None:
         texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
         structured = result.structured_content
-        if structured is None:
-            if self.output_schema is None or len(result.content) != 1 or len(texts) != 1:
-                return
-            if len(texts[0]) > STRUCTURED_BYTES:
-                return
-            try:
-                structured = json.loads(texts[0])
-            except ValueError:
-                return
-        elif sum(map(len, texts)) > STRUCTURED_BYTES or (
-                not texts and len(dumps(structured)) > STRUCTURED_BYTES):
+        if structured is None or sum(map(len, texts)) > STRUCTURED_CHARS or (
+                not texts and len(dumps(structured)) > STRUCTURED_CHARS):
             return
-        else:
-            structured = _unwrapped(structured, texts)
+        structured = _unwrapped(structured, texts)
         with self._lock:
             self._structured[(ctx.scope, ctx.call_id)] = (value, structured)
             while len(self._structured) > KEPT_STRUCTURED:
@@ -214,15 +206,14 @@ def _unwrapped(structured: Any, texts: list[str]) -> Any:
 
 
 def proxied_tool(name: str, listed: Listed, call_upstream: Invoke, *,
-                 passed: Passed | None = None, mcp_meta: dict[str, Any] | None = None,
-                 output_schema: dict[str, Any] | None = None) -> ProxiedTool:
-    """The catalog tool for one upstream tool; its function calls the upstream (whose
-    `output_schema` says its one text block is JSON)."""
+                 passed: Passed | None = None,
+                 mcp_meta: dict[str, Any] | None = None) -> ProxiedTool:
+    """The catalog tool for one upstream tool; its function calls the upstream."""
     schema = listed.input_schema
     props = schema.get("properties") or {}
     return ProxiedTool(
         name=name, description=listed.description,
-        fn=_UpstreamCall(name, listed, call_upstream, passed, output_schema),
+        fn=_UpstreamCall(name, listed, call_upstream, passed),
         input_schema=rewrite_schema(schema), lazy=frozenset(props),
         capabilities=(capability(listed.server, listed),), wants_ctx=True,
         server=listed.server, upstream_name=listed.name, upstream_schema=schema,

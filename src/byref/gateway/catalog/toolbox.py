@@ -147,10 +147,8 @@ def upstream_catalog(config: GatewayConfig, listings: Mapping[str, list[types.To
             if name in catalog and _pair(catalog, name) != (server.name, listed.name):
                 name = distinct_name(server.name, listed.name)  # another pair joined alike
             if name not in catalog:  # a server listing one name twice: the first wins
-                found = raw.get(listed.name)
-                meta = tool_metadata(found) if found is not None else {}
-                catalog.add(proxied_tool(name, listed, invoke, passed=passed, mcp_meta=meta,
-                                         output_schema=found.output_schema if found else None),
+                meta = tool_metadata(raw[listed.name]) if listed.name in raw else {}
+                catalog.add(proxied_tool(name, listed, invoke, passed=passed, mcp_meta=meta),
                             server=server.name, original_name=listed.name)
     # The JSON readers sit behind search: a stored result touches them (working set), so they
     # are declared from the turn a result needs them, and cost nothing before it.
