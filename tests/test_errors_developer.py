@@ -41,7 +41,7 @@ def _wants_tool() -> Tool:
 CASES: list[tuple[str, Callable[[], Any], str]] = [  # what, the misuse, its message
     ("model id", lambda: parse_model_id("claude"),
      "Model id 'claude' is not 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5' or "
-     "'openai:gpt-5')."),
+     "'openai:gpt-6.1-sol')."),
     ("provider", lambda: parse_model_id("gemini:pro"),
      "Unknown model provider 'gemini' in 'gemini:pro'; known providers: 'anthropic', "
      "'openai', 'openai-chat'."),

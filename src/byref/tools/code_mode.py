@@ -387,7 +387,7 @@ class _Host:
             return self._stored(derived.key, value)
         found = self.calls.tool(part.tool) if part.tool is not None else None
         if found is not None:  # an upstream's JSON result arrives as its value, not its text
-            value = found.code_value(value, self.ctx.scope, part.call_id)
+            value = found.code_value(value, part.call_id)
         return self._walk(value)
 
     def _walk(self, value: Any) -> Any:

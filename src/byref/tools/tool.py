@@ -24,7 +24,6 @@ from byref.refs import KEY_PATTERN, RefRefusal, envelope, is_ref
 from byref.tools.schema import SchemaCache, is_ref_annotation, schema_from_signature
 
 if TYPE_CHECKING:
-    from byref.store import Scope
     from byref.tools.call_context import ToolContext
 
 T = TypeVar("T")
@@ -211,7 +210,7 @@ class Tool:
             )
         return args
 
-    def code_value(self, value: Any, scope: Scope, call_id: str | None) -> Any:
+    def code_value(self, value: Any, call_id: str | None) -> Any:
         """What a program in code mode receives for this tool's inline result `value` (its
         recorded value, as here); an upstream's tool gives the structured value it sent."""
         return value

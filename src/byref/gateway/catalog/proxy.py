@@ -8,18 +8,16 @@ upstream parameter declares. The law: a ref reaches the upstream exact — for a
 value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
 arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
 refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
-words, naming the server. A result's structuredContent is kept beside the recorded text for code
-mode alone (`ProxiedTool.code_value`): the model and refs meet the server's text. The upstream is
-awaited on the gateway's loop; only delivering a ref (which may read the store) goes to a worker
-thread.
+words, naming the server. Code mode receives a result's structuredContent
+(`ProxiedTool.code_value`, from what `Passed` keeps for the call); the model and refs meet the
+server's text. The upstream is awaited on the gateway's loop; only delivering a ref (which may
+read the store) goes to a worker thread.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,16 +42,9 @@ from byref.refs import (
     parse_model_envelope,
 )
 from byref.resolve import BytesSource
-from byref.store import Scope
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 
 _FOLLOW = 3
-KEPT_STRUCTURED = 64
-"""Results whose structured value waits for code mode to take it (the oldest dropped past it: a
-model's own call leaves one nobody takes)."""
-STRUCTURED_CHARS = 64 << 10
-"""A larger result's structured value is not kept: such a result is placed (auto_insert_bytes,
-24 KiB by default) and code reads it by handle; one inserted anyway arrives as its text."""
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`.
 Awaited on the gateway's event loop, where the upstream connections live."""
@@ -96,13 +87,16 @@ class ProxiedTool(Tool):
         # the same input twice.
         return True
 
-    def code_value(self, value: Any, scope: Scope, call_id: str | None) -> Any:
-        """The upstream's structuredContent for this call when it sent one, else `value`; taken
-        once. (A tool with an outputSchema always sends it: the client refuses a result
-        without.)"""
-        if isinstance(self.fn, _UpstreamCall) and call_id is not None:
-            return self.fn.take_structured(scope, call_id, value)
-        return value
+    def code_value(self, value: Any, call_id: str | None) -> Any:
+        """The upstream's structuredContent for this call when it sent one, else `value` (taken
+        from what `Passed` keeps for the call; a tool with an outputSchema always sends it)."""
+        fn = self.fn
+        if not isinstance(fn, _UpstreamCall) or fn.passed is None:
+            return value
+        extras = fn.passed.take(call_id)
+        if extras is None or extras.structured is None:
+            return value
+        return _unwrapped(extras.structured, [value] if isinstance(value, str) else [])
 
     def _validate_foreign(self, args: dict[str, Any]) -> dict[str, Any]:
         # `Tool.convert` would validate the arguments against `input_schema` (the rewritten
@@ -123,10 +117,6 @@ class _UpstreamCall:
         self.schema = listed.input_schema
         self.call_upstream, self.passed = call_upstream, passed
         self._validator: jsonschema.Draft202012Validator | None = None
-        # (scope, call id) → the structured value, for code mode (`take_structured`): the
-        # recorded value stays the server's text, which the model sees and refs resolve to.
-        self._structured: OrderedDict[tuple[Scope, str], tuple[Any, Any]] = OrderedDict()
-        self._lock = threading.Lock()
 
     async def __call__(self, ctx: ToolContext, **args: Any) -> Any:
         if any(_is_ref(v) for v in args.values()):
@@ -145,31 +135,7 @@ class _UpstreamCall:
                 f"{error_text(result)}", "upstream-error", result=error_content(result))
         if self.passed is not None:
             self.passed.keep(ctx.call_id, result)
-        value = result_value(result, server=self.server, tool=self.tool)
-        self._keep_structured(ctx, result, value)
-        return value
-
-    def _keep_structured(self, ctx: ToolContext, result: types.CallToolResult,
-                         value: Any) -> None:
-        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
-        structured = result.structured_content
-        if structured is None or sum(map(len, texts)) > STRUCTURED_CHARS or (
-                not texts and len(dumps(structured)) > STRUCTURED_CHARS):
-            return
-        structured = _unwrapped(structured, texts)
-        with self._lock:
-            self._structured[(ctx.scope, ctx.call_id)] = (value, structured)
-            while len(self._structured) > KEPT_STRUCTURED:
-                self._structured.popitem(last=False)
-
-    def take_structured(self, scope: Scope, call_id: str, value: Any) -> Any:
-        """The structured value kept for this call in `scope` (removed), else `value` (also when
-        the call's text was not `value`: another call of the same id)."""
-        with self._lock:
-            kept = self._structured.pop((scope, call_id), None)
-        if kept is None or (isinstance(value, str) and kept[0] != value):
-            return value
-        return kept[1]
+        return result_value(result, server=self.server, tool=self.tool)
 
     def delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """The arguments with each ref delivered as its upstream parameter declares."""
