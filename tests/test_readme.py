@@ -257,7 +257,7 @@ def _agents_sdk_on_chat_completions() -> Any:
 @pytest.mark.parametrize(("marker", "needs", "extra"), [
     # pydantic-ai's `openai-chat:` model
     ("byref.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
-    # `openai:gpt-6.1-sol` is LangChain's ChatOpenAI
+    # `openai:gpt-5` is LangChain's ChatOpenAI
     ("byref.integrations.langchain", "langchain_openai", "langchain"),
     # `model="gpt-6.1-sol"` is the Agents SDK's OpenAI model
     ("byref.integrations.openai_agents", "agents", "openai-agents"),

@@ -407,7 +407,7 @@ def test_status_report_with_pydantic_ais_openai_model_over_a_loopback_wire(
 
     s = scenario(tmp_path)
     with ChatWire(status_report_over_chat) as wire:
-        model = OpenAIChatModel("gpt-6.1-sol", provider=OpenAIProvider(base_url=wire.base_url,
+        model = OpenAIChatModel("gpt-5", provider=OpenAIProvider(base_url=wire.base_url,
                                                                  api_key="test"))
         agent = Agent(model, tools=[s.export_work_items, s.generate_pdf],
                       capabilities=[Byref()])
