@@ -124,6 +124,15 @@ async def served(world: World, servers: dict[str, dict[str, Any]], *, path: str 
         sock.close()
 
 
+async def announced_url(stderr: Any) -> str:
+    """The URL a process says it is `listening on` in its stderr (read up to that line's end;
+    the caller bounds the wait)."""
+    said = b""
+    while b"listening on " not in said or not said.endswith(b"\n"):
+        said += await stderr.receive()
+    return str(said.decode().split("listening on ", 1)[1].split()[0])
+
+
 def text(result: Any) -> str:
     """The text of a one-block CallToolResult (the gateway answers with that block, then, for
     an inline result, its ref line as a text block of its own)."""

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, World, ref_line_of, running, served
+from _gateway_rig import FIXTURES, World, announced_url, ref_line_of, running, served
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -242,10 +242,7 @@ print(stock, len(tools.remote__export(kilobytes=4096).read()))
                 stderr=subprocess.PIPE) as upstream:
             try:
                 assert upstream.stderr is not None
-                said = b""
-                while b"listening on " not in said or not said.endswith(b"\n"):
-                    said += await upstream.stderr.receive()
-                remote = said.decode().split("listening on ", 1)[1].split()[0]
+                remote = await announced_url(upstream.stderr)
                 tokens = {TOKEN: {"tenant": "acme", "principal": "alice"}}
                 async with served(world, {"remote": {"url": remote, "timeout": 30}},
                                   tokens=tokens, codeMode="readOnly") as (gateway, url):

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _gateway_rig import World, text
+from _gateway_rig import World, announced_url, text
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -88,10 +88,7 @@ async def test_the_official_client_over_http(world: World) -> None:
                 stderr=subprocess.PIPE, stdout=errlog) as process:
             try:
                 assert process.stderr is not None
-                seen = b""
-                while b"listening on " not in seen or not seen.endswith(b"\n"):
-                    seen += await process.stderr.receive()
-                url = seen.decode().split("listening on ", 1)[1].split()[0]
+                url = await announced_url(process.stderr)
                 assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
                 http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
                 async with Client(streamable_http_client(url, http_client=http)) as client:

@@ -22,7 +22,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from _gateway_rig import World, served, text
+from _gateway_rig import World, announced_url, served, text
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -304,10 +304,7 @@ async def test_a_remote_server_gets_one_upstream_session_per_principal(world: Wo
                 stderr=subprocess.PIPE) as upstream:
             try:
                 assert upstream.stderr is not None
-                said = b""
-                while b"listening on " not in said or not said.endswith(b"\n"):
-                    said += await upstream.stderr.receive()
-                remote = said.decode().split("listening on ", 1)[1].split()[0]
+                remote = await announced_url(upstream.stderr)
                 async with serving(world, {"r": {"url": remote, "timeout": 20}}) as (
                         gateway, url):
                     for token in (ALICE, MALLORY, ALICE):
