@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import socket
 import threading
 from collections.abc import Callable, Mapping
@@ -68,7 +69,6 @@ from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part
 
 RUN_CODE = "run_code"
-_CHILD = Path(code_child.__file__).read_text()
 _STDOUT_KEPT = 256 << 10
 """Printed output kept for placement (the runner reads at most this much of its tail)."""
 
@@ -155,7 +155,7 @@ def make_run_code_tool(*, runner: CodeRunner | None = None,
             server.start()
             try:
                 outcome = runner.run(code, stage, limits, channel=child_end.detach(),
-                                     bootstrap=_CHILD)
+                                     bootstrap=_child_source())
             except IsolationUnavailable as exc:
                 ctx.emit("refused", op="run", tool=RUN_CODE, reason="isolation-unavailable")
                 raise ToolRefusal(
@@ -513,6 +513,12 @@ class _Host:
         if record is not None:
             line += f"; record {record}"
         return line + "."
+
+
+@functools.cache
+def _child_source() -> str:
+    """The sandboxed side's source, read on the first run (not when byref.tools is imported)."""
+    return Path(code_child.__file__).read_text()
 
 
 class _UnknownHandle(Exception):
