@@ -13,6 +13,7 @@ import pytest
 from byref.dispatch.reflines import ref_line
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+TEAM = README.parent / "docs" / "TEAM.md"
 
 
 def python_block(marker: str, *, twin: bool = False) -> str:
@@ -281,9 +282,10 @@ def test_readme_framework_example_runs_with_its_openai_model_on_loopback(
 
 
 def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> None:
-    """"Running byref for a team": the config is read by byref's own loader as the text says,
-    the three commands by byref's own parser, and the haproxy.cfg by `haproxy -c` (when
-    HAProxy is installed) with its servers on the ports the commands listen on."""
+    """docs/TEAM.md (the README's "Running byref for a team" links it): the config is read
+    by byref's own loader as the text says, the three commands by byref's own parser, and the
+    haproxy.cfg by `haproxy -c` (when HAProxy is installed) with its servers on the ports the
+    commands listen on."""
     import json
     import shlex
     import shutil
@@ -292,7 +294,8 @@ def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> No
     from byref.cli import build_parser
     from byref.gateway.config.file import parse_config
 
-    section = README.read_text().split("## Running byref for a team\n", 1)[1].split("\n## ")[0]
+    assert "(docs/TEAM.md)" in README.read_text().split("## Running byref for a team\n", 1)[1]
+    section = TEAM.read_text()
     [block, sharing] = re.findall(r"```json\n(.*?)```", section, flags=re.S)
     shared = parse_config(json.loads(sharing), source="README")
     filesystem, clock = shared.servers
