@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from byref.errors import DeveloperError
 from byref.harness.messages import Block, ChatMessage, Request, Response
 
 _SKIPPED = frozenset({"reasoning"})  # the stand-in sends none, so a client has none to return
 
 
-class WireError(ValueError):
+class WireError(DeveloperError, ValueError):
     """A request the stand-in cannot read; the client hears it as a 400 with this message."""
 
 
