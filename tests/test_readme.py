@@ -224,61 +224,46 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
                                       + ref_line(2, 0)}
 
 
-def _play_the_status_model(body: dict[str, Any]) -> dict[str, Any]:
-    """A Chat Completions endpoint playing the model: the export, then `total` with the ref it
-    was shown, then the total as its answer."""
-    import json
+def _the_status_script() -> list[Any]:
+    """The model's turns: the export, then `total` with the ref it was shown, then the total."""
+    from byref.testing import call, last_result, say
 
-    from byref.testing import result_text
-    from integrations.helpers_integrations import chat_completion, chat_tool_results
-
-    results = chat_tool_results(body)
-    if not results:
-        return chat_completion(("export_orders", {"month": "March"}))
-    if len(results) == 1:
-        return chat_completion(("total", {"orders": json.loads(results[0])["value"]}))
-    return chat_completion(text=result_text(results[-1]))  # the total, its ref line aside
-
-
-@contextlib.contextmanager
-def _agents_sdk_on_chat_completions() -> Any:
-    """The Agents SDK's OpenAI model on its Chat Completions API, tracing off, restored after."""
-    from agents import set_default_openai_api, set_tracing_disabled
-    from agents.models import _openai_shared
-
-    responses = _openai_shared.get_use_responses_by_default()
-    set_tracing_disabled(True)  # traces would go to api.openai.com; nothing else reads them
-    set_default_openai_api("chat_completions")
-    try:
-        yield
-    finally:
-        set_default_openai_api("responses" if responses else "chat_completions")
+    return [call("export_orders", {"month": "March"}),
+            call("total", lambda r: {"orders": last_result(r)["value"]}),
+            lambda r: say(str(last_result(r)))]
 
 
 @pytest.mark.parametrize(("marker", "needs", "extra"), [
-    # pydantic-ai's `openai-chat:` model
+    # pydantic-ai's `openai-responses:` model
     ("byref.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
-    # `openai:gpt-5` is LangChain's ChatOpenAI
+    # `openai:gpt-6.1-sol` is LangChain's ChatOpenAI, which puts gpt-6 with tools on Responses
     ("byref.integrations.langchain", "langchain_openai", "langchain"),
-    # `model="gpt-6.1-sol"` is the Agents SDK's OpenAI model
+    # `model="gpt-6.1-sol"` is the Agents SDK's OpenAI model, on Responses by default
     ("byref.integrations.openai_agents", "agents", "openai-agents"),
 ])
 def test_readme_framework_example_runs_with_its_openai_model_on_loopback(
         monkeypatch: Any, marker: str, needs: str, extra: str) -> None:
-    """Each framework example, unchanged, its model talking to a Chat Completions endpoint on
-    loopback that plays the model; the 20,000 orders never go over the wire."""
+    """Each framework example, unchanged, its model talking to an OpenAI endpoint on loopback
+    that plays the model: every turn goes to gpt-6.1-sol on the Responses API, and the 20,000
+    orders never go over the wire."""
     pytest.importorskip(needs, reason=f"needs the {extra} extra")
-    from doubles.chat_server import ChatWire
+    import json
+
+    from byref.testing import ChatStandIn
 
     code = python_block(marker)
-    assert len(code.strip().splitlines()) <= 20
-    setup = (_agents_sdk_on_chat_completions() if needs == "agents"
-             else contextlib.nullcontext())
-    with setup, ChatWire(_play_the_status_model) as wire:
-        monkeypatch.setenv("OPENAI_BASE_URL", wire.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
+    assert len(code.strip().splitlines()) <= 21
+    if needs == "agents":
+        from agents import set_tracing_disabled
+
+        set_tracing_disabled(True)  # traces would go to api.openai.com; nothing else reads them
+    with ChatStandIn(_the_status_script()) as stand_in:
+        monkeypatch.setenv("OPENAI_API_KEY", "test")  # the key is set: as a user with one runs it
         assert run_example(code) == printed_comment(code)
-    assert len(wire.bodies) == 3 and len(wire.sent()) < 30_000
+    bodies = stand_in.bodies
+    assert len(bodies) == 3 and len(json.dumps(bodies)) < 30_000
+    assert [(b["model"], "input" in b, "messages" in b) for b in bodies] == [
+        ("gpt-6.1-sol", True, False)] * 3  # Responses bodies, not Chat Completions ones
 
 
 def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> None:
@@ -353,8 +338,5 @@ def test_readme_framework_twin_runs_offline_with_no_key(
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     code = python_block(marker, twin=True)
     assert len(code.strip().splitlines()) <= 26
-    restore = (_agents_sdk_on_chat_completions() if needs == "agents"
-               else contextlib.nullcontext())
-    with restore:
-        assert run_example(code) == printed_comment(code)
+    assert run_example(code) == printed_comment(code)
     assert "OPENAI_API_KEY" not in os.environ and "OPENAI_BASE_URL" not in os.environ

@@ -188,8 +188,8 @@ FRAMEWORKS = [  # README order: each block runs after its own line and the ones 
 
 def test_framework_install_lines_give_what_each_block_needs(tmp_path: Path) -> None:
     """Each framework's `pip install '.[extra]'` line, as printed, in one fresh venv in README
-    order; after each, its example (the key set, a Chat Completions endpoint on loopback playing
-    the model) and its offline twin (no key) run in that venv and print what they say."""
+    order; after each, its example (the key set, `ChatStandIn` on loopback playing the model on
+    the Responses API) and its offline twin (no key) run in that venv and print what they say."""
     clone = bare_clone(tmp_path / "byref")
     env = newcomer_env(tmp_path / "home")
     venv = tmp_path / "project"
@@ -215,9 +215,9 @@ from byref.testing import ChatStandIn, call, last_result, say
 script = [call("export_orders", {"month": "March"}),
           call("total", lambda r: {"orders": last_result(r)["value"]}),
           lambda r: say(str(last_result(r)))]
-if "agents" in sys.modules or "from agents" in open(sys.argv[1]).read():
-    from agents import set_default_openai_api, set_tracing_disabled
-    set_default_openai_api("chat_completions"); set_tracing_disabled(True)
+if "from agents" in open(sys.argv[1]).read():
+    from agents import set_tracing_disabled
+    set_tracing_disabled(True)
 with ChatStandIn(script):  # the key is set: the example as a user with one runs it
     runpy.run_path(sys.argv[1], run_name="readme")
 """

@@ -2,8 +2,9 @@
 
 Owns what a test of an agent built on byref needs and byref's own tests use: a scripted model
 that reads what it was shown (`ScriptedModel`, `call`, `say`, `parallel`, `last_result`,
-`last_ref`, `ref_from_last_result`), a Chat Completions endpoint on loopback that plays such a
-script for any OpenAI client (`ChatStandIn`, in `byref.testing.chat`), the results of a run
+`last_ref`, `ref_from_last_result`), an OpenAI endpoint on loopback (Chat Completions and
+Responses) that plays such a script for any OpenAI client (`ChatStandIn`, in
+`byref.testing.chat`), the results of a run
 (`results`, and `result_text`: what the model was shown of one, without its ref line), and the
 artifact-store battery every
 adapter runs (`StoreBattery`, `battery_for_url`, `assert_store_conforms`, and `Damage` /

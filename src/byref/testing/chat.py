@@ -1,9 +1,11 @@
-"""`ChatStandIn`: an OpenAI Chat Completions endpoint on loopback whose model is a byref script.
+"""`ChatStandIn`: an OpenAI endpoint on loopback — Chat Completions and Responses — whose model is
+a byref script.
 
-Owns the wire both ways: a request as any OpenAI client sends it (pydantic-ai, LangChain's
-ChatOpenAI, the Agents SDK on Chat Completions, byref's `openai-chat:` adapter) is read into the
-`Request` a `ScriptedModel` step reads, and the step's `Response` goes back as a completion (or as
-its stream, when the client asks for one). The law: the stand-in is a real HTTP server and the
+Owns the server and the Chat Completions wire both ways: a request as any OpenAI client sends it
+(pydantic-ai, LangChain's ChatOpenAI, the Agents SDK, byref's `openai-chat:` adapter) is read
+into the `Request` a `ScriptedModel` step reads, and the step's `Response` goes back as a
+completion (or as its stream, when the client asks for one); `/v1/responses` is read and answered
+the same way by `byref.testing.responses`. The law: the stand-in is a real HTTP server and the
 client under test is the real SDK; only the model is scripted, so a framework example runs
 offline, without a key, exactly as it runs against a provider.
 
@@ -23,13 +25,21 @@ from typing import Any
 
 from byref.harness.messages import Block, ChatMessage, Request, Response
 from byref.harness.scripted import ScriptedModel, Step
+from byref.testing.responses import (
+    WireError,
+    events,
+    request_from_responses,
+    response_object,
+    text_of,
+)
 
 ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 """What the stand-in sets while open: every OpenAI client reads these when it is created."""
 
 
 class ChatStandIn:
-    """A Chat Completions server on 127.0.0.1 (a free port) playing `script` as the model.
+    """An OpenAI server on 127.0.0.1 (a free port) playing `script` as the model, on
+    `/v1/chat/completions` and `/v1/responses` alike (one script: turns play in arrival order).
 
     As a context manager it starts the server and points `OPENAI_BASE_URL` at it (with a
     placeholder `OPENAI_API_KEY`), restoring both on exit. `bodies` keeps every request body, so
@@ -78,11 +88,18 @@ class ChatStandIn:
         self._server = self._thread = None
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The completion for one request body: the script's next step, on the wire."""
+        """The completion for one Chat Completions body: the script's next step, on the wire."""
         with self._lock:  # one model: turns are played in the order they arrive
             self.bodies.append(body)
             response = self.model.play(request_from_chat(body))
-        return completion(response, model=self.name, turn=len(self.bodies))
+            return completion(response, model=self.name, turn=len(self.bodies))
+
+    def respond(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The `response` object for one Responses body: the script's next step, on the wire."""
+        with self._lock:
+            self.bodies.append(body)
+            response = self.model.play(request_from_responses(body))
+            return response_object(response, body, model=self.name, turn=len(self.bodies))
 
 
 def request_from_chat(body: dict[str, Any]) -> Request:
@@ -93,9 +110,9 @@ def request_from_chat(body: dict[str, Any]) -> Request:
     for m in body.get("messages", []):
         role = m.get("role")
         if role in ("system", "developer"):
-            system.append(_text(m.get("content")))
+            system.append(text_of(m.get("content")))
         elif role == "assistant":
-            blocks = [Block("text", text=_text(m.get("content")))] if m.get("content") else []
+            blocks = [Block("text", text=text_of(m.get("content")))] if m.get("content") else []
             for c in m.get("tool_calls") or []:
                 fn = c.get("function", {})
                 blocks.append(Block("tool_use", id=c.get("id", ""), name=fn.get("name", ""),
@@ -103,14 +120,14 @@ def request_from_chat(body: dict[str, Any]) -> Request:
             messages.append(ChatMessage("assistant", tuple(blocks)))
         elif role == "tool":
             block = Block("tool_result", id=m.get("tool_call_id", ""),
-                          text=_text(m.get("content")))
+                          text=text_of(m.get("content")))
             if messages and messages[-1].role == "user" and all(
                     b.type == "tool_result" for b in messages[-1].content):
                 messages[-1] = ChatMessage("user", (*messages[-1].content, block))
             else:
                 messages.append(ChatMessage("user", (block,)))
         else:
-            messages.append(ChatMessage("user", (Block("text", text=_text(m.get("content"))),)))
+            messages.append(ChatMessage("user", (Block("text", text=text_of(m.get("content"))),)))
     return Request(system="\n\n".join(system), tools=tuple(body.get("tools") or ()),
                    messages=tuple(messages))
 
@@ -145,23 +162,23 @@ def _chunks(done: dict[str, Any]) -> list[dict[str, Any]]:
              "usage": done["usage"]}]
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
-
-
 def _handler(stand_in: ChatStandIn) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            path = self.path.rstrip("/")
+            play = (stand_in.answer if path.endswith("/chat/completions")
+                    else stand_in.respond if path.endswith("/responses") else None)
+            if play is None:
                 self._send(404, {"error": {"message": f"The stand-in answers only "
-                                           f"/v1/chat/completions, not {self.path!r}.",
-                                           "type": "not_found"}})
+                                           f"/v1/chat/completions and /v1/responses, not "
+                                           f"{self.path!r}.", "type": "not_found"}})
                 return
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             try:
-                done = stand_in.answer(body)
+                done = play(body)
+            except WireError as exc:
+                self._send(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+                return
             except Exception as exc:  # the script ran out, or a step failed: the client hears
                 self._send(500, {"error": {"message": f"The stand-in's script failed: {exc}",
                                            "type": "stand_in_script"}})
@@ -170,6 +187,11 @@ def _handler(stand_in: ChatStandIn) -> type[BaseHTTPRequestHandler]:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                if play == stand_in.respond:  # named events, and no [DONE], as OpenAI sends them
+                    for event in events(done):
+                        self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                                         .encode())
+                    return
                 for chunk in _chunks(done):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
