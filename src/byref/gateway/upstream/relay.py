@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -37,6 +37,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from byref.gateway.upstream.inputs import Parked
@@ -59,6 +60,22 @@ class Caller:
     """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
     owner: Scope | None = None
     """The scope the request runs as (which pooled upstream serves it, `pool`)."""
+    missing: set[str] = field(default_factory=set)
+    """Capabilities an upstream asked this 2026-07-28 client for that it did not declare."""
+
+    @property
+    def modern(self) -> bool:
+        """Whether the request is a 2026-07-28 one."""
+        return self.ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def refusal(self) -> MCPError:
+        """The MissingRequiredClientCapabilityError (-32021) for a call that failed after its
+        upstream asked for capabilities the client did not declare (`missing`)."""
+        names = sorted(self.missing)
+        return MCPError(types.MISSING_REQUIRED_CLIENT_CAPABILITY, (
+            f"The tool's server needs the client capabilities {names!r}, which this request's "
+            "io.modelcontextprotocol/clientCapabilities does not declare."),
+            {"requiredCapabilities": {name: {} for name in names}})
 
     @property
     def connection(self) -> Connection | None:
@@ -214,11 +231,17 @@ class Relay:
         self._owed = (caller, time.monotonic() + ROOTS_OWED)
 
     def _targets(self) -> list[Caller]:
-        """One caller per client session in flight (the newest request of each)."""
+        """One caller per client session in flight (the newest request of each); when several
+        are, those awake: a parked call asleep (`Parked.asleep`) has its upstream handler
+        blocked on the questions it already put, so the question is another call's."""
         by_session: dict[int, Caller] = {}
         for caller in self._flight.values():
             by_session[caller.key] = caller
-        return list(by_session.values())
+        callers = list(by_session.values())
+        if len(callers) > 1:
+            awake = [c for c in callers if c.park is None or not c.park.asleep]
+            return awake or callers
+        return callers
 
     def _by_token(self, request: Any) -> Caller | None:
         """The call in flight whose progress token the request names in its `_meta`, if any."""
@@ -271,6 +294,12 @@ class Relay:
                         f"byref gateway: {method} from server {self.server!r} arrived outside "
                         f"any client call, so no client can be asked; it is refused."))
         if not caller.supports(what):
+            if caller.modern:  # its call then fails with -32021 naming it (`refusal`)
+                caller.missing.add(what)
+                return types.ErrorData(code=types.MISSING_REQUIRED_CLIENT_CAPABILITY, message=(
+                    f"byref gateway: the request to the gateway does not declare the client "
+                    f"capability {what!r}, so server {self.server!r}'s {method} cannot be "
+                    f"answered."), data={"requiredCapabilities": {what: {}}})
             return types.ErrorData(code=types.INVALID_REQUEST, message=(
                 f"byref gateway: the client connected to the gateway does not support {what}, "
                 f"so server {self.server!r}'s {method} cannot be answered."))
