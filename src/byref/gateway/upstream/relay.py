@@ -128,7 +128,7 @@ class Caller:
         answered)."""
         if self.park is not None and self.park.answered_once:
             return  # the request it belonged to has been answered (InputRequiredResult)
-        if self.own_channel:
+        if self.own_channel or self.modern:  # 2026-07-28: on the stream of its own answer
             await self.ctx.session.report_progress(progress, total, message)
         elif self.progress_token is not None:
             await self.ctx.session.send_progress_notification(
