@@ -1,23 +1,26 @@
 """The way back: what an upstream says to a client reaches the client session that made the call.
 
 Owns the routing of upstream → client traffic for one upstream process or session: sampling,
-elicitation and roots requests, progress and log notifications. A handler marks the client
-request it serves (`calling`, with the scope it runs as); an upstream operation started under
-that mark registers the request as in flight on its upstream (`Relay`), and whatever the upstream
-sends meanwhile goes to that request's session — on the request's own channel, so over HTTP it
-rides that call's stream. The law: a message goes to one client, the one whose request is in
-flight on that upstream (a request naming a progress token goes to the call that carries it);
-never to "the last session", never broadcast. When requests of several client sessions are in
-flight at once, a server→client request cannot be attributed and is refused with a reason, and a
-log line is dropped. Outside any call, a request goes to the one session of its owner that has
-used this upstream, when the upstream is its principal's alone (`exclusive`) and exactly one such
-session can take requests; otherwise it is refused — except `roots/list`, answered by the session
-that just told the server its roots changed, else from the server's configured `roots` (none by
-default), so another owner's client never decides what a server is told. Which clients
-share one upstream at all is the pool's (`pool`): by default one process per principal on a
-gateway several principals reach. The gateway offers every upstream sampling, elicitation and
-roots, so tools gated on them stay listed; a client that lacks one gets the upstream's request
-refused, saying so.
+elicitation and roots requests, progress and log notifications. A handler marks the client request
+it serves (`calling`, with the scope it runs as); an upstream operation started under that mark
+registers the request as in flight on its upstream (`Relay`), and whatever the upstream sends
+meanwhile goes to that request's session — on the request's own channel, so over HTTP it rides that
+call's stream. The law: a message goes to one client, the one whose request is in flight on that
+upstream (a request naming a progress token goes to the call that carries it); never to "the last
+session", never broadcast. When requests of several client sessions are in flight at once, a
+server→client request goes to the one whose call is awake (a parked call asleep on its client's
+retry has its upstream handler blocked on the questions it put), else cannot be attributed and is
+refused with a reason, and a log line is dropped. Outside any call, a request goes to the one
+session of its owner that has used this upstream, when the upstream is its principal's alone
+(`exclusive`) and exactly one such session can take requests; otherwise it is refused — except
+`roots/list`, answered by the session that just told the server its roots changed, else from the
+server's configured `roots` (none by default), so another owner's client never decides what a
+server is told. Which clients share one upstream at all is the pool's (`pool`): by default one
+process per principal on a gateway several principals reach. The gateway offers every upstream
+sampling, elicitation and roots, so tools gated on them stay listed; a client that lacks one gets
+the upstream's request refused, saying so — a 2026-07-28 one with
+MissingRequiredClientCapabilityError, which its call answers too if it then fails
+(`Caller.refusal`). A 2026-07-28 client's progress rides the stream of its call's answer.
 """
 
 from __future__ import annotations
