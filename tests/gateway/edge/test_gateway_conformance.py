@@ -108,19 +108,21 @@ def _checks(out: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def _warm(url: str) -> None:
-    """One 2026-07-28 `tools/list`, as a client's first request: it waits for the upstream to
-    start. (`server/discover` never waits for a server starting, so a discover on a cold gateway
-    names no prompts yet, while the `prompts/list` after it waits and lists them.)"""
+    """One 2026-07-28 call of a fixture tool first: it waits for the upstream to start (a call
+    does; `server/discover` never waits for a server still starting, so a discover on a cold
+    gateway names no prompts yet while the `prompts/list` after it may already list them)."""
     import httpx
 
     meta = {"io.modelcontextprotocol/protocolVersion": REVISION,
             "io.modelcontextprotocol/clientInfo": {"name": "warm", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {}}
     answer = httpx.post(url, timeout=60, json={
-        "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}, headers={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "test_simple_text", "arguments": {}, "_meta": meta}}, headers={
         "Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": REVISION, "Mcp-Method": "tools/list"})
-    assert answer.status_code == 200 and "tools" in answer.json()["result"], answer.text[:2000]
+        "MCP-Protocol-Version": REVISION, "Mcp-Method": "tools/call",
+        "Mcp-Name": "test_simple_text"})
+    assert "This is a simple text response" in answer.text, answer.text[:2000]
 
 
 def _announced(proc: subprocess.Popen[str], stream: str, pattern: str) -> str:

@@ -37,7 +37,7 @@ ASK_TIMEOUT = 300.0
 """Seconds a question waits for the client's retry before the upstream is told it failed."""
 KEEP_DONE = 300.0
 """Seconds a finished parked call waits to be collected."""
-GATHER = 0.05
+GATHER = 0.1
 """Seconds an answer waits after an upstream's first question for the questions asked with it."""
 
 
