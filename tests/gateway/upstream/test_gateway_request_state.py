@@ -173,3 +173,15 @@ async def test_a_call_asleep_on_its_client_leaves_the_next_question_to_the_call_
                 input_responses={key: _sampled("awake")},  # type: ignore[arg-type]
                 allow_input_required=True)
             assert isinstance(done, types.CallToolResult) and text(done) == "LLM response: awake"
+
+
+async def test_a_prompt_needing_a_capability_the_client_did_not_declare_fails_naming_it(
+        world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
+                _g, server), Client(server) as c:  # declares no elicitation
+            with pytest.raises(MCPError) as err:
+                await c.session.get_prompt("conformance__test_input_required_result_prompt",
+                                           allow_input_required=True)
+            assert err.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert err.value.error.data == {"requiredCapabilities": {"elicitation": {}}}
