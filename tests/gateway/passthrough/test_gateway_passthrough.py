@@ -91,6 +91,7 @@ async def test_a_uri_no_server_offers_is_refused_saying_how_uris_are_named(world
             assert err.value.error.message == (
                 "Resource 'nowhere://x' is not offered by any server behind this gateway; "
                 "resources/list names each as byref://<server>/<uri>.")
+            assert err.value.error.data == {"uri": "nowhere://x"}  # SEP-2164's data.uri
 
 
 @pytest.mark.parametrize("mode", GENERATIONS)

@@ -3,7 +3,10 @@
 A 2026-07-28 retry carrying a parked call's requestState answered with that call's result under
 another tool name and other arguments. The state is bound to a digest of the call — method,
 name or URI, arguments — so a retry of anything else is refused in one clear line, and the
-parked call still waits for, and answers, its own retry.
+parked call still waits for, and answers, its own retry. A state is good for one retry (each
+round mints its own); an upstream question for a capability the client did not declare fails its
+call with -32021; a call left waiting on its client does not keep another call's question from
+being attributed.
 """
 
 from __future__ import annotations
@@ -100,3 +103,85 @@ def test_the_binding_is_the_call_not_what_a_retry_carries_beside_it() -> None:
         assert binding("tools/call", other) != binding("tools/call", plain)
     assert binding("prompts/get", types.GetPromptRequestParams(name="t")) != binding(
         "tools/call", types.CallToolRequestParams(name="t"))
+
+
+NO_STATE = ("This requestState names no call waiting for input here (it finished, expired, or "
+            "belongs to another session); call the tool again without it.")
+
+
+async def test_a_state_is_good_for_one_retry_and_each_round_has_its_own(world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
+                _g, server), Client(server, elicitation_callback=_elicitation) as c:
+            name = "conformance__test_input_required_result_multi_round"
+            first = await c.session.call_tool(name, {}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.input_requests
+            (key,) = first.input_requests
+            ada = {key: types.ElicitResult(action="accept", content={"name": "ada"})}
+            second = await c.session.call_tool(name, {}, request_state=first.request_state,
+                                               input_responses=ada,  # type: ignore[arg-type]
+                                               allow_input_required=True)
+            assert isinstance(second, types.InputRequiredResult)
+            assert second.request_state != first.request_state
+            (key2,) = second.input_requests
+            assert key2 != key
+            # The first round's state was used: it resumes nothing now.
+            with pytest.raises(MCPError) as err:
+                await c.session.call_tool(name, {}, request_state=first.request_state,
+                                          input_responses=ada,  # type: ignore[arg-type]
+                                          allow_input_required=True)
+            assert err.value.error.message == NO_STATE
+            blue = {key2: types.ElicitResult(action="accept", content={"color": "blue"})}
+            done = await c.session.call_tool(name, {}, request_state=second.request_state,
+                                             input_responses=blue,  # type: ignore[arg-type]
+                                             allow_input_required=True)
+            assert isinstance(done, types.CallToolResult) and text(done) == "ada likes blue"
+
+
+async def test_a_capability_the_client_did_not_declare_fails_the_call_naming_it(
+        world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
+                _g, server), Client(server) as c:  # declares neither sampling nor elicitation
+            assert c.protocol_version == "2026-07-28"
+            with pytest.raises(MCPError) as err:
+                await c.session.call_tool("conformance__test_missing_capability", {},
+                                          allow_input_required=True)
+            assert err.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert err.value.error.data == {"requiredCapabilities": {"sampling": {}}}
+            assert err.value.error.message == (
+                "The tool's server needs the client capabilities ['sampling'], which this "
+                "request's io.modelcontextprotocol/clientCapabilities does not declare.")
+
+
+async def test_a_call_asleep_on_its_client_leaves_the_next_question_to_the_call_awake(
+        world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
+                _g, server), Client(server, sampling_callback=_sampling,
+                                    elicitation_callback=_elicitation) as c:
+            left = await c.session.call_tool("conformance__test_elicitation", {"message": "hi"},
+                                             allow_input_required=True)
+            assert isinstance(left, types.InputRequiredResult)  # never retried: asleep
+            asked = await c.session.call_tool("conformance__test_sampling", {"prompt": "p"},
+                                              allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult), text(asked)
+            (key,) = asked.input_requests
+            assert asked.input_requests[key].method == "sampling/createMessage"
+            done = await c.session.call_tool(
+                "conformance__test_sampling", {"prompt": "p"}, request_state=asked.request_state,
+                input_responses={key: _sampled("awake")},  # type: ignore[arg-type]
+                allow_input_required=True)
+            assert isinstance(done, types.CallToolResult) and text(done) == "LLM response: awake"
+
+
+async def test_a_prompt_needing_a_capability_the_client_did_not_declare_fails_naming_it(
+        world: World) -> None:
+    with anyio.fail_after(60):
+        async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
+                _g, server), Client(server) as c:  # declares no elicitation
+            with pytest.raises(MCPError) as err:
+                await c.session.get_prompt("conformance__test_input_required_result_prompt",
+                                           allow_input_required=True)
+            assert err.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert err.value.error.data == {"requiredCapabilities": {"elicitation": {}}}

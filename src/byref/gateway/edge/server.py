@@ -158,12 +158,15 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                        arguments: dict[str, Any]) -> Part:
         # The whole call but its answer: the handler's path and the plain one (`fastpath`).
         state = scope_of(ctx)
-        with calling(ctx, owner=state.scope):  # what the upstream asks or says reaches it
+        with calling(ctx, owner=state.scope) as caller:  # what the upstream asks or says reaches it
             box = await gateway.toolbox()
             if ctx.request is not None:
                 schemas.seen(box)
-            return await gateway.call(state, own_name(box, name), arguments,
+            part = await gateway.call(state, own_name(box, name), arguments,
                                       connection=connection_of(ctx), stable=stable_lists(ctx))
+        if part.is_error and caller.missing:
+            raise caller.refusal()
+        return part
 
     async def extras(ctx: ServerRequestContext[Any, Any], part: Part
                      ) -> tuple[list[types.ContentBlock], Any] | None:
@@ -181,9 +184,11 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
 
             # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
             async def run(parked: Parked) -> types.CallToolResult:
-                with calling(ctx, parked, owner=state.scope):
+                with calling(ctx, parked, owner=state.scope) as caller:
                     part = await gateway.call(state, name, params.arguments or {},
                                               connection=connection_of(ctx), stable=True)
+                if part.is_error and caller.missing:
+                    raise caller.refusal()
                 return await client_result(gateway.passed, gateway.store, state.store_scope, part)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(

@@ -110,7 +110,7 @@ def unresolved(uri: str, owners: list[str]) -> MCPError:
             f"{', '.join(quote(namespaced(s, uri)) for s in owners)}."))
     return MCPError(types.INVALID_PARAMS, (
         f"Resource {quote(uri)} is not offered by any server behind this gateway; resources/list "
-        f"names each as {PREFIX}<server>/<uri>."))
+        f"names each as {PREFIX}<server>/<uri>."), {"uri": uri})  # SEP-2164: the URI not found
 
 
 def renamed_contents(result: types.ReadResourceResult, server: str,
@@ -222,4 +222,4 @@ def artifact_missing(uri: str, ref: str) -> MCPError:
             "'art_' followed by 22 letters or digits."))
     return MCPError(types.INVALID_PARAMS, (
         f"Artifact {quote(ref)} is not available in this conversation: it is missing, expired, or "
-        "was never stored under this scope."))
+        "was never stored under this scope."), {"uri": uri})

@@ -123,19 +123,31 @@ class Fanout:
     async def asking(self, ctx: Ctx, params: types.InputResponseRequestParams,
                      run: Callable[[], Awaitable[T]]) -> T | types.InputRequiredResult:
         """Run under the request's mark; a 2026-07-28 client that can answer questions has it
-        parked, so an upstream's question becomes its InputRequiredResult (`inputs`)."""
+        parked, so an upstream's question becomes its InputRequiredResult (`inputs`); one that
+        fails after its upstream asked for a capability the client lacks answers -32021."""
         if self._parking is not None and self.owner_of is not None and \
                 ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
             async def parked(park: Parked) -> T:
-                with self.calling(ctx, park):
-                    return await run()
+                with self.calling(ctx, park) as caller:
+                    return await _refused(caller, run)
 
             answer: T | types.InputRequiredResult = await self._parking.call(
                 self.owner_of(ctx), params.request_state, params.input_responses, parked,
                 call=binding(ctx.method, params))
             return answer
-        with self.calling(ctx):
-            return await run()
+        with self.calling(ctx) as caller:
+            return await _refused(caller, run)
+
+
+async def _refused(caller: Caller, run: Callable[[], Awaitable[T]]) -> T:
+    """`run`'s answer; its failure after an upstream asked `caller` for a capability it did not
+    declare is the MissingRequiredClientCapabilityError naming it."""
+    try:
+        return await run()
+    except MCPError:
+        if caller.missing:
+            raise caller.refusal() from None
+        raise
 
 
 async def follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> list[Any]:

@@ -5,13 +5,14 @@ Owns parked calls. A 2026-07-28 client takes no server→client requests; it is 
 (sampling, elicitation, roots), so a 2026-07-28 client's call runs in a task of its own: when the
 upstream asks, the client's request is answered `InputRequiredResult` (the questions, and an opaque
 `request_state` naming the parked call) while the upstream keeps waiting; the retry hands the
-responses to the upstream's questions and waits again, for the result or the next questions. The
-law: a parked call is resumed only by a retry of the same scope carrying its state (an unguessable
-token) for the very call it was minted for — the same method, name or URI and arguments, bound by
+responses to the upstream's questions and waits again, for the result or the next questions.
+Questions an upstream asks together are put together: an answer waits `GATHER` s after the first
+question for the others. The law: a parked call is resumed only by a retry of the same scope
+carrying its latest state (an unguessable token, a new one each round, so a state is good for one
+retry) for the very call it was minted for — the same method, name or URI and arguments, bound by
 a digest (`binding`); a retry of another call is refused saying so — each question is answered
-once, and nothing waits without a bound — an unanswered
-question fails the upstream's request after `ASK_TIMEOUT`, and a finished call nobody collects is
-forgotten after `KEEP_DONE`.
+once, and nothing waits without a bound — an unanswered question fails the upstream's request
+after `ASK_TIMEOUT`, and a finished call nobody collects is forgotten after `KEEP_DONE`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ ASK_TIMEOUT = 300.0
 """Seconds a question waits for the client's retry before the upstream is told it failed."""
 KEEP_DONE = 300.0
 """Seconds a finished parked call waits to be collected."""
+GATHER = 0.1
+"""Seconds an answer waits after an upstream's first question for the questions asked with it."""
 
 
 _RETRY_FIELDS = frozenset({"meta", "input_responses", "request_state"})
@@ -77,6 +80,15 @@ class Parked:
     done_at: float | None = None
     answered_once: bool = False
     """Whether the client request that started it has been answered (progress has no stream)."""
+    live: int = 0
+    """Client requests of this call being served now (the first, or a retry)."""
+
+    @property
+    def asleep(self) -> bool:
+        """Whether the call waits on its client alone: its questions were put in an answer, none
+        is answered yet and no request of it is being served, so its upstream handler is blocked
+        on them (`relay` puts a new question to a call that is awake first)."""
+        return self.live == 0 and self.answered_once and not self.unsent and bool(self.waiting)
 
     async def ask(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
         """The upstream's question, put to the client by the next answer of its call."""
@@ -143,6 +155,9 @@ class Parking:
                     "This requestState was issued for another call: retry with the same "
                     "method, name or URI and arguments as the call that returned it, or make "
                     "this call again without a requestState."))
+            del self._parked[parked.token]  # a state is good for one retry: the next is new
+            parked.token = secrets.token_urlsafe(24)
+            self._parked[parked.token] = parked
             parked.answer(responses or {})
         else:
             if self._group is None:
@@ -150,7 +165,11 @@ class Parking:
             parked = Parked(secrets.token_urlsafe(24), owner, call)
             self._parked[parked.token] = parked
             self._group.start_soon(self._run, parked, run)
-        return await self._next(parked)
+        parked.live += 1
+        try:
+            return await self._next(parked)
+        finally:
+            parked.live -= 1
 
     async def _run(self, parked: Parked, run: Callable[[Parked], Awaitable[Any]]) -> None:
         try:
@@ -164,6 +183,10 @@ class Parking:
     async def _next(self, parked: Parked) -> Any:
         while True:
             if parked.unsent:
+                with anyio.move_on_after(GATHER):  # the questions asked with it come meanwhile
+                    while parked.done_at is None:
+                        parked.changed = anyio.Event()
+                        await parked.changed.wait()
                 asks = dict(parked.unsent)
                 parked.unsent.clear()
                 parked.waiting.update(asks)

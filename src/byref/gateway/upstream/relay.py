@@ -1,23 +1,26 @@
 """The way back: what an upstream says to a client reaches the client session that made the call.
 
 Owns the routing of upstream → client traffic for one upstream process or session: sampling,
-elicitation and roots requests, progress and log notifications. A handler marks the client
-request it serves (`calling`, with the scope it runs as); an upstream operation started under
-that mark registers the request as in flight on its upstream (`Relay`), and whatever the upstream
-sends meanwhile goes to that request's session — on the request's own channel, so over HTTP it
-rides that call's stream. The law: a message goes to one client, the one whose request is in
-flight on that upstream (a request naming a progress token goes to the call that carries it);
-never to "the last session", never broadcast. When requests of several client sessions are in
-flight at once, a server→client request cannot be attributed and is refused with a reason, and a
-log line is dropped. Outside any call, a request goes to the one session of its owner that has
-used this upstream, when the upstream is its principal's alone (`exclusive`) and exactly one such
-session can take requests; otherwise it is refused — except `roots/list`, answered by the session
-that just told the server its roots changed, else from the server's configured `roots` (none by
-default), so another owner's client never decides what a server is told. Which clients
-share one upstream at all is the pool's (`pool`): by default one process per principal on a
-gateway several principals reach. The gateway offers every upstream sampling, elicitation and
-roots, so tools gated on them stay listed; a client that lacks one gets the upstream's request
-refused, saying so.
+elicitation and roots requests, progress and log notifications. A handler marks the client request
+it serves (`calling`, with the scope it runs as); an upstream operation started under that mark
+registers the request as in flight on its upstream (`Relay`), and whatever the upstream sends
+meanwhile goes to that request's session — on the request's own channel, so over HTTP it rides that
+call's stream. The law: a message goes to one client, the one whose request is in flight on that
+upstream (a request naming a progress token goes to the call that carries it); never to "the last
+session", never broadcast. When requests of several client sessions are in flight at once, a
+server→client request goes to the one whose call is awake (a parked call asleep on its client's
+retry has its upstream handler blocked on the questions it put), else cannot be attributed and is
+refused with a reason, and a log line is dropped. Outside any call, a request goes to the one
+session of its owner that has used this upstream, when the upstream is its principal's alone
+(`exclusive`) and exactly one such session can take requests; otherwise it is refused — except
+`roots/list`, answered by the session that just told the server its roots changed, else from the
+server's configured `roots` (none by default), so another owner's client never decides what a
+server is told. Which clients share one upstream at all is the pool's (`pool`): by default one
+process per principal on a gateway several principals reach. The gateway offers every upstream
+sampling, elicitation and roots, so tools gated on them stay listed; a client that lacks one gets
+the upstream's request refused, saying so — a 2026-07-28 one with
+MissingRequiredClientCapabilityError, which its call answers too if it then fails
+(`Caller.refusal`). A 2026-07-28 client's progress rides the stream of its call's answer.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -37,6 +40,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from byref.gateway.upstream.inputs import Parked
@@ -59,6 +63,22 @@ class Caller:
     """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
     owner: Scope | None = None
     """The scope the request runs as (which pooled upstream serves it, `pool`)."""
+    missing: set[str] = field(default_factory=set)
+    """Capabilities an upstream asked this 2026-07-28 client for that it did not declare."""
+
+    @property
+    def modern(self) -> bool:
+        """Whether the request is a 2026-07-28 one."""
+        return self.ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def refusal(self) -> MCPError:
+        """The MissingRequiredClientCapabilityError (-32021) for a call that failed after its
+        upstream asked for capabilities the client did not declare (`missing`)."""
+        names = sorted(self.missing)
+        return MCPError(types.MISSING_REQUIRED_CLIENT_CAPABILITY, (
+            f"The tool's server needs the client capabilities {names!r}, which this request's "
+            "io.modelcontextprotocol/clientCapabilities does not declare."),
+            {"requiredCapabilities": {name: {} for name in names}})
 
     @property
     def connection(self) -> Connection | None:
@@ -111,7 +131,7 @@ class Caller:
         answered)."""
         if self.park is not None and self.park.answered_once:
             return  # the request it belonged to has been answered (InputRequiredResult)
-        if self.own_channel:
+        if self.own_channel or self.modern:  # 2026-07-28: on the stream of its own answer
             await self.ctx.session.report_progress(progress, total, message)
         elif self.progress_token is not None:
             await self.ctx.session.send_progress_notification(
@@ -214,11 +234,17 @@ class Relay:
         self._owed = (caller, time.monotonic() + ROOTS_OWED)
 
     def _targets(self) -> list[Caller]:
-        """One caller per client session in flight (the newest request of each)."""
+        """One caller per client session in flight (the newest request of each); when several
+        are, those awake: a parked call asleep (`Parked.asleep`) has its upstream handler
+        blocked on the questions it already put, so the question is another call's."""
         by_session: dict[int, Caller] = {}
         for caller in self._flight.values():
             by_session[caller.key] = caller
-        return list(by_session.values())
+        callers = list(by_session.values())
+        if len(callers) > 1:
+            awake = [c for c in callers if c.park is None or not c.park.asleep]
+            return awake or callers
+        return callers
 
     def _by_token(self, request: Any) -> Caller | None:
         """The call in flight whose progress token the request names in its `_meta`, if any."""
@@ -271,6 +297,12 @@ class Relay:
                         f"byref gateway: {method} from server {self.server!r} arrived outside "
                         f"any client call, so no client can be asked; it is refused."))
         if not caller.supports(what):
+            if caller.modern:  # its call then fails with -32021 naming it (`refusal`)
+                caller.missing.add(what)
+                return types.ErrorData(code=types.MISSING_REQUIRED_CLIENT_CAPABILITY, message=(
+                    f"byref gateway: the request to the gateway does not declare the client "
+                    f"capability {what!r}, so server {self.server!r}'s {method} cannot be "
+                    f"answered."), data={"requiredCapabilities": {what: {}}})
             return types.ErrorData(code=types.INVALID_REQUEST, message=(
                 f"byref gateway: the client connected to the gateway does not support {what}, "
                 f"so server {self.server!r}'s {method} cannot be answered."))
