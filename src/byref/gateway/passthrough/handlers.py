@@ -32,7 +32,7 @@ from byref.gateway.passthrough.resources import ResourcePassthrough
 from byref.gateway.passthrough.uris import ARTIFACT_TEMPLATE, unresolved
 from byref.gateway.upstream.fanout import Ctx, Fanout, follow
 from byref.gateway.upstream.inputs import Parking
-from byref.gateway.upstream.pool import Pooled
+from byref.gateway.upstream.pool import SHARED, Key, Pooled
 from byref.refs import quote
 from byref.store import ArtifactStore
 
@@ -164,10 +164,11 @@ class Passthrough:
                 await client.send_roots_list_changed()
 
     # -- upstream notifications ----------------------------------------------------------------
-    async def notice(self, server: str, message: Any) -> None:
-        """A server's resource update or list change, to the clients it concerns."""
+    async def notice(self, server: str, message: Any, instance: Key = SHARED) -> None:
+        """A server's resource update (from its `instance`) or list change, to the clients it
+        concerns."""
         if isinstance(message, types.ResourceUpdatedNotification):
-            await self.resources.updated(server, str(message.params.uri))
+            await self.resources.updated(server, str(message.params.uri), instance)
             return
         prompts = isinstance(message, types.PromptListChangedNotification)
         for connection in list(self._fan.connections.values()):
