@@ -30,7 +30,7 @@ from byref.gateway.passthrough.pages import page
 from byref.gateway.passthrough.prompts import PromptIndex, prompt_not_offered
 from byref.gateway.passthrough.resources import ResourcePassthrough
 from byref.gateway.passthrough.uris import ARTIFACT_TEMPLATE, unresolved
-from byref.gateway.upstream.fanout import Ctx, Fanout, follow
+from byref.gateway.upstream.fanout import Ctx, Fanout, bound_of, follow
 from byref.gateway.upstream.inputs import Parking
 from byref.gateway.upstream.pool import SHARED, Key, Pooled
 from byref.refs import quote
@@ -61,11 +61,13 @@ class Passthrough:
         """One page of the prompts the caller's grant sees, under the gateway's names."""
         self.seen(ctx)
         with self._fan.calling(ctx):
-            items = self.prompts.listed(await self._all_prompts(listing=True))
+            found = await self._all_prompts(listing=True)
+            items = self.prompts.listed(found)
         sees = self._fan.sees(ctx)
         items = [p for p in items if sees(self.prompts.names[p.name][0])]
         got, cursor = page(items, params.cursor if params else None)
-        return types.ListPromptsResult(prompts=got, next_cursor=cursor)
+        return types.ListPromptsResult(prompts=got, next_cursor=cursor,
+                                       **bound_of(v for s, v in found.items() if sees(s)))
 
     async def _all_prompts(self, *, listing: bool = False) -> dict[str, list[types.Prompt]]:
         # `listing`: a client's list, answered without a server still starting (`Fanout.each`).

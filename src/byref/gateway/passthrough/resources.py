@@ -41,7 +41,7 @@ from byref.gateway.passthrough.uris import (
     split,
     unresolved,
 )
-from byref.gateway.upstream.fanout import Ctx, Fanout, follow
+from byref.gateway.upstream.fanout import Ctx, Fanout, bound_of, follow
 from byref.gateway.wire.sdk_server import connection_of
 from byref.refs import quote
 
@@ -91,7 +91,8 @@ class ResourcePassthrough:
         if self.artifacts is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             items += await self.artifacts.resources(ctx)
         got, cursor = page(items, params.cursor if params else None)
-        return types.ListResourcesResult(resources=got, next_cursor=cursor)
+        return types.ListResourcesResult(resources=got, next_cursor=cursor,
+                                         **bound_of(v for s, v in found.items() if sees(s)))
 
     async def list_templates(self, ctx: Ctx, params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
@@ -104,7 +105,9 @@ class ResourcePassthrough:
         if self.artifacts is not None:
             items.append(ARTIFACT_TEMPLATE)
         got, cursor = page(items, params.cursor if params else None)
-        return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
+        return types.ListResourceTemplatesResult(
+            resource_templates=got, next_cursor=cursor,
+            **bound_of(v for s, v in found.items() if sees(s)))
 
     async def _owner(self, uri: str, sees: Callable[[str], bool] | None = None
                      ) -> tuple[str, str]:

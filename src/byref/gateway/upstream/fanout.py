@@ -12,12 +12,13 @@ directly, and no upstream paginator is followed past `_PAGES` pages.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.server.caching import CacheHint
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -25,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.access.bearer import permits_server
 from byref.gateway.upstream.bounds import UpstreamError
+from byref.gateway.upstream.hints import Listed, combined, hint_of
 from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.manager import LIST_READY
 from byref.gateway.upstream.pool import SHARED, Key, Pooled, key_of
@@ -159,13 +161,26 @@ class Fanout:
             return await run()
 
 
-async def follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> list[Any]:
-    """Every item of an upstream list, following its cursor (at most `_PAGES` pages)."""
-    out: list[Any] = []
+async def follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> Listed[Any]:
+    """Every item of an upstream list, following its cursor (at most `_PAGES` pages), with the
+    cache hint its pages carried (`hints`)."""
+    out: Listed[Any] = Listed()
+    pages: list[types.CacheableResult] = []
     cursor: str | None = None
     for _ in range(_PAGES):
         got = await fetch(cursor)
+        pages.append(got)
         out.extend(getattr(got, items))
         if not (cursor := got.next_cursor):
             break
+    out.hint = hint_of(pages)
     return out
+
+
+def bound_of(lists: Iterable[Any]) -> dict[str, Any]:
+    """The `ttl_ms`/`cache_scope` a list aggregating these upstream lists may promise at most
+    (`hints.combined`; read by `caching`), or nothing when none carried a hint."""
+    found: CacheHint | None = None
+    for listed in lists:
+        found = combined(found, getattr(listed, "hint", None))
+    return {} if found is None else {"ttl_ms": found.ttl_ms, "cache_scope": found.scope}

@@ -45,6 +45,7 @@ from byref.gateway.upstream.bounds import (
     failure_class,
     first_line,
 )
+from byref.gateway.upstream.hints import Kept, hint_of
 from byref.gateway.upstream.relay import CALLER, Relay, current
 from byref.gateway.upstream.spawn import Spawned, stdio_process
 from byref.gateway.upstream.watch import Watched, modern
@@ -104,22 +105,29 @@ class Upstream:
         """The log level its clients last asked for (`logging/setLevel`): sent at each start."""
         self.mode: era.Mode = era.first_mode(config)
         """How its connections start (`era`): `auto` once it refused the handshake."""
+        self.tools_hint: Kept | None = None
+        """The cache hint of its last tool list (`hints`; None: it gave none)."""
         self.watched = Watched(config.name)
         """Its resource URIs watched for updates, and how (`watch`)."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
-        """Every tool the server lists (following pagination)."""
+        """Every tool the server lists (following pagination); the cache hint its answer
+        carried is kept (`tools_hint`)."""
 
         async def fetch(client: Client) -> list[types.Tool]:
             tools: list[types.Tool] = []
+            pages: list[types.ListToolsResult] = []
             cursor: str | None = None
             for _ in range(100):  # a paginator that never ends cannot hang the gateway
                 page = await client.list_tools(cursor=cursor)
+                pages.append(page)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
                     break
+            hint = hint_of(pages)
+            self.tools_hint = Kept(hint) if hint is not None else None
             return tools
 
         with self.relay.flight(current()):

@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client
+from mcp.server.caching import CacheHint
 
 from byref.gateway.config.file import GatewayConfig
 from byref.gateway.config.secrets import redactor
@@ -231,6 +232,13 @@ class Pooled:
     def last_error(self) -> str | None:
         """Why the instance last listed failed to start, if it did."""
         return self._listed_on.last_error if self._listed_on is not None else None
+
+    def tools_hint(self) -> CacheHint | None:
+        """The cache hint of the tool list the catalog holds, as it stands now (`hints.Kept`;
+        None: the server gave none)."""
+        up = self._listed_on
+        kept = up.tools_hint if up is not None else None
+        return kept.now() if kept is not None else None
 
     @property
     def in_flight(self) -> int:
