@@ -17,7 +17,9 @@ default), so another owner's client never decides what a server is told. Which c
 share one upstream at all is the pool's (`pool`): by default one process per principal on a
 gateway several principals reach. The gateway offers every upstream sampling, elicitation and
 roots, so tools gated on them stay listed; a client that lacks one gets the upstream's request
-refused, saying so.
+refused, saying so. A 2026-07-28 upstream has no `logging/setLevel`: the level a handshake-era
+session asked for is kept on its connection and travels with its calls (`forwarded_meta`), so
+each session hears lines at its own level, whoever shares the upstream.
 """
 
 from __future__ import annotations
