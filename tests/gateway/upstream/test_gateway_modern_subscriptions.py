@@ -11,6 +11,7 @@ reaches the calling client at the level its own session asked for.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -117,6 +118,12 @@ async def test_updates_reach_exactly_the_subscribers_on_the_instance_that_announ
             await _legacy(lambda: old.unsubscribe_resource(NOTE_A))
             assert alice_up.watched.counts == {}
             assert mallory_up.watched.counts == {"note://a": 1}
+            # Past the idle time, a watched process is kept (its watcher would hear nothing
+            # more); an unwatched one is stopped.
+            pool = gateway.upstreams.pool
+            pool.clock = lambda: time.monotonic() + pool.idle + 1
+            await pool.sweep()
+            assert mallory_up.alive and not alice_up.alive
             # Its stream's events are passed to its message handler too (the SDK's tee): once.
             assert alice_new.updated == [NOTE_A]
 

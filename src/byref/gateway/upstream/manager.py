@@ -244,9 +244,11 @@ class Upstream:
 
     @property
     def busy(self) -> bool:
-        """Whether an operation is in flight on it (a busy upstream is never stopped as idle)."""
+        """Whether an operation is in flight on it, or a client watches one of its resources
+        (a busy upstream is never stopped as idle: its watchers would hear nothing more)."""
         live = self._live
-        return self.relay.in_flight > 0 or (live is not None and bool(live.calls))
+        return self.relay.in_flight > 0 or (live is not None and bool(live.calls)) or \
+            bool(self.watched.counts)
 
     @property
     def pid(self) -> int | None:
