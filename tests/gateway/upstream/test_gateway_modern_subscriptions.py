@@ -50,9 +50,11 @@ class Heard:
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append((params.level, params.logger, params.data))
 
-    async def next_update(self) -> None:
-        await self._told.wait()
-        self._told = anyio.Event()
+    async def updates(self, count: int) -> None:
+        """Wait until `count` updates have arrived in all (the test's deadline bounds it)."""
+        while len(self.updated) < count:
+            await self._told.wait()
+            self._told = anyio.Event()
 
 
 @asynccontextmanager
@@ -99,13 +101,13 @@ async def test_updates_reach_exactly_the_subscribers_on_the_instance_that_announ
                 assert mallory_up.watched.counts == {"note://a": 1}
 
                 await _touch(old, "note://a")  # on Alice's process
-                await alice_old.next_update()
+                await alice_old.updates(1)
                 async for event in stream:
                     assert event == ResourceUpdated(uri=NOTE_A)
                     break
                 await _touch(old, "note://b")  # watched by no one: told to no one
                 await _touch(evil, "note://a")  # on Mallory's process
-                await mallory.next_update()
+                await mallory.updates(1)
                 await old.list_tools()  # a round trip each: anything leaked has arrived
                 await evil.list_tools()
                 assert alice_old.updated == [NOTE_A]
@@ -126,6 +128,37 @@ async def test_updates_reach_exactly_the_subscribers_on_the_instance_that_announ
             assert mallory_up.alive and not alice_up.alive
             # Its stream's events are passed to its message handler too (the SDK's tee): once.
             assert alice_new.updated == [NOTE_A]
+
+
+async def test_the_stream_widens_narrows_and_after_a_drop_tells_every_uri_updated(
+        world: World) -> None:
+    servers = {"modern": world.fixture("modern_only.py", 20)}
+    heard = Heard()
+    with anyio.fail_after(90):
+        async with serving(world, servers, mode="direct") as (gateway, url), _client(
+                url, ALICE, "legacy", heard) as c:
+            await gateway.toolbox(wait=30)
+            await _legacy(lambda: c.subscribe_resource(NOTE_A))
+            (up,) = (u for k, u in gateway.upstreams["modern"].instances.items()
+                     if k and k[0] == "acme")
+            assert up.watched.streamed == {"note://a"}
+            await _legacy(lambda: c.subscribe_resource(NOTE_B))  # a wider stream replaces it
+            assert up.watched.streamed == {"note://a", "note://b"}
+            await _touch(c, "note://b")
+            await heard.updates(1)
+            assert heard.updated == [NOTE_B]
+            # The server ends every listen stream: opened again, and since nothing is
+            # replayed, each watched URI is told updated (it may have changed meanwhile).
+            await c.call_tool("modern__end_streams", {})
+            await heard.updates(3)
+            assert sorted(heard.updated[1:]) == [NOTE_A, NOTE_B]
+            await _touch(c, "note://a")  # the stream opened again carries the next update
+            await heard.updates(4)
+            assert heard.updated[3:] == [NOTE_A]
+            await _legacy(lambda: c.unsubscribe_resource(NOTE_A))  # a narrower one
+            assert up.watched.streamed == {"note://b"}
+            await _legacy(lambda: c.unsubscribe_resource(NOTE_B))  # none: closed
+            assert up.watched.streamed == frozenset()
 
 
 @pytest.mark.parametrize("generation", ["legacy", "auto"])

@@ -116,6 +116,12 @@ class Watched:
         """Every URI watched now."""
         return frozenset(self.counts)
 
+    @property
+    def streamed(self) -> Uris:
+        """The URIs the live connection's listen stream names now (none in the handshake
+        generation, where each was subscribed on its own)."""
+        return self._stream[1].uris if self._stream is not None else frozenset()
+
     def added(self, uri: str) -> bool:
         """Count one watcher of `uri` more; True when it is the first."""
         self.counts[uri] += 1
