@@ -37,6 +37,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/ops/test_gateway_operator_lines.py": ("process",),
     "tests/gateway/upstream/test_gateway_raw_calls.py": ("upstreams",),
     "tests/gateway/upstream/test_gateway_upstream_streams.py": ("upstreams",),
+    "tests/gateway/upstream/test_gateway_modern_subscriptions.py": ("upstreams",),
     "tests/gateway/wire/test_gateway_stdio_transport.py": ("process",),
     "tests/gateway/*/test_gateway_conformance.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_conformance_client.py": ("upstreams", "node", "slow"),

@@ -22,16 +22,19 @@ import mcp_types as types
 import pytest
 from _gateway_rig import FIXTURES, World, ref_line_of, running, text
 from mcp import Client
+from mcp.server.caching import CacheHint
 
+from byref.gateway.edge.caching import LIST_TTL_MS
 from byref.gateway.upstream.era import modern_only
+from byref.gateway.upstream.hints import combined, hint_of
 
 pytestmark = pytest.mark.anyio
 GENERATIONS = ["legacy", "auto"]  # the handshake era, and 2026-07-28 (what auto negotiates)
 
 
-def _served(script: str) -> Iterator[str]:
+def _served(script: str, *args: str) -> Iterator[str]:
     """`script` serving streamable HTTP on a free loopback port: its URL while it runs."""
-    proc = subprocess.Popen([sys.executable, str(FIXTURES / script), "--http", "0"],
+    proc = subprocess.Popen([sys.executable, str(FIXTURES / script), "--http", "0", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
@@ -50,6 +53,16 @@ def _served(script: str) -> Iterator[str]:
 @pytest.fixture
 def modern_url() -> Iterator[str]:
     yield from _served("modern_only.py")
+
+
+@pytest.fixture
+def public_tools_url() -> Iterator[str]:
+    yield from _served("modern_only.py", "--tools-hint", "30000:public")
+
+
+@pytest.fixture
+def private_tools_url() -> Iterator[str]:
+    yield from _served("modern_only.py", "--tools-hint", "20000:private")
 
 
 @pytest.fixture
@@ -229,6 +242,50 @@ async def test_a_dual_era_server_asking_mid_call_needs_the_handshake_generation(
                 assert not asked.is_error, asked.content
                 assert text(asked) == ('User response: action=accept, content='
                                        '{"username": "ada", "email": "a@b"}')
+
+
+async def test_the_gateways_lists_promise_no_longer_than_its_modern_upstreams_do(
+        world: World, public_tools_url: str, private_tools_url: str, modern_url: str) -> None:
+    """Tool lists of 30 s public and 20 s private (the fixture's `--tools-hint`), resource
+    lists of 5 s private: the gateway's tool list promises at most 20 s, private, its resource
+    list at most 5 s; its prompt list, which no upstream has, keeps its own minute. A
+    modern-only upstream that sets no hint is the SDK's 0 ms, private."""
+    two = {"a": {"url": public_tools_url, "timeout": 20},
+           "b": {"url": private_tools_url, "timeout": 20}}
+    with anyio.fail_after(60):
+        async with running(world, two, mode="direct") as (gateway, server), Client(
+                server) as client:
+            await gateway.toolbox()
+            tools = await client.list_tools(cache_mode="bypass")
+            resources = await client.list_resources(cache_mode="bypass")
+            prompts = await client.list_prompts(cache_mode="bypass")
+            assert tools.cache_scope == "private" and tools.ttl_ms <= 20_000
+            assert resources.cache_scope == "private" and resources.ttl_ms <= 5_000
+            assert (prompts.ttl_ms, prompts.cache_scope) == (LIST_TTL_MS, "public")
+        async with running(world, {"a": two["a"]}, mode="direct") as (gateway, server), Client(
+                server) as client:
+            await gateway.toolbox()
+            tools = await client.list_tools(cache_mode="bypass")
+            assert tools.cache_scope == "public" and tools.ttl_ms <= 30_000
+        async with running(world, _servers(modern_url), mode="direct") as (
+                gateway, server), Client(server) as client:
+            await gateway.toolbox()
+            tools = await client.list_tools(cache_mode="bypass")
+            assert (tools.ttl_ms, tools.cache_scope) == (0, "private")
+
+
+def test_an_answers_hint_is_its_pages_shortest_and_private_if_any_is() -> None:
+    def page(**hint: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[], **hint)
+
+    assert hint_of([page(), page()]) is None  # a handshake-era server says nothing
+    assert hint_of([page(ttl_ms=9, cache_scope="public"), page()]) == CacheHint(9, "public")
+    assert hint_of([page(ttl_ms=9, cache_scope="public"),
+                    page(ttl_ms=4, cache_scope="public"),
+                    page(ttl_ms=7, cache_scope="private")]) == CacheHint(4, "private")
+    assert combined(None, None) is None
+    assert combined(CacheHint(5, "public"), None) == CacheHint(5, "public")
+    assert combined(CacheHint(5, "public"), CacheHint(8, "private")) == CacheHint(5, "private")
 
 
 def test_only_a_refusal_naming_modern_versions_alone_switches_the_era() -> None:

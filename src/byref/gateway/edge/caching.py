@@ -3,6 +3,8 @@
 Owns the `ttlMs`/`cacheScope` the gateway's cacheable results carry (the SDK's `CacheHint`,
 applied by `apply_cache_hint`, per list by `ListHints`; a handshake-era answer drops both on the
 SDK's way out). The law:
+never longer than the shortest `ttlMs` of the 2026-07-28 upstream lists it aggregates, and
+`private` if any of them is (`hints`; a handshake-era upstream's list says nothing); else
 `private` whenever the answer may differ by caller: a gateway whose grants (a token's, or any a
 JWT may carry) restrict what some caller sees, a caller restricted now, a list read from
 instances kept per tenant, principal or conversation (`share`), and resources (the upstreams'
@@ -13,14 +15,15 @@ changes when it arrives, so no client should keep it).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import mcp_types as types
-from mcp.server.caching import CacheHint, apply_cache_hint
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 
 from byref.gateway.config.file import GatewayConfig, Grant
+from byref.gateway.upstream.hints import combined
 
 Ctx = ServerRequestContext[Any, Any]
 R = TypeVar("R", bound=types.CacheableResult)
@@ -59,18 +62,29 @@ class ListHints:
     `grant_of(ctx)` the caller's restriction."""
 
     def __init__(self, config: GatewayConfig, indexed: Callable[[], Mapping[str, str]],
-                 grant_of: Callable[[Ctx], Grant | None]) -> None:
+                 grant_of: Callable[[Ctx], Grant | None], *,
+                 tools: Callable[[], Iterable[CacheHint | None]] = tuple) -> None:
         self._config, self._indexed, self._grant_of = config, indexed, grant_of
+        self._tools = tools
+        """The hints of the upstream tool lists the catalog holds, as they stand now."""
 
     def settled(self) -> bool:
         """Whether every server is listed (none starting, none failed)."""
         return all(v == "listed" for v in self._indexed().values())
 
     def apply(self, ctx: Ctx, result: R, *, instances: bool = False, data: bool = False) -> R:
-        """`result` with the hint its caller may cache it under (see `list_hint`)."""
-        return apply_cache_hint(result, list_hint(
-            self._config, self._grant_of(ctx), settled=self.settled(), instances=instances,
-            data=data))
+        """`result` with the hint its caller may cache it under (see `list_hint`), bounded by
+        the upstreams' it aggregates: the tool catalog's for a tool list, else what the
+        passthrough handler set on it (`fanout.bound_of`)."""
+        hint = list_hint(self._config, self._grant_of(ctx), settled=self.settled(),
+                         instances=instances, data=data)
+        if isinstance(result, types.ListToolsResult):
+            for upstream in self._tools():
+                hint = combined(hint, upstream) or hint
+        elif "ttl_ms" in result.model_fields_set:
+            hint = combined(hint, CacheHint(ttl_ms=result.ttl_ms,
+                                            scope=result.cache_scope)) or hint
+        return result.model_copy(update={"ttl_ms": hint.ttl_ms, "cache_scope": hint.scope})
 
     def around(self, handler: Callable[[Ctx, Any], Awaitable[R]], *, data: bool = False
                ) -> Callable[[Ctx, Any], Awaitable[R]]:

@@ -208,7 +208,8 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     from byref import __version__
 
     parking = Parking()
-    hints = ListHints(gateway.config, gateway.indexed, lambda ctx: scope_of(ctx).grant)
+    hints = ListHints(gateway.config, gateway.indexed, lambda ctx: scope_of(ctx).grant,
+                      tools=lambda: [u.tools_hint() for u in gateway.upstreams.upstreams.values()])
     p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
                     owner=scope_of, store=gateway.store)
     with warnings.catch_warnings():  # logging and roots: deprecated for 2026-07-28 only

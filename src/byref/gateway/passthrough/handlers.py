@@ -30,9 +30,9 @@ from byref.gateway.passthrough.pages import page
 from byref.gateway.passthrough.prompts import PromptIndex, prompt_not_offered
 from byref.gateway.passthrough.resources import ResourcePassthrough
 from byref.gateway.passthrough.uris import ARTIFACT_TEMPLATE, unresolved
-from byref.gateway.upstream.fanout import Ctx, Fanout, follow
+from byref.gateway.upstream.fanout import Ctx, Fanout, bound_of, follow
 from byref.gateway.upstream.inputs import Parking
-from byref.gateway.upstream.pool import Pooled
+from byref.gateway.upstream.pool import SHARED, Key, Pooled
 from byref.refs import quote
 from byref.store import ArtifactStore
 
@@ -61,11 +61,13 @@ class Passthrough:
         """One page of the prompts the caller's grant sees, under the gateway's names."""
         self.seen(ctx)
         with self._fan.calling(ctx):
-            items = self.prompts.listed(await self._all_prompts(listing=True))
+            found = await self._all_prompts(listing=True)
+            items = self.prompts.listed(found)
         sees = self._fan.sees(ctx)
         items = [p for p in items if sees(self.prompts.names[p.name][0])]
         got, cursor = page(items, params.cursor if params else None)
-        return types.ListPromptsResult(prompts=got, next_cursor=cursor)
+        return types.ListPromptsResult(prompts=got, next_cursor=cursor,
+                                       **bound_of(v for s, v in found.items() if sees(s)))
 
     async def _all_prompts(self, *, listing: bool = False) -> dict[str, list[types.Prompt]]:
         # `listing`: a client's list, answered without a server still starting (`Fanout.each`).
@@ -164,10 +166,11 @@ class Passthrough:
                 await client.send_roots_list_changed()
 
     # -- upstream notifications ----------------------------------------------------------------
-    async def notice(self, server: str, message: Any) -> None:
-        """A server's resource update or list change, to the clients it concerns."""
+    async def notice(self, server: str, message: Any, instance: Key = SHARED) -> None:
+        """A server's resource update (from its `instance`) or list change, to the clients it
+        concerns."""
         if isinstance(message, types.ResourceUpdatedNotification):
-            await self.resources.updated(server, str(message.params.uri))
+            await self.resources.updated(server, str(message.params.uri), instance)
             return
         prompts = isinstance(message, types.PromptListChangedNotification)
         for connection in list(self._fan.connections.values()):

@@ -4,9 +4,10 @@ Owns the gateway's handlers for `resources/list`, `resources/templates/list`, `r
 `resources/subscribe` and `resources/unsubscribe`, the resource URIs a 2026-07-28 listen stream
 watches, and the upstream resource updates that answer them. URIs are the gateway's
 (`resources`); each request runs on the upstream that owns the URI (`fanout`). The law: a grant
-naming servers sees only their resources (another's read as ones no server offers), a server is
-subscribed upstream while anyone (a subscribed connection or a listen stream) watches the pair
-and unsubscribed when the last stops, and byref's own artifacts (`byref:artifact/<ref>`) are
+naming servers sees only their resources (another's read as ones no server offers), a URI is
+watched on the subscriber's own instance of its server (`Upstream.watch`: asked for while anyone
+watches it there, in the server's own generation) and its updates reach only the connections and
+listeners that instance serves, and byref's own artifacts (`byref:artifact/<ref>`) are
 answered from the store in the caller's scope (`artifact_resources`), never by an upstream. A
 2026-07-28 client's resources/list leaves the artifacts out (a call that stores a result must not
 change its lists); it reads them through the artifact template, as any client may.
@@ -15,14 +16,13 @@ change its lists); it reads them through the artifact template, as any client ma
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import AsyncIterator, Callable
 
 import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.server.connection import Connection
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -30,6 +30,7 @@ from byref.gateway.passthrough.artifacts import ArtifactResources
 from byref.gateway.passthrough.pages import page
 from byref.gateway.passthrough.uris import (
     ARTIFACT_TEMPLATE,
+    Instance,
     ResourceIndex,
     Subscriptions,
     artifact_ref,
@@ -40,7 +41,7 @@ from byref.gateway.passthrough.uris import (
     split,
     unresolved,
 )
-from byref.gateway.upstream.fanout import Ctx, Fanout, follow
+from byref.gateway.upstream.fanout import Ctx, Fanout, bound_of, follow
 from byref.gateway.wire.sdk_server import connection_of
 from byref.refs import quote
 
@@ -53,8 +54,8 @@ class ResourcePassthrough:
         self.artifacts = artifacts
         self.index = ResourceIndex()
         self.subscriptions = Subscriptions()
-        self._listening: dict[tuple[str, str], int] = {}
-        """(server, URI) → 2026-07-28 listen streams watching it."""
+        self._closing: set[int] = set()
+        """Subscribed connections whose closing unwatches what they watched."""
 
     async def _all_resources(self, *, listing: bool = False) -> dict[str, list[types.Resource]]:
         # `listing`: a client's list, answered without a server still starting (`Fanout.each`).
@@ -90,7 +91,8 @@ class ResourcePassthrough:
         if self.artifacts is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             items += await self.artifacts.resources(ctx)
         got, cursor = page(items, params.cursor if params else None)
-        return types.ListResourcesResult(resources=got, next_cursor=cursor)
+        return types.ListResourcesResult(resources=got, next_cursor=cursor,
+                                         **bound_of(v for s, v in found.items() if sees(s)))
 
     async def list_templates(self, ctx: Ctx, params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
@@ -103,7 +105,9 @@ class ResourcePassthrough:
         if self.artifacts is not None:
             items.append(ARTIFACT_TEMPLATE)
         got, cursor = page(items, params.cursor if params else None)
-        return types.ListResourceTemplatesResult(resource_templates=got, next_cursor=cursor)
+        return types.ListResourceTemplatesResult(
+            resource_templates=got, next_cursor=cursor,
+            **bound_of(v for s, v in found.items() if sees(s)))
 
     async def _owner(self, uri: str, sees: Callable[[str], bool] | None = None
                      ) -> tuple[str, str]:
@@ -145,8 +149,9 @@ class ResourcePassthrough:
         return await self._fan.asking(ctx, params, run)
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        """Watch a URI for this connection (subscribing upstream for the first watcher); raises
-        MCPError when no seen server offers it or its server does not offer subscriptions."""
+        """Watch a URI for this connection (on the caller's instance of its server, `watch`);
+        raises MCPError when no seen server offers it or its server does not offer
+        subscriptions."""
         self._fan.seen(ctx)
         asked = str(params.uri)
         connection = connection_of(ctx)
@@ -154,78 +159,60 @@ class ResourcePassthrough:
         if ref is not None and self.artifacts is not None:  # stored bytes never change
             await self.artifacts.check(ctx, asked, ref)
             return types.EmptyResult()
-        with self._fan.calling(ctx):
+        with self._fan.calling(ctx) as caller:
             server, uri = await self._owner(asked, self._fan.sees(ctx))
             if not self._fan.sees(ctx)(server):
                 raise unresolved(asked, [])
             if not isinstance(connection, Connection):
                 raise MCPError(types.INVALID_REQUEST, "This connection cannot take updates.")
-            first = not self._interest((server, uri))
-            self.subscriptions.add((server, uri), connection, asked)
-            if first:
-                try:
-                    await self._subscribe_upstream(server, uri)
-                except MCPError:
-                    self.subscriptions.remove((server, uri), connection)
-                    raise
+            pair = (server, uri)
+            if not self.subscriptions.add(pair, connection, asked,
+                                          self._fan.instance_of(server, caller.owner)):
+                return types.EmptyResult()  # watched already: once is enough
+            try:
+                await self._fan.watch(server, uri)
+            except MCPError:
+                self.subscriptions.remove(pair, connection)
+                raise
+            if id(connection) not in self._closing:
+                self._closing.add(id(connection))
+                connection.exit_stack.push_async_callback(self._closed, connection)
         return types.EmptyResult()
 
-    def _interest(self, pair: tuple[str, str]) -> int:
-        return len(self.subscriptions.of(pair)) + self._listening.get(pair, 0)
-
-    async def _subscribe_upstream(self, server: str, uri: str) -> None:
-        async def sub(client: Client) -> None:
-            caps = client.server_capabilities.resources
-            if caps is None or not caps.subscribe:
-                raise MCPError(types.INVALID_REQUEST, (
-                    f"Server {server!r} does not offer resource subscriptions."))
-            with warnings.catch_warnings():  # removed in 2026-07-28; upstreams are handshake-era
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.subscribe_resource(uri)
-
-        await self._fan.on(server, f"subscribing to {quote(uri)}", sub)
-
-    async def _unsubscribe_upstream(self, server: str, uri: str) -> None:
-        async def unsub(client: Client) -> None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.unsubscribe_resource(uri)
-
-        await self._fan.on(server, f"unsubscribing from {quote(uri)}", unsub)
+    async def _closed(self, connection: Connection) -> None:
+        """A subscribed connection closed: what it watched is unwatched."""
+        self._closing.discard(id(connection))
+        for (server, uri), instance in self.subscriptions.forget(connection):
+            with anyio.move_on_after(5), contextlib.suppress(Exception):
+                await self._fan.unwatch(server, uri, instance)
 
     @contextlib.asynccontextmanager
     async def listening(self, ctx: Ctx, params: types.SubscriptionsListenRequestParams
                         ) -> AsyncIterator[None]:
-        """A 2026-07-28 listen stream's resource URIs are subscribed upstream while it is open
-        (its updates arrive on the scope's bus, `updated`)."""
+        """A 2026-07-28 listen stream's resource URIs are watched on the caller's instances
+        while it is open (its updates arrive on the scope's bus, `updated`)."""
         self._fan.seen(ctx)
-        pairs: list[tuple[str, str]] = []
-        with self._fan.calling(ctx):
+        watched: list[tuple[tuple[str, str], Instance]] = []
+        with self._fan.calling(ctx) as caller:
             for asked in params.notifications.resource_subscriptions or ():
                 with contextlib.suppress(MCPError):  # a URI no server offers never updates
                     pair = await self._owner(asked, self._fan.sees(ctx))
                     if not self._fan.sees(ctx)(pair[0]):
                         continue
-                    first = not self._interest(pair)
-                    self._listening[pair] = self._listening.get(pair, 0) + 1
-                    pairs.append(pair)
-                    if first:
-                        await self._subscribe_upstream(*pair)
+                    await self._fan.watch(*pair)
+                    watched.append((pair, self._fan.instance_of(pair[0], caller.owner)))
         try:
             yield
         finally:
-            for pair in pairs:
-                self._listening[pair] -= 1
-                if not self._listening[pair]:
-                    del self._listening[pair]
-                if not self._interest(pair):
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(5), \
-                            contextlib.suppress(MCPError):
-                        await self._unsubscribe_upstream(*pair)
+            for (server, uri), instance in watched:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5), \
+                        contextlib.suppress(Exception):
+                    await self._fan.unwatch(server, uri, instance)
 
     async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams
                           ) -> types.EmptyResult:
-        """Stop watching a URI for this connection (unsubscribing upstream after the last)."""
+        """Stop watching a URI for this connection (the instance is told after its last
+        watcher)."""
         self._fan.seen(ctx)
         asked = str(params.uri)
         connection = connection_of(ctx)
@@ -233,9 +220,10 @@ class ResourcePassthrough:
             return types.EmptyResult()  # nothing was watched
         with self._fan.calling(ctx):
             server, uri = await self._owner(asked)
-            if isinstance(connection, Connection) and self.subscriptions.remove(
-                    (server, uri), connection) and not self._interest((server, uri)):
-                await self._unsubscribe_upstream(server, uri)
+            instance = self.subscriptions.remove((server, uri), connection) \
+                if isinstance(connection, Connection) else None
+            if instance is not None:
+                await self._fan.unwatch(server, uri, instance)
         return types.EmptyResult()
 
     async def template_owner(self, uri: str) -> tuple[str, str]:
@@ -252,13 +240,18 @@ class ResourcePassthrough:
             raise unresolved(uri, owners)
         return owners[0], uri
 
-    async def updated(self, server: str, uri: str) -> None:
-        """A server's resource changed: its subscribed connections and every scope's listeners
-        are told (never raises; a slow connection is given 5 s)."""
-        for connection, asked in self.subscriptions.of((server, uri)):
+    async def updated(self, server: str, uri: str, instance: Instance) -> None:
+        """A resource of `server`'s `instance` changed: the connections subscribed to it there
+        and the listeners of the scopes that instance serves are told, no one else (never
+        raises; a slow connection is given 5 s)."""
+        for connection, asked, watching in self.subscriptions.of((server, uri)):
+            if watching != instance:
+                continue
             with contextlib.suppress(Exception), anyio.move_on_after(5):
                 await connection.send_resource_updated(asked)
         for state in self._fan.scopes():  # 2026-07-28 listeners: both spellings may be watched
+            if self._fan.instance_of(server, state.scope) != instance:
+                continue
             for form in (namespaced(server, uri), uri):
                 with contextlib.suppress(Exception):
                     await state.bus.publish(ResourceUpdated(uri=form))

@@ -131,39 +131,48 @@ def _gateways(uri: str) -> bool:
     return uri[:6].lower() == "byref:"
 
 
+Pair = tuple[str, str]
+"""(server, the server's own URI)."""
+Instance = tuple[str, ...]
+"""Which instance of a server a watcher's updates come from (`pool.key_of`)."""
+
+
 @dataclass
 class Subscriptions:
-    """(server, URI) → the client connections subscribed, each with the URI it used."""
+    """(server, URI) → the client connections subscribed, each with the URI it used and the
+    server instance that watches it for them."""
 
-    _subs: dict[tuple[str, str], dict[int, tuple[Connection, str]]] = field(default_factory=dict)
+    _subs: dict[Pair, dict[int, tuple[Connection, str, Instance]]] = field(default_factory=dict)
 
-    def add(self, pair: tuple[str, str], connection: Connection, asked: str) -> None:
-        """Subscribe `connection` to the pair under the URI it asked with (forgotten when it
-        closes)."""
+    def add(self, pair: Pair, connection: Connection, asked: str, instance: Instance) -> bool:
+        """Subscribe `connection` to the pair under the URI it asked with; True when it was
+        not subscribed to it yet."""
         subs = self._subs.setdefault(pair, {})
-        if id(connection) not in subs:
-            connection.exit_stack.callback(self._forget, connection)
-        subs[id(connection)] = (connection, asked)
+        new = id(connection) not in subs
+        subs[id(connection)] = (connection, asked, instance)
+        return new
 
-    def remove(self, pair: tuple[str, str], connection: Connection) -> bool:
-        """Forget it; True when no subscriber is left (unsubscribe upstream)."""
+    def remove(self, pair: Pair, connection: Connection) -> Instance | None:
+        """Forget it; the instance that watched the pair for it (None: it was not
+        subscribed)."""
         subs = self._subs.get(pair)
-        if subs is None:
-            return False
-        subs.pop(id(connection), None)
-        if subs:
-            return False
-        del self._subs[pair]
-        return True
+        found = subs.pop(id(connection), None) if subs is not None else None
+        if subs is not None and not subs:
+            del self._subs[pair]
+        return found[2] if found is not None else None
 
-    def _forget(self, connection: Connection) -> None:
+    def forget(self, connection: Connection) -> list[tuple[Pair, Instance]]:
+        """Forget every subscription of a closing connection: each pair and its instance."""
+        gone: list[tuple[Pair, Instance]] = []
         for pair in list(self._subs):
-            self._subs[pair].pop(id(connection), None)
-            if not self._subs[pair]:
-                del self._subs[pair]
+            instance = self.remove(pair, connection)
+            if instance is not None:
+                gone.append((pair, instance))
+        return gone
 
-    def of(self, pair: tuple[str, str]) -> list[tuple[Connection, str]]:
-        """The connections subscribed to the pair, each with the URI it used."""
+    def of(self, pair: Pair) -> list[tuple[Connection, str, Instance]]:
+        """The connections subscribed to the pair, each with the URI it used and its
+        instance."""
         return list(self._subs.get(pair, {}).values())
 
 

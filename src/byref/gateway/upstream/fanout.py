@@ -12,12 +12,13 @@ directly, and no upstream paginator is followed past `_PAGES` pages.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.server.caching import CacheHint
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -25,11 +26,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.access.bearer import permits_server
 from byref.gateway.upstream.bounds import UpstreamError
+from byref.gateway.upstream.hints import Listed, combined, hint_of
 from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.manager import LIST_READY
-from byref.gateway.upstream.pool import Pooled
+from byref.gateway.upstream.pool import SHARED, Key, Pooled, key_of
 from byref.gateway.upstream.relay import Caller, calling, may_ask
 from byref.gateway.wire.sdk_server import connection_of
+from byref.store import Scope
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
@@ -42,7 +45,7 @@ class Fanout:
 
     def __init__(self, upstreams: Callable[[], dict[str, Pooled]],
                  scopes: Callable[[], list[Any]],
-                 notice: Callable[[str, Any], Awaitable[None]], *,
+                 notice: Callable[[str, Any, Key], Awaitable[None]], *,
                  parking: Parking | None = None,
                  owner: Callable[[Ctx], Any] | None = None) -> None:
         self.upstreams = upstreams
@@ -94,7 +97,7 @@ class Fanout:
             if late is not None:
                 async def announce(client: Client) -> None:
                     if has(client.server_capabilities):
-                        await self._notice(up.name, late)
+                        await self._notice(up.name, late, SHARED)
 
                 if await up.ready(LIST_READY, doing, announce) is None:
                     return
@@ -119,6 +122,26 @@ class Fanout:
             return await self.upstreams()[server].request(doing, op)
         except UpstreamError as exc:
             raise MCPError(types.INTERNAL_ERROR, exc.public) from None
+
+    def instance_of(self, server: str, owner: Scope | None) -> Key:
+        """Which instance of `server` serves requests run as `owner` (`pool.key_of`)."""
+        pooled = self.upstreams().get(server)
+        return key_of(pooled.share if pooled is not None else "all", owner)
+
+    async def watch(self, server: str, uri: str) -> None:
+        """The caller's instance of `server` watches `uri` for one watcher more
+        (`Upstream.watch`); its failure raises as an MCP internal error naming it."""
+        try:
+            await self.upstreams()[server].watch(uri)
+        except UpstreamError as exc:
+            raise MCPError(types.INTERNAL_ERROR, exc.public) from None
+
+    async def unwatch(self, server: str, uri: str, instance: Key) -> None:
+        """`instance` of `server` watches `uri` for one watcher fewer (never raises, never
+        starts it)."""
+        pooled = self.upstreams().get(server)
+        if pooled is not None:
+            await pooled.unwatch(uri, instance)
 
     async def asking(self, ctx: Ctx, params: types.InputResponseRequestParams,
                      run: Callable[[], Awaitable[T]]) -> T | types.InputRequiredResult:
@@ -150,13 +173,26 @@ async def _refused(caller: Caller, run: Callable[[], Awaitable[T]]) -> T:
         raise
 
 
-async def follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> list[Any]:
-    """Every item of an upstream list, following its cursor (at most `_PAGES` pages)."""
-    out: list[Any] = []
+async def follow(fetch: Callable[[str | None], Awaitable[Any]], items: str) -> Listed[Any]:
+    """Every item of an upstream list, following its cursor (at most `_PAGES` pages), with the
+    cache hint its pages carried (`hints`)."""
+    out: Listed[Any] = Listed()
+    pages: list[types.CacheableResult] = []
     cursor: str | None = None
     for _ in range(_PAGES):
         got = await fetch(cursor)
+        pages.append(got)
         out.extend(getattr(got, items))
         if not (cursor := got.next_cursor):
             break
+    out.hint = hint_of(pages)
     return out
+
+
+def bound_of(lists: Iterable[Any]) -> dict[str, Any]:
+    """The `ttl_ms`/`cache_scope` a list aggregating these upstream lists may promise at most
+    (`hints.combined`; read by `caching`), or nothing when none carried a hint."""
+    found: CacheHint | None = None
+    for listed in lists:
+        found = combined(found, getattr(listed, "hint", None))
+    return {} if found is None else {"ttl_ms": found.ttl_ms, "cache_scope": found.scope}

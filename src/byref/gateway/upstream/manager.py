@@ -45,10 +45,13 @@ from byref.gateway.upstream.bounds import (
     failure_class,
     first_line,
 )
+from byref.gateway.upstream.hints import Kept, hint_of
 from byref.gateway.upstream.relay import CALLER, Relay, current
 from byref.gateway.upstream.spawn import Spawned, stdio_process
+from byref.gateway.upstream.watch import Watched, modern
 from byref.gateway.wire.bypass import lanes_on
 from byref.gateway.wire.sdk_client import create_mcp_http_client
+from byref.refs import quote
 
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")
@@ -102,20 +105,29 @@ class Upstream:
         """The log level its clients last asked for (`logging/setLevel`): sent at each start."""
         self.mode: era.Mode = era.first_mode(config)
         """How its connections start (`era`): `auto` once it refused the handshake."""
+        self.tools_hint: Kept | None = None
+        """The cache hint of its last tool list (`hints`; None: it gave none)."""
+        self.watched = Watched(config.name)
+        """Its resource URIs watched for updates, and how (`watch`)."""
 
     # -- public --------------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
-        """Every tool the server lists (following pagination)."""
+        """Every tool the server lists (following pagination); the cache hint its answer
+        carried is kept (`tools_hint`)."""
 
         async def fetch(client: Client) -> list[types.Tool]:
             tools: list[types.Tool] = []
+            pages: list[types.ListToolsResult] = []
             cursor: str | None = None
             for _ in range(100):  # a paginator that never ends cannot hang the gateway
                 page = await client.list_tools(cursor=cursor)
+                pages.append(page)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
                     break
+            hint = hint_of(pages)
+            self.tools_hint = Kept(hint) if hint is not None else None
             return tools
 
         with self.relay.flight(current()):
@@ -129,9 +141,10 @@ class Upstream:
         # The client's progress token and log opt-in carry on upstream; its progress comes back.
         progress = caller.progress if caller is not None and caller.progress_token is not None \
             else None
-        meta = caller.forwarded_meta() if caller is not None else None
 
         async def run(client: Client) -> types.CallToolResult:
+            meta = caller.forwarded_meta(modern=modern(client)) \
+                if caller is not None else None
             raw = self._raw(client) if self._raw_lane and progress is None and not meta \
                 else None
             if raw is not None and raw_calls.plain(client):
@@ -195,6 +208,34 @@ class Upstream:
         with contextlib.suppress(UpstreamError):
             await self._bounded("setting its log level", _sends_level(level))
 
+    async def watch(self, uri: str) -> None:
+        """One more watcher of `uri`'s updates; the first asks the server for them
+        (`Watched.subscribe`). Raises UpstreamError as a call does (the watcher not counted)."""
+        if not self.watched.added(uri):
+            return
+        try:
+            await self.request(f"subscribing to {quote(uri)}",
+                               lambda client: self.watched.subscribe(client, uri))
+        except BaseException:
+            self.watched.removed(uri)
+            raise
+
+    async def unwatch(self, uri: str) -> None:
+        """One watcher of `uri` fewer; after the last the server is told, if it runs (a new
+        start asks for nothing). Never starts it; a failure is the operator's."""
+        if not self.watched.removed(uri) or self.connected is None:
+            return
+        with contextlib.suppress(UpstreamError):
+            await self.request(f"unsubscribing from {quote(uri)}",
+                               lambda client: self.watched.unsubscribe(client, uri))
+
+    async def _missed_updates(self, uris: frozenset[str]) -> None:
+        """A resource listen stream was opened again: each URI it watches may have changed."""
+        if self.on_notice is not None:
+            for uri in sorted(uris):
+                await self.on_notice(self.name, types.ResourceUpdatedNotification(
+                    params=types.ResourceUpdatedNotificationParams(uri=uri)))
+
     @property
     def alive(self) -> bool:
         """Whether a process (or session) runs or is being started for this upstream."""
@@ -203,9 +244,11 @@ class Upstream:
 
     @property
     def busy(self) -> bool:
-        """Whether an operation is in flight on it (a busy upstream is never stopped as idle)."""
+        """Whether an operation is in flight on it, or a client watches one of its resources
+        (a busy upstream is never stopped as idle: its watchers would hear nothing more)."""
         live = self._live
-        return self.relay.in_flight > 0 or (live is not None and bool(live.calls))
+        return self.relay.in_flight > 0 or (live is not None and bool(live.calls)) or \
+            bool(self.watched.counts)
 
     @property
     def pid(self) -> int | None:
@@ -349,18 +392,19 @@ class Upstream:
         started = False
         try:
             async with Client(self._target(), message_handler=on_message, cache=None,
-                              mode=self.mode, **self._offered()) as client:
+                              mode=self.mode, **self._offered()) as client, \
+                    anyio.create_task_group() as group:
                 live.client = client
                 started = True
                 task_status.started(live)
-                async with anyio.create_task_group() as group:
-                    wanted = era.listens_for(client, tools=self._on_change is not None,
-                                             others=self.on_notice is not None)
-                    if wanted is not None:
-                        group.start_soon(era.listen, client, wanted, live.stop,
-                                         lambda: self._missed(wanted))
-                    await live.stop.wait()
-                    group.cancel_scope.cancel()
+                self.watched.attach(client, group, self._missed_updates)
+                wanted = era.listens_for(client, tools=self._on_change is not None,
+                                         others=self.on_notice is not None)
+                if wanted is not None:
+                    group.start_soon(era.listen, client, wanted, live.stop,
+                                     lambda: self._missed(wanted))
+                await live.stop.wait()
+                group.cancel_scope.cancel()
         except Exception as exc:
             if not started:
                 raise
@@ -433,9 +477,9 @@ def _sends_level(level: types.LoggingLevel) -> Callable[[Client], Awaitable[None
     """The operation telling a server its log level (nothing for one that does not log)."""
 
     async def send(client: Client) -> None:
-        if client.server_capabilities.logging is None:
-            return
-        with warnings.catch_warnings():  # deprecated for 2026-07-28 servers; upstreams are legacy
+        if client.server_capabilities.logging is None or modern(client):
+            return  # 2026-07-28 has no logging/setLevel: each request carries it (`relay`)
+        with warnings.catch_warnings():  # deprecated for 2026-07-28 servers
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await client.set_logging_level(level)
 

@@ -28,6 +28,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client
+from mcp.server.caching import CacheHint
 
 from byref.gateway.config.file import GatewayConfig
 from byref.gateway.config.secrets import redactor
@@ -39,6 +40,8 @@ from byref.store import Scope
 
 T = TypeVar("T")
 Key = tuple[str, ...]
+Notice = Callable[[str, Any, Key], Awaitable[None]]
+"""Told (server, notification, the key of the instance that sent it)."""
 SHARED: Key = ()
 """The one instance of a server shared by all."""
 CATALOG: Key = ("", "byref-catalog")
@@ -188,20 +191,32 @@ class Pooled:
         self._make = make
         self._instances: dict[Key, Upstream] = {}
         self._retired_starts = 0
-        self._on_notice: Callable[[str, Any], Awaitable[None]] | None = None
+        self._on_notice: Notice | None = None
         self._listed_on: Upstream | None = None
 
     # -- what the gateway reads ----------------------------------------------------------------
     @property
-    def on_notice(self) -> Callable[[str, Any], Awaitable[None]] | None:
-        """Told (server, notification) of each instance's resource and prompt notifications."""
+    def on_notice(self) -> Notice | None:
+        """Told (server, notification, instance key) of each instance's resource and prompt
+        notifications."""
         return self._on_notice
 
     @on_notice.setter
-    def on_notice(self, notice: Callable[[str, Any], Awaitable[None]] | None) -> None:
+    def on_notice(self, notice: Notice | None) -> None:
         self._on_notice = notice
-        for up in self._instances.values():
-            up.on_notice = notice
+        for key, up in self._instances.items():
+            up.on_notice = self._told(key)
+
+    def _told(self, key: Key) -> Callable[[str, Any], Awaitable[None]] | None:
+        """What instance `key` tells of its notifications: `on_notice`, naming it."""
+        notice = self._on_notice
+        if notice is None:
+            return None
+
+        async def tell(server: str, message: Any) -> None:
+            await notice(server, message, key)
+
+        return tell
 
     @property
     def starts(self) -> int:
@@ -217,6 +232,13 @@ class Pooled:
     def last_error(self) -> str | None:
         """Why the instance last listed failed to start, if it did."""
         return self._listed_on.last_error if self._listed_on is not None else None
+
+    def tools_hint(self) -> CacheHint | None:
+        """The cache hint of the tool list the catalog holds, as it stands now (`hints.Kept`;
+        None: the server gave none)."""
+        up = self._listed_on
+        kept = up.tools_hint if up is not None else None
+        return kept.now() if kept is not None else None
 
     @property
     def in_flight(self) -> int:
@@ -272,11 +294,28 @@ class Pooled:
         """The caller's instance logs at `level` from now on (`Upstream.set_level`: sent now if
         it runs, else when it starts; this never starts it)."""
         caller = current()
+        if caller is not None:  # a 2026-07-28 instance hears it per request, from the session
+            caller.set_session_level(level)
         key = key_of(self.share, caller.owner if caller is not None else None)
         up = self._instances.get(key)
         if up is None:
             up = self._add(key)
         await up.set_level(level)
+
+    async def watch(self, uri: str) -> None:
+        """The caller's instance watches `uri` for one watcher more (`Upstream.watch`)."""
+        key, up = await self._serving()
+        try:
+            await up.watch(uri)
+        finally:
+            self._used(key)
+
+    async def unwatch(self, uri: str, key: Key) -> None:
+        """Instance `key` watches `uri` for one watcher fewer (`Upstream.unwatch`; an instance
+        gone meanwhile watches nothing)."""
+        up = self._instances.get(key)
+        if up is not None:
+            await up.unwatch(uri)
 
     async def close(self) -> None:
         """Stop every instance."""
@@ -307,7 +346,7 @@ class Pooled:
     def _add(self, key: Key) -> Upstream:
         """A new instance for `key`, pooled, not started."""
         up = self._instances[key] = self._make()
-        up.on_notice = self._on_notice
+        up.on_notice = self._told(key)
         # One principal's (or conversation's) own: its one session may be asked out of call.
         up.relay.exclusive = self.one_principal or (
             self.share in ("principal", "conversation") and key != CATALOG)

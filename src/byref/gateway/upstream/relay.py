@@ -20,7 +20,10 @@ process per principal on a gateway several principals reach. The gateway offers 
 sampling, elicitation and roots, so tools gated on them stay listed; a client that lacks one gets
 the upstream's request refused, saying so — a 2026-07-28 one with
 MissingRequiredClientCapabilityError, which its call answers too if it then fails
-(`Caller.refusal`). A 2026-07-28 client's progress rides the stream of its call's answer.
+(`Caller.refusal`). A 2026-07-28 client's progress rides the stream of its call's answer. A
+2026-07-28 upstream has no `logging/setLevel`: the level a handshake-era session asked for is kept
+on its connection and travels with its calls (`forwarded_meta`), so each session hears lines at
+its own level, whoever shares the upstream.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ R = TypeVar("R", bound=BaseModel)
 LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 _FORWARDED_META = (LOG_LEVEL_META,)
 """Request `_meta` keys an upstream call carries on (a 2026-07-28 client's log opt-in)."""
+SESSION_LEVEL = "byref.gateway/logLevel"
+"""Where a handshake-era client's `logging/setLevel` is kept (its connection's `state`): the
+log opt-in its calls carry to a 2026-07-28 upstream, which has no `logging/setLevel`."""
 
 
 @dataclass(eq=False)
@@ -97,11 +103,29 @@ class Caller:
         meta = self.ctx.meta or {}
         return meta.get("progressToken", meta.get("progress_token"))
 
-    def forwarded_meta(self) -> dict[str, Any] | None:
-        """The request's `_meta` entries that are passed on upstream, or None."""
+    def forwarded_meta(self, *, modern: bool = True) -> dict[str, Any] | None:
+        """The request's `_meta` entries that are passed on upstream, or None; to a `modern`
+        (2026-07-28) upstream, a handshake-era session's log level as its log opt-in."""
         meta: dict[str, Any] = dict(self.ctx.meta or {})
         kept = {k: meta[k] for k in _FORWARDED_META if k in meta}
+        level = self.session_level
+        if modern and level is not None:
+            kept.setdefault(LOG_LEVEL_META, level)
         return kept or None
+
+    @property
+    def session_level(self) -> types.LoggingLevel | None:
+        """The log level the request's (handshake-era) session last asked for, or None."""
+        connection = self.connection
+        found = connection.state.get(SESSION_LEVEL) if connection is not None else None
+        return found if isinstance(found, str) else None  # type: ignore[return-value]
+
+    def set_session_level(self, level: types.LoggingLevel) -> None:
+        """The request's session asked for `level` (`logging/setLevel`): its own from now on,
+        never another session's (`session_level`)."""
+        connection = self.connection
+        if connection is not None:
+            connection.state[SESSION_LEVEL] = level
 
     def supports(self, what: str) -> bool:
         """Whether the client declared the capability `what` (sampling, elicitation, roots)."""
