@@ -34,7 +34,7 @@ from byref.discovery.related import (
     Related,
     near_table,
     packaged_near,
-    read_synonyms,
+    packaged_related,
 )
 from byref.discovery.text import ANALYZER, Analyzer, split_words
 from byref.errors import InvalidValue
@@ -127,9 +127,13 @@ class SearchIndex:
             raise InvalidValue(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
         self.rerank: Rerank = rerank
         self.rerank_depth = rerank_depth
-        near = (packaged_near(analyzer) if near_words is None
-                else near_table(near_words, analyzer))
-        self.related = Related(read_synonyms() if synonyms is None else synonyms, analyzer, near)
+        if synonyms is None:  # the packaged groups, already stemmed
+            packaged = packaged_related(analyzer)
+            self.related = (packaged if near_words is None
+                            else packaged.with_near(near_table(near_words, analyzer)))
+        else:
+            self.related = Related(synonyms, analyzer, packaged_near(analyzer)
+                                   if near_words is None else near_table(near_words, analyzer))
         self.postings: dict[str, dict[int, float]] = {}
         self._shares: dict[tuple[str, float], dict[int, float]] = {}
         self.by_name: dict[str, int] = {}
@@ -191,20 +195,25 @@ class SearchIndex:
         active = [f for f in FIELDS if self.boosts.get(f, 0.0) > 0.0]
         per_doc: list[list[tuple[str, Counter[str], int]]] = []
         totals = dict.fromkeys(active, 0)
+        every = [self.field_texts(entry) for entry in self.entries]
+        plain = [f for f in active if f != "parameters"]
         # Parameter texts repeat across a catalog ("The ID of the project", "limit": 83,004
         # texts, 8,534 distinct at 10,000 tools), so they are analyzed once per distinct text.
-        by_text: dict[str, tuple[str, ...]] = {}
-        for entry in self.entries:
-            texts = self.field_texts(entry)
+        distinct = (list(dict.fromkeys(t for texts in every for t in texts["parameters"]))
+                    if "parameters" in active else [])
+        # One batch: a cold analyzer learns the catalog's new words at once, not text by text.
+        found = analyzer.terms_of_each(
+            [*(texts[f] for texts in every for f in plain), *((t,) for t in distinct)])
+        by_text = dict(zip(distinct, found[len(every) * len(plain):], strict=True))
+        at = 0
+        for texts in every:
             fields = []
             for name in active:
                 if name == "parameters":
-                    for text in texts[name]:
-                        if text not in by_text:
-                            by_text[text] = tuple(analyzer.terms_of_all((text,)))
-                    terms: list[str] = [t for text in texts[name] for t in by_text[text]]
+                    terms = [t for text in texts[name] for t in by_text[text]]
                 else:
-                    terms = analyzer.terms_of_all(texts[name])
+                    terms = found[at]
+                    at += 1
                 if terms:
                     totals[name] += len(terms)
                     fields.append((name, Counter(terms), len(terms)))

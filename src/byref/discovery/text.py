@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Container, Iterable, Iterator
+from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import Stemmer
@@ -219,6 +219,18 @@ class Analyzer:
         except KeyError:  # new words: learn them all at once
             self._learn(set(words).difference(memo))
             return [t for w in words for t in memo[w]]
+
+    def terms_of_each(self, groups: Iterable[Sequence[str]]) -> list[list[str]]:
+        """`terms_of_all` of each group of texts, the new words of all of them split and
+        stemmed in one batch (an index build: a cold analyzer learns a whole catalog at once,
+        not text by text)."""
+        split = [_WORD.findall(texts[0] if len(texts) == 1 else "\n".join(texts))
+                 for texts in groups]
+        memo = self._word_terms
+        new = set().union(*split).difference(memo)
+        if new:
+            self._learn(new)
+        return [[t for w in words for t in memo[w]] for words in split]
 
     def _learn(self, words: Iterable[str]) -> None:
         """Memoize the terms of new words, stemming their unseen sub-words in one batch."""
