@@ -91,6 +91,23 @@ def _tantivy(docs: list[str]) -> Callable[[str], Any]:
     return search
 
 
+def baseline_rounds(catalog: Catalog, queries: Sequence[str], rounds: int = 5
+                    ) -> dict[str, Any]:
+    """`baseline_latency` `rounds` times over one catalog (the engines indexed anew each round):
+    each round's p50s and ratios, and per ratio the median, least and greatest over the rounds
+    (how far a loaded machine moves it)."""
+    each = [baseline_latency(catalog, queries) for _ in range(rounds)]
+    if "missing" in each[0]:
+        return each[0]
+    ratios = [k for k in each[0] if k.endswith("_p50") and "_over_" in k]
+    spread = {}
+    for key in ratios:
+        values = sorted(r[key] for r in each)
+        spread[key] = {"median": round(statistics.median(values), 2), "min": values[0],
+                       "max": values[-1]}
+    return {"tools": each[0]["tools"], "rounds": each, "ratios": spread}
+
+
 def baseline_latency(catalog: Catalog, queries: Sequence[str], rounds: int = 5
                      ) -> dict[str, Any]:
     """p50/p95 (ms) of byref's search and ranking and of bm25s and tantivy, interleaved, with

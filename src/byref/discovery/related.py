@@ -152,8 +152,11 @@ def write_near_stems(path: Path = NEAR_STEMS_FILE) -> None:
                     "utf-8")
 
 
-def read_synonym_stems(path: Path = SYNONYM_STEMS_FILE
-                       ) -> tuple[dict[str, tuple[str, ...]], dict[tuple[str, ...], tuple[str, ...]]]:
+Tables = tuple[dict[str, tuple[str, ...]], dict[tuple[str, ...], tuple[str, ...]]]
+"""(term → its group mates, phrase stems → their groups' terms)."""
+
+
+def read_synonym_stems(path: Path = SYNONYM_STEMS_FILE) -> Tables:
     """(term → its mates, phrase stems → their terms) from `SYNONYM_STEMS_FILE`."""
     by_term: dict[str, tuple[str, ...]] = {}
     phrases: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -201,10 +204,8 @@ class Related:
                   {key: tuple(terms) for key, terms in phrases.items() if terms})
 
     @classmethod
-    def from_stems(cls, tables: tuple[dict[str, tuple[str, ...]],
-                                      dict[tuple[str, ...], tuple[str, ...]]],
-                   analyzer: Analyzer, near: Mapping[str, tuple[str, ...]] | None = None
-                   ) -> Related:
+    def from_stems(cls, tables: Tables, analyzer: Analyzer,
+                   near: Mapping[str, tuple[str, ...]] | None = None) -> Related:
         """The tables `__init__` makes, given already made by `analyzer` (`read_synonym_stems`)."""
         made = cls((), analyzer, near)
         made._set(*tables)

@@ -234,7 +234,9 @@ class Analyzer:
 
     def _learn(self, words: Iterable[str]) -> None:
         """Memoize the terms of new words, stemming their unseen sub-words in one batch."""
-        parts = {w: self.subwords(w) for w in words}
+        # A lower-case word of letters is its own one sub-word (most of a description's words).
+        parts = {w: (w,) if w.isalpha() and w.islower() and w.isascii() else self.subwords(w)
+                 for w in words}
         fresh = {p for ps in parts.values() for p in ps}.difference(self._memo)
         lowered = {}
         for word in fresh:
