@@ -5,8 +5,9 @@ the matches are scored by BM25F and ordered as `ranking` says (the coverage and 
 keys, applied as measured). A query that is exactly a tool's name puts that tool first.
 
 Hand-written BM25F over in-memory postings (term → {doc: precomputed contribution}): the
-contribution of a term to a document does not depend on the query, so it is computed once at
-build time and a search is dictionary additions plus a sort of the matching documents.
+contribution of a term to a document does not depend on the query, so it is computed once (when
+a search first asks for the term: a build makes each term's boosted, length-normed frequencies)
+and a search is dictionary additions plus a sort of the matching documents.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class SearchIndex:
         else:
             self.related = Related(synonyms, analyzer, packaged_near(analyzer)
                                    if near_words is None else near_table(near_words, analyzer))
-        self.postings: dict[str, dict[int, float]] = {}
+        self.postings: Postings = Postings({}, 0, k1)
         self._shares: dict[tuple[str, float], dict[int, float]] = {}
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
@@ -236,11 +237,7 @@ class SearchIndex:
                 for term, tf in counts.items():
                     posting = tilde[term]
                     posting[doc] = posting.get(doc, 0.0) + tf * scale
-        k1 = self.k1
-        for term, docs in tilde.items():
-            df = len(docs)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            self.postings[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
+        self.postings = Postings(tilde, n, self.k1)
         for doc, entry in enumerate(self.entries):
             for key in (entry.name, entry.original_name, split_words(entry.name)):
                 self.by_name.setdefault(key.lower(), doc)
@@ -331,6 +328,47 @@ class SearchIndex:
         only the shown results need it)."""
         texts = self.field_texts(self.entries[doc])
         return {f: set(self.analyzer.terms_of_all(texts[f])) for f in FIELDS}
+
+
+class Postings(Mapping[str, dict[int, float]]):
+    """Term → {doc: its BM25F contribution}, each made from the term's boosted, length-normed
+    frequencies when first asked for (a first search pays for its own terms, not the whole
+    vocabulary's), then kept."""
+
+    def __init__(self, tilde: Mapping[str, dict[int, float]], n: int, k1: float) -> None:
+        self._tilde = dict(tilde)
+        self._made: dict[str, dict[int, float]] = {}
+        self._n, self._k1 = n, k1
+        self._lock = threading.Lock()
+
+    def __getitem__(self, term: str) -> dict[int, float]:
+        found = self._made.get(term)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._made.get(term)
+            if found is None:
+                docs = self._tilde[term]  # KeyError: not a term of the catalog
+                df, k1 = len(docs), self._k1
+                idf = math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
+                found = self._made[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
+        return found
+
+    def get(self, term: str, default: Any = None) -> Any:
+        """`Mapping.get` without its exception for a word no tool has (searches ask often)."""
+        found = self._made.get(term)
+        if found is not None:
+            return found
+        return self[term] if term in self._tilde else default
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._tilde
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tilde)
+
+    def __len__(self) -> int:
+        return len(self._tilde)
 
 
 def _add(scores: dict[int, float], posting: dict[int, float]) -> None:
