@@ -43,7 +43,9 @@ def _bm25s(docs: list[str]) -> Callable[[str], Any]:
 
     def search(query: str) -> Any:
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
-        return retriever.retrieve(tokens, k=10, show_progress=False, n_threads=1)
+        # n_threads left at its default, 0: in this thread (1 starts a thread pool per call,
+        # whose hand-offs a loaded machine stretches to several ms)
+        return retriever.retrieve(tokens, k=10, show_progress=False)
 
     return search
 
