@@ -1,13 +1,14 @@
 """Lexical search latency against two kept BM25 engines, bm25s and tantivy, in the same run.
 
-Owns `baseline_latency`: over one catalog, each query timed on byref's whole search (ranking,
-excerpts, rows), byref's ranking alone (`SearchIndex.search`), bm25s as documented (tokenize,
-retrieve; sparse-matrix BM25, Snowball stems), bm25s's scoring core alone (`get_scores`, top 10 by
-numpy) and tantivy (Rust, `en_stem`), interleaved query by query so a loaded machine slows all
-alike; p50/p95 each and byref's ratios to them. The engines index the same text per tool as
-byref's fields, joined (name words, description, tags, glossary, parameters), and return 10.
-The law: they are bench-only (`byref[bench]`), imported here and nowhere else; unfiltered
-queries only (neither filters by byref's tags).
+Owns `baseline_latency` (and `baseline_rounds`, several of it): over one catalog, each query
+timed on byref's whole search (ranking, excerpts, rows), byref's ranking alone
+(`SearchIndex.search`), bm25s as documented (tokenize, retrieve at its default n_threads, in the
+calling thread; sparse-matrix BM25, Snowball stems), bm25s's scoring core alone (`get_scores`,
+top 10 by numpy) and tantivy (Rust, `en_stem`), interleaved query by query so a loaded machine
+slows all alike; p50/p95 each and byref's ratios to them. The engines index the same text per
+tool as byref's fields, joined (name words, description, tags, glossary, parameters), and
+return 10. The law: they are bench-only (`byref[bench]`), imported here and nowhere else;
+unfiltered queries only (neither filters by byref's tags).
 """
 
 from __future__ import annotations

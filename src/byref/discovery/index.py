@@ -274,13 +274,17 @@ class SearchIndex:
             if cands is not None:
                 posting = {d: posting[d] for d in posting.keys() & cands}
             weights[term] = 1.0 + math.log((n + 1) / (len(posting) + 1))
-            _add(scores, posting)
             bit = 1 << i
-            both = masks.keys() & posting.keys()
-            merged = {d: masks[d] | bit for d in both} if both else None
-            masks.update(dict.fromkeys(posting, bit))  # C-level for the docs new to the masks
-            if merged:
-                masks.update(merged)
+            # Until the related words, the scored docs are the masked ones: one overlap serves
+            # both sums; C-level copies for the docs new to them.
+            both = scores.keys() & posting.keys()
+            scores_sum = {d: scores[d] + posting[d] for d in both} if both else None
+            masks_sum = {d: masks[d] | bit for d in both} if both else None
+            scores.update(posting)
+            masks.update(dict.fromkeys(posting, bit))
+            if scores_sum and masks_sum:
+                scores.update(scores_sum)
+                masks.update(masks_sum)
         related = self.related_terms(query, terms)
         nearby = self.related.near_terms(terms, related, self.postings) if near else []
         for share, group in ((SYNONYM_WEIGHT, related), (NEAR_WEIGHT, nearby)):

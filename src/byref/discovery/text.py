@@ -137,10 +137,10 @@ class Analyzer:
         indexing it), and only the words holding a wanted term are found again, with
         `str.find` and a word-boundary check, and split into spans. Same result as the full
         scan (a property test checks it)."""
-        words = set(_WORD.findall(text))
+        words = set((_ASCII_WORD if text.isascii() else _WORD).findall(text))
         memo = self._word_terms
         want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
-        missing = [w for w in words if w not in memo]
+        missing = words.difference(memo)
         if missing:
             self._learn(missing)
         hit = [w for w in words if not want.isdisjoint(memo[w])]
