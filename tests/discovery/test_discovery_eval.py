@@ -168,8 +168,12 @@ def test_rounds_against_the_engines_report_each_round_and_the_spread_of_each_rat
     spread = found["ratios"]["byref_search_over_bm25s_p50"]
     each = sorted(r["byref_search_over_bm25s_p50"] for r in found["rounds"])
     assert (spread["min"], spread["median"], spread["max"]) == (each[0], each[1], each[2])
-    assert set(found["ratios"]) == {f"{a}_over_{b}_p50" for a in ("byref_search", "byref_ranking")
-                                    for b in ("bm25s", "bm25s_scores", "tantivy")}
+    assert set(found["ratios"]) == {f"{a}_over_{b}{c}_p50"
+                                    for a in ("byref_search", "byref_ranking")
+                                    for b in ("bm25s", "bm25s_scores", "tantivy")
+                                    for c in ("", "_cpu")}
+    assert all(r[name]["cpu_p50_ms"] >= 0 for r in found["rounds"]
+               for name in ("byref_search", "bm25s", "tantivy"))
 
 
 def test_the_first_search_bench_searches_the_catalog_it_was_asked_for() -> None:
