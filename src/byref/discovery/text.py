@@ -238,25 +238,35 @@ class Analyzer:
 
     def _learn(self, words: Iterable[str]) -> None:
         """Memoize the terms of new words, stemming their unseen sub-words in one batch."""
-        # A lower-case word of letters is its own one sub-word (most of a description's words).
-        parts = {w: (w,) if w.isalpha() and w.islower() and w.isascii() else self.subwords(w)
-                 for w in words}
-        fresh = {p for ps in parts.values() for p in ps}.difference(self._memo)
+        memo = self._memo
+        # A lower-case word of letters is its own one sub-word, already lower-case (most of a
+        # description's words): set operations sort them, the rest are split word by word.
+        plain: list[str] = []
+        other: list[str] = []
+        for w in words:
+            (plain if w.isalpha() and w.islower() and w.isascii() else other).append(w)
+        parts = {w: self.subwords(w) for w in other}
+        fresh = {p for ps in parts.values() for p in ps}.difference(memo)
         lowered = {}
         for word in fresh:
             low = word.lower()
             if len(word) > 2 and word[-1] == "s" and word[:-1].isupper():
                 low = low[:-1]  # "PDFs" is the plural of "PDF"
             lowered[word] = low
-        stemmable = sorted({low for low in lowered.values() if low not in self.stop_words})
+        new_plain = set(plain).difference(memo)
+        stemmable = list(new_plain.union(lowered.values()).difference(self.stop_words))
         with self._lock:
             stems = dict(zip(stemmable, self._stemmer.stemWords(stemmable), strict=True))
+        memo.update(dict.fromkeys(new_plain, ""))  # stop words keep ""
+        memo.update((w, stems[w]) for w in new_plain.intersection(stems))
         for word, low in lowered.items():
-            self._memo[word] = stems.get(low, "")
-        memo = self._memo
+            memo[word] = stems.get(low, "")
+        terms = self._word_terms
+        for w in plain:
+            stem = memo[w]
+            terms[w] = (stem,) if stem else ()
         for word, ps in parts.items():
-            self._word_terms[word] = tuple(memo[p] for p in ps if memo[p])
-
+            terms[word] = tuple(memo[p] for p in ps if memo[p])
 
 def split_words(name: str) -> str:
     """A tool or capability name as plain words: `add_label_to_work_item` → "add label to work
