@@ -155,3 +155,38 @@ def test_the_lexical_ranking_on_ten_thousand_tools_is_every_match_ordered() -> N
             exact = scored.exact
             assert got == ([exact] if exact is not None else []) + [
                 d for d in every if d != exact][:10 - (exact is not None)]
+
+
+def test_rounds_against_the_engines_report_each_round_and_the_spread_of_each_ratio() -> None:
+    pytest.importorskip("bm25s", reason="byref[bench] (bm25s, tantivy) is not installed")
+    pytest.importorskip("tantivy", reason="byref[bench] (bm25s, tantivy) is not installed")
+    from byref.bench.search_baselines import baseline_rounds
+
+    catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog")[:200])
+    found = baseline_rounds(catalog, ("create a github issue", "read a file"), rounds=3)
+    assert found["tools"] == 200 and len(found["rounds"]) == 3
+    spread = found["ratios"]["byref_search_over_bm25s_p50"]
+    each = sorted(r["byref_search_over_bm25s_p50"] for r in found["rounds"])
+    assert (spread["min"], spread["median"], spread["max"]) == (each[0], each[1], each[2])
+    assert set(found["ratios"]) == {f"{a}_over_{b}{c}_p50"
+                                    for a in ("byref_search", "byref_ranking")
+                                    for b in ("bm25s", "bm25s_scores", "tantivy")
+                                    for c in ("", "_cpu")}
+    assert all(r[name]["cpu_p50_ms"] >= 0 for r in found["rounds"]
+               for name in ("byref_search", "bm25s", "tantivy"))
+
+
+def test_the_first_search_bench_searches_the_catalog_it_was_asked_for() -> None:
+    """The first-search bench's library and gateway sides (in this process here; the bench
+    runs each in a new one) answer and time a first and warm searches over `size` tools, grown
+    past the catalog by renamed copies."""
+    from byref.bench.lexical_first import _listings, gateway, library
+
+    grown = _listings(EVAL / "mcp-catalog", 2_600)
+    names = [(server, t["name"]) for server, tools in grown.items() for t in tools]
+    assert len(names) == len(set(names)) == 2_600
+    assert sum(name.endswith("_r1") for _, name in names) == 35
+    for side in (library, gateway):
+        found = side(EVAL, 60)
+        assert set(found) == {"first_ms", "first_cpu_ms", "warm_p50_ms"}, side
+        assert found["first_ms"] > 0 and found["warm_p50_ms"] > 0

@@ -96,3 +96,30 @@ def test_packaged_near_stems_equal_the_near_words_stemmed() -> None:
     lazy = NearStems()
     assert len(lazy) == len(table) and lazy["purchas"] == table["purchas"]
     assert dict(lazy) == table and lazy.get("not a stem") is None and "zzzqx" not in lazy
+
+
+def test_packaged_synonym_stems_equal_the_synonyms_stemmed() -> None:
+    """synonym_stems.txt (what a first search loads) is synonyms.txt as the default analyzer
+    stems it: regenerate it with `write_synonym_stems` when the groups change."""
+    from byref.discovery.related import packaged_related, read_synonym_stems, read_synonyms
+
+    made = Related(read_synonyms(), ANALYZER)
+    assert read_synonym_stems() == (made.by_term, made.phrases)
+    packaged = packaged_related(ANALYZER)
+    assert (packaged.by_term, packaged.phrases) == (made.by_term, made.phrases)
+    # Every index with the packaged tables shares them; its own near words keep the groups.
+    assert SearchIndex(shop()).related is packaged
+    own = SearchIndex(shop(), near_words=["hotel motel"]).related
+    assert own.by_term == made.by_term and own.near == {"hotel": ("motel",)}
+
+
+def test_an_index_is_the_same_whether_its_analyzer_is_cold_or_warm() -> None:
+    """A cold analyzer learns a catalog's words in one batch; what it indexes is what a warm
+    one indexes (terms, contributions, names), and so is what a search finds."""
+    from byref.discovery.text import Analyzer
+
+    cold = SearchIndex(shop(), analyzer=Analyzer(), synonyms=(), near_words=())
+    warm = SearchIndex(shop(), synonyms=(), near_words=())
+    assert cold.postings == warm.postings and cold.by_name == warm.by_name
+    assert names(cold, "order from the stores") == names(warm, "order from the stores") == [
+        "order_items"]

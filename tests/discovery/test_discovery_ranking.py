@@ -168,6 +168,25 @@ def test_catalog_rebuilds_its_index_after_add() -> None:
         catalog.add(make_tool("zip_reader"))
 
 
+def test_a_prepared_index_is_the_one_searches_use() -> None:
+    """`Catalog.prepare` builds the index on a thread; a search meanwhile waits for that build
+    rather than making its own, and one after `add` gets a new one."""
+    import threading
+
+    catalog = reader_catalog()
+    thread = catalog.prepare()
+    assert isinstance(thread, threading.Thread) and thread.daemon
+    found = [catalog.index() for _ in range(2)]
+    thread.join(30)
+    assert not thread.is_alive()
+    assert found[0] is found[1] is catalog.index()
+    catalog.add(make_tool("zip_reader", "Read a zip archive"))
+    again = catalog.prepare()
+    again.join(30)
+    assert catalog.index() is not found[0]
+    assert catalog.index().search("zip").hits[0].entry.name == "zip_reader"
+
+
 def test_a_variant_shares_the_entries_and_is_built_once() -> None:
     from byref.discovery.embed import HYBRID_K1
     from byref.discovery.index import K1

@@ -120,3 +120,13 @@ def test_locating_hits_on_camel_and_plural_words() -> None:
     text = "Upload PDFs to GitHub; profile files, not a gitHub-like thing."
     got = [(s.term, text[s.start:s.end]) for s in ANALYZER.spans(text, {"pdf", "github", "file"})]
     assert got == [("pdf", "PDFs"), ("github", "GitHub"), ("file", "files"), ("github", "gitHub")]
+
+
+@given(st.lists(st.lists(st.text(), max_size=3), max_size=5))
+def test_learning_texts_in_one_batch_gives_each_its_own_terms(groups: list[list[str]]) -> None:
+    """An index build analyzes a catalog in one batch (`terms_of_each`): each group's terms are
+    what `terms_of_all` gives it, for a cold analyzer and for a warm one."""
+    cold, warm = Analyzer(), Analyzer()
+    one_by_one = [warm.terms_of_all(texts) for texts in groups]
+    assert cold.terms_of_each(groups) == one_by_one
+    assert warm.terms_of_each(groups) == one_by_one

@@ -345,9 +345,12 @@ def run(root: Path | None = None, *, hybrid: bool = True,
         except ImportError as exc:
             ranker = None
             notes.append(str(exc))
+    from byref.bench.lexical_first import first_searches
+
     out: dict[str, Any] = {"metatool": metatool(root, ranker=ranker),
                            "mcp": mcp(root, ranker=ranker),
-                           "param_boost_mrr": param_boost_sweep(root)}
+                           "param_boost_mrr": param_boost_sweep(root),
+                           "lexical_first": first_searches(root)}
     if ranker is not None:
         from byref.bench import retrieval as bench_retrieval
 

@@ -33,7 +33,7 @@ from byref.discovery.usage import query_key
 
 __all__ = ["TASK_QUERIES", "VOCABULARY_PHRASINGS", "VOCABULARY_QUERIES", "Memo", "closure",
            "dev_splits", "encode_ms", "extra_size", "first_search", "fusion_sweep",
-           "hybrid_latency", "hybrid_sweep", "near_sweep", "read_phrasings",
+           "hybrid_latency", "hybrid_sweep", "lexical_sets", "near_sweep", "read_phrasings",
            "read_task_queries", "recall", "rerank_table", "run", "task_queries"]
 
 Rows = Sequence[dict[str, str]]
@@ -125,6 +125,26 @@ def near_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows]) -> dict[st
         found = task_queries(root, None, path)
         out["near_words"][label] = found["lexical"]
         out["without"][label] = found["lexical_without_near_words"]
+    return out
+
+
+def lexical_sets(root: Path) -> dict[str, dict[str, float]]:
+    """Lexical recall@1/@5 (the default index) on every query set: MetaTool's fixed sample and
+    dev splits A and B, the real catalog's task-style and vocabulary queries (a ranking constant
+    is kept only if no set loses by it)."""
+    from byref.bench.discovery import metatool_catalog, metatool_data
+
+    descriptions, sample, rest = metatool_data(root)
+    dev_a, dev_b = dev_splits(sample, rest)
+    index = metatool_catalog(descriptions).index()
+
+    def rank(query: str) -> list[str]:
+        return [h.entry.original_name.lower() for h in index.search(query, limit=5).hits]
+    out = {name: recall(rank, rows) for name, rows in
+           (("metatool_sample", sample), ("metatool_A", dev_a), ("metatool_B", dev_b))}
+    for label, path in (("task", TASK_QUERIES), ("vocabulary", VOCABULARY_QUERIES)):
+        found = task_queries(root, None, path)["lexical"]
+        out[label] = {k: found[k] for k in ("recall@1", "recall@5")}
     return out
 
 
@@ -267,7 +287,7 @@ def lexical_first(root: Path, tools: int = 100, query: str = "create a github is
     from byref.discovery.mcp import catalog_from_listings, read_listings
 
     full = catalog_from_listings(read_listings(root / "mcp-catalog"))
-    related._NEAR.clear()  # as a new process has it
+    related.forget_packaged()  # as a new process has it
     catalog = Catalog()
     for entry in list(full)[:tools]:
         catalog.add(entry.tool, server=entry.server, original_name=entry.original_name)

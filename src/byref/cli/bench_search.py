@@ -27,6 +27,11 @@ def register_bench(bench_sub: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--first-search", action="store_true",
                         help="only the first hybrid search, cold vs warm vector cache")
+    parser.add_argument("--lexical", action="store_true",
+                        help="only the lexical figures: the first search in a new process, "
+                        "p50 against bm25s and tantivy over several rounds, recall per query set")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds against bm25s and tantivy (--lexical)")
     parser.add_argument("--abstention", action="store_true",
                         help="only the abstention rates (unanswerable and answerable sets)")
     parser.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
@@ -45,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return _first_search(args)
     if args.abstention:
         return _abstention(args)
+    if args.lexical:
+        return _lexical(args)
     try:
         figures = bench.run(args.eval, hybrid=not args.no_hybrid, encoder=args.encoder)
     except FileNotFoundError as exc:
@@ -102,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{h['document_vectors_s']} s")
     if "retrieval" in figures:
         _retrieval(figures["retrieval"], mcp["reference_ms"])
+    if "lexical_first" in figures:
+        _print_lexical_first(figures["lexical_first"])
     if "first_search" in figures:
         _print_first_search(figures["first_search"])
     if "abstention" in figures:
@@ -109,6 +118,69 @@ def run(args: argparse.Namespace) -> int:
     for note in figures.get("notes", []):
         print(f"note: {note}")
     return 0
+
+
+def _lexical(args: argparse.Namespace) -> int:
+    from byref.bench import discovery as bench
+    from byref.bench.lexical_first import first_searches
+    from byref.bench.retrieval import lexical_sets
+    from byref.bench.search_baselines import baseline_rounds
+    from byref.discovery.mcp import catalog_from_listings, read_listings
+
+    root = args.eval or bench.eval_dir()
+    if not (root / "mcp-catalog").is_dir() or not (root / "metatool").is_dir():
+        print(f"byref bench search: no metatool/ and mcp-catalog/ under {str(root)!r}",
+              file=sys.stderr)
+        return 2
+    figures: dict[str, Any] = {"first": first_searches(root)}
+    catalog = catalog_from_listings(bench.replicate(read_listings(root / "mcp-catalog"),
+                                                    10_000))
+    figures["engines"] = baseline_rounds(catalog, bench.LATENCY_QUERIES, max(1, args.rounds))
+    figures["recall"] = lexical_sets(root)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    _print_lexical_first(figures["first"])
+    _print_rounds(figures["engines"])
+    print("Lexical recall per query set: " + "; ".join(
+        f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
+        for name, m in figures["recall"].items()))
+    return 0
+
+
+def _print_lexical_first(f: dict[str, Any]) -> None:
+    print(f"First lexical search in a new process ({f['query']!r}; median of the runs, "
+          "range, CPU) against the same process's warm p50:")
+    for row in f["sizes"]:
+        cells = []
+        for path in ("library", "gateway"):
+            p = row[path]
+            cells.append(f"{path} {p['missing']}" if "missing" in p else
+                         f"{path} {p['first_ms']} ms ({p['first_min_ms']}–{p['first_max_ms']}; "
+                         f"CPU {p['first_cpu_ms']}) vs warm {p['warm_p50_ms']} ms "
+                         f"(×{p['first_over_warm']})")
+        print(f"  {row['tools']:>6,} tools, {row['runs']} runs: " + "; ".join(cells))
+
+
+def _print_rounds(e: dict[str, Any]) -> None:
+    if "missing" in e:
+        print(f"engines: {e['missing']}")
+        return
+    print(f"Lexical p50 at {e['tools']:,} tools against bm25s and tantivy, "
+          f"{len(e['rounds'])} rounds (each interleaved query by query):")
+    for i, r in enumerate(e["rounds"], 1):
+        print(f"  round {i}: p50 wall (CPU) byref search {r['byref_search']['p50_ms']} "
+              f"({r['byref_search']['cpu_p50_ms']}) ms, ranking {r['byref_ranking']['p50_ms']} "
+              f"({r['byref_ranking']['cpu_p50_ms']}) ms; bm25s {r['bm25s']['p50_ms']} "
+              f"({r['bm25s']['cpu_p50_ms']}) ms, its scoring core {r['bm25s_scores']['p50_ms']} "
+              f"ms; tantivy {r['tantivy']['p50_ms']} ms; search ×"
+              f"{r['byref_search_over_bm25s_p50']} bm25s (CPU ×"
+              f"{r['byref_search_over_bm25s_cpu_p50']}), ×{r['byref_search_over_tantivy_p50']} "
+              "tantivy")
+    for key, s in e["ratios"].items():
+        mine, other = key.removesuffix("_p50").split("_over_")
+        print(f"  {mine} / {other.replace('_cpu', ' (CPU)')}: median ×{s['median']} "
+              f"(×{s['min']}–×{s['max']})")
 
 
 def _abstention(args: argparse.Namespace) -> int:

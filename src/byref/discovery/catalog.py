@@ -85,6 +85,7 @@ class Catalog:
         self.ontology = ontology or Ontology()
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
+        self._building = threading.Lock()
         self.version = 0
         self._index: SearchIndex | None = None
         for t in tools:
@@ -198,15 +199,35 @@ class Catalog:
         return " ".join(pieces)
 
     def index(self, **options: Any) -> SearchIndex:
-        """The search index for the catalog as it is now (rebuilt after any `add`)."""
+        """The search index for the catalog as it is now (rebuilt after any `add`); one build
+        at a time, so a search arriving while `prepare` builds waits for that build."""
         from byref.discovery.index import SearchIndex
 
+        if options:
+            return SearchIndex(self, **options)
         with self._lock:
             current = self._index
-            if current is not None and current.version == self.version and not options:
+            if current is not None and current.version == self.version:
                 return current
-        built = SearchIndex(self, **options)
-        if not options:
+        with self._building:
+            with self._lock:
+                current = self._index
+                if current is not None and current.version == self.version:
+                    return current
+            built = SearchIndex(self)
             with self._lock:
                 self._index = built
         return built
+
+    def built(self) -> SearchIndex | None:
+        """The index for the catalog as it is now, if made (None: the next search makes it)."""
+        with self._lock:
+            current = self._index
+            return current if current is not None and current.version == self.version else None
+
+    def prepare(self) -> threading.Thread:
+        """Builds the index on a daemon thread, so the first search finds it made (a gateway
+        calls this when its catalog changes; a search meanwhile waits for this build)."""
+        thread = threading.Thread(target=self.index, name="byref-index", daemon=True)
+        thread.start()
+        return thread

@@ -5,8 +5,9 @@ the matches are scored by BM25F and ordered as `ranking` says (the coverage and 
 keys, applied as measured). A query that is exactly a tool's name puts that tool first.
 
 Hand-written BM25F over in-memory postings (term → {doc: precomputed contribution}): the
-contribution of a term to a document does not depend on the query, so it is computed once at
-build time and a search is dictionary additions plus a sort of the matching documents.
+contribution of a term to a document does not depend on the query, so it is computed once (when
+a search first asks for the term: a build makes each term's boosted, length-normed frequencies)
+and a search is dictionary additions plus a sort of the matching documents.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from byref.discovery.related import (
     Related,
     near_table,
     packaged_near,
-    read_synonyms,
+    packaged_related,
 )
 from byref.discovery.text import ANALYZER, Analyzer, split_words
 from byref.errors import InvalidValue
@@ -127,10 +128,14 @@ class SearchIndex:
             raise InvalidValue(f"Unknown rerank {rerank!r}; use 'seed', 'ties' or 'none'.")
         self.rerank: Rerank = rerank
         self.rerank_depth = rerank_depth
-        near = (packaged_near(analyzer) if near_words is None
-                else near_table(near_words, analyzer))
-        self.related = Related(read_synonyms() if synonyms is None else synonyms, analyzer, near)
-        self.postings: dict[str, dict[int, float]] = {}
+        if synonyms is None:  # the packaged groups, already stemmed
+            packaged = packaged_related(analyzer)
+            self.related = (packaged if near_words is None
+                            else packaged.with_near(near_table(near_words, analyzer)))
+        else:
+            self.related = Related(synonyms, analyzer, packaged_near(analyzer)
+                                   if near_words is None else near_table(near_words, analyzer))
+        self.postings: Postings = Postings({}, 0, k1)
         self._shares: dict[tuple[str, float], dict[int, float]] = {}
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
@@ -191,20 +196,25 @@ class SearchIndex:
         active = [f for f in FIELDS if self.boosts.get(f, 0.0) > 0.0]
         per_doc: list[list[tuple[str, Counter[str], int]]] = []
         totals = dict.fromkeys(active, 0)
+        every = [self.field_texts(entry) for entry in self.entries]
+        plain = [f for f in active if f != "parameters"]
         # Parameter texts repeat across a catalog ("The ID of the project", "limit": 83,004
         # texts, 8,534 distinct at 10,000 tools), so they are analyzed once per distinct text.
-        by_text: dict[str, tuple[str, ...]] = {}
-        for entry in self.entries:
-            texts = self.field_texts(entry)
+        distinct = (list(dict.fromkeys(t for texts in every for t in texts["parameters"]))
+                    if "parameters" in active else [])
+        # One batch: a cold analyzer learns the catalog's new words at once, not text by text.
+        found = analyzer.terms_of_each(
+            [*(texts[f] for texts in every for f in plain), *((t,) for t in distinct)])
+        by_text = dict(zip(distinct, found[len(every) * len(plain):], strict=True))
+        at = 0
+        for texts in every:
             fields = []
             for name in active:
                 if name == "parameters":
-                    for text in texts[name]:
-                        if text not in by_text:
-                            by_text[text] = tuple(analyzer.terms_of_all((text,)))
-                    terms: list[str] = [t for text in texts[name] for t in by_text[text]]
+                    terms = [t for text in texts[name] for t in by_text[text]]
                 else:
-                    terms = analyzer.terms_of_all(texts[name])
+                    terms = found[at]
+                    at += 1
                 if terms:
                     totals[name] += len(terms)
                     fields.append((name, Counter(terms), len(terms)))
@@ -227,11 +237,7 @@ class SearchIndex:
                 for term, tf in counts.items():
                     posting = tilde[term]
                     posting[doc] = posting.get(doc, 0.0) + tf * scale
-        k1 = self.k1
-        for term, docs in tilde.items():
-            df = len(docs)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            self.postings[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
+        self.postings = Postings(tilde, n, self.k1)
         for doc, entry in enumerate(self.entries):
             for key in (entry.name, entry.original_name, split_words(entry.name)):
                 self.by_name.setdefault(key.lower(), doc)
@@ -268,13 +274,17 @@ class SearchIndex:
             if cands is not None:
                 posting = {d: posting[d] for d in posting.keys() & cands}
             weights[term] = 1.0 + math.log((n + 1) / (len(posting) + 1))
-            _add(scores, posting)
             bit = 1 << i
-            both = masks.keys() & posting.keys()
-            merged = {d: masks[d] | bit for d in both} if both else None
-            masks.update(dict.fromkeys(posting, bit))  # C-level for the docs new to the masks
-            if merged:
-                masks.update(merged)
+            # Until the related words, the scored docs are the masked ones: one overlap serves
+            # both sums; C-level copies for the docs new to them.
+            both = scores.keys() & posting.keys()
+            scores_sum = {d: scores[d] + posting[d] for d in both} if both else None
+            masks_sum = {d: masks[d] | bit for d in both} if both else None
+            scores.update(posting)
+            masks.update(dict.fromkeys(posting, bit))
+            if scores_sum and masks_sum:
+                scores.update(scores_sum)
+                masks.update(masks_sum)
         related = self.related_terms(query, terms)
         nearby = self.related.near_terms(terms, related, self.postings) if near else []
         for share, group in ((SYNONYM_WEIGHT, related), (NEAR_WEIGHT, nearby)):
@@ -322,6 +332,47 @@ class SearchIndex:
         only the shown results need it)."""
         texts = self.field_texts(self.entries[doc])
         return {f: set(self.analyzer.terms_of_all(texts[f])) for f in FIELDS}
+
+
+class Postings(Mapping[str, dict[int, float]]):
+    """Term → {doc: its BM25F contribution}, each made from the term's boosted, length-normed
+    frequencies when first asked for (a first search pays for its own terms, not the whole
+    vocabulary's), then kept."""
+
+    def __init__(self, tilde: Mapping[str, dict[int, float]], n: int, k1: float) -> None:
+        self._tilde = dict(tilde)
+        self._made: dict[str, dict[int, float]] = {}
+        self._n, self._k1 = n, k1
+        self._lock = threading.Lock()
+
+    def __getitem__(self, term: str) -> dict[int, float]:
+        found = self._made.get(term)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._made.get(term)
+            if found is None:
+                docs = self._tilde[term]  # KeyError: not a term of the catalog
+                df, k1 = len(docs), self._k1
+                idf = math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
+                found = self._made[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
+        return found
+
+    def get(self, term: str, default: Any = None) -> Any:
+        """`Mapping.get` without its exception for a word no tool has (searches ask often)."""
+        found = self._made.get(term)
+        if found is not None:
+            return found
+        return self[term] if term in self._tilde else default
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._tilde
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tilde)
+
+    def __len__(self) -> int:
+        return len(self._tilde)
 
 
 def _add(scores: dict[int, float], posting: dict[int, float]) -> None:

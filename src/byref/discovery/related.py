@@ -20,6 +20,10 @@ SYNONYM_WEIGHT = 0.5
 outside the sample: recall@5 0.648 / 0.683 / 0.699 / 0.701 / 0.701 / 0.685 at 0 / 0.2 / 0.35 /
 0.5 / 0.7 / 1."""
 SYNONYMS_FILE = Path(__file__).with_name("synonyms.txt")
+SYNONYM_STEMS_FILE = Path(__file__).with_name("synonym_stems.txt")
+"""synonyms.txt as the default analyzer stems it (`write_synonym_stems`; a test keeps it equal
+to `Related` of synonyms.txt): a line a term and its group mates, or a phrase (its stems joined
+by `_`) and its groups' terms. A first search reads it instead of stemming every group."""
 NEAR_WEIGHT = 0.3
 """A query word's near words (near_words.txt: the sentence model's nearest words, made offline by
 scripts/near_words.py from the model's own vocabulary) search at 0.3 of their BM25F score,
@@ -72,6 +76,28 @@ def near_table(lines: Iterable[str], analyzer: Analyzer) -> dict[str, tuple[str,
 
 _NEAR: dict[int, Mapping[str, tuple[str, ...]]] = {}
 """The packaged table per analyzer (read once a process: 11,661 lines)."""
+_RELATED: dict[int, Related] = {}
+"""The packaged synonyms and near words per analyzer (made once a process)."""
+
+
+def forget_packaged() -> None:
+    """Drops the packaged tables read so far, as a new process has none (the first-search
+    bench)."""
+    _NEAR.clear()
+    _RELATED.clear()
+
+
+def packaged_related(analyzer: Analyzer) -> Related:
+    """synonyms.txt and near_words.txt as `Related` reads them, made once per analyzer (an index
+    rebuilt after a catalog change reuses it); for the default analyzer from the pre-stemmed
+    copies, so nothing is stemmed."""
+    found = _RELATED.get(id(analyzer))
+    if found is None:
+        near = packaged_near(analyzer)
+        found = (Related.from_stems(read_synonym_stems(), analyzer, near) if analyzer is ANALYZER
+                 else Related(read_synonyms(), analyzer, near))
+        _RELATED[id(analyzer)] = found
+    return found
 
 
 def packaged_near(analyzer: Analyzer) -> Mapping[str, tuple[str, ...]]:
@@ -126,6 +152,31 @@ def write_near_stems(path: Path = NEAR_STEMS_FILE) -> None:
                     "utf-8")
 
 
+Tables = tuple[dict[str, tuple[str, ...]], dict[tuple[str, ...], tuple[str, ...]]]
+"""(term → its group mates, phrase stems → their groups' terms)."""
+
+
+def read_synonym_stems(path: Path = SYNONYM_STEMS_FILE) -> Tables:
+    """(term → its mates, phrase stems → their terms) from `SYNONYM_STEMS_FILE`."""
+    by_term: dict[str, tuple[str, ...]] = {}
+    phrases: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for line in path.read_text("utf-8").splitlines():
+        key, *rest = line.split()
+        if "_" in key:
+            phrases[tuple(key.split("_"))] = tuple(rest)
+        else:
+            by_term[key] = tuple(rest)
+    return by_term, phrases
+
+
+def write_synonym_stems(path: Path = SYNONYM_STEMS_FILE) -> None:
+    """Writes `SYNONYM_STEMS_FILE` from synonyms.txt (run after editing it)."""
+    related = Related(read_synonyms(), ANALYZER)
+    lines = [f"{term} {' '.join(mates)}\n" for term, mates in related.by_term.items()]
+    lines += [f"{'_'.join(key)} {' '.join(terms)}\n" for key, terms in related.phrases.items()]
+    path.write_text("".join(lines), "utf-8")
+
+
 class Related:
     """Term → the other terms of its groups, and phrase → the terms of its groups."""
 
@@ -149,9 +200,26 @@ class Related:
                 key = tuple(analyzer.plain_stems(phrase.replace("_", " ")))
                 if len(key) > 1:
                     phrases.setdefault(key, {}).update(dict.fromkeys(terms))
-        self.phrases = {key: tuple(terms) for key, terms in phrases.items() if terms}
-        self.phrase_lengths = sorted({len(k) for k in self.phrases}, reverse=True)
-        self.by_term = {term: tuple(others) for term, others in out.items() if others}
+        self._set({term: tuple(others) for term, others in out.items() if others},
+                  {key: tuple(terms) for key, terms in phrases.items() if terms})
+
+    @classmethod
+    def from_stems(cls, tables: Tables, analyzer: Analyzer,
+                   near: Mapping[str, tuple[str, ...]] | None = None) -> Related:
+        """The tables `__init__` makes, given already made by `analyzer` (`read_synonym_stems`)."""
+        made = cls((), analyzer, near)
+        made._set(*tables)
+        return made
+
+    def with_near(self, near: Mapping[str, tuple[str, ...]]) -> Related:
+        """These groups with other near words."""
+        return Related.from_stems((self.by_term, self.phrases), self.analyzer, near)
+
+    def _set(self, by_term: dict[str, tuple[str, ...]],
+             phrases: dict[tuple[str, ...], tuple[str, ...]]) -> None:
+        self.by_term = by_term
+        self.phrases = phrases
+        self.phrase_lengths = sorted({len(k) for k in phrases}, reverse=True)
 
     def terms(self, query: str, terms: tuple[str, ...]) -> list[str]:
         """The related words `query` also searches: its terms' group mates and the groups of

@@ -72,6 +72,8 @@ def build_toolbox(config: GatewayConfig, version: int,
     prepare = getattr(ranker, "prepare", None)
     if prepare is not None:
         prepare(catalog.index)  # the hybrid's vectors read or made before a search asks
+    elif config.mode == "search" or config.code_mode != "off":
+        catalog.prepare()  # the index made before the first search asks, not by it
     discovery = Discovery(
         catalog, budget=config.working_set, emit=emit, note=note, ranker=ranker,
         row_extras=lambda name: metadata_of(catalog.tool(name)) if name in catalog else {})
