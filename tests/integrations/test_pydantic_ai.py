@@ -407,8 +407,10 @@ def test_status_report_with_pydantic_ais_openai_model_over_a_loopback_wire(
 
     s = scenario(tmp_path)
     with ChatWire(status_report_over_chat) as wire:
-        model = OpenAIChatModel("gpt-5", provider=OpenAIProvider(base_url=wire.base_url,
-                                                                 api_key="test"))
+        # A name no provider retires: pydantic-ai warns on deprecated ones (gpt-5, 2026-12-11),
+        # and the wire, not the model, is what this test is about.
+        model = OpenAIChatModel("loopback", provider=OpenAIProvider(base_url=wire.base_url,
+                                                                    api_key="test"))
         agent = Agent(model, tools=[s.export_work_items, s.generate_pdf],
                       capabilities=[Byref()])
         result = agent.run_sync(QUESTION)
