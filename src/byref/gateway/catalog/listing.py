@@ -25,7 +25,7 @@ from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import Grant
 from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.manager import START_RETRY_AFTER
-from byref.gateway.upstream.pool import UpstreamManager
+from byref.gateway.upstream.pooled import UpstreamManager
 
 Build = Callable[[int, dict[str, list[types.Tool]], dict[str, str], Sequence[str], Grant | None],
                  Toolbox]

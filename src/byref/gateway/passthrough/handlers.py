@@ -32,7 +32,8 @@ from byref.gateway.passthrough.resources import ResourcePassthrough
 from byref.gateway.passthrough.uris import ARTIFACT_TEMPLATE, unresolved
 from byref.gateway.upstream.fanout import Ctx, Fanout, bound_of, follow
 from byref.gateway.upstream.inputs import Parking
-from byref.gateway.upstream.pool import SHARED, Key, Pooled
+from byref.gateway.upstream.pool import Key
+from byref.gateway.upstream.pooled import SHARED, Pooled
 from byref.refs import quote
 from byref.store import ArtifactStore
 
@@ -139,7 +140,7 @@ class Passthrough:
             return await self._fan.on(server, "completing an argument", complete)
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        """Sent to every server that logs, on the caller's instances (`pool`: a server shared by
+        """Sent to every server that logs, on the caller's instances (`pooled`: a server shared by
         all keeps the last level any client set); answered without waiting for a server still
         starting, which is sent the level once it is up (`Upstream.set_level`)."""
         self.seen(ctx)

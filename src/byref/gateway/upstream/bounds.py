@@ -4,7 +4,7 @@ Owns `Live` (a connection while it lives: its client, the calls in flight on it,
 it, and why it broke), `bounded` (one operation on it: its deadline is the server's timeout, and a
 connection that breaks meanwhile cancels it) and `UpstreamError` with the words it carries
 (`describe`, `exit_reason`, `first_line`). Starting, owning and restarting connections is
-`upstream`'s.
+`connection`'s.
 
 The law: an operation ends in its result or an `UpstreamError` whose text names the server and says
 what happened (in full for the operator; for clients, `public`, only its class: never a configured

@@ -29,7 +29,8 @@ from byref.gateway.upstream.bounds import UpstreamError
 from byref.gateway.upstream.hints import Listed, combined, hint_of
 from byref.gateway.upstream.inputs import Parked, Parking, binding
 from byref.gateway.upstream.manager import LIST_READY
-from byref.gateway.upstream.pool import SHARED, Key, Pooled, key_of
+from byref.gateway.upstream.pool import Key
+from byref.gateway.upstream.pooled import SHARED, Pooled, key_of
 from byref.gateway.upstream.relay import Caller, calling, may_ask
 from byref.gateway.wire.sdk_server import connection_of
 from byref.store import Scope
@@ -74,7 +75,7 @@ class Fanout:
     def calling(self, ctx: Ctx, park: Parked | None = None) -> contextlib.AbstractContextManager[
             Caller]:
         """Mark the request (`relay.calling`) as run by its scope, the owner of the upstream
-        instances it reaches (`pool`)."""
+        instances it reaches (`pooled`)."""
         owner = getattr(self.owner_of(ctx), "scope", None) if self.owner_of else None
         return calling(ctx, park, owner=owner)
 

@@ -15,7 +15,7 @@ session of its owner that has used this upstream, when the upstream is its princ
 (`exclusive`) and exactly one such session can take requests; otherwise it is refused — except
 `roots/list`, answered by the session that just told the server its roots changed, else from the
 server's configured `roots` (none by default), so another owner's client never decides what a
-server is told. Which clients share one upstream at all is the pool's (`pool`): by default one
+server is told. Which clients share one upstream at all is `pooled`'s: by default one
 process per principal on a gateway several principals reach. The gateway offers every upstream
 sampling, elicitation and roots, so tools gated on them stay listed; a client that lacks one gets
 the upstream's request refused, saying so — a 2026-07-28 one with
@@ -68,7 +68,7 @@ class Caller:
     park: Parked | None = None
     """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
     owner: Scope | None = None
-    """The scope the request runs as (which pooled upstream serves it, `pool`)."""
+    """The scope the request runs as (which pooled upstream serves it, `pooled`)."""
     missing: set[str] = field(default_factory=set)
     """Capabilities an upstream asked this 2026-07-28 client for that it did not declare."""
 
@@ -220,7 +220,7 @@ class Relay:
         self.roots = roots
         """The server's configured roots: the answer when no client call can give one."""
         self.exclusive = False
-        """Whether the upstream serves one principal's sessions only (`pool`): then a request
+        """Whether the upstream serves one principal's sessions only (`pooled`): then a request
         outside any call may go to the one session that used it."""
         self._flight: dict[int, Caller] = {}
         self._owed: tuple[Caller, float] | None = None
