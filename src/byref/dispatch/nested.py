@@ -73,6 +73,7 @@ class NestedCalls:
         self._running: dict[concurrent.futures.Future[Part], _Running] = {}
         self._stopped: set[str] = set()
         """Ids of calls given up on: recorded as stopped, their late results not recorded."""
+        self._recorded_ids: set[str] = set()
 
     def tool(self, name: str) -> Tool | None:
         """The tool a call by `name` would run, or None."""
@@ -144,7 +145,7 @@ class NestedCalls:
         thread cannot be stopped: it runs to its end, its result dropped."""
         with self._lock:
             running = self._running[future]
-        call, ended = running.call, future.done()  # ended meanwhile: its result is recorded
+        call, ended = running.call, future.done()  # ended meanwhile: nothing runs any more
         cancelled = ended or running.cancel is not None
         if running.cancel is not None:
             running.cancel()
@@ -154,7 +155,7 @@ class NestedCalls:
         part = Part(type="tool_result", value=text, rendered=text, tool=call.name,
                     call_id=call.id, is_error=True, reason=reason)
         with self._lock:
-            if not ended and call.id not in self._stopped:
+            if call.id not in self._stopped and call.id not in self._recorded_ids:
                 self._stopped.add(call.id)
                 self.record.append("assistant", [self.dispatcher.call_part(call)])
                 self.record.append("tool", [part])
@@ -184,6 +185,7 @@ class NestedCalls:
         part = without(part)
         with self._lock:
             if call.id not in self._stopped:  # given up on: recorded as stopped already
+                self._recorded_ids.add(call.id)
                 self.record.append("assistant", [self.dispatcher.call_part(call)])
                 self.record.append("tool", [part])
         return part

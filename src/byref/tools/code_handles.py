@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from byref.errors import Refused
 from byref.jsonview import dumps, encode
 from byref.refs import Blob, RefRefusal, envelope, is_envelope, parse_model_envelope
 from byref.store.port import ArtifactError, CanGetStream
@@ -22,8 +23,10 @@ from byref.tools.call_context import ToolContext
 from byref.tools.channel import READ_MAX, Answer, Read
 
 
-class UnknownHandle(Exception):
-    """An argument names a handle this run never issued."""
+class UnknownHandle(Refused):
+    """An argument names a handle this run never issued (the host refuses the call)."""
+
+    reason = "bad-ref"
 
 
 @dataclass
