@@ -59,12 +59,8 @@ check: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
-	# Unraisable warnings are still ignored: the transcript, loopback-server and keep-alive client
-	# leaks are closed, but one event loop (an unclosed _UnixSelectorEventLoop and its self-pipe)
-	# some fast test under tests/{integrations,lens,providers,reads} leaves to the garbage
-	# collector is not found yet (it surfaces in tests/store only when those run together).
 	BYREF_FAST_TIER=1 $(BIN)/pytest -m fast -n 2 -p no:cacheprovider --timeout=30 -W error \
-	  -W 'ignore::pytest.PytestUnraisableExceptionWarning' --durations=20
+	  --durations=20
 
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \

@@ -4,8 +4,10 @@ tool returns, search over the 2,565-tool catalog, budgeted history."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,23 @@ from byref.testing import result_text
 
 # The scenario's tools return byref Payloads, a type pydantic-ai has no return schema for.
 pytestmark = pytest.mark.filterwarnings("ignore:Could not generate return schema")
+
+
+@pytest.fixture(autouse=True)
+def _no_loop_left_open() -> Iterator[None]:
+    """`Agent.run_sync` makes an event loop, sets it as this thread's, and never closes it
+    (pydantic-ai's `_utils.get_event_loop`): closed after each test, not left to the garbage
+    collector once something later unsets it."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()
+    asyncio.set_event_loop(None)
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
