@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -51,19 +50,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:Could not generate return schema
 
 @pytest.fixture(autouse=True)
 def _no_loop_left_open() -> Iterator[None]:
-    """`Agent.run_sync` makes an event loop, sets it as this thread's, and never closes it
-    (pydantic-ai's `_utils.get_event_loop`): closed after each test, not left to the garbage
-    collector once something later unsets it."""
+    """`Agent.run_sync` runs on this thread's current event loop, making and setting one it
+    never closes when there is none (pydantic-ai's `_utils.get_event_loop`): it is given one
+    here, closed after the test, not left to the garbage collector."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop_policy().get_event_loop()
-        except RuntimeError:
-            return
-    if not loop.is_running() and not loop.is_closed():
-        loop.close()
     asyncio.set_event_loop(None)
+    loop.close()
+
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
