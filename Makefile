@@ -59,11 +59,8 @@ check: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
-	# Unraisable warnings are still ignored: the transcript and loopback-server leaks are closed,
-	# but one connected loopback socket some fast test leaves to the garbage collector is not found
-	# yet (a message filter on it alone does not take; see the round's report).
 	BYREF_FAST_TIER=1 $(BIN)/pytest -m fast -n 2 -p no:cacheprovider --timeout=30 -W error \
-	  -W 'ignore::pytest.PytestUnraisableExceptionWarning' --durations=20
+	  --durations=20
 
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \

@@ -45,6 +45,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/*/test_gateway_passthrough.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_replicas*.py": ("upstreams", "slow"),
     "tests/gateway/*/test_gateway_code_mode.py": ("upstreams", "process"),
+    "tests/gateway/*/test_gateway_code_runs.py": ("upstreams", "process"),
     "tests/lens/test_lens_browser.py": ("browser", "process"),
     "tests/lens/test_lens_gateway.py": ("upstreams",),
     "tests/lens/test_lens_make.py": ("process",),

@@ -4,8 +4,9 @@ tool returns, search over the 2,565-tool catalog, budgeted history."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,19 @@ from byref.testing import result_text
 
 # The scenario's tools return byref Payloads, a type pydantic-ai has no return schema for.
 pytestmark = pytest.mark.filterwarnings("ignore:Could not generate return schema")
+
+
+@pytest.fixture(autouse=True)
+def _no_loop_left_open() -> Iterator[None]:
+    """`Agent.run_sync` runs on this thread's current event loop, making and setting one it
+    never closes when there is none (pydantic-ai's `_utils.get_event_loop`): it is given one
+    here, closed after the test, not left to the garbage collector."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.close()
+
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 

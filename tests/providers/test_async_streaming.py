@@ -15,6 +15,7 @@ import pytest
 from byref.harness import Harness
 from byref.harness.messages import Delta, TextDelta, ToolCallDelta
 from byref.harness.providers import model_from_id
+from byref.harness.session import run_blocking
 from doubles.chat_wire import c_call, c_completion, c_results, c_sse
 from doubles.wire import (
     ROWS_REF,
@@ -155,13 +156,17 @@ def test_run_sync_again_and_again_through_one_async_client_on_a_keep_alive_serve
     server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    m = model_from_id("openai-chat:llama3.1", max_retries=0,
+                      base_url=f"http://127.0.0.1:{server.server_port}/v1")
     try:
-        m = model_from_id("openai-chat:llama3.1", max_retries=0,
-                          base_url=f"http://127.0.0.1:{server.server_port}/v1")
         assert m.is_async
         texts = [Harness(m, []).run_sync(q).text for q in ("a", "b")]
         texts.append(Harness(m, []).run_sync("c").text)
     finally:
+        # The pooled connection is closed on the loop that opened it (the blocking calls'
+        # shared one), and the listening socket with the server: neither is left to the GC.
+        run_blocking(m.client.close(), "client.close()", "await client.close()")
         server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
     assert texts == ["echo a", "echo b", "echo c"]

@@ -7,7 +7,13 @@ lineage, not in the conversation (whose next message is the run's own result): i
 record, a transcript of its own whose call ids are `<run id>.<n>`, stored when the run ends
 (`keep_record`) as `record/code-run` with the run's id in its label. On an event loop (the
 outer call came through `adispatch`) every inner call is dispatched on that loop, so an async
-tool (an upstream's) meets its connection where it lives; without one, on a thread of its own.
+tool (an upstream's) meets its connection where it lives; without one, an async tool on a loop
+of its own and a sync tool on a thread of its own.
+
+A call the run gives up on (`stop`: its timeout, or the run's end) is cancelled for real where
+it can be — an async tool's task is cancelled, and an upstream call cancelled so tells its
+server (`notifications/cancelled`, as when a client cancels) — and recorded so in the run's
+record; a sync tool's thread cannot be stopped: it runs to its end, its result dropped.
 """
 
 from __future__ import annotations
@@ -16,11 +22,14 @@ import asyncio
 import concurrent.futures
 import re
 import threading
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from byref.dispatch.calls import Call
 from byref.dispatch.reflines import without
+from byref.errors import RefusalReason
 from byref.jsonview import encode
 from byref.store import PutOptions
 from byref.tools.tool import Tool
@@ -31,7 +40,21 @@ if TYPE_CHECKING:
 
 Search = Callable[[str, int], list[dict[str, Any]]]
 """A catalog's search for code: query, limit → [{name, description}] (set by the session)."""
+InnerOutcome = Literal["ok", "error", "cancelled"]
+InnerDone = Callable[[str, InnerOutcome, float], None]
+"""Told of each inner call as it ends: the tool's name, its outcome and its seconds (the gateway
+counts them in its metrics). A call that could not be stopped is told of when it really ends."""
 _WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """One inner call in flight: the call, when it started, and how to cancel it (None: a sync
+    tool on a thread, which cannot be stopped)."""
+
+    call: Call
+    started: float
+    cancel: Callable[[], object] | None
 
 
 class NestedCalls:
@@ -47,6 +70,10 @@ class NestedCalls:
         self.record = Transcript()
         self._count = 0
         self._lock = threading.Lock()
+        self._running: dict[concurrent.futures.Future[Part], _Running] = {}
+        self._stopped: set[str] = set()
+        """Ids of calls given up on: recorded as stopped, their late results not recorded."""
+        self._recorded_ids: set[str] = set()
 
     def tool(self, name: str) -> Tool | None:
         """The tool a call by `name` would run, or None."""
@@ -61,8 +88,45 @@ class NestedCalls:
         with self._lock:
             self._count += 1
             call = Call(f"{self.run_id}.{self._count}", name, args)
+        found = self.dispatcher.tools.get(name)
+        cancellable = found is None or found.is_async  # an unknown name is refused at once
+        future: concurrent.futures.Future[Part]
         if self.loop is not None and self.loop.is_running():
-            return asyncio.run_coroutine_threadsafe(self._adispatch(call), self.loop)
+            future = asyncio.run_coroutine_threadsafe(self._adispatch(call), self.loop)
+        elif cancellable:
+            future = self._on_own_loop(call)
+        else:
+            future = self._on_thread(call)
+        # Cancelling the future cancels its task (`run_coroutine_threadsafe` chains them); a
+        # sync tool's task would only wait for its thread, so it is left to end.
+        running = _Running(call, time.perf_counter(), future.cancel if cancellable else None)
+        with self._lock:
+            self._running[future] = running
+        future.add_done_callback(self._ended)
+        return future
+
+    def _on_own_loop(self, call: Call) -> concurrent.futures.Future[Part]:
+        """An async tool with no loop to run on: a loop of its own on a thread, ended with it."""
+        loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            try:
+                loop.run_forever()
+                # Stopped when the call's future ended: a cancelled call's task unwinds here
+                # (an upstream is told of the cancellation), then the loop closes.
+                pending = asyncio.all_tasks(loop)
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+
+        future = asyncio.run_coroutine_threadsafe(self._adispatch(call), loop)
+        future.add_done_callback(lambda _: loop.call_soon_threadsafe(loop.stop))
+        threading.Thread(target=run, name=f"byref-inner-{call.id}", daemon=True).start()
+        return future
+
+    def _on_thread(self, call: Call) -> concurrent.futures.Future[Part]:
         future: concurrent.futures.Future[Part] = concurrent.futures.Future()
 
         def work() -> None:
@@ -72,6 +136,43 @@ class NestedCalls:
 
         threading.Thread(target=work, name=f"byref-inner-{call.id}", daemon=True).start()
         return future
+
+    def stop(self, future: concurrent.futures.Future[Part], reason: RefusalReason,
+             why: str) -> tuple[Part, bool]:
+        """Give up on the call `future` stands for (`why`: "did not finish within 30s, …"):
+        cancel it where it can be, and record it so in the run's record. Returns the error part
+        recorded (its words say whether it was cancelled) and whether it was; a sync tool on a
+        thread cannot be stopped: it runs to its end, its result dropped."""
+        with self._lock:
+            running = self._running[future]
+        call, ended = running.call, future.done()  # ended meanwhile: nothing runs any more
+        cancelled = ended or running.cancel is not None
+        if running.cancel is not None:
+            running.cancel()
+        text = (f"Tool {call.name!r} {why}; it was cancelled." if cancelled else
+                f"Tool {call.name!r} {why}; it runs on a thread, which cannot be stopped: it "
+                "runs to its end and its result is dropped.")
+        part = Part(type="tool_result", value=text, rendered=text, tool=call.name,
+                    call_id=call.id, is_error=True, reason=reason)
+        with self._lock:
+            if call.id not in self._stopped and call.id not in self._recorded_ids:
+                self._stopped.add(call.id)
+                self.record.append("assistant", [self.dispatcher.call_part(call)])
+                self.record.append("tool", [part])
+        return part, cancelled
+
+    def _ended(self, future: concurrent.futures.Future[Part]) -> None:
+        told = self.dispatcher.inner_done
+        if told is None:
+            return
+        with self._lock:
+            running = self._running[future]
+        outcome: InnerOutcome
+        if future.cancelled() or future.exception() is not None:
+            outcome = "cancelled"
+        else:
+            outcome = "error" if future.result().is_error else "ok"
+        told(running.call.name, outcome, time.perf_counter() - running.started)
 
     async def _adispatch(self, call: Call) -> Part:
         part = await self.dispatcher.adispatch(call, call_seq=self.call_seq,
@@ -83,8 +184,10 @@ class NestedCalls:
         # without one (the code is given values and handles, never that line).
         part = without(part)
         with self._lock:
-            self.record.append("assistant", [self.dispatcher.call_part(call)])
-            self.record.append("tool", [part])
+            if call.id not in self._stopped:  # given up on: recorded as stopped already
+                self._recorded_ids.add(call.id)
+                self.record.append("assistant", [self.dispatcher.call_part(call)])
+                self.record.append("tool", [part])
         return part
 
     def search(self, query: str, limit: int) -> list[dict[str, Any]]:

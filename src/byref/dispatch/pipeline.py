@@ -28,7 +28,7 @@ from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
-from byref.dispatch.nested import NestedCalls, Search
+from byref.dispatch.nested import InnerDone, NestedCalls, Search
 from byref.dispatch.nulls import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
@@ -107,6 +107,8 @@ class Dispatcher:
         self.recorder = Recorder(self.policy, store, scope, self.emit)
         self.search: Search | None = None
         """The catalog search code mode's `tools.search` uses (the session sets it)."""
+        self.inner_done: InnerDone | None = None
+        """Told of each call code made as it ends (the gateway's metrics set it)."""
         self._async: dict[str, tuple[Any, bool]] = {}
         """Tool name → (its function, whether it is async), see `_is_async`."""
 

@@ -17,8 +17,8 @@ catalog is read lazily (the first request that needs it starts the servers), a c
 never waits long for a server still starting (`list_wait`) and what arrives later is announced
 once per settled change (`catalog.settling`); a result's `seq` in the transcript is the one its
 refs were rendered with (local tools run and are recorded under the scope's lock; proxied results
-carry no recipes, so they are recorded when they arrive and a slow upstream never holds up other
-calls).
+and run_code's carry no recipes, so they are recorded when they arrive and a slow upstream or a
+long program never holds up other calls, `Toolbox.records_alone`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from byref.discovery.declare import declare
 from byref.discovery.usage import UsageLog
 from byref.discovery.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
+from byref.dispatch.nested import InnerDone, InnerOutcome
 from byref.errors import MisuseError
 from byref.events import Emitter
 from byref.gateway.access.scopes import Scopes
@@ -290,7 +291,7 @@ class Gateway:
         # The session records the call and its result (byref's own tools exclusively: their
         # recipes name the call's seq; retried only when replicas write the record too).
         part = await self._session(state, box).run_call(
-            call, run=target, exclusive=box.is_local(target.name), tries=RESULT_TRIES)
+            call, run=target, exclusive=box.records_alone(target.name), tries=RESULT_TRIES)
         # One projection per call, compared with what this scope's clients were last told: a
         # working set is declared to handshake-era clients only (a 2026-07-28 list stays put).
         activated = target.name == ACTIVATE and not part.is_error
@@ -300,7 +301,7 @@ class Gateway:
             # After the write: a replica told re-reads the record and finds the activation.
             self._group.start_soon(self._list_changes.announce_scope, state.scope.key())
         if self.metrics is not None:
-            self.metrics.call(box.server_of(target.name), target.name, part.is_error,
+            self.metrics.call(*box.labels(target.name), "error" if part.is_error else "ok",
                               time.perf_counter() - started)
         return part
 
@@ -314,12 +315,20 @@ class Gateway:
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))
             session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
+            if self.metrics is not None:  # the calls code makes count as the client's do
+                session.dispatcher.inner_done = _inner_metrics(self.metrics, box)
             cached = (box.version, session)
             if box.stable_lists:
                 state.stable_session = cached
             else:
                 state.call_session = cached
         return cached[1]
+
+
+def _inner_metrics(metrics: GatewayMetrics, box: Toolbox) -> InnerDone:
+    def done(name: str, outcome: InnerOutcome, seconds: float) -> None:
+        metrics.call(*box.labels(name), outcome, seconds, via="code")
+    return done
 
 
 def _metrics(gateway: Gateway) -> GatewayMetrics | None:

@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from byref.errors import MisuseError
+from byref.errors import MisuseError, RefusalReason
 from byref.store import Artifact, ArtifactMeta, ArtifactStore, PutOptions, Scope
 
 if TYPE_CHECKING:
@@ -38,6 +38,10 @@ class ToolCalls(Protocol):
 
     def start(self, name: str, args: dict[str, Any]) -> Future[Part]:
         """Dispatch one call; its recorded result part (a refusal is a part with is_error)."""
+
+    def stop(self, future: Future[Part], reason: RefusalReason, why: str) -> tuple[Part, bool]:
+        """Give up on a started call: cancel it where it can be (not a sync tool on a thread)
+        and record it so; the error part recorded, and whether it was cancelled."""
 
     def search(self, query: str, limit: int) -> list[dict[str, Any]]:
         """The tools matching `query`: {name, description} each."""

@@ -109,11 +109,12 @@ async def test_metrics_count_calls_errors_placements_and_refusals(world: World) 
     assert scraped.headers["content-type"].startswith("text/plain; version=")
     got = _samples(scraped.text)
     ok = ("byref_gateway_calls_total", (("outcome", "ok"), ("server", "filesystem"),
-                                        ("tool", read)))
+                                        ("tool", read), ("via", "client")))
     error = ("byref_gateway_calls_total", (("outcome", "error"), ("server", "filesystem"),
-                                           ("tool", read)))
+                                           ("tool", read), ("via", "client")))
     assert (got[ok], got[error]) == (2, 2)
-    count = ("byref_gateway_call_seconds_count", (("server", "filesystem"), ("tool", read)))
+    count = ("byref_gateway_call_seconds_count", (("server", "filesystem"), ("tool", read),
+                                                  ("via", "client")))
     assert got[count] == 4
     assert got[("byref_gateway_placed_results_total", (("tool", read),))] == 1
     assert got[("byref_gateway_bytes_kept_out_total", ())] >= len(big)

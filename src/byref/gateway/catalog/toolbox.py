@@ -95,15 +95,35 @@ class Toolbox:
         take no working-set slot. One set per box (it never changes), not one per call."""
         return frozenset(t.name for t in (*self.scaffolding, *self.pinned))
 
+    @cached_property
+    def names(self) -> frozenset[str]:
+        """Every name a call may run here (the scaffolding and the catalog)."""
+        return frozenset(t.name for t in self.tools)
+
     def server_of(self, name: str) -> str:
         """A metric's server label: the upstream of a catalog tool, else `byref` (its own)."""
         server = self.catalog.entry(name).server if name in self.catalog else None
         return server if server is not None else "byref"
 
+    def labels(self, name: str) -> tuple[str, str]:
+        """A call's metric labels, server and tool: a name this box does not hold is `unknown`
+        (a label is never a value a model wrote)."""
+        return (self.server_of(name), name) if name in self.names else ("byref", "unknown")
+
     def is_local(self, name: str) -> bool:
-        """Run by byref itself (scaffolding, the JSON readers), not proxied to an upstream: its
-        result may carry recipes naming its seq, so it is recorded under the scope's lock."""
+        """Run by byref itself (scaffolding, the JSON readers, run_code), not proxied to an
+        upstream."""
         return name not in self.catalog or self.catalog.entry(name).server is None
+
+    def records_alone(self, name: str) -> bool:
+        """Whether a call of `name` is recorded under the scope's lock, nothing landing between
+        the call and its result: byref's own tools, whose results may carry recipes naming
+        their seq. Not a tool that calls tools (run_code): its result is text, values and
+        stored refs (never a recipe; its ref line moves to where it lands), and its program
+        may run for minutes — the conversation's other calls, and its inner calls, go on."""
+        if not self.is_local(name):
+            return False
+        return name not in self.catalog or not self.catalog.tool(name).calls_tools
 
     def still_starting(self, name: str) -> str | None:
         """The refusal for a tool of a server still starting (not yet listed), else None."""

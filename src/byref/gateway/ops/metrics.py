@@ -1,24 +1,30 @@
 """Prometheus metrics for the gateway, with `prometheus-client` (the `byref[metrics]` extra).
 
 Owns `GatewayMetrics`: one registry per gateway (so two gateways in a process never share
-counts) holding calls, errors and latency per server and tool, results placed and the bytes they
-kept out of the context, refusals by reason, open conversations, and the upstream pool (pooled
-processes live and idle, starts refused by limit, instances stopped as idle). The law: metrics
-are read from what the gateway already knows — a call's recorded result part and the typed events
-its dispatch emits (`MetricsSink` sits in front of the event sink) — never by re-reading a result;
-labels are bounded (server and tool names from the catalog, `byref` for the gateway's own tools,
-reasons from dispatch's fixed set), never a value a model wrote.
+counts) holding calls, errors and latency per server and tool — a client's calls (`via="client"`)
+and the calls its code made from run_code (`via="code"`, whose outcome may be `cancelled`: given
+up on at its timeout or the run's end) — results placed and the bytes they kept out of the
+context, refusals by reason, open conversations, and the upstream pool (pooled processes live and
+idle, starts refused by limit, instances stopped as idle). The law: metrics are read from what
+the gateway already knows — a call's recorded result part, an inner call's end as dispatch tells
+it, and the typed events its dispatch emits (`MetricsSink` sits in front of the event sink) —
+never by re-reading a result; labels are bounded (server and tool names from the catalog,
+`byref` for the gateway's own tools, `unknown` for a name the catalog does not hold, reasons from
+dispatch's fixed set), never a value a model wrote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from byref.errors import install_hint
 from byref.events import Event, EventSink
 
 NAMESPACE = "byref_gateway"
+Via = Literal["client", "code"]
+"""Who made a call: the client, or code the client ran (run_code)."""
+Outcome = Literal["ok", "error", "cancelled"]
 
 
 def _client() -> Any:
@@ -39,12 +45,14 @@ class GatewayMetrics:
         prom = _client()
         self.registry = prom.CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.calls = prom.Counter(f"{NAMESPACE}_calls", "Client tool calls, by server, tool "
-                                  "and outcome (ok, error).", ["server", "tool", "outcome"],
-                                  registry=r)
+        self.calls = prom.Counter(f"{NAMESPACE}_calls", "Tool calls, by server, tool, outcome "
+                                  "(ok, error; cancelled: a call from code given up on) and who "
+                                  "made it (via: client, or code run by run_code).",
+                                  ["server", "tool", "outcome", "via"], registry=r)
         self.latency = prom.Histogram(
-            f"{NAMESPACE}_call_seconds", "Seconds a client tool call took in the gateway, "
-            "upstream included.", ["server", "tool"], registry=r,
+            f"{NAMESPACE}_call_seconds", "Seconds a tool call took in the gateway, upstream "
+            "included, by who made it (via: client, or code run by run_code).",
+            ["server", "tool", "via"], registry=r,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
         self.placed = prom.Counter(f"{NAMESPACE}_placed_results", "Results stored instead of "
                                    "inserted into the context, by tool.", ["tool"], registry=r)
@@ -59,18 +67,24 @@ class GatewayMetrics:
         self._pool = pool
         if pool is not None:
             r.register(_PoolCollector(prom, pool))
-        self._children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+        self._children: dict[tuple[str, str, str], dict[str, Any]] = {}
 
-    def call(self, server: str, tool: str, is_error: bool, seconds: float) -> None:
-        """Count one client tool call by server, tool and outcome, and observe its latency."""
-        key = (server, tool)
+    def call(self, server: str, tool: str, outcome: Outcome, seconds: float, *,
+             via: Via = "client") -> None:
+        """Count one tool call by server, tool, outcome and who made it, and observe its
+        latency."""
+        key = (server, tool, via)
         children = self._children.get(key)
-        if children is None:  # labels() is the costly part: each (server, tool) once
-            children = self._children[key] = (self.calls.labels(server, tool, "ok"),
-                                              self.calls.labels(server, tool, "error"),
-                                              self.latency.labels(server, tool))
-        children[1 if is_error else 0].inc()
-        children[2].observe(seconds)
+        if children is None:  # labels() is the costly part: each (server, tool, via) once
+            children = self._children[key] = {
+                "ok": self.calls.labels(server, tool, "ok", via),
+                "error": self.calls.labels(server, tool, "error", via),
+                "seconds": self.latency.labels(server, tool, via)}
+        counter = children.get(outcome)
+        if counter is None:
+            counter = children[outcome] = self.calls.labels(server, tool, outcome, via)
+        counter.inc()
+        children["seconds"].observe(seconds)
 
     def event(self, event: Event) -> None:
         """Count what a dispatch event tells: a placed result and its bytes, or a refusal by
