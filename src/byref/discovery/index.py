@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from byref.discovery.arrays import MAX_TERMS, VECTOR_MIN, ArrayScoring, numpy_or_none
 from byref.discovery.filters import FilterError, Filters, TagTables
 from byref.discovery.ranking import (
     RERANK,
@@ -137,6 +138,10 @@ class SearchIndex:
                                    if near_words is None else near_table(near_words, analyzer))
         self.postings: Postings = Postings({}, 0, k1)
         self._shares: dict[tuple[str, float], dict[int, float]] = {}
+        self.vector_min = VECTOR_MIN
+        """Tools from which searches score with arrays (`arrays`; tests move it)."""
+        self._arrays: ArrayScoring | None = None
+        self._arrays_checked = False
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
         # would only re-walk them (it doubled the build time on a warm heap when measured).
@@ -312,11 +317,24 @@ class SearchIndex:
         self, query: str, *, filters: Filters | None = None, limit: int = 10
     ) -> Ranking:
         """The lexical top `limit` within the filters (no query terms: the tools by name)."""
+        arrays = self._array_scoring()
+        if arrays is not None:
+            terms = tuple(self.analyzer.query_terms(query))
+            if terms and len(terms) <= MAX_TERMS:
+                return arrays.search(query, terms, filters, limit)
         scored = self.score(query, filters)
         if not scored.terms:
             return self._browse(scored.cands, scored.candidates, scored.exact, limit)
         order = arrange(scored, scored.scores, self.rerank, limit, self.rerank_depth)
         return scored.ranking(self, order, scored.scores)
+
+    def _array_scoring(self) -> ArrayScoring | None:
+        """The array path for a large index when numpy imports (made on first use)."""
+        if not self._arrays_checked:
+            np = numpy_or_none() if len(self.entries) >= self.vector_min else None
+            self._arrays = None if np is None else ArrayScoring(self, np)
+            self._arrays_checked = True
+        return self._arrays
 
     def _browse(self, cands: set[int] | None, n: int, exact: int | None, limit: int) -> Ranking:
         """No query text: the filtered tools by name (the exact one, if any, first)."""

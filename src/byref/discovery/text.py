@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+from itertools import accumulate, compress
 from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -19,8 +20,9 @@ import Stemmer
 
 # A "word": a run of letters and digits (Unicode-aware). Underscores and hyphens separate words.
 _WORD = re.compile(r"[^\W_]+")
-_WORD_CHAR = re.compile(r"[^\W_]")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+_ASCII_SPLIT = re.compile(r"([A-Za-z0-9]+)")
+_WORD_SPLIT = re.compile(r"([^\W_]+)")
 """`_WORD` on ASCII text (the same words; a third faster)."""
 # camelCase / PascalCase / ACRONYMWord boundaries inside one ASCII word; digits stay with the
 # letters before them, so `S3`, `s3` and `listS3Buckets` all give "s3".
@@ -133,36 +135,31 @@ class Analyzer:
 
     def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
         """`spans` for a few wanted terms without analyzing every word: the text's words are
-        looked up in the word memo (one simple regex pass; a document's words are known from
-        indexing it), and only the words holding a wanted term are found again, with
-        `str.find` and a word-boundary check, and split into spans. Same result as the full
-        scan (a property test checks it)."""
-        words = set((_ASCII_WORD if text.isascii() else _WORD).findall(text))
+        looked up in the word memo (one simple regex split; a document's words are known from
+        indexing it), their offsets summed from the split's pieces, and only the words holding
+        a wanted term are split into spans. Same result as the full scan (a property test
+        checks it)."""
+        # [gap, word, gap, word, …, gap]: each word's start is the length of what precedes it
+        parts = (_ASCII_SPLIT if text.isascii() else _WORD_SPLIT).split(text)
+        every = parts[1::2]
+        words = set(every)
         memo = self._word_terms
         want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
         missing = words.difference(memo)
         if missing:
             self._learn(missing)
-        hit = [w for w in words if not want.isdisjoint(memo[w])]
+        hit = {w for w in words if not want.isdisjoint(memo[w])}
         if not hit:
             return []
-        found: list[tuple[int, str]] = []
-        boundary = _WORD_CHAR.match
-        for word in hit:
-            at = text.find(word)
-            while at >= 0:
-                end = at + len(word)
-                if not (at and boundary(text, at - 1)) and not boundary(text, end):
-                    found.append((at, word))
-                at = text.find(word, end)
-        found.sort()
+        starts = list(accumulate(map(len, parts)))[0::2]
+        found = compress(zip(starts, every), map(hit.__contains__, every))
         out: list[Span] = []
         spans_of = self._word_spans
         for start, word in found:
-            parts = spans_of.get(word)
-            if parts is None:
-                parts = spans_of[word] = tuple(self._spans(word, None))
-            out.extend(Span(p.term, p.start + start, p.end + start) for p in parts
+            pieces = spans_of.get(word)
+            if pieces is None:
+                pieces = spans_of[word] = tuple(self._spans(word, None))
+            out.extend(Span(p.term, p.start + start, p.end + start) for p in pieces
                        if p.term in want)
         return out
 
