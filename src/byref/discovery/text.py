@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import threading
-from itertools import accumulate, compress
 from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, compress
 
 import Stemmer
 
@@ -152,7 +152,7 @@ class Analyzer:
         if not hit:
             return []
         starts = list(accumulate(map(len, parts)))[0::2]
-        found = compress(zip(starts, every), map(hit.__contains__, every))
+        found = compress(zip(starts, every, strict=False), map(hit.__contains__, every))
         out: list[Span] = []
         spans_of = self._word_spans
         for start, word in found:
