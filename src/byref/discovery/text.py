@@ -88,6 +88,8 @@ class Analyzer:
         self._word_terms: dict[str, tuple[str, ...]] = {}
         """Word (a run of letters and digits, as written) → its terms: the document side's
         memo, so a text costs one simple regex pass and one dictionary lookup per word."""
+        self._words_of: dict[str, set[str]] = {}
+        """Term → the words (as written) in `_word_terms` holding it (the lens's hits)."""
 
     def _term(self, word: str) -> str:
         """The stem of one sub-word as found in the text ("" for a stop word), memoized."""
@@ -148,7 +150,8 @@ class Analyzer:
         missing = words.difference(memo)
         if missing:
             self._learn(missing)
-        hit = {w for w in words if not want.isdisjoint(memo[w])}
+        words_of = self._words_of
+        hit = set().union(*(words.intersection(words_of[t]) for t in want if t in words_of))
         if not hit:
             return []
         starts = list(accumulate(map(len, parts)))[0::2]
@@ -258,12 +261,16 @@ class Analyzer:
         memo.update((w, stems[w]) for w in new_plain.intersection(stems))
         for word, low in lowered.items():
             memo[word] = stems.get(low, "")
-        terms = self._word_terms
+        terms, words_of = self._word_terms, self._words_of
         for w in plain:
             stem = memo[w]
             terms[w] = (stem,) if stem else ()
+            if stem:
+                words_of.setdefault(stem, set()).add(w)
         for word, ps in parts.items():
-            terms[word] = tuple(memo[p] for p in ps if memo[p])
+            found = terms[word] = tuple(memo[p] for p in ps if memo[p])
+            for term in found:
+                words_of.setdefault(term, set()).add(word)
 
 def split_words(name: str) -> str:
     """A tool or capability name as plain words: `add_label_to_work_item` → "add label to work
