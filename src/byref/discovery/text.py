@@ -13,16 +13,14 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Collection, Container, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from itertools import accumulate, compress
+from itertools import compress
+from typing import NamedTuple
 
 import Stemmer
 
 # A "word": a run of letters and digits (Unicode-aware). Underscores and hyphens separate words.
 _WORD = re.compile(r"[^\W_]+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
-_ASCII_SPLIT = re.compile(r"([A-Za-z0-9]+)")
-_WORD_SPLIT = re.compile(r"([^\W_]+)")
 """`_WORD` on ASCII text (the same words; a third faster)."""
 # camelCase / PascalCase / ACRONYMWord boundaries inside one ASCII word; digits stay with the
 # letters before them, so `S3`, `s3` and `listS3Buckets` all give "s3".
@@ -63,9 +61,9 @@ STOP_WORDS = _wordset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """One analyzed word of a text: its term (stem) and where the original word sits."""
+class Span(NamedTuple):
+    """One analyzed word of a text: its term (stem) and where the original word sits (a
+    named tuple: a page's lens makes ~150, and a tuple is made at half a dataclass's cost)."""
 
     term: str
     start: int
@@ -137,13 +135,10 @@ class Analyzer:
 
     def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
         """`spans` for a few wanted terms without analyzing every word: the text's words are
-        looked up in the word memo (one simple regex split; a document's words are known from
-        indexing it), their offsets summed from the split's pieces, and only the words holding
-        a wanted term are split into spans. Same result as the full scan (a property test
-        checks it)."""
-        # [gap, word, gap, word, …, gap]: each word's start is the length of what precedes it
-        parts = (_ASCII_SPLIT if text.isascii() else _WORD_SPLIT).split(text)
-        every = parts[1::2]
+        looked up in the word memo (one simple regex pass; a document's words are known from
+        indexing it), and only the words holding a wanted term are found again and split into
+        spans. Same result as the full scan (a property test checks it)."""
+        every = (_ASCII_WORD if text.isascii() else _WORD).findall(text)
         words = set(every)
         memo = self._word_terms
         want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
@@ -154,16 +149,24 @@ class Analyzer:
         hit = set().union(*(words.intersection(words_of[t]) for t in want if t in words_of))
         if not hit:
             return []
-        starts = list(accumulate(map(len, parts)))[0::2]
-        found = compress(zip(starts, every, strict=False), map(hit.__contains__, every))
         out: list[Span] = []
         spans_of = self._word_spans
-        for start, word in found:
+        at = 0
+        # The hit words in text order, each found from the end of the one before: no word
+        # between them is a hit, so the next occurrence standing alone (no letter or digit on
+        # either side; isalnum is the regex's [^\W_]) is this word.
+        for word in compress(every, map(hit.__contains__, every)):
+            at = text.find(word, at)
+            end = at + len(word)
+            while (at and text[at - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+                at = text.find(word, at + 1)
+                end = at + len(word)
             pieces = spans_of.get(word)
             if pieces is None:
                 pieces = spans_of[word] = tuple(self._spans(word, None))
-            out.extend(Span(p.term, p.start + start, p.end + start) for p in pieces
+            out.extend(Span(p.term, p.start + at, p.end + at) for p in pieces
                        if p.term in want)
+            at = end
         return out
 
     def _spans(self, text: str, wanted: Container[str] | None) -> list[Span]:
