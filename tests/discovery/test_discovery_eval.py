@@ -163,6 +163,7 @@ def test_the_array_path_makes_the_dict_paths_pages_on_the_real_catalog() -> None
     from byref.bench.discovery import LATENCY_QUERIES
     from byref.discovery.index import Filters
 
+    pytest.importorskip("numpy")
     catalog = load_catalog(EVAL / "mcp-catalog")
     index = catalog.index()
     roots = catalog.capability_roots()

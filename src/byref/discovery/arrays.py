@@ -5,9 +5,10 @@ index's `Postings` on first ask, then kept), a query's scores accumulated into o
 array and its covered-terms masks into one integer array, the contenders cut by a partition.
 The law: the pages are the dict path's exactly — the same additions in the same order (a first
 addition to 0.0 is exact), the same filtered document frequencies, and `ranking.arrange` itself
-ordering the few contenders. Used from `VECTOR_MIN` tools up when numpy imports (imported on
-first use: a small catalog's first search does not pay for it) and for queries of at most
-`MAX_TERMS` terms (a mask is one int64).
+ordering the few contenders. Used from `VECTOR_MIN` tools up when numpy is installed (a small
+catalog never imports it), once it is imported (until then the dict path answers: a thread
+imports it on an index's first search), and for queries of at most `MAX_TERMS` terms (a mask is
+one int64).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -329,12 +330,23 @@ class SearchIndex:
         return scored.ranking(self, order, scored.scores)
 
     def _array_scoring(self) -> ArrayScoring | None:
-        """The array path for a large index when numpy imports (made on first use)."""
+        """The array path for a large index once numpy is imported (None until then: the
+        first search of a process does not wait for the import, a thread does it)."""
         if not self._arrays_checked:
-            np = numpy_or_none() if len(self.entries) >= self.vector_min else None
-            self._arrays = None if np is None else ArrayScoring(self, np)
             self._arrays_checked = True
+            if len(self.entries) >= self.vector_min:
+                np = sys.modules.get("numpy")
+                if np is not None:
+                    self._arrays = ArrayScoring(self, np)
+                else:
+                    threading.Thread(target=self._import_numpy, name="byref-numpy",
+                                     daemon=True).start()
         return self._arrays
+
+    def _import_numpy(self) -> None:
+        np = numpy_or_none()
+        if np is not None:
+            self._arrays = ArrayScoring(self, np)
 
     def _browse(self, cands: set[int] | None, n: int, exact: int | None, limit: int) -> Ranking:
         """No query text: the filtered tools by name (the exact one, if any, first)."""
