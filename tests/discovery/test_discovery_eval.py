@@ -157,6 +157,29 @@ def test_the_lexical_ranking_on_ten_thousand_tools_is_every_match_ordered() -> N
                 d for d in every if d != exact][:10 - (exact is not None)]
 
 
+def test_the_array_path_makes_the_dict_paths_pages_on_the_real_catalog() -> None:
+    # A large index scores with arrays (`discovery.arrays`); every page must be the dict
+    # path's: rows, scores, excerpts, matched and unmatched words, abstentions.
+    from byref.bench.discovery import LATENCY_QUERIES
+    from byref.discovery.index import Filters
+
+    pytest.importorskip("numpy")
+    catalog = load_catalog(EVAL / "mcp-catalog")
+    index = catalog.index()
+    roots = catalog.capability_roots()
+    _, sample, _ = metatool_data(EVAL)
+    plan = [(q, f) for i, q in enumerate([*LATENCY_QUERIES, *(r["Query"] for r in sample[:60])])
+            for f in (None, Filters(capabilities=(roots[i % len(roots)],)))]
+    pages = []
+    for vector_min in (10**9, 0):
+        index.vector_min, index._arrays_checked = vector_min, False
+        searcher = Searcher(catalog)
+        pages.append([searcher.search(q, filters=f) for q, f in plan])
+    assert index._arrays is not None
+    assert pages[0] == pages[1]
+    assert sum(bool(p.results) for p in pages[1]) > len(plan) // 2
+
+
 def test_rounds_against_the_engines_report_each_round_and_the_spread_of_each_ratio() -> None:
     pytest.importorskip("bm25s", reason="byref[bench] (bm25s, tantivy) is not installed")
     pytest.importorskip("tantivy", reason="byref[bench] (bm25s, tantivy) is not installed")

@@ -14,7 +14,7 @@ water-filled: equal shares, and entries that need less than their share donate t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from byref.discovery.text import ANALYZER, Analyzer, Span
 
@@ -28,9 +28,9 @@ LEAD = "… "
 TAIL = "…"
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
-    """A span of a description (start, end) and the query terms it shows."""
+class Window(NamedTuple):
+    """A span of a description (start, end) and the query terms it shows (a named tuple: made
+    per cluster of hits on every shown row)."""
 
     start: int
     end: int

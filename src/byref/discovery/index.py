@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from byref.discovery.arrays import MAX_TERMS, VECTOR_MIN, ArrayScoring, numpy_or_none
 from byref.discovery.filters import FilterError, Filters, TagTables
 from byref.discovery.ranking import (
     RERANK,
@@ -137,6 +139,10 @@ class SearchIndex:
                                    if near_words is None else near_table(near_words, analyzer))
         self.postings: Postings = Postings({}, 0, k1)
         self._shares: dict[tuple[str, float], dict[int, float]] = {}
+        self.vector_min = VECTOR_MIN
+        """Tools from which searches score with arrays (`arrays`; tests move it)."""
+        self._arrays: ArrayScoring | None = None
+        self._arrays_checked = False
         self.by_name: dict[str, int] = {}
         # Building allocates ~10⁵ small dicts and tuples that all stay alive: a cyclic GC pass
         # would only re-walk them (it doubled the build time on a warm heap when measured).
@@ -312,11 +318,35 @@ class SearchIndex:
         self, query: str, *, filters: Filters | None = None, limit: int = 10
     ) -> Ranking:
         """The lexical top `limit` within the filters (no query terms: the tools by name)."""
+        arrays = self._array_scoring()
+        if arrays is not None:
+            terms = tuple(self.analyzer.query_terms(query))
+            if terms and len(terms) <= MAX_TERMS:
+                return arrays.search(query, terms, filters, limit)
         scored = self.score(query, filters)
         if not scored.terms:
             return self._browse(scored.cands, scored.candidates, scored.exact, limit)
         order = arrange(scored, scored.scores, self.rerank, limit, self.rerank_depth)
         return scored.ranking(self, order, scored.scores)
+
+    def _array_scoring(self) -> ArrayScoring | None:
+        """The array path for a large index once numpy is imported (None until then: the
+        first search of a process does not wait for the import, a thread does it)."""
+        if not self._arrays_checked:
+            self._arrays_checked = True
+            if len(self.entries) >= self.vector_min:
+                np = sys.modules.get("numpy")
+                if np is not None:
+                    self._arrays = ArrayScoring(self, np)
+                else:
+                    threading.Thread(target=self._import_numpy, name="byref-numpy",
+                                     daemon=True).start()
+        return self._arrays
+
+    def _import_numpy(self) -> None:
+        np = numpy_or_none()
+        if np is not None:
+            self._arrays = ArrayScoring(self, np)
 
     def _browse(self, cands: set[int] | None, n: int, exact: int | None, limit: int) -> Ranking:
         """No query text: the filtered tools by name (the exact one, if any, first)."""

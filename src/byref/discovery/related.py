@@ -115,14 +115,19 @@ class NearStems(Mapping[str, tuple[str, ...]]):
 
     def __init__(self, path: Path = NEAR_STEMS_FILE) -> None:
         self._text = "\n" + path.read_text("utf-8")
-        self._parsed: dict[str, tuple[str, ...]] = {}
+        self._parsed: dict[str, tuple[str, ...] | None] = {}
+        """Stem → its near stems, or None for a stem the table lacks (found absent once: a
+        miss scans the whole text)."""
 
     def __getitem__(self, stem: str) -> tuple[str, ...]:
-        found = self._parsed.get(stem)
-        if found is not None:
+        found = self._parsed.get(stem, ())
+        if found:
             return found
+        if found is None:
+            raise KeyError(stem)
         at = self._text.find(f"\n{stem} ") if stem and " " not in stem else -1
         if at < 0:
+            self._parsed[stem] = None
             raise KeyError(stem)
         start = at + len(stem) + 2
         end = self._text.find("\n", start)

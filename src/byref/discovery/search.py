@@ -243,7 +243,7 @@ def _snippet(field_name: str, entry: Entry, found: list[str], index: SearchIndex
         props = entry.tool.input_schema.get("properties") or {}
         names = [
             str(p) for p, spec in props.items()
-            if wanted & set(analyzer.terms(f"{p} {_description_of(spec)}"))
+            if not wanted.isdisjoint(analyzer.terms_of_all((str(p), _description_of(spec))))
         ]
         return ", ".join(names[:6])
     weights: Mapping[str, float] = {}

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Collection, Container, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from itertools import compress
+from typing import NamedTuple
 
 import Stemmer
 
 # A "word": a run of letters and digits (Unicode-aware). Underscores and hyphens separate words.
 _WORD = re.compile(r"[^\W_]+")
-_WORD_CHAR = re.compile(r"[^\W_]")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 """`_WORD` on ASCII text (the same words; a third faster)."""
 # camelCase / PascalCase / ACRONYMWord boundaries inside one ASCII word; digits stay with the
@@ -61,9 +61,9 @@ STOP_WORDS = _wordset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """One analyzed word of a text: its term (stem) and where the original word sits."""
+class Span(NamedTuple):
+    """One analyzed word of a text: its term (stem) and where the original word sits (a
+    named tuple: a page's lens makes ~150, and a tuple is made at half a dataclass's cost)."""
 
     term: str
     start: int
@@ -86,6 +86,8 @@ class Analyzer:
         self._word_terms: dict[str, tuple[str, ...]] = {}
         """Word (a run of letters and digits, as written) → its terms: the document side's
         memo, so a text costs one simple regex pass and one dictionary lookup per word."""
+        self._words_of: dict[str, set[str]] = {}
+        """Term → the words (as written) in `_word_terms` holding it (the lens's hits)."""
 
     def _term(self, word: str) -> str:
         """The stem of one sub-word as found in the text ("" for a stop word), memoized."""
@@ -134,36 +136,37 @@ class Analyzer:
     def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
         """`spans` for a few wanted terms without analyzing every word: the text's words are
         looked up in the word memo (one simple regex pass; a document's words are known from
-        indexing it), and only the words holding a wanted term are found again, with
-        `str.find` and a word-boundary check, and split into spans. Same result as the full
-        scan (a property test checks it)."""
-        words = set((_ASCII_WORD if text.isascii() else _WORD).findall(text))
+        indexing it), and only the words holding a wanted term are found again and split into
+        spans. Same result as the full scan (a property test checks it)."""
+        every = (_ASCII_WORD if text.isascii() else _WORD).findall(text)
+        words = set(every)
         memo = self._word_terms
         want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
         missing = words.difference(memo)
         if missing:
             self._learn(missing)
-        hit = [w for w in words if not want.isdisjoint(memo[w])]
+        words_of = self._words_of
+        hit = set().union(*(words.intersection(words_of[t]) for t in want if t in words_of))
         if not hit:
             return []
-        found: list[tuple[int, str]] = []
-        boundary = _WORD_CHAR.match
-        for word in hit:
-            at = text.find(word)
-            while at >= 0:
-                end = at + len(word)
-                if not (at and boundary(text, at - 1)) and not boundary(text, end):
-                    found.append((at, word))
-                at = text.find(word, end)
-        found.sort()
         out: list[Span] = []
         spans_of = self._word_spans
-        for start, word in found:
-            parts = spans_of.get(word)
-            if parts is None:
-                parts = spans_of[word] = tuple(self._spans(word, None))
-            out.extend(Span(p.term, p.start + start, p.end + start) for p in parts
+        at = 0
+        # The hit words in text order, each found from the end of the one before: no word
+        # between them is a hit, so the next occurrence standing alone (no letter or digit on
+        # either side; isalnum is the regex's [^\W_]) is this word.
+        for word in compress(every, map(hit.__contains__, every)):
+            at = text.find(word, at)
+            end = at + len(word)
+            while (at and text[at - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+                at = text.find(word, at + 1)
+                end = at + len(word)
+            pieces = spans_of.get(word)
+            if pieces is None:
+                pieces = spans_of[word] = tuple(self._spans(word, None))
+            out.extend(Span(p.term, p.start + at, p.end + at) for p in pieces
                        if p.term in want)
+            at = end
         return out
 
     def _spans(self, text: str, wanted: Container[str] | None) -> list[Span]:
@@ -261,12 +264,16 @@ class Analyzer:
         memo.update((w, stems[w]) for w in new_plain.intersection(stems))
         for word, low in lowered.items():
             memo[word] = stems.get(low, "")
-        terms = self._word_terms
+        terms, words_of = self._word_terms, self._words_of
         for w in plain:
             stem = memo[w]
             terms[w] = (stem,) if stem else ()
+            if stem:
+                words_of.setdefault(stem, set()).add(w)
         for word, ps in parts.items():
-            terms[word] = tuple(memo[p] for p in ps if memo[p])
+            found = terms[word] = tuple(memo[p] for p in ps if memo[p])
+            for term in found:
+                words_of.setdefault(term, set()).add(word)
 
 def split_words(name: str) -> str:
     """A tool or capability name as plain words: `add_label_to_work_item` → "add label to work
