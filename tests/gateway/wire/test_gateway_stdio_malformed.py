@@ -205,12 +205,18 @@ def test_each_class_is_answered_with_the_error_the_spec_names() -> None:
         "jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
             "Invalid Request: 'id' must be a string or an integer, got False; a notification "
             "has no 'id' at all.")}}
+    assert _one('{"jsonrpc": "2.0", "id": Infinity, "method": "ping"}') == {
+        "jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+            "Invalid Request: 'id' must be a string or an integer, got inf; a notification "
+            "has no 'id' at all.")}}
     assert answers('{"jsonrpc": "1.0", "id": 7, "result": {}}') == []  # a reply: not answered
     assert answers("\n") == []
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    # No infinities: json.dumps writes them as `Infinity`, which no JSON id can echo (pinned above).
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["jsonrpc", "id", "method", "params", "result", "x"]), inner,
         max_size=5),
