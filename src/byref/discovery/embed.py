@@ -13,7 +13,9 @@ an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a resta
 new texts. In `background` mode (the gateway's) no search waits on encoding, nor more than
 `WARM_WAIT_S` on reading them: until a thread has read or encoded them, a search is the index's
 lexical one. A hybrid ranking
-carries its query's cosines summarised (`Similarity`), the embedding's side of abstention.
+carries its query's cosines summarised (`Similarity`) and the share of its words no leading
+tool has a word near (`wordnear`, whose word vectors are made and cached with the documents'):
+the embedding's side of abstention.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from byref.discovery.index import (
 from byref.discovery.ranking import GAP_RANK, Similarity
 from byref.discovery.text import split_words
 from byref.discovery.vectorcache import VectorCache, cache_dir
+from byref.discovery.wordnear import WORD_DOCS, CatalogWords, document_words
 from byref.errors import InvalidValue
 
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text",
@@ -214,6 +217,7 @@ class HybridRanker:
         self._density: dict[int, tuple[Any, Any]] = {}
         self.rerank: Rerank = rerank
         self._vectors: dict[int, tuple[SearchIndex, Any]] = {}
+        self._words: dict[int, tuple[SearchIndex, CatalogWords]] = {}
         self._by_text: dict[str, Any] = {}
         """Document text → its vector, for the latest index: a rebuilt index (a tool added, a
         description changed, a glossary learned) re-encodes only the texts that changed."""
@@ -290,7 +294,9 @@ class HybridRanker:
 
         per_doc = [document_views(index, d, self.description_share, self.name_share)
                    for d in range(len(index))]
-        texts = list(dict.fromkeys(t for views in per_doc for t, _ in views))
+        words = [document_words(index, d) for d in range(len(index))]
+        texts = list(dict.fromkeys([*(t for views in per_doc for t, _ in views),
+                                    *(w for ws in words for w in ws)]))
         with self._lock:
             known = self._by_text
         fresh = list(dict.fromkeys(t for t in texts if t not in known))
@@ -326,10 +332,18 @@ class HybridRanker:
                 if len(views) > 1:
                     row = sum(weight * known[text] for text, weight in views)
                     matrix[i] = row / np.linalg.norm(row)
+        catalog_words = CatalogWords(words, known)
         with self._lock:
             self._vectors = {id(index): (index, matrix)}
+            self._words = {id(index): (index, catalog_words)}
             self._by_text = {t: known[t] for t in texts}
         return matrix
+
+    def catalog_words(self, index: SearchIndex) -> CatalogWords:
+        """`index`'s words and their vectors (`wordnear`), made with its document vectors."""
+        self.vectors(index)
+        with self._lock:
+            return self._words[id(index)][1]
 
     def _on_disk(self) -> bool:
         """Whether the vector cache holds any model's vectors (reading them may be worth a
@@ -480,5 +494,12 @@ class HybridRanker:
         best = np.argpartition(-fused, keep - 1)[:keep] if keep < len(pool) else range(len(pool))
         scores = {int(pool[i]): float(fused[i]) for i in best}
         order = arrange(scored, scores, self.rerank, limit)
-        return replace(scored.ranking(index, order, scores),
-                       similarity=getattr(self._best, "value", None))
+        similarity = getattr(self._best, "value", None)
+        if similarity is not None and scored.terms:
+            leading = pool[np.argpartition(-fused, WORD_DOCS - 1)[:WORD_DOCS]
+                           if len(pool) > WORD_DOCS else slice(None)]
+            weak = self.catalog_words(index).weak_share(
+                query, scored.weights, index.analyzer, (int(d) for d in leading),
+                self.query_vector)
+            similarity = replace(similarity, weak=weak)
+        return replace(scored.ranking(index, order, scores), similarity=similarity)
