@@ -439,6 +439,21 @@ class HybridRanker:
                 self._queries.popitem(last=False)
         return vector
 
+    def word_vectors(self, words: list[str]) -> Any:
+        """One row per word (each encoded alone): from the query LRU, the rest in one call."""
+        with self._lock:
+            found = {w: self._queries[w] for w in words if w in self._queries}
+        fresh = [w for w in dict.fromkeys(words) if w not in found]
+        if fresh:
+            made = dict(zip(fresh, self.encoder.encode(fresh), strict=True))
+            found.update(made)
+            if self.query_cache > 0:
+                with self._lock:
+                    self._queries.update(made)
+                    while len(self._queries) > self.query_cache:
+                        self._queries.popitem(last=False)
+        return [found[w] for w in words]
+
     def fused(self, index: SearchIndex, query: str,
               filters: Filters | None) -> tuple[Scored, Any, Any]:
         """(lexical scoring, candidate docs, fused score of each) for one phrasing."""
@@ -500,6 +515,6 @@ class HybridRanker:
                            if len(pool) > WORD_DOCS else slice(None)]
             weak = self.catalog_words(index).weak_share(
                 query, scored.weights, index.analyzer, (int(d) for d in leading),
-                self.query_vector)
+                self.word_vectors)
             similarity = replace(similarity, weak=weak)
         return replace(scored.ranking(index, order, scores), similarity=similarity)

@@ -55,9 +55,10 @@ class CatalogWords:
                      for ws in per_doc]
 
     def weak_share(self, query: str, weights: Mapping[str, float], analyzer: Analyzer,
-                   docs: Iterable[int], vector_of: Callable[[str], Any]) -> float:
+                   docs: Iterable[int], vectors_of: Callable[[list[str]], Any]) -> float:
         """The share of the query's word weight (`weights`: term → w(t)) in words no word of
-        `docs` comes within `WORD_NEAR` of; `vector_of` encodes a word the catalog lacks."""
+        `docs` comes within `WORD_NEAR` of; `vectors_of` encodes the words the catalog lacks
+        (one row each, in one call)."""
         import numpy as np
 
         words: dict[str, float] = {}
@@ -76,7 +77,9 @@ class CatalogWords:
             return 0.0
         if not picked or not (rows := np.unique(np.concatenate(picked))).size:
             return sum(words[w] for w in asked) / total
-        own = np.stack([self.matrix[self.rows[w]] if w in self.rows else vector_of(w)
+        lacking = [w for w in asked if w not in self.rows]
+        made = dict(zip(lacking, vectors_of(lacking), strict=True)) if lacking else {}
+        own = np.stack([self.matrix[self.rows[w]] if w in self.rows else made[w]
                         for w in asked]).astype(np.float32)
         # einsum, not `@`: small products stay on this thread (see embed.HybridRanker.fused)
         near = np.einsum("ij,kj->ik", own, self.matrix[rows]).max(axis=1)
