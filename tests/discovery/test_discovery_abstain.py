@@ -20,7 +20,13 @@ from helpers_discovery import EVAL, EVAL_MISSING, make_tool
 from test_discovery_hybrid import Trigrams, needs_model
 
 from byref.discovery import Catalog, Searcher
-from byref.discovery.abstain import MIN_AFFINITY, Evidence, evidence, unmatched_words
+from byref.discovery.abstain import (
+    MIN_AFFINITY,
+    WEAK_SHARE,
+    Evidence,
+    evidence,
+    unmatched_words,
+)
 from byref.discovery.ranking import Similarity
 from byref.discovery.scaffold import discovery_tools, no_fit_text
 from byref.discovery.text import ANALYZER
@@ -72,22 +78,27 @@ def test_a_hybrid_ranking_abstains_when_most_of_the_query_is_words_no_leading_to
 def test_the_weak_share_is_the_weight_of_words_no_leading_tool_has_a_word_near() -> None:
     index = dev_catalog().index()
     ranker = HybridRanker(vector_cache="off")
+    words = ranker.catalog_words(index)
 
-    def weak(query: str) -> float:
-        similarity = ranker.rank(index, query, None, 5).similarity
-        assert similarity is not None
-        return similarity.weak
+    def weak(query: str) -> float:  # every word weighs 1, every tool leads
+        weights = dict.fromkeys(index.analyzer.terms(query), 1.0)
+        return words.weak_share(query, weights, index.analyzer, range(len(index)),
+                                ranker.word_vectors)
 
     assert weak("water the roses in the greenhouse") == 1.0
     assert weak("show the commit history of the repository") == 0.0
     # a word written as a name is never weak: catalogs rarely list the places tools act on
     assert weak("list the buckets in Frankfurt") == 0.0
-    assert 0.0 < weak("list the buckets of the bakery") < 0.6
+    assert weak("list the buckets of the bakery") == pytest.approx(1 / 3)
+    # a ranking computes it only where the clause could decide (a low affinity)
+    close = ranker.rank(index, "show the commit history of the repository", None, 5)
+    assert close.similarity is not None and close.similarity.weak == 0.0
     # the verb matches a tool ("run the query"), the object no tool's word: the page abstains
     # on the word-level evidence alone (the first clause does not hold)
     page = Searcher(dev_catalog(), ranker=ranker).search("run the dishwasher on eco")
     ranking = ranker.rank(index, "run the dishwasher on eco", None, 8)
     found = evidence(ranking, index.postings)
+    assert ranking.similarity is not None and ranking.similarity.weak >= WEAK_SHARE
     assert found.affinity is not None and found.affinity >= MIN_AFFINITY
     assert page.abstained and page.results == []
 

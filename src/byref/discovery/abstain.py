@@ -60,6 +60,17 @@ little of the rest. Chosen over shares 2–4 and 0.45–0.7 as the most needs ab
 tuning lines with at most 2% of each answerable set's tuning rows."""
 
 
+def affinity(similarity: Similarity) -> float:
+    """best + `MEAN_SHARE` × mean + `GAP_SHARE` × gap of a query's cosines."""
+    return similarity.best + MEAN_SHARE * similarity.mean + GAP_SHARE * similarity.gap
+
+
+def words_may_decide(similarity: Similarity) -> bool:
+    """Whether the word-level clause could abstain at this affinity (else a ranker need not
+    compute the weak share)."""
+    return affinity(similarity) < WEAK_AFFINITY
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """What one phrasing's ranking says about whether the catalog answers it."""
@@ -76,8 +87,7 @@ class Evidence:
     @property
     def affinity(self) -> float | None:
         """best + `MEAN_SHARE` × mean + `GAP_SHARE` × gap of the cosines (None: lexical)."""
-        s = self.similarity
-        return None if s is None else s.best + MEAN_SHARE * s.mean + GAP_SHARE * s.gap
+        return None if self.similarity is None else affinity(self.similarity)
 
     def abstains(self, min_coverage: float = MIN_COVERAGE,
                  min_affinity: float = MIN_AFFINITY,

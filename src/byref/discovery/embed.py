@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from byref.discovery.abstain import words_may_decide
 from byref.discovery.encoder import INSTALL_HINT, Encoder, load_encoder
 from byref.discovery.index import (
     RERANK_DEPTH,
@@ -510,7 +511,7 @@ class HybridRanker:
         scores = {int(pool[i]): float(fused[i]) for i in best}
         order = arrange(scored, scores, self.rerank, limit)
         similarity = getattr(self._best, "value", None)
-        if similarity is not None and scored.terms:
+        if similarity is not None and scored.terms and words_may_decide(similarity):
             leading = pool[np.argpartition(-fused, WORD_DOCS - 1)[:WORD_DOCS]
                            if len(pool) > WORD_DOCS else slice(None)]
             weak = self.catalog_words(index).weak_share(
