@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from helpers_discovery import make_tool
+from helpers_discovery import catalog_words, make_tool
 
 from byref.discovery import Catalog, Filters, Searcher
 
 np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[embeddings])")
 
-from byref.discovery.embed import HybridRanker  # noqa: E402
+from byref.discovery.embed import HybridRanker, document_texts  # noqa: E402
 
 
 class Trigrams:
@@ -70,17 +70,23 @@ def test_only_changed_documents_are_encoded_again() -> None:
     encoder = Trigrams()
     hybrid = Searcher(cat, ranker=HybridRanker(encoder))
     hybrid.search("widget")
-    # every document once (its full text, its description and its name's words), then the query
-    assert len(encoder.encoded) == 3 * 4 + 1
+    # every document once (its full text, its description and its name's words), each of the
+    # catalog's words alone, then the query
+    words = catalog_words(cat.index())
+    assert encoder.encoded == [*(t for d in range(4) for t in document_texts(cat.index(), d)),
+                               *words, "widget"]
+    assert len(words) == len(set(words)) and {"paint", "widget", "colour"} <= set(words)
     hybrid.search("board")
-    assert len(encoder.encoded) == 3 * 4 + 2  # same index: only the query
+    seen = 3 * 4 + len(words) + 2
+    assert len(encoder.encoded) == seen  # same index: only the query
     cat.learn({"list_members": "crew roster"})
     (top, *_) = hybrid.search("crew roster").results
     assert top.name == "list_members"
-    # the one changed text: the learned words change the full text, not the description or name
-    assert encoder.encoded[14].startswith("list members: ")
-    assert encoder.encoded[14].endswith("Related: crew roster")
-    assert len(encoder.encoded) == 14 + 1 + 1
+    # the one changed text: the learned words change the full text, not the description or
+    # name; then the new words, then the query (its words are the catalog's now)
+    changed, *rest = encoder.encoded[seen:]
+    assert changed.startswith("list members: ") and changed.endswith("Related: crew roster")
+    assert rest == ["crew", "roster", "crew roster"]
 
 
 def test_an_empty_catalog_answers_with_nothing() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_discovery import make_tool
+from helpers_discovery import catalog_words, make_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,7 +77,8 @@ def names(ranker: HybridRanker, cat: Catalog, query: str = "widget colour") -> l
 def test_a_second_ranker_over_the_same_catalog_encodes_nothing(tmp_path: Path) -> None:
     first, second = Keyed(), Keyed()
     expected = names(HybridRanker(first, vector_cache=tmp_path), catalog())
-    assert len(first.encoded) == 3 * 4 + 1  # each document's three texts, the query
+    # each document's three texts, the catalog's words, the query
+    assert len(first.encoded) == 3 * 4 + len(catalog_words(catalog().index())) + 1
     ranker = HybridRanker(second, vector_cache=tmp_path)
     assert names(ranker, catalog()) == expected
     assert second.encoded == ["widget colour"]  # the query only
@@ -89,10 +90,14 @@ def test_a_changed_description_is_the_only_document_encoded_again(tmp_path: Path
     encoder = Keyed()
     changed = catalog("Paint a widget in another colour.")
     names(HybridRanker(encoder, vector_cache=tmp_path), changed)
-    # the full text and the description changed; the name's words did not (kept on disk)
+    # the full text and the description changed; the name's words did not (kept on disk);
+    # of the catalog's words, only the new ones
     full, description, name = document_texts(changed.index(), 0)
     assert name == "paint widget"
-    assert encoder.encoded == [full, description, "widget colour"]
+    known = catalog_words(catalog().index())
+    new = [w for w in catalog_words(changed.index()) if w not in known]
+    assert new == ["another"]
+    assert encoder.encoded == [full, description, *new, "widget colour"]
     again = Keyed()
     names(HybridRanker(again, vector_cache=tmp_path), catalog())  # the old text is kept too
     assert again.encoded == ["widget colour"]
@@ -103,7 +108,7 @@ def test_another_model_never_sees_these_vectors(tmp_path: Path) -> None:
     other = Keyed()
     other.model_id = "cd" * 32
     names(HybridRanker(other, vector_cache=tmp_path), catalog())
-    assert len(other.encoded) == 3 * 4 + 1
+    assert len(other.encoded) == 3 * 4 + len(catalog_words(catalog().index())) + 1
     assert sorted(p.name for p in tmp_path.glob("*.vec")) == [f"{'ab' * 32}.vec",
                                                               f"{'cd' * 32}.vec"]
 
@@ -141,8 +146,9 @@ def test_a_damaged_cache_file_is_survived_and_rebuilt(tmp_path: Path, damage: st
     encoder = Keyed()
     with pytest.warns(VectorCacheWarning, match=r"is damaged \(.*\); ignoring it and rebuilding"):
         assert names(HybridRanker(encoder, vector_cache=tmp_path), catalog()) == expected
-    assert len(encoder.encoded) == 3 * 4 + 1  # re-encoded ...
-    assert len(VectorCache(tmp_path, Keyed.model_id).load()) == 3 * 4  # ... and rewritten whole
+    words = len(catalog_words(catalog().index()))
+    assert len(encoder.encoded) == 3 * 4 + words + 1  # re-encoded ...
+    assert len(VectorCache(tmp_path, Keyed.model_id).load()) == 3 * 4 + words  # ... rewritten
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         later = Keyed()
@@ -257,7 +263,9 @@ def test_results_are_identical_with_and_without_the_cache(
             (r.name, r.score) for r in want.results]
         assert np.array_equal(warm.vectors(cat.index()), plain.vectors(cat.index()))
         texts = {t for d in range(len(tools)) for t in document_texts(cat.index(), d)}
+        texts |= set(catalog_words(cat.index()))
         known = {t for d in range(len(tools)) for t in document_texts(old.index(), d)}
+        known |= set(catalog_words(old.index()))
         assert warm.encoded == len(texts - known)  # only the rewritten tool's new texts
 
 
@@ -283,5 +291,8 @@ def test_the_packaged_model_reads_back_the_vectors_it_wrote(tmp_path: Path) -> N
     assert names(first, cat, query)[0] == "get_forecast"
     second = HybridRanker(warm, vector_cache=tmp_path)
     assert names(second, cat, query) == names(first, cat, query) == names(off, cat, query)
-    assert len(cold.encoded) == 3 * 3 + 1 and warm.encoded == [query]
+    # the documents' texts and words, then the query (near a tool: its words are not asked)
+    assert cold.encoded == [*(t for d in range(3) for t in document_texts(cat.index(), d)),
+                            *catalog_words(cat.index()), query]
+    assert warm.encoded == [query]
     assert np.array_equal(second.vectors(cat.index()), off.vectors(cat.index()))

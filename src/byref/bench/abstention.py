@@ -3,7 +3,8 @@ answerable sets, with recall@5 with and without abstention.
 
 Unanswerable needs are `unanswerable_queries.txt` (beside this module; written by hand): the
 even lines tune the thresholds, the odd lines are held apart and reported; the answerable sets'
-even and odd rows likewise. Answerable sets are
+even and odd rows likewise. `unanswerable_fresh.txt`, written after the rule was chosen, is
+reported whole (as held apart; its tuning share is 0, nothing was tuned on it). Answerable sets are
 MetaTool's fixed sample (its first `METATOOL_ROWS` rows) over MetaTool's catalog and the real
 catalog's task and vocabulary queries over the 2,565 tools; both catalogs are read from
 `shared/eval` at run time.
@@ -20,6 +21,8 @@ from byref.discovery.search import Ranker, Searcher
 
 T = TypeVar("T")
 UNANSWERABLE = Path(__file__).with_name("unanswerable_queries.txt")
+FRESH = Path(__file__).with_name("unanswerable_fresh.txt")
+"""Needs written after the rule was chosen (never tuned on): all reported, none tuned."""
 METATOOL_ROWS = 1000
 """MetaTool sample rows measured (the hybrid encodes each query once)."""
 
@@ -96,6 +99,12 @@ def run(root: Path, ranker: Ranker | None = None) -> dict[str, Any]:
         tune, held = split(queries)
         out[label] = {"queries": len(queries), "tuning": rate(searcher, tune),
                       "held_apart": rate(searcher, held)}
+    fresh = read_unanswerable(FRESH)
+    for label, searcher, queries in (
+            ("unanswerable_fresh_mcp", on_mcp, [q for q, _ in fresh]),
+            ("unanswerable_fresh_metatool", on_metatool, [q for q, w in fresh if w == "both"])):
+        out[label] = {"queries": len(queries), "tuning": 0.0,
+                      "held_apart": rate(searcher, queries)}
     out["metatool"] = answerable(
         on_metatool, [(r["Query"], frozenset({r["Tool"].lower()}))
                       for r in sample[:METATOOL_ROWS]], key="tool")

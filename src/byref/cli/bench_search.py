@@ -242,6 +242,9 @@ def _print_abstention(a: dict[str, Any]) -> None:
     for ranking, sets in a.items():
         un = "; ".join(f"{k.split('_', 1)[1]} {v['held_apart']:.0%} held apart "
                        f"({v['tuning']:.0%} tuning, {v['queries']} needs)"
+                       if not k.startswith("unanswerable_fresh") else
+                       f"{k.split('_', 1)[1]} {v['held_apart']:.0%} ({v['queries']} needs "
+                       "written after the rule)"
                        for k, v in sets.items() if k.startswith("unanswerable"))
         ans = "; ".join(f"{k} {v['held_apart']:.1%} held apart, {v['abstained']:.1%} of all "
                         f"{v['queries']} (r@5 {v['recall@5']:.3f} vs "

@@ -13,7 +13,9 @@ an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a resta
 new texts. In `background` mode (the gateway's) no search waits on encoding, nor more than
 `WARM_WAIT_S` on reading them: until a thread has read or encoded them, a search is the index's
 lexical one. A hybrid ranking
-carries its query's cosines summarised (`Similarity`), the embedding's side of abstention.
+carries its query's cosines summarised (`Similarity`) and the share of its words no leading
+tool has a word near (`wordnear`, whose word vectors are made and cached with the documents'):
+the embedding's side of abstention.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from byref.discovery.abstain import words_may_decide
 from byref.discovery.encoder import INSTALL_HINT, Encoder, load_encoder
 from byref.discovery.index import (
     RERANK_DEPTH,
@@ -42,6 +45,7 @@ from byref.discovery.index import (
 from byref.discovery.ranking import GAP_RANK, Similarity
 from byref.discovery.text import split_words
 from byref.discovery.vectorcache import VectorCache, cache_dir
+from byref.discovery.wordnear import WORD_DOCS, CatalogWords, document_words
 from byref.errors import InvalidValue
 
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text",
@@ -214,6 +218,7 @@ class HybridRanker:
         self._density: dict[int, tuple[Any, Any]] = {}
         self.rerank: Rerank = rerank
         self._vectors: dict[int, tuple[SearchIndex, Any]] = {}
+        self._words: dict[int, tuple[SearchIndex, CatalogWords]] = {}
         self._by_text: dict[str, Any] = {}
         """Document text → its vector, for the latest index: a rebuilt index (a tool added, a
         description changed, a glossary learned) re-encodes only the texts that changed."""
@@ -290,7 +295,9 @@ class HybridRanker:
 
         per_doc = [document_views(index, d, self.description_share, self.name_share)
                    for d in range(len(index))]
-        texts = list(dict.fromkeys(t for views in per_doc for t, _ in views))
+        words = [document_words(index, d) for d in range(len(index))]
+        texts = list(dict.fromkeys([*(t for views in per_doc for t, _ in views),
+                                    *(w for ws in words for w in ws)]))
         with self._lock:
             known = self._by_text
         fresh = list(dict.fromkeys(t for t in texts if t not in known))
@@ -326,10 +333,18 @@ class HybridRanker:
                 if len(views) > 1:
                     row = sum(weight * known[text] for text, weight in views)
                     matrix[i] = row / np.linalg.norm(row)
+        catalog_words = CatalogWords(words, known)
         with self._lock:
             self._vectors = {id(index): (index, matrix)}
+            self._words = {id(index): (index, catalog_words)}
             self._by_text = {t: known[t] for t in texts}
         return matrix
+
+    def catalog_words(self, index: SearchIndex) -> CatalogWords:
+        """`index`'s words and their vectors (`wordnear`), made with its document vectors."""
+        self.vectors(index)
+        with self._lock:
+            return self._words[id(index)][1]
 
     def _on_disk(self) -> bool:
         """Whether the vector cache holds any model's vectors (reading them may be worth a
@@ -425,6 +440,21 @@ class HybridRanker:
                 self._queries.popitem(last=False)
         return vector
 
+    def word_vectors(self, words: list[str]) -> Any:
+        """One row per word (each encoded alone): from the query LRU, the rest in one call."""
+        with self._lock:
+            found = {w: self._queries[w] for w in words if w in self._queries}
+        fresh = [w for w in dict.fromkeys(words) if w not in found]
+        if fresh:
+            made = dict(zip(fresh, self.encoder.encode(fresh), strict=True))
+            found.update(made)
+            if self.query_cache > 0:
+                with self._lock:
+                    self._queries.update(made)
+                    while len(self._queries) > self.query_cache:
+                        self._queries.popitem(last=False)
+        return [found[w] for w in words]
+
     def fused(self, index: SearchIndex, query: str,
               filters: Filters | None) -> tuple[Scored, Any, Any]:
         """(lexical scoring, candidate docs, fused score of each) for one phrasing."""
@@ -480,5 +510,12 @@ class HybridRanker:
         best = np.argpartition(-fused, keep - 1)[:keep] if keep < len(pool) else range(len(pool))
         scores = {int(pool[i]): float(fused[i]) for i in best}
         order = arrange(scored, scores, self.rerank, limit)
-        return replace(scored.ranking(index, order, scores),
-                       similarity=getattr(self._best, "value", None))
+        similarity = getattr(self._best, "value", None)
+        if similarity is not None and scored.terms and words_may_decide(similarity):
+            leading = pool[np.argpartition(-fused, WORD_DOCS - 1)[:WORD_DOCS]
+                           if len(pool) > WORD_DOCS else slice(None)]
+            weak = self.catalog_words(index).weak_share(
+                query, scored.weights, index.analyzer, (int(d) for d in leading),
+                self.word_vectors)
+            similarity = replace(similarity, weak=weak)
+        return replace(scored.ranking(index, order, scores), similarity=similarity)

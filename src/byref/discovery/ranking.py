@@ -75,6 +75,9 @@ class Similarity:
     mean: float
     gap: float
     """The best minus the `GAP_RANK`-th best (how far the best stands out)."""
+    weak: float = 0.0
+    """The share of the query's term weight in words no leading tool has a word near
+    (`wordnear`; 0.0 where the affinity alone keeps the page, `abstain.words_may_decide`)."""
 
 
 GAP_RANK = 10
