@@ -26,8 +26,8 @@ from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Catalog, Discovery
-from byref.discovery.declare import PLAIN
-from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.discovery.declaring.declare import PLAIN
+from byref.discovery.declaring.workingset import DEFAULT_BUDGET, working_set
 from byref.dispatch import Call, Policy
 from byref.dispatch.grounds import Grounds
 from byref.errors import InvalidValue, MisuseError

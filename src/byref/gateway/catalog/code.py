@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from byref.discovery.workingset import ACTIVATE, SEARCH
+from byref.discovery.declaring.workingset import ACTIVATE, SEARCH
 from byref.gateway.catalog.metadata import is_read_only
 from byref.gateway.catalog.toolbox import CALL_TOOL, read_only_refusal
 from byref.gateway.config.file import GatewayConfig
