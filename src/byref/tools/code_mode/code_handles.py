@@ -20,7 +20,7 @@ from byref.jsonview import dumps, encode
 from byref.refs import Blob, RefRefusal, envelope, is_envelope, parse_model_envelope
 from byref.store.port import ArtifactError, CanGetStream
 from byref.tools.call_context import ToolContext
-from byref.tools.channel import READ_MAX, Answer, Read
+from byref.tools.code_mode.channel import READ_MAX, Answer, Read
 
 
 class UnknownHandle(Refused):
