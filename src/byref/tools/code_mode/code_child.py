@@ -7,7 +7,8 @@ gives the program `tools` (`tools.<name>(**args)`, `tools.gather`, `tools.search
 `help(tools.<name>)`, `tools.inputs`), runs main.py, and sends the value of its last
 expression, if it is one, as the run's return value. A result too large to send arrives as a
 `Handle`: its ref, kind, size, shape and preview, data streamed in chunks on demand, passed to the
-next call as a handle (the host resolves it; no bytes cross the channel for that).
+next call as a handle (the host resolves it; no bytes cross the channel for that); so does every
+ref a result carries (`read_json`'s and `query_json`'s `value`, a ref inside a structured result).
 """
 
 import ast

@@ -181,7 +181,7 @@ class CodeHost:
             self._send(self._describe(request))
         elif isinstance(request, Done):
             try:
-                self.value = self.handles.refs(request.value)
+                self.value = self.handles.refs(request.value, returned=True)
             except UnknownHandle as exc:
                 self._send(Answer(request.id, error=f"the return value holds handle "
                                   f"{exc.args[0]!r}, which this run was never given",
@@ -228,11 +228,12 @@ class CodeHost:
             return self._refuse(request, name, "not-permitted", gated)
         try:
             args = self.handles.refs(request.args)
+            server_refs = self.handles.server_built(request.args)
         except UnknownHandle as exc:
             return self._refuse(request, name, "bad-ref", (
                 f"Tool {name!r} was not called: argument holds handle {exc.args[0]!r}, which "
                 "this run was never given. Pass a handle a call or the inputs gave you."))
-        future = self.calls.start(name, args)
+        future = self.calls.start(name, args, server_refs)
         either: list[concurrent.futures.Future[Any]] = [future, self._ended]
         concurrent.futures.wait(either, timeout=self.mode.call_timeout,
                                 return_when=concurrent.futures.FIRST_COMPLETED)
@@ -302,7 +303,7 @@ class CodeHost:
         found = self.calls.tool(part.tool) if part.tool is not None else None
         if found is not None:  # an upstream's JSON result arrives as its value, not its text
             value = found.code_value(value, part.call_id)
-        return self.handles.walk(value)
+        return self.handles.walk(value, part.derived)
 
     def _describe(self, request: Describe) -> Answer:
         if not request.tool:
