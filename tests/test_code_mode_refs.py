@@ -14,9 +14,9 @@ from byref.jsonview import decode, encode
 from byref.refs import Blob, Clause, JsonQuery
 from byref.store import MemoryStore, Scope
 from byref.tools import Payload, ToolContext, tool
-from byref.tools.code_mode import CodeMode
-from byref.tools.runner import SubprocessRunner
-from byref.tools.sandbox import Sandbox
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.run_python.runner import SubprocessRunner
+from byref.tools.run_python.sandbox import Sandbox
 from byref.transcript import Part
 
 ORDERS = [{"id": i, "status": "late" if i % 7 == 0 else "ok", "total": i * 3}

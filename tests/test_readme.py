@@ -46,7 +46,7 @@ def test_readme_example_runs() -> None:
 
 
 def test_readme_code_mode_example_runs() -> None:
-    from byref.tools.sandbox import Sandbox
+    from byref.tools.run_python.sandbox import Sandbox
 
     if (reason := Sandbox().unavailable()) is not None:
         pytest.skip(f"no sandbox on this host: {reason}")

@@ -37,9 +37,9 @@ from byref.integrations.turns import Batch, TurnRecord
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
-from byref.tools.builtins import readers_for
-from byref.tools.code_mode import RUN_CODE, CodeMode
-from byref.tools.read_result import READ_RESULT_NAME
+from byref.tools.code_mode.run_code import RUN_CODE, CodeMode
+from byref.tools.readers.builtins import readers_for
+from byref.tools.readers.read_result import READ_RESULT_NAME
 from byref.transcript import Part, Transcript
 
 R = TypeVar("R")

@@ -43,8 +43,8 @@ from byref.gateway.catalog.toolbox import (
 from byref.gateway.config.file import ConfigError, GatewayConfig, Grant
 from byref.reads import ReadLimits
 from byref.tools import Tool, ToolRefusal
-from byref.tools.present import make_present_tool
-from byref.tools.read_result import make_read_result
+from byref.tools.readers.present import make_present_tool
+from byref.tools.readers.read_result import make_read_result
 
 
 def build_toolbox(config: GatewayConfig, version: int,

@@ -34,7 +34,7 @@ from byref.refs import (
 )
 from byref.store.port import ArtifactError, CanGetStream
 from byref.tools.call_context import ToolContext
-from byref.tools.channel import READ_MAX, Answer, Read
+from byref.tools.code_mode.channel import READ_MAX, Answer, Read
 
 
 class UnknownHandle(Refused):

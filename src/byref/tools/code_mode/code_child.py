@@ -1,7 +1,7 @@
 """The sandboxed side of code mode: the `tools` object a program calls, run as its bootstrap.
 
 Run by itself inside the sandbox (`python -I -c <this file's text>`), importing only the standard
-library and msgspec, never byref. It speaks `byref.tools.channel`'s frames over the descriptor in
+library and msgspec, never byref. It speaks `code_mode.channel`'s frames over the descriptor in
 BYREF_CHANNEL_FD with plain reads and writes (no socket object: the network audit hook stays),
 gives the program `tools` (`tools.<name>(**args)`, `tools.gather`, `tools.search`,
 `help(tools.<name>)`, `tools.inputs`), runs main.py, and sends the value of its last

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from byref.errors import RefusalReason
 from byref.refs import Blob, RefRefusal, envelope, is_envelope, parse_model_envelope
 from byref.tools.call_context import ToolCalls, ToolContext
-from byref.tools.channel import (
+from byref.tools.code_mode.channel import (
     Answer,
     Call,
     ChannelError,
@@ -41,9 +41,9 @@ from byref.tools.channel import (
     frame,
     write_all,
 )
-from byref.tools.code import RUN_PYTHON
-from byref.tools.code_handles import Handles, UnknownHandle
-from byref.tools.runner import CodeRunner, Limits
+from byref.tools.code_mode.code_handles import Handles, UnknownHandle
+from byref.tools.run_python.code import RUN_PYTHON
+from byref.tools.run_python.runner import CodeRunner, Limits
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part
 
@@ -109,7 +109,7 @@ class CodeHost:
     def take_inputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The model's inputs as the child will see them (refs as handles); the staged inputs'
         lineage for the files the run mints."""
-        from byref.tools.runner import StagedInput
+        from byref.tools.run_python.runner import StagedInput
 
         parents: list[Any] = []
         for name, value in inputs.items():
