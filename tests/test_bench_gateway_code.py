@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from byref.bench.gateway.code import PASS_BYTES, bench_gateway_code, format_report
-from byref.tools.sandbox import Sandbox
+from byref.tools.run_python.sandbox import Sandbox
 
 
 def test_the_gateway_code_bench_reports_both_sides_and_the_pass() -> None:

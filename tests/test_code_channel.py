@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from byref.tools.channel import (
+from byref.tools.code_mode.channel import (
     MAX_FRAME,
     Answer,
     Call,

@@ -16,9 +16,9 @@ from byref.harness import Harness, ScriptedModel, call, say
 from byref.jsonview import decode
 from byref.store import FileStore, MemoryStore, Scope
 from byref.tools import Payload, ToolContext, tool
-from byref.tools.code_mode import CodeMode
-from byref.tools.runner import Limits, SubprocessRunner
-from byref.tools.sandbox import Sandbox
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.run_python.runner import Limits, SubprocessRunner
+from byref.tools.run_python.sandbox import Sandbox
 from byref.transcript import Part
 
 ROWS = 250_000

@@ -12,7 +12,7 @@ from byref.bench.code.code_mode import (
     run_code_mode,
     run_sequential,
 )
-from byref.tools.sandbox import Sandbox
+from byref.tools.run_python.sandbox import Sandbox
 
 
 def test_one_code_run_writes_the_same_report_in_two_turns() -> None:

@@ -17,7 +17,7 @@ from byref.jsonview import decode, dumps
 from byref.store import FileStore, MemoryStore, PutOptions, Retention
 from byref.testing import result_text
 from byref.tools import ToolContext, tool
-from byref.tools.present import placeholder
+from byref.tools.readers.present import placeholder
 from byref.transcript import Part, Transcript
 
 REF = r"art_[0-9A-Za-z]{22}"

@@ -19,7 +19,7 @@ from byref.reads.coverage import select
 from byref.reads.read import Source
 from byref.store import Scope
 from byref.tools import Tool, rewrite_schema, tool
-from byref.tools.runner import SubprocessRunner
+from byref.tools.run_python.runner import SubprocessRunner
 from byref.transcript import Transcript
 
 

@@ -25,7 +25,7 @@ def _modules() -> list[str]:
     return loaded
 
 
-SANDBOXED = {"byref.tools.code_child"}
+SANDBOXED = {"byref.tools.code_mode.code_child"}
 """Programs run inside run_code's sandbox, which cannot import byref: their errors are the
 program's (`tools.ToolError`), never raised in byref's own process."""
 

@@ -14,6 +14,7 @@ from byref.dispatch.reflines import ref_line
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEAM = README.parent / "docs" / "TEAM.md"
+GATEWAY = README.parent / "docs" / "GATEWAY.md"
 
 
 def python_block(marker: str, *, twin: bool = False) -> str:
@@ -45,7 +46,7 @@ def test_readme_example_runs() -> None:
 
 
 def test_readme_code_mode_example_runs() -> None:
-    from byref.tools.sandbox import Sandbox
+    from byref.tools.run_python.sandbox import Sandbox
 
     if (reason := Sandbox().unavailable()) is not None:
         pytest.skip(f"no sandbox on this host: {reason}")
@@ -70,7 +71,7 @@ def test_readme_gateway_settings_example_is_read_as_the_text_says() -> None:
 
     from byref.gateway.config.file import ConfigError, parse_config
 
-    [block] = [b for b in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
+    [block] = [b for b in re.findall(r"```json\n(.*?)```", GATEWAY.read_text(), flags=re.S)
                if '"callTool"' in b]
     raw = json.loads(block)
     config = parse_config(raw, source="README", environ={"REMOTE_TOKEN": "t0k"})

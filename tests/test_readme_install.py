@@ -156,8 +156,9 @@ def test_make_install_and_the_hookup_lines_work_as_printed_from_a_bare_clone(
                     f"{shlex.quote(str(clone) + '[s3]')}")
     dry = bash(f"{hint} --dry-run --quiet", clone, env, timeout=INSTALL_TIMEOUT)
     assert dry.returncode == 0, dry.stderr
-    # The team section's line installs those extras into the same venv (resolved, not run).
-    [team] = re.findall(r"`(make install EXTRAS=[\w,-]+)`", README.read_text())
+    # docs/TEAM.md's line installs those extras into the same venv (resolved, not run).
+    [team] = re.findall(r"`(make install EXTRAS=[\w,-]+)`",
+                        (ROOT / "docs" / "TEAM.md").read_text())
     planned = bash(team.replace("make install", "make -n install"), clone, env)
     [pip_line] = [ln for ln in planned.stdout.splitlines() if "pip install --quiet '." in ln]
     dry = bash(f"{pip_line} --dry-run", clone, env, timeout=INSTALL_TIMEOUT)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from byref.tools.sandbox import Sandbox
+from byref.tools.run_python.sandbox import Sandbox
 
 
 def test_the_bench_reports_each_way_against_the_bare_start() -> None:

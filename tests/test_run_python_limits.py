@@ -17,9 +17,9 @@ from byref.jsonview import decode
 from byref.store import FileStore
 from byref.store.port import PutOptions, Scope
 from byref.testing import result_text
-from byref.tools.code import make_run_python_tool
-from byref.tools.runner import Limits, SubprocessRunner
-from byref.tools.sandbox import Sandbox
+from byref.tools.run_python.code import make_run_python_tool
+from byref.tools.run_python.runner import Limits, SubprocessRunner
+from byref.tools.run_python.sandbox import Sandbox
 from byref.transcript import Part
 
 _BACKENDS = {"bwrap": Sandbox(unshare=None), "unshare": Sandbox(bwrap=None)}

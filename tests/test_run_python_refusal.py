@@ -12,9 +12,9 @@ from byref.harness import Harness, ScriptedModel, call, say
 from byref.jsonview import decode
 from byref.store import MemoryStore
 from byref.testing import result_text
-from byref.tools.code import make_run_python_tool
-from byref.tools.runner import Limits, StagingArea, SubprocessRunner
-from byref.tools.sandbox import IsolationUnavailable, Sandbox
+from byref.tools.run_python.code import make_run_python_tool
+from byref.tools.run_python.runner import Limits, StagingArea, SubprocessRunner
+from byref.tools.run_python.sandbox import IsolationUnavailable, Sandbox
 from byref.transcript import Part
 
 

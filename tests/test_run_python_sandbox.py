@@ -20,9 +20,9 @@ from byref.jsonview import decode
 from byref.store import FileStore
 from byref.store.port import PutOptions, Scope
 from byref.testing import result_text
-from byref.tools.code import make_run_python_tool
-from byref.tools.runner import Limits, SubprocessRunner
-from byref.tools.sandbox import Sandbox, minimal_env
+from byref.tools.run_python.code import make_run_python_tool
+from byref.tools.run_python.runner import Limits, SubprocessRunner
+from byref.tools.run_python.sandbox import Sandbox, minimal_env
 from byref.transcript import Part
 
 # Each tool is tried on its own where the host allows it; the reason is shown where it does not.

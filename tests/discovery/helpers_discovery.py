@@ -42,6 +42,6 @@ class Script:
 def catalog_words(index: Any) -> list[str]:
     """The distinct words of a search index's embedded texts, which a hybrid ranker encodes
     one by one after the documents' texts (`wordnear`)."""
-    from byref.discovery.wordnear import document_words
+    from byref.discovery.hybrid.wordnear import document_words
 
     return list(dict.fromkeys(w for d in range(len(index)) for w in document_words(index, d)))

@@ -20,20 +20,20 @@ from helpers_discovery import EVAL, EVAL_MISSING, make_tool
 from test_discovery_hybrid import Trigrams, needs_model
 
 from byref.discovery import Catalog, Searcher
-from byref.discovery.abstain import (
+from byref.discovery.declaring.scaffold import discovery_tools, no_fit_text
+from byref.discovery.lexical.ranking import Similarity
+from byref.discovery.lexical.text import ANALYZER
+from byref.discovery.page.abstain import (
     MIN_AFFINITY,
     WEAK_SHARE,
     Evidence,
     evidence,
     unmatched_words,
 )
-from byref.discovery.ranking import Similarity
-from byref.discovery.scaffold import discovery_tools, no_fit_text
-from byref.discovery.text import ANALYZER
 
 pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[embeddings])")
 
-from byref.discovery.embed import HybridRanker
+from byref.discovery.hybrid.embed import HybridRanker
 
 
 def dev_catalog() -> Catalog:
@@ -222,7 +222,7 @@ def test_abstention_rates_on_the_hand_written_needs_and_the_answerable_sets() ->
             assert figures[name]["recall@5"] >= recall - 0.01
         assert figures["task"]["abstained"] <= 0.035  # at most the one query above
     # a restart over the 2,565 tools: every vector comes from the cache the run above filled
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     restarted = HybridRanker()
     catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog"))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
 if not MISSING:
     import numpy as np
 
-    from byref.discovery import encoder as enc
+    from byref.discovery.hybrid import encoder as enc
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 if not MISSING:
     import numpy as np
 
-    from byref.discovery import encoder as enc
+    from byref.discovery.hybrid import encoder as enc
 
 SERVERS = {"files": {"command": "true"}}
 TEXTS = ["refund a payment", "list the pods of a namespace", "Café résumé naïve"]
@@ -102,7 +102,7 @@ def test_an_installed_package_is_named_by_its_name(tmp_path: Path,
 
 
 def test_a_hybrid_ranker_takes_a_name(tmp_path: Path) -> None:
-    from byref.discovery.embed import HybridRanker
+    from byref.discovery.hybrid.embed import HybridRanker
 
     ranker = HybridRanker(str(encoder_dir(tmp_path / "m")), vector_cache="off")
     assert isinstance(ranker.encoder, enc.OnnxEncoder)

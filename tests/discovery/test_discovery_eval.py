@@ -18,8 +18,8 @@ from byref.bench.search.discovery import (
     training_usage,
 )
 from byref.discovery import Searcher, load_catalog
-from byref.discovery.mcp import catalog_from_listings, read_listings
-from byref.discovery.usage import query_key
+from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
+from byref.discovery.catalog.usage import query_key
 
 pytestmark = pytest.mark.skipif(not (EVAL / "mcp-catalog").is_dir(), reason=EVAL_MISSING)
 
@@ -127,8 +127,8 @@ def test_the_engines_beside_byref_search_the_same_catalog_and_report_ratios() ->
 def test_the_lexical_ranking_on_ten_thousand_tools_is_every_match_ordered() -> None:
     # The index adds postings dict by dict; the page must be what summing doc by doc and
     # sorting every match by (score, coverage keys, doc) gives, filtered and not.
-    from byref.discovery.index import Filters
-    from byref.discovery.ranking import _mask_keys
+    from byref.discovery.lexical.index import Filters
+    from byref.discovery.lexical.ranking import _mask_keys
 
     catalog = catalog_from_listings(replicate(read_listings(EVAL / "mcp-catalog"), 10_000))
     index = catalog.index()
@@ -158,10 +158,10 @@ def test_the_lexical_ranking_on_ten_thousand_tools_is_every_match_ordered() -> N
 
 
 def test_the_array_path_makes_the_dict_paths_pages_on_the_real_catalog() -> None:
-    # A large index scores with arrays (`discovery.arrays`); every page must be the dict
+    # A large index scores with arrays (`discovery.lexical.arrays`); every page must be the dict
     # path's: rows, scores, excerpts, matched and unmatched words, abstentions.
     from byref.bench.search.discovery import LATENCY_QUERIES
-    from byref.discovery.index import Filters
+    from byref.discovery.lexical.index import Filters
 
     pytest.importorskip("numpy")
     catalog = load_catalog(EVAL / "mcp-catalog")

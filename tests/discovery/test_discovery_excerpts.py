@@ -5,7 +5,7 @@ from __future__ import annotations
 from helpers_discovery import make_tool
 
 from byref.discovery import Catalog, Filters, Searcher, excerpt, water_fill
-from byref.discovery.excerpts import EXCERPT_MAX, JOIN, cover, windows
+from byref.discovery.page.excerpts import EXCERPT_MAX, JOIN, cover, windows
 
 # The seed's figure: a 426-character description, three "file" hits near the start and one
 # "Excel" far from them.

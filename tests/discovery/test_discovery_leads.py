@@ -14,7 +14,7 @@ np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[e
 from test_discovery_hybrid import Trigrams  # noqa: E402
 
 from byref.bench.search.retrieval_leads import LEADS, feedback, frame, top5  # noqa: E402
-from byref.discovery.embed import HybridRanker  # noqa: E402
+from byref.discovery.hybrid.embed import HybridRanker  # noqa: E402
 
 QUERIES = ["change the colour of a widget", "colr", "list_members", "who is on the team",
            "resize", "board"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from byref.discovery import ListingError, load_catalog
-from byref.discovery.mcp import access_of
+from byref.discovery.catalog.mcp import access_of
 
 
 def write(path: Path, raw: object) -> Path:

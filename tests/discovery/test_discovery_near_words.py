@@ -7,9 +7,9 @@ import numpy as np
 from helpers_discovery import make_tool
 
 from byref.discovery import Catalog
-from byref.discovery.embed import HybridRanker
-from byref.discovery.index import SearchIndex
-from byref.discovery.related import (
+from byref.discovery.hybrid.embed import HybridRanker
+from byref.discovery.lexical.index import SearchIndex
+from byref.discovery.lexical.related import (
     NEAR_KEEP,
     NEAR_WEIGHT,
     SYNONYM_WEIGHT,
@@ -17,7 +17,7 @@ from byref.discovery.related import (
     near_table,
     read_near_words,
 )
-from byref.discovery.text import ANALYZER
+from byref.discovery.lexical.text import ANALYZER
 
 
 def shop() -> Catalog:
@@ -88,8 +88,13 @@ def test_the_hybrid_leaves_near_words_out() -> None:
 def test_packaged_near_stems_equal_the_near_words_stemmed() -> None:
     """near_stems.txt (what a first search loads) is near_words.txt as the default analyzer
     stems it: regenerate it with `write_near_stems` when the words change."""
-    from byref.discovery.related import NearStems, near_table, read_near_stems, read_near_words
-    from byref.discovery.text import ANALYZER
+    from byref.discovery.lexical.related import (
+        NearStems,
+        near_table,
+        read_near_stems,
+        read_near_words,
+    )
+    from byref.discovery.lexical.text import ANALYZER
 
     table = near_table(read_near_words(), ANALYZER)
     assert read_near_stems() == table
@@ -101,7 +106,7 @@ def test_packaged_near_stems_equal_the_near_words_stemmed() -> None:
 def test_packaged_synonym_stems_equal_the_synonyms_stemmed() -> None:
     """synonym_stems.txt (what a first search loads) is synonyms.txt as the default analyzer
     stems it: regenerate it with `write_synonym_stems` when the groups change."""
-    from byref.discovery.related import packaged_related, read_synonym_stems, read_synonyms
+    from byref.discovery.lexical.related import packaged_related, read_synonym_stems, read_synonyms
 
     made = Related(read_synonyms(), ANALYZER)
     assert read_synonym_stems() == (made.by_term, made.phrases)
@@ -116,7 +121,7 @@ def test_packaged_synonym_stems_equal_the_synonyms_stemmed() -> None:
 def test_an_index_is_the_same_whether_its_analyzer_is_cold_or_warm() -> None:
     """A cold analyzer learns a catalog's words in one batch; what it indexes is what a warm
     one indexes (terms, contributions, names), and so is what a search finds."""
-    from byref.discovery.text import Analyzer
+    from byref.discovery.lexical.text import Analyzer
 
     cold = SearchIndex(shop(), analyzer=Analyzer(), synonyms=(), near_words=())
     warm = SearchIndex(shop(), synonyms=(), near_words=())

@@ -8,7 +8,7 @@ import pytest
 from helpers_discovery import make_tool
 
 from byref.discovery import Catalog, FilterError, Filters, Ontology, Searcher
-from byref.discovery.index import Rerank
+from byref.discovery.lexical.index import Rerank
 
 
 def reader_catalog() -> Catalog:
@@ -188,8 +188,8 @@ def test_a_prepared_index_is_the_one_searches_use() -> None:
 
 
 def test_a_variant_shares_the_entries_and_is_built_once() -> None:
-    from byref.discovery.embed import HYBRID_K1
-    from byref.discovery.index import K1
+    from byref.discovery.hybrid.embed import HYBRID_K1
+    from byref.discovery.lexical.index import K1
 
     cat = Catalog([make_tool("git_log", "Show the commit logs."),
                    make_tool("git_show", "Show the contents of a commit.")])

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from byref.discovery import Catalog, Searcher
-from byref.discovery.index import BOOSTS, FIELDS, Filters, SearchIndex
-from byref.discovery.ranking import Ranking
-from byref.discovery.related import NEAR_WEIGHT, SYNONYM_WEIGHT
+from byref.discovery.lexical.index import BOOSTS, FIELDS, Filters, SearchIndex
+from byref.discovery.lexical.ranking import Ranking
+from byref.discovery.lexical.related import NEAR_WEIGHT, SYNONYM_WEIGHT
 
 pytest.importorskip("numpy")
 

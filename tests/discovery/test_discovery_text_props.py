@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from byref.discovery.mcp import ListingError, parse_listing
-from byref.discovery.text import ANALYZER, Analyzer
+from byref.discovery.catalog.mcp import ListingError, parse_listing
+from byref.discovery.lexical.text import ANALYZER, Analyzer
 
 lower_words = st.lists(st.text("abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8),
                        min_size=1, max_size=6)

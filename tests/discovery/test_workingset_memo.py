@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from byref.discovery import Catalog
-from byref.discovery.workingset import (
+from byref.discovery.declaring.workingset import (
     ACTIVATE,
     SEARCH,
     Projection,

@@ -16,7 +16,7 @@ import httpx2
 
 from byref.testing import result_text
 from byref.tools import tool
-from byref.tools.read_result import make_read_result
+from byref.tools.readers.read_result import make_read_result
 
 A_MODEL = "claude-sonnet-4-6"
 O_MODEL = "gpt-5"

@@ -14,9 +14,9 @@ from byref.discovery import Catalog
 from byref.integrations.pydantic_ai import Byref
 from byref.testing import result_text
 from byref.tools import tool
-from byref.tools.code_mode import CodeMode
-from byref.tools.runner import SubprocessRunner
-from byref.tools.sandbox import Sandbox
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.run_python.runner import SubprocessRunner
+from byref.tools.run_python.sandbox import Sandbox
 
 CODE = """
 print(tools.lookup(sku="A-1")["stock"])

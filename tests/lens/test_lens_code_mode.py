@@ -13,9 +13,9 @@ from byref.lens import Lens, ReadOnlyStore, Run
 from byref.lens.calls import calls
 from byref.store import MemoryStore, Scope
 from byref.tools import Payload, tool
-from byref.tools.code_mode import CodeMode
-from byref.tools.runner import SubprocessRunner
-from byref.tools.sandbox import Sandbox
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.run_python.runner import SubprocessRunner
+from byref.tools.run_python.sandbox import Sandbox
 
 SCOPE = Scope("acme", "alice", "code")
 CODE = """

@@ -9,7 +9,7 @@ from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.reads import ReadLimits, ResultVersions
 from byref.refs import Blob
 from byref.tools import Tool, ToolContext, tool
-from byref.tools.read_result import make_read_result
+from byref.tools.readers.read_result import make_read_result
 
 
 def keeping_tool(value: Any, *, id_field: str | None = None,

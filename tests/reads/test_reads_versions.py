@@ -19,7 +19,7 @@ from byref.reads import (
 )
 from byref.store import MemoryStore, Scope
 from byref.tools import tool
-from byref.tools.read_result import read_result
+from byref.tools.readers.read_result import read_result
 
 SCOPE = Scope("acme", "ana", "research-1")
 

@@ -125,7 +125,7 @@ def _lexical(args: argparse.Namespace) -> int:
     from byref.bench.search.lexical_first import first_searches
     from byref.bench.search.retrieval import lexical_sets
     from byref.bench.search.search_baselines import baseline_rounds
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     root = args.eval or bench.eval_dir()
     if not (root / "mcp-catalog").is_dir() or not (root / "metatool").is_dir():
@@ -194,7 +194,7 @@ def _abstention(args: argparse.Namespace) -> int:
         return 2
     figures = {"lexical": abstention.run(root, None)}
     if not args.no_hybrid:
-        from byref.discovery.embed import HybridRanker
+        from byref.discovery.hybrid.embed import HybridRanker
 
         figures["hybrid"] = abstention.run(root, HybridRanker(args.encoder))
     if args.json:

@@ -87,7 +87,7 @@ def run_search(args: argparse.Namespace) -> int:
     """`byref tools search`: rank a catalog's tools for a query or a file of queries; returns the
     exit code."""
     from byref.discovery import FilterError, Filters, ListingError, Searcher, load_catalog
-    from byref.discovery.usage import learn_glossary, read_usage
+    from byref.discovery.catalog.usage import learn_glossary, read_usage
 
     if (args.query is None) == (args.queries is None):
         print("byref tools search: give a QUERY or --queries FILE (exactly one).",
@@ -107,10 +107,10 @@ def run_search(args: argparse.Namespace) -> int:
         return 2
     ranker = None
     if args.hybrid:
-        from byref.discovery.encoder import ModelError
+        from byref.discovery.hybrid.encoder import ModelError
 
         try:
-            from byref.discovery.embed import HybridRanker
+            from byref.discovery.hybrid.embed import HybridRanker
 
             ranker = HybridRanker(args.encoder)
             _ = ranker.encoder
@@ -134,7 +134,7 @@ def run_search(args: argparse.Namespace) -> int:
             print(f"  {i}. {r.name}{where}  {r.score:.3f}")
             print(f"     {r.excerpt}")
         if page.abstained:
-            from byref.discovery.scaffold import no_fit_text
+            from byref.discovery.declaring.scaffold import no_fit_text
 
             print(f"  {no_fit_text(page.unmatched, catalog.capability_roots())}")
         elif page.unmatched:
@@ -144,7 +144,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 def run_usage(args: argparse.Namespace) -> int:
     """`byref tools usage`: the tool usage recorded in transcripts; returns the exit code."""
-    from byref.discovery.usage import usage_from_transcript
+    from byref.discovery.catalog.usage import usage_from_transcript
     from byref.transcript import Transcript, TranscriptCorruptError
 
     for path in args.transcripts:

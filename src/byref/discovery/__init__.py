@@ -23,23 +23,23 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from byref.discovery.catalog import Catalog, Entry
-from byref.discovery.declare import Declared, declare
-from byref.discovery.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
-from byref.discovery.index import BOOSTS, FilterError, Filters, Ranking, SearchIndex
-from byref.discovery.mcp import ListingError, load_catalog
-from byref.discovery.ontology import Ontology, OntologyError
-from byref.discovery.scaffold import discovery_tools
-from byref.discovery.search import DEFAULT_LIMIT, Page, Ranker, Result, Searcher
-from byref.discovery.text import ANALYZER, Analyzer
-from byref.discovery.usage import (
+from byref.discovery.catalog.catalog import Catalog, Entry
+from byref.discovery.catalog.mcp import ListingError, load_catalog
+from byref.discovery.catalog.ontology import Ontology, OntologyError
+from byref.discovery.catalog.usage import (
     MAX_TERMS,
     MIN_SUPPORT,
     SearchUsage,
     learn_glossary,
     usage_from_transcript,
 )
-from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.discovery.declaring.declare import Declared, declare
+from byref.discovery.declaring.scaffold import discovery_tools
+from byref.discovery.declaring.workingset import DEFAULT_BUDGET, working_set
+from byref.discovery.lexical.index import BOOSTS, FilterError, Filters, Ranking, SearchIndex
+from byref.discovery.lexical.text import ANALYZER, Analyzer
+from byref.discovery.page.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
+from byref.discovery.page.search import DEFAULT_LIMIT, Page, Ranker, Result, Searcher
 from byref.events import Emitter
 from byref.tools import Tool
 from byref.transcript import Transcript

@@ -6,7 +6,7 @@ that is not valid Unicode and integers too long to write are escaped before they
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from byref.errors import RefusalReason, Refused
@@ -23,13 +23,17 @@ class Call:
     id: str
     name: str
     input: Any
+    server_refs: frozenset[str] = field(default=frozenset(), compare=False)
+    """Arguments whose `$ref` server code built (a recipe the model may not write: code mode's
+    host passing on a handle it issued), parsed as the server's refs; only code in this process
+    sets it, never anything read from the model."""
 
     def recordable(self) -> Call:
         """This call as the transcript can hold it: text that is not valid Unicode is escaped,
         an integer too long to write becomes a note. Only a call that is refused needs it."""
         if unrecordable([self.id, self.name, self.input]) is None:
             return self
-        return Call(escaped(self.id), escaped(self.name), escaped(self.input))
+        return Call(escaped(self.id), escaped(self.name), escaped(self.input), self.server_refs)
 
 
 class Refusal(Refused):

@@ -83,11 +83,13 @@ class NestedCalls:
         """Every tool an inner call may name."""
         return sorted(self.dispatcher.tools)
 
-    def start(self, name: str, args: dict[str, Any]) -> concurrent.futures.Future[Part]:
-        """Dispatch `name(args)` as a call of this run; the future's part is its result."""
+    def start(self, name: str, args: dict[str, Any],
+              server_refs: frozenset[str] = frozenset()) -> concurrent.futures.Future[Part]:
+        """Dispatch `name(args)` as a call of this run; the future's part is its result.
+        `server_refs` names the arguments whose ref the caller built (`Call.server_refs`)."""
         with self._lock:
             self._count += 1
-            call = Call(f"{self.run_id}.{self._count}", name, args)
+            call = Call(f"{self.run_id}.{self._count}", name, args, server_refs)
         found = self.dispatcher.tools.get(name)
         cancellable = found is None or found.is_async  # an unknown name is refused at once
         future: concurrent.futures.Future[Part]

@@ -39,6 +39,7 @@ from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.jsonview import unrecordable
 from byref.refs import (
+    ENVELOPE_KEY,
     ENVELOPE_RULE,
     Blob,
     JsonPointer,
@@ -49,6 +50,7 @@ from byref.refs import (
     is_envelope,
     near_envelope,
     parse_model_envelope,
+    parse_server_ref,
     quote,
 )
 from byref.resolve import Caps, Resolver
@@ -138,9 +140,8 @@ class Dispatcher:
                 # A ref that does not parse is recorded verbatim and refused at dispatch.
                 if is_envelope(value):
                     with contextlib.suppress(RefRefusal):
-                        derived[f"input.{name}"] = parse_model_envelope(
-                            value, cap=self.caps.validation
-                        )
+                        derived[f"input.{name}"] = self._parse_ref(
+                            value, name in call.server_refs)
         return Part(
             type="tool_call", value={"name": call.name, "id": call.id, "input": call.input},
             tool=call.name, call_id=call.id, derived=derived,
@@ -231,10 +232,10 @@ class Dispatcher:
                 "invalid-input", detail=problem)
         tool = self._tool(call.name)
         raw = self._input(tool, call.input, call_seq)
-        self._parse_refs(tool, raw)
-        self._validate(tool, raw)
+        self._parse_refs(tool, raw, call.server_refs)
+        self._validate(tool, raw, call.server_refs)
         wanted = self._wants(tool, raw, call_seq)
-        args = self._arguments(tool, raw, call_seq)
+        args = self._arguments(tool, raw, call_seq, call.server_refs)
         ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
                           tool.name, call.id, wanted)
         if tool.calls_tools:
@@ -305,14 +306,22 @@ class Dispatcher:
             )
         return without_absent_nulls(tool, raw)
 
-    def _parse_refs(self, tool: Tool, raw: dict[str, Any]) -> None:
+    def _parse_ref(self, value: Any, server: bool) -> Ref:
+        """The ref an argument's envelope holds: the model's (recipes refused), or, for an
+        argument in `Call.server_refs`, the server's own (recipes too)."""
+        if server:
+            return parse_server_ref(value[ENVELOPE_KEY], cap=self.caps.validation)
+        return parse_model_envelope(value, cap=self.caps.validation)
+
+    def _parse_refs(self, tool: Tool, raw: dict[str, Any],
+                    server: frozenset[str] = frozenset()) -> None:
         """Refs are parsed first, so a forged or malformed one gets the parser's precise words."""
         if not self.policy.refs:
             return
         for name, value in raw.items():
             if is_envelope(value):
                 try:
-                    parse_model_envelope(value, cap=self.caps.validation)
+                    self._parse_ref(value, name in server)
                 except RefRefusal as exc:
                     raise Refusal(
                         f"Tool {tool.name!r} did not run: argument {quote(name)} is a reference "
@@ -325,10 +334,14 @@ class Dispatcher:
                     f"Tool {tool.name!r} did not run: argument {quote(name)} is almost a "
                     f"reference, but not quite. {almost} {ENVELOPE_RULE}", "bad-ref")
 
-    def _validate(self, tool: Tool, raw: dict[str, Any]) -> None:
-        """The validation dial: the input as written, against the schema the model was shown."""
+    def _validate(self, tool: Tool, raw: dict[str, Any],
+                  server: frozenset[str] = frozenset()) -> None:
+        """The validation dial: the input as written, against the schema the model was shown
+        (a server's recipe stands there as any ref does; its value is checked once resolved)."""
         if self.policy.validation == "off" or tool.checks_input:
             return
+        if server and self.policy.refs:
+            raw = {k: _A_REF if k in server and is_envelope(v) else v for k, v in raw.items()}
         validator = tool.declared_validator() if self.policy.refs else tool.plain_validator()
         error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
         if error is None:
@@ -353,21 +366,23 @@ class Dispatcher:
             raise Refusal(refusal.text, refusal.reason, ref=refusal.ref,
                           detail=refusal.detail) from None
 
-    def _arguments(self, tool: Tool, raw: dict[str, Any], call_seq: int) -> dict[str, Any]:
+    def _arguments(self, tool: Tool, raw: dict[str, Any], call_seq: int,
+                   server: frozenset[str] = frozenset()) -> dict[str, Any]:
         args: dict[str, Any] = {}
         for name, value in raw.items():
             if self.policy.refs and name not in tool.wants and is_envelope(value):
                 value = self._resolve(tool, f"argument {quote(name)}", value, call_seq,
-                                      lazy=name in tool.lazy)
+                                      lazy=name in tool.lazy, server=name in server)
             args[name] = value
         try:
             return tool.convert(args)
         except RefRefusal as exc:
             raise Refusal(str(exc), "invalid-arguments") from exc
 
-    def _resolve(self, tool: Tool, what: str, value: Any, call_seq: int, *, lazy: bool) -> Any:
+    def _resolve(self, tool: Tool, what: str, value: Any, call_seq: int, *, lazy: bool,
+                 server: bool = False) -> Any:
         try:
-            ref = _pin(parse_model_envelope(value, cap=self.caps.validation), call_seq)
+            ref = _pin(self._parse_ref(value, server), call_seq)
             return ref if lazy else self.resolver.value(ref, current_seq=call_seq)
         except RefRefusal as exc:
             raise Refusal(
@@ -400,6 +415,10 @@ class Dispatcher:
         """Errors are never placed; the net still bounds them."""
         return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
                       policy=self.policy, store=self.store, scope=self.scope).text
+
+
+_A_REF: dict[str, Any] = {ENVELOPE_KEY: {"type": "Message", "part": 0}}
+"""What a server's recipe stands as for the schema check: a ref, as the schema admits one."""
 
 
 def _pin(ref: Ref, current: int) -> Ref:

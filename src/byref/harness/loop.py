@@ -42,9 +42,9 @@ from byref.reads import ReadLimits
 from byref.resolve import Caps
 from byref.store import ArtifactStore, Scope
 from byref.tools import Tool
-from byref.tools.code_mode import CodeMode
-from byref.tools.present import PRESENT_TOOL_NAME
-from byref.tools.read_result import READ_RESULT_NAME, make_read_result
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.readers.present import PRESENT_TOOL_NAME
+from byref.tools.readers.read_result import READ_RESULT_NAME, make_read_result
 from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
 
@@ -74,7 +74,7 @@ class Harness:
     id such as `"anthropic:claude-sonnet-4-6"`. `tools` are `Tool`s or `ToolSource`s. `on_delta`
     receives the model's text and tool-call fragments as they stream (per run, too).
     `code_mode` (True or a `CodeMode`) adds `run_code`: one program calls many tools, and only
-    what it prints or returns comes back (`byref.tools.code_mode`).
+    what it prints or returns comes back (`byref.tools.code_mode.run_code`).
     """
 
     def __init__(

@@ -32,8 +32,8 @@ from byref.refs import is_recipe
 from byref.resolve import Caps
 from byref.store import ArtifactStore, Scope
 from byref.tools import Tool, builtin_tools
-from byref.tools.builtins import readers_for
-from byref.tools.code_mode import RUN_CODE, CodeMode, make_run_code_tool
+from byref.tools.code_mode.run_code import RUN_CODE, CodeMode, make_run_code_tool
+from byref.tools.readers.builtins import readers_for
 from byref.tools.sources import ToolSource, collect
 from byref.transcript import Message, Part, Transcript
 
@@ -84,7 +84,7 @@ class Session:
     those are the scaffolding, always declared; the catalog's tools are declared while the
     working set holds them and are callable throughout. `code_mode` (True or a `CodeMode`)
     adds `run_code`, a sandboxed program that calls these tools through this session
-    (`byref.tools.code_mode`). `readers`: the built-in read tools
+    (`byref.tools.code_mode.run_code`). `readers`: the built-in read tools
     (default: `builtin_tools()` whenever a result can be stored); callable throughout, each is
     declared from the first request after a stored result needs it (`readers_for`), so a
     conversation that stores nothing is never declared them.

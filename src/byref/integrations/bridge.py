@@ -26,8 +26,8 @@ from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Catalog, Discovery
-from byref.discovery.declare import PLAIN
-from byref.discovery.workingset import DEFAULT_BUDGET, working_set
+from byref.discovery.declaring.declare import PLAIN
+from byref.discovery.declaring.workingset import DEFAULT_BUDGET, working_set
 from byref.dispatch import Call, Policy
 from byref.dispatch.grounds import Grounds
 from byref.errors import InvalidValue, MisuseError
@@ -37,9 +37,9 @@ from byref.integrations.turns import Batch, TurnRecord
 from byref.reads import ReadLimits
 from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
-from byref.tools.builtins import readers_for
-from byref.tools.code_mode import RUN_CODE, CodeMode
-from byref.tools.read_result import READ_RESULT_NAME
+from byref.tools.code_mode.run_code import RUN_CODE, CodeMode
+from byref.tools.readers.builtins import readers_for
+from byref.tools.readers.read_result import READ_RESULT_NAME
 from byref.transcript import Part, Transcript
 
 R = TypeVar("R")

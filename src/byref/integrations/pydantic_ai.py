@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from byref.discovery import Catalog, Searcher
-from byref.discovery.search import MAX_ALSO
+from byref.discovery.page.search import MAX_ALSO
 from byref.errors import MisuseError, install_hint
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps

@@ -3,8 +3,8 @@
 Owns what `byref lens PATH` serves (and the gateway mounts at `/lens`): per-turn model-visible
 cost against inlining everything, each tool call with the refs it took and returned and where
 each came from and went, artifacts rendered by kind with their lineage, search → activate
-events, refusals and coverage facts. Not to be confused with `byref.discovery.excerpts`, the excerpt
-lens that picks which characters of a tool description a search result shows.
+events, refusals and coverage facts. Not to be confused with `byref.discovery.page.excerpts`, the
+excerpt lens that picks which characters of a tool description a search result shows.
 
 The law: read-only by construction. The store is reached only through `ReadOnlyStore`, which has
 `head` and `get` and nothing else, for the scopes it was given; the run directory is read, never

@@ -87,7 +87,7 @@ class Call:
 
 
 _RECORD = re.compile(r"^\[[a-z_]+\] \d+ tool calls?\b.*; record (art_[A-Za-z0-9_-]+)\.$", re.M)
-"""A code run's summary line naming its record (`byref.tools.code_mode`)."""
+"""A code run's summary line naming its record (`byref.tools.code_mode.run_code`)."""
 CODE_RUN_KIND = "record/code-run"
 
 

@@ -6,7 +6,7 @@ reports what actually happened (`requested`, `loaded`, `total`, `range`, `hasMor
 `byteComplete`, `filteredCount`, `inputComplete`, `reason`, missing and duplicated ids); a record
 is delivered whole or not at all; storage, automatic insertion and explicit reads are three
 separately configured limits, and "not inserted automatically" never means "cannot be read".
-The `read_result` tool itself lives in `byref.tools.read_result` (tools sit above reads).
+The `read_result` tool itself lives in `byref.tools.readers.read_result` (tools sit above reads).
 """
 
 from byref.reads.catalog import CATALOG_HEAD, CatalogEntry, ResultCatalog, fit_lines

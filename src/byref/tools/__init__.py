@@ -8,11 +8,11 @@ business, not the tool's (a parameter marked lazy is the one opt-in to see a `Re
 """
 
 from byref.tools.blocks import Blocks
-from byref.tools.builtins import builtin_tools
 from byref.tools.call_context import ScopedArtifacts, ToolContext
-from byref.tools.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
 from byref.tools.payload import Payload
-from byref.tools.read_result import make_read_result
+from byref.tools.readers.builtins import builtin_tools
+from byref.tools.readers.json_tools import BUILTIN_JSON_TOOLS, query_json, read_json
+from byref.tools.readers.read_result import make_read_result
 from byref.tools.schema import SchemaCache, rewrite_schema
 from byref.tools.sources import (
     CatalogSource,

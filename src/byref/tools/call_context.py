@@ -36,8 +36,11 @@ class ToolCalls(Protocol):
     def names(self) -> list[str]:
         """Every tool these calls may name."""
 
-    def start(self, name: str, args: dict[str, Any]) -> Future[Part]:
-        """Dispatch one call; its recorded result part (a refusal is a part with is_error)."""
+    def start(self, name: str, args: dict[str, Any],
+              server_refs: frozenset[str] = frozenset()) -> Future[Part]:
+        """Dispatch one call; its recorded result part (a refusal is a part with is_error).
+        `server_refs`: the arguments whose `$ref` the caller built (a recipe from a result it
+        was given), parsed as the server's refs rather than the model's."""
 
     def stop(self, future: Future[Part], reason: RefusalReason, why: str) -> tuple[Part, bool]:
         """Give up on a started call: cancel it where it can be (not a sync tool on a thread)

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from byref.gateway.config.file import ConfigError, parse_config
-from byref.tools.sandbox import Sandbox
+from byref.tools.run_python.sandbox import Sandbox
 
 sys.path.insert(0, str(FIXTURES))
 from code_server import export_text

@@ -23,8 +23,8 @@ from mcp import Client
 from byref.dispatch.reflines import named
 from byref.gateway.catalog import code as gateway_code
 from byref.gateway.core import Gateway
-from byref.tools.code_mode import CodeMode
-from byref.tools.sandbox import Sandbox
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.run_python.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ from mcp import Client
 from byref.discovery import Catalog, Discovery
 from byref.harness.tokens import count_tokens
 from byref.tools import BUILTIN_JSON_TOOLS, Tool
-from byref.tools.present import make_present_tool
-from byref.tools.read_result import make_read_result
+from byref.tools.readers.present import make_present_tool
+from byref.tools.readers.read_result import make_read_result
 
 pytestmark = pytest.mark.anyio
 

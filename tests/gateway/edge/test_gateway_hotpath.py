@@ -16,7 +16,7 @@ from _gateway_rig import World, running, text
 from mcp import Client
 
 import byref.gateway.core as core
-from byref.discovery.workingset import Projection
+from byref.discovery.declaring.workingset import Projection
 from byref.transcript import Transcript
 
 pytestmark = pytest.mark.anyio

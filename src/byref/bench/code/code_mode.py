@@ -27,8 +27,8 @@ from byref.harness.scripted import Step
 from byref.jsonview import decode
 from byref.store import MemoryStore
 from byref.tools import Tool, ToolContext, tool
-from byref.tools.code_mode import CodeMode
-from byref.tools.runner import CodeRunner, SubprocessRunner
+from byref.tools.code_mode.run_code import CodeMode
+from byref.tools.run_python.runner import CodeRunner, SubprocessRunner
 
 ITEMS = 40
 COLUMNS = ("sku", "name", "qty", "stock", "price")

@@ -18,9 +18,9 @@ from typing import Any
 
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.store import MemoryStore
-from byref.tools.code import make_run_python_tool
-from byref.tools.runner import SubprocessRunner
-from byref.tools.sandbox import IsolationUnavailable
+from byref.tools.run_python.code import make_run_python_tool
+from byref.tools.run_python.runner import SubprocessRunner
+from byref.tools.run_python.sandbox import IsolationUnavailable
 
 
 def _tool_call(runner: SubprocessRunner) -> Callable[[], None]:

@@ -33,7 +33,7 @@ print(json.dumps({"base": base, "peak": peak, "read": whole,
 
 def bench_gateway_code(calls: int = 100, rounds: int = 3) -> dict[str, Any]:
     """The figures as one report (raises RuntimeError where no sandbox can be made)."""
-    from byref.tools.sandbox import Sandbox
+    from byref.tools.run_python.sandbox import Sandbox
 
     reason = Sandbox().unavailable()
     if reason is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import mcp_types as types
 
-from byref.discovery.declare import declare
+from byref.discovery.declaring.declare import declare
 from byref.events import Emitter
 from byref.gateway.catalog.build import build_toolbox
 from byref.gateway.catalog.content import Passed

@@ -1,4 +1,4 @@
-"""How often a search abstains (`discovery.abstain`): on needs no tool answers, and on the
+"""How often a search abstains (`discovery.page.abstain`): on needs no tool answers, and on the
 answerable sets, with recall@5 with and without abstention.
 
 Unanswerable needs are `unanswerable_queries.txt` (beside this module; written by hand): the
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from byref.discovery.catalog import Catalog
-from byref.discovery.search import Ranker, Searcher
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.page.search import Ranker, Searcher
 
 T = TypeVar("T")
 UNANSWERABLE = Path(__file__).with_name("unanswerable_queries.txt")
@@ -85,7 +85,7 @@ def run(root: Path, ranker: Ranker | None = None) -> dict[str, Any]:
         VOCABULARY_QUERIES,
         read_task_queries,
     )
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     needs = read_unanswerable()
     mcp: Catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))

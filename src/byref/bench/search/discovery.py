@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from byref.bench.search.search_baselines import baseline_latency
-from byref.discovery.catalog import Catalog
-from byref.discovery.declare import Declared, declare
-from byref.discovery.index import BOOSTS, Filters, SearchIndex
-from byref.discovery.mcp import Listed, catalog_from_listings, read_listings, safe_name
-from byref.discovery.scaffold import discovery_tools
-from byref.discovery.search import Ranker, Searcher
-from byref.discovery.usage import SearchUsage, learn_glossary, query_key
-from byref.discovery.workingset import DEFAULT_BUDGET
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.catalog.mcp import Listed, catalog_from_listings, read_listings, safe_name
+from byref.discovery.catalog.usage import SearchUsage, learn_glossary, query_key
+from byref.discovery.declaring.declare import Declared, declare
+from byref.discovery.declaring.scaffold import discovery_tools
+from byref.discovery.declaring.workingset import DEFAULT_BUDGET
+from byref.discovery.lexical.index import BOOSTS, Filters, SearchIndex
+from byref.discovery.page.search import Ranker, Searcher
 from byref.jsonview import dumps
 from byref.tools import Tool
 from byref.transcript import Part, Transcript
@@ -338,8 +338,8 @@ def run(root: Path | None = None, *, hybrid: bool = True,
     if hybrid:
         try:
             from byref.bench.search.retrieval import Memo
-            from byref.discovery.embed import HybridRanker
-            from byref.discovery.encoder import load_encoder
+            from byref.discovery.hybrid.embed import HybridRanker
+            from byref.discovery.hybrid.encoder import load_encoder
 
             ranker = HybridRanker(Memo(load_encoder(encoder)))
         except ImportError as exc:
@@ -368,7 +368,7 @@ def run(root: Path | None = None, *, hybrid: bool = True,
 
 def _alike(ranker: Ranker, lexical_weight: float) -> Ranker:
     """The hybrid ranker with another weight, sharing its encoder and vectors."""
-    from byref.discovery.embed import HybridRanker
+    from byref.discovery.hybrid.embed import HybridRanker
 
     assert isinstance(ranker, HybridRanker)
     return ranker.with_weight(lexical_weight)

@@ -84,7 +84,7 @@ def library(root: Path, size: int) -> dict[str, float]:
     """In this process: a catalog of `size` tools, then its first and warm searches."""
     from byref.bench.search.discovery import replicate
     from byref.discovery import Searcher
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     catalog = catalog_from_listings(replicate(read_listings(root / "mcp-catalog"), size)[:size])
     searcher = Searcher(catalog)

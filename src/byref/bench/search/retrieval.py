@@ -26,10 +26,10 @@ from byref.bench.search.retrieval_queries import (
     read_task_queries,
     task_queries,
 )
-from byref.discovery.catalog import Catalog
-from byref.discovery.index import Rerank
-from byref.discovery.search import Ranker, Searcher
-from byref.discovery.usage import query_key
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.catalog.usage import query_key
+from byref.discovery.lexical.index import Rerank
+from byref.discovery.page.search import Ranker, Searcher
 
 __all__ = ["TASK_QUERIES", "VOCABULARY_PHRASINGS", "VOCABULARY_QUERIES", "Memo", "closure",
            "dev_splits", "encode_ms", "extra_size", "first_search", "fusion_sweep",
@@ -173,7 +173,7 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
         ranked,
         score,
     )
-    from byref.discovery.embed import HybridRanker
+    from byref.discovery.hybrid.embed import HybridRanker
 
     descriptions, sample, rest = metatool_data(root)
     dev_a, dev_b = dev_splits(sample, rest)
@@ -192,7 +192,7 @@ def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     raw = ranker.encoder.inner if isinstance(ranker.encoder, Memo) else ranker.encoder
     out["encode_1_thread"] = encode_ms(raw, LATENCY_QUERIES)
     try:
-        from byref.discovery.encoder import TorchMiniLM
+        from byref.discovery.hybrid.encoder import TorchMiniLM
 
         torch = TorchMiniLM()
     except ImportError as exc:
@@ -220,9 +220,9 @@ def first_search(root: Path, query: str = "create a github issue",
     then, in a new ranker and encoder, with the cache the cold run wrote (warm)."""
     import tempfile
 
-    from byref.discovery.embed import HybridRanker
-    from byref.discovery.encoder import load_encoder
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
+    from byref.discovery.hybrid.embed import HybridRanker
+    from byref.discovery.hybrid.encoder import load_encoder
 
     catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
     out: dict[str, Any] = {"tools": len(catalog), "query": query}
@@ -282,9 +282,9 @@ def lexical_first(root: Path, tools: int = 100, query: str = "create a github is
                   ) -> dict[str, float]:
     """The first lexical search over the first `tools` of the real catalog as a fresh process
     meets it (the index built, the packaged near words loaded), then the second."""
-    from byref.discovery import related
-    from byref.discovery.catalog import Catalog
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.catalog import Catalog
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
+    from byref.discovery.lexical import related
 
     full = catalog_from_listings(read_listings(root / "mcp-catalog"))
     related.forget_packaged()  # as a new process has it

@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from byref.discovery.catalog import Catalog
-from byref.discovery.search import Searcher
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.page.search import Searcher
 
 
 def encode_ms(encoder: Any, queries: Sequence[str], rounds: int = 3) -> dict[str, float]:
@@ -64,8 +64,8 @@ def hybrid_latency(catalog: Catalog, ranker: Any, queries: Sequence[str],
                    rounds: int = 3) -> dict[str, Any]:
     """search_tools' work per query, lexical and hybrid interleaved query by query (half the
     runs filtered); the hybrid one encodes every query afresh on one thread (no query cache)."""
-    from byref.discovery.embed import HybridRanker
-    from byref.discovery.index import Filters
+    from byref.discovery.hybrid.embed import HybridRanker
+    from byref.discovery.lexical.index import Filters
 
     raw = ranker.encoder
     raw = raw.inner if isinstance(raw, Memo) else raw

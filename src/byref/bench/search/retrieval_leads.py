@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.catalog import Catalog
-from byref.discovery.embed import HYBRID_K1, LEXICAL_WEIGHT, HybridRanker, document_text
-from byref.discovery.text import split_words
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.hybrid.embed import HYBRID_K1, LEXICAL_WEIGHT, HybridRanker, document_text
+from byref.discovery.lexical.text import split_words
 
 Gold = Callable[[int, list[int]], tuple[bool, bool]]
 """(query row, its top 5 docs) → (hit at 1, hit in 5)."""
@@ -217,7 +217,7 @@ def leads(root: Path, ranker: HybridRanker,
         VOCABULARY_QUERIES,
         read_task_queries,
     )
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     chosen = LEADS if chosen is None else chosen
     descriptions, sample, rest = metatool_data(root)
@@ -246,7 +246,7 @@ def main(argv: Sequence[str] = ()) -> int:
     """Print the leads table (JSON with `--json`) for ../shared/eval or the named directory."""
     from byref.bench.search.discovery import eval_dir
     from byref.bench.search.retrieval_latency import Memo
-    from byref.discovery.encoder import OnnxMiniLM
+    from byref.discovery.hybrid.encoder import OnnxMiniLM
 
     args = [a for a in argv if a != "--json"]
     root = Path(args[0]) if args else eval_dir()

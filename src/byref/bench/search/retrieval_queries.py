@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.search import Ranker, Searcher
+from byref.discovery.page.search import Ranker, Searcher
 
 TASK_QUERIES = Path(__file__).with_name("task_queries.txt")
 
@@ -44,7 +44,7 @@ def task_queries(root: Path, ranker: Ranker | None, path: Path = TASK_QUERIES, *
     lexical (as is, without the near words, without either vocabulary table) and hybrid; for
     the vocabulary dev queries also with their other phrasings fused
     (`Searcher.search(also=…)`)."""
-    from byref.discovery.mcp import catalog_from_listings, read_listings
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     catalog = catalog_from_listings(read_listings(root / "mcp-catalog"))
     queries = read_task_queries(path)

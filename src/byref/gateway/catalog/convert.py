@@ -28,7 +28,7 @@ from typing import Any
 
 import mcp_types as types
 
-from byref.discovery.mcp import Listed, access_of, parse_listing, safe_name, server_slug
+from byref.discovery.catalog.mcp import Listed, access_of, parse_listing, safe_name, server_slug
 from byref.dispatch.reflines import split
 from byref.dispatch.results import render
 from byref.gateway.catalog.metadata import declared_metadata

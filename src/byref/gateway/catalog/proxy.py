@@ -27,7 +27,7 @@ import anyio.to_thread
 import jsonschema
 import mcp_types as types
 
-from byref.discovery.mcp import Listed
+from byref.discovery.catalog.mcp import Listed
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.convert import capability, error_content, error_text, result_value
 from byref.gateway.upstream.bounds import UpstreamError

@@ -20,7 +20,7 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery import Catalog
-from byref.discovery.mcp import server_slug
+from byref.discovery.catalog.mcp import server_slug
 from byref.dispatch import Call
 from byref.gateway.access.bearer import permits_server, permits_tool
 from byref.gateway.catalog.content import Passed

@@ -120,8 +120,8 @@ class GatewayConfig:
     user's cache directory."""
     encoder: str | None = None
     """The hybrid's sentence encoder: an installed package's name or a path to an ONNX sentence
-    encoder with its tokenizer (`discovery.encoder.load_encoder`); None: $BYREF_EMBEDDING_MODEL,
-    else the packaged all-MiniLM-L6-v2."""
+    encoder with its tokenizer (`discovery.hybrid.encoder.load_encoder`); None:
+    $BYREF_EMBEDDING_MODEL, else the packaged all-MiniLM-L6-v2."""
     replicas: bool = False
     """One of several gateways behind a load balancer sharing `state`: HTTP is stateless (any
     request may land on any replica) and a principal's conversation is written by all of

@@ -32,7 +32,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from byref.discovery.declare import PLAIN
+from byref.discovery.declaring.declare import PLAIN
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.access.scopes import AccessRefused, owned
 from byref.gateway.access.state import ScopeState
@@ -120,7 +120,8 @@ class DeclaredSchemas:
 
 
 def _declared(tool: Any) -> dict[str, Any]:
-    # As `byref.discovery.declare.assemble` declares it (the declaration object is cached).
+    # As `byref.discovery.declaring.declare.assemble` declares it (the declaration object is
+    # cached).
     declaration = tool.plain_declaration() if tool.name in PLAIN else tool.declaration()
     schema: dict[str, Any] = declaration["input_schema"]
     return schema

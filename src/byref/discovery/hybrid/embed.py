@@ -31,9 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.abstain import words_may_decide
-from byref.discovery.encoder import INSTALL_HINT, Encoder, load_encoder
-from byref.discovery.index import (
+from byref.discovery.hybrid.encoder import INSTALL_HINT, Encoder, load_encoder
+from byref.discovery.hybrid.vectorcache import VectorCache, cache_dir
+from byref.discovery.hybrid.wordnear import WORD_DOCS, CatalogWords, document_words
+from byref.discovery.lexical.index import (
     RERANK_DEPTH,
     Filters,
     Ranking,
@@ -42,10 +43,9 @@ from byref.discovery.index import (
     SearchIndex,
     arrange,
 )
-from byref.discovery.ranking import GAP_RANK, Similarity
-from byref.discovery.text import split_words
-from byref.discovery.vectorcache import VectorCache, cache_dir
-from byref.discovery.wordnear import WORD_DOCS, CatalogWords, document_words
+from byref.discovery.lexical.ranking import GAP_RANK, Similarity
+from byref.discovery.lexical.text import split_words
+from byref.discovery.page.abstain import words_may_decide
 from byref.errors import InvalidValue
 
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text",

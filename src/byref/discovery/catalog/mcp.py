@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.catalog import Catalog
-from byref.discovery.ontology import Ontology
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.catalog.ontology import Ontology
 from byref.errors import OperatorError
 from byref.tools import Tool
 

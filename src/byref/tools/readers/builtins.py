@@ -16,9 +16,9 @@ from typing import Any
 from byref.media import is_json
 from byref.reads import ReadLimits, ReadRoom
 from byref.refs import Blob
-from byref.tools.json_tools import query_json, read_json
-from byref.tools.present import PRESENT_TOOL_NAME, make_present_tool
-from byref.tools.read_result import READ_RESULT_NAME, make_read_result
+from byref.tools.readers.json_tools import query_json, read_json
+from byref.tools.readers.present import PRESENT_TOOL_NAME, make_present_tool
+from byref.tools.readers.read_result import READ_RESULT_NAME, make_read_result
 from byref.tools.tool import Tool
 from byref.transcript import Part
 

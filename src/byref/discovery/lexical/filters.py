@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from byref.discovery.ontology import capability_matches
+from byref.discovery.catalog.ontology import capability_matches
 from byref.errors import Refused
 
 if TYPE_CHECKING:
-    from byref.discovery.catalog import Entry
+    from byref.discovery.catalog.catalog import Entry
 
 
 class FilterError(Refused, ValueError):

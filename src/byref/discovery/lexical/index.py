@@ -20,9 +20,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from byref.discovery.arrays import MAX_TERMS, VECTOR_MIN, ArrayScoring, numpy_or_none
-from byref.discovery.filters import FilterError, Filters, TagTables
-from byref.discovery.ranking import (
+from byref.discovery.lexical.arrays import MAX_TERMS, VECTOR_MIN, ArrayScoring, numpy_or_none
+from byref.discovery.lexical.filters import FilterError, Filters, TagTables
+from byref.discovery.lexical.ranking import (
     RERANK,
     RERANK_DEPTH,
     Hit,
@@ -31,7 +31,7 @@ from byref.discovery.ranking import (
     Scored,
     arrange,
 )
-from byref.discovery.related import (
+from byref.discovery.lexical.related import (
     NEAR_WEIGHT,
     SYNONYM_WEIGHT,
     Related,
@@ -39,11 +39,11 @@ from byref.discovery.related import (
     packaged_near,
     packaged_related,
 )
-from byref.discovery.text import ANALYZER, Analyzer, split_words
+from byref.discovery.lexical.text import ANALYZER, Analyzer, split_words
 from byref.errors import InvalidValue
 
 if TYPE_CHECKING:
-    from byref.discovery.catalog import Entry
+    from byref.discovery.catalog.catalog import Entry
 
 __all__ = ["BOOSTS", "FIELDS", "RERANK", "RERANK_DEPTH", "FilterError", "Filters", "Hit",
            "Ranking", "Rerank", "Scored", "SearchIndex", "arrange"]

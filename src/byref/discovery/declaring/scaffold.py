@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from byref.discovery.index import FilterError, Filters
-from byref.discovery.search import DEFAULT_LIMIT, Searcher
-from byref.discovery.workingset import ACTIVATE, DEFAULT_BUDGET, SEARCH
+from byref.discovery.declaring.workingset import ACTIVATE, DEFAULT_BUDGET, SEARCH
+from byref.discovery.lexical.index import FilterError, Filters
+from byref.discovery.page.search import DEFAULT_LIMIT, Searcher
 from byref.events import Emitter
 from byref.tools import Tool, ToolInputError, tool
 

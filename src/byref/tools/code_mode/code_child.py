@@ -1,13 +1,14 @@
 """The sandboxed side of code mode: the `tools` object a program calls, run as its bootstrap.
 
 Run by itself inside the sandbox (`python -I -c <this file's text>`), importing only the standard
-library and msgspec, never byref. It speaks `byref.tools.channel`'s frames over the descriptor in
+library and msgspec, never byref. It speaks `code_mode.channel`'s frames over the descriptor in
 BYREF_CHANNEL_FD with plain reads and writes (no socket object: the network audit hook stays),
 gives the program `tools` (`tools.<name>(**args)`, `tools.gather`, `tools.search`,
 `help(tools.<name>)`, `tools.inputs`), runs main.py, and sends the value of its last
 expression, if it is one, as the run's return value. A result too large to send arrives as a
 `Handle`: its ref, kind, size, shape and preview, data streamed in chunks on demand, passed to the
-next call as a handle (the host resolves it; no bytes cross the channel for that).
+next call as a handle (the host resolves it; no bytes cross the channel for that); so does every
+ref a result carries (`read_json`'s and `query_json`'s `value`, a ref inside a structured result).
 """
 
 import ast

@@ -17,12 +17,12 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any
 
-from byref.discovery.ranking import Ranking, Scored, arrange
-from byref.discovery.related import NEAR_WEIGHT, SYNONYM_WEIGHT
+from byref.discovery.lexical.ranking import Ranking, Scored, arrange
+from byref.discovery.lexical.related import NEAR_WEIGHT, SYNONYM_WEIGHT
 
 if TYPE_CHECKING:
-    from byref.discovery.filters import Filters
-    from byref.discovery.index import SearchIndex
+    from byref.discovery.lexical.filters import Filters
+    from byref.discovery.lexical.index import SearchIndex
 
 VECTOR_MIN = 2_000
 """Tools from which an index scores with arrays (below, the dict path is as fast)."""

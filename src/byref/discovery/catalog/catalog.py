@@ -15,12 +15,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from byref.discovery.ontology import Ontology, capability_root, relationship_endpoints
+from byref.discovery.catalog.ontology import Ontology, capability_root, relationship_endpoints
 from byref.errors import InvalidValue
 from byref.tools import Tool
 
 if TYPE_CHECKING:
-    from byref.discovery.index import SearchIndex
+    from byref.discovery.lexical.index import SearchIndex
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ class Catalog:
     def index(self, **options: Any) -> SearchIndex:
         """The search index for the catalog as it is now (rebuilt after any `add`); one build
         at a time, so a search arriving while `prepare` builds waits for that build."""
-        from byref.discovery.index import SearchIndex
+        from byref.discovery.lexical.index import SearchIndex
 
         if options:
             return SearchIndex(self, **options)

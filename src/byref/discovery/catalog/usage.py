@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from byref.discovery.text import ANALYZER, Analyzer
-from byref.discovery.workingset import ACTIVATE, SEARCH
+from byref.discovery.declaring.workingset import ACTIVATE, SEARCH
+from byref.discovery.lexical.text import ANALYZER, Analyzer
 from byref.errors import InvalidValue, OperatorError
 from byref.transcript import Transcript
 

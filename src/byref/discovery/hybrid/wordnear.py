@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from byref.discovery.text import Analyzer, split_words
+from byref.discovery.lexical.text import Analyzer, split_words
 
 if TYPE_CHECKING:
-    from byref.discovery.index import SearchIndex
+    from byref.discovery.lexical.index import SearchIndex
 
 WORD_DOCS = 10
 """Leading tools whose words a query word is compared with."""

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from byref.errors import RefusalReason
 from byref.refs import Blob, RefRefusal, envelope, is_envelope, parse_model_envelope
 from byref.tools.call_context import ToolCalls, ToolContext
-from byref.tools.channel import (
+from byref.tools.code_mode.channel import (
     Answer,
     Call,
     ChannelError,
@@ -41,9 +41,9 @@ from byref.tools.channel import (
     frame,
     write_all,
 )
-from byref.tools.code import RUN_PYTHON
-from byref.tools.code_handles import Handles, UnknownHandle
-from byref.tools.runner import CodeRunner, Limits
+from byref.tools.code_mode.code_handles import Handles, UnknownHandle
+from byref.tools.run_python.code import RUN_PYTHON
+from byref.tools.run_python.runner import CodeRunner, Limits
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part
 
@@ -109,7 +109,7 @@ class CodeHost:
     def take_inputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The model's inputs as the child will see them (refs as handles); the staged inputs'
         lineage for the files the run mints."""
-        from byref.tools.runner import StagedInput
+        from byref.tools.run_python.runner import StagedInput
 
         parents: list[Any] = []
         for name, value in inputs.items():
@@ -181,7 +181,7 @@ class CodeHost:
             self._send(self._describe(request))
         elif isinstance(request, Done):
             try:
-                self.value = self.handles.refs(request.value)
+                self.value = self.handles.refs(request.value, returned=True)
             except UnknownHandle as exc:
                 self._send(Answer(request.id, error=f"the return value holds handle "
                                   f"{exc.args[0]!r}, which this run was never given",
@@ -228,11 +228,12 @@ class CodeHost:
             return self._refuse(request, name, "not-permitted", gated)
         try:
             args = self.handles.refs(request.args)
+            server_refs = self.handles.server_built(request.args)
         except UnknownHandle as exc:
             return self._refuse(request, name, "bad-ref", (
                 f"Tool {name!r} was not called: argument holds handle {exc.args[0]!r}, which "
                 "this run was never given. Pass a handle a call or the inputs gave you."))
-        future = self.calls.start(name, args)
+        future = self.calls.start(name, args, server_refs)
         either: list[concurrent.futures.Future[Any]] = [future, self._ended]
         concurrent.futures.wait(either, timeout=self.mode.call_timeout,
                                 return_when=concurrent.futures.FIRST_COMPLETED)
@@ -302,7 +303,7 @@ class CodeHost:
         found = self.calls.tool(part.tool) if part.tool is not None else None
         if found is not None:  # an upstream's JSON result arrives as its value, not its text
             value = found.code_value(value, part.call_id)
-        return self.handles.walk(value)
+        return self.handles.walk(value, part.derived)
 
     def _describe(self, request: Describe) -> Answer:
         if not request.tool:

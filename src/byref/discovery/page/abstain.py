@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass
 
-from byref.discovery.ranking import Ranking, Similarity
-from byref.discovery.text import Analyzer
+from byref.discovery.lexical.ranking import Ranking, Similarity
+from byref.discovery.lexical.text import Analyzer
 
 MIN_COVERAGE = 0.5
 """A best row covering this share of the query's weight keeps a hybrid page (the lexical side

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from byref.discovery.text import ANALYZER, Analyzer, Span
+from byref.discovery.lexical.text import ANALYZER, Analyzer, Span
 
 EXCERPT_MAX = 300
 CLUSTER_GAP = 36

@@ -23,7 +23,7 @@ from byref.jsonview import encode
 from byref.refs import Blob, MessageRef, RefRefusal, is_envelope, parse_model_envelope
 from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
 from byref.tools.call_context import ToolContext
-from byref.tools.runner import (
+from byref.tools.run_python.runner import (
     CodeRunner,
     Limits,
     RunOutcome,
@@ -31,7 +31,7 @@ from byref.tools.runner import (
     StagingArea,
     SubprocessRunner,
 )
-from byref.tools.sandbox import IsolationUnavailable
+from byref.tools.run_python.sandbox import IsolationUnavailable
 from byref.tools.tool import Tool, ToolRefusal
 
 RUN_PYTHON = "run_python"

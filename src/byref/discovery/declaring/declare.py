@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from byref.discovery.catalog import Catalog
-from byref.discovery.workingset import ACTIVATE, DEFAULT_BUDGET, SEARCH, working_set
+from byref.discovery.catalog.catalog import Catalog
+from byref.discovery.declaring.workingset import ACTIVATE, DEFAULT_BUDGET, SEARCH, working_set
 from byref.jsonview import dumps
 from byref.tools import Tool
 from byref.transcript import Transcript

@@ -1,15 +1,15 @@
 """The code runner port and its real implementation: a limited, isolated subprocess.
 
-The law: code runs in its own working directory, in a sandbox (`byref.tools.sandbox`) that shows
+The law: code runs in its own working directory, in a sandbox (`run_python.sandbox`) that shows
 it only that directory, its staged inputs and the interpreter — no host processes, files,
 secrets or network — under CPU-time, memory, disk, file-size, process-count and wall-clock
 limits that hold for the whole run: one tmpfs of the disk budget holds every place it can
-write, and a syscall filter (`byref.tools.syscalls`) keeps it to one process, so one
+write, and a syscall filter (`byref.tools.run_python.syscalls`) keeps it to one process, so one
 address-space limit is its whole memory (this host delegates no cgroup to bound several).
 Where a limit can only hold per process, `unenforced()` says which, for the tool's description
 and its refusals. Inputs arrive as staged files named by a JSON manifest (`BYREF_INPUTS`);
 outputs are only what lands in the declared directory (`BYREF_OUTPUT_DIR`), copied out by the
-sandbox's init (`byref.tools.sandbox_init`) with bounded size and count. Hitting a limit stops
+sandbox's init (`run_python.sandbox_init`) with bounded size and count. Hitting a limit stops
 the run and says which limit, never the machine. When the code's process ends, the run is
 over: nothing it started outlives the call. Where no sandbox can be made, the runner refuses,
 unless built with `isolation="none"` for trusted local use.
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from byref.errors import InvalidValue
-from byref.tools import sandbox_init, syscalls
-from byref.tools.sandbox import (
+from byref.tools.run_python import sandbox_init, syscalls
+from byref.tools.run_python.sandbox import (
     IsolationUnavailable,
     Sandbox,
     developer_message,

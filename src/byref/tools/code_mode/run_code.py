@@ -2,7 +2,7 @@
 
 The program calls `tools.<name>(**args)` (sync; `tools.gather([(name, args), …])` runs several at
 once), `tools.search("…")` and `help(tools.<name>)`; its inputs are `tools.inputs`. Each call
-crosses one channel (`byref.tools.channel`) to the host, which dispatches it through the very
+crosses one channel (`code_mode.channel`) to the host, which dispatches it through the very
 dispatcher that ran `run_code` (`ctx.calls`: scope, grants, policy, refs, placement, events; the
 run's record keeps each inner call's lineage). The child never reaches the store, the
 transcript, an upstream or the network: it has its end of a socket and nothing else.
@@ -43,19 +43,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from byref.tools import code_child
 from byref.tools.blocks import Blocks
 from byref.tools.call_context import ToolContext
-from byref.tools.code import report_run
-from byref.tools.code_host import (
+from byref.tools.code_mode import code_child
+from byref.tools.code_mode.code_host import (
     RUN_CODE,
     CodeHost,
     CodeMode,
     hinted_read_only,
     signature,
 )
-from byref.tools.runner import CodeRunner, Limits, StagingArea, SubprocessRunner
-from byref.tools.sandbox import IsolationUnavailable
+from byref.tools.run_python.code import report_run
+from byref.tools.run_python.runner import CodeRunner, Limits, StagingArea, SubprocessRunner
+from byref.tools.run_python.sandbox import IsolationUnavailable
 from byref.tools.tool import Tool, ToolRefusal
 
 __all__ = ["RUN_CODE", "CodeMode", "describe_tool", "hinted_read_only", "make_run_code_tool",

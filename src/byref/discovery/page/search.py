@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from byref.discovery.abstain import evidence, unmatched_words
-from byref.discovery.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
-from byref.discovery.index import Filters, Hit, Ranking, SearchIndex
-from byref.discovery.text import split_words
+from byref.discovery.lexical.index import Filters, Hit, Ranking, SearchIndex
+from byref.discovery.lexical.text import split_words
+from byref.discovery.page.abstain import evidence, unmatched_words
+from byref.discovery.page.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
 
 if TYPE_CHECKING:
-    from byref.discovery.catalog import Catalog, Entry
+    from byref.discovery.catalog.catalog import Catalog, Entry
 
 DEFAULT_LIMIT = 8
 MAX_ALSO = 4

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from byref.discovery.catalog import Entry
+    from byref.discovery.catalog.catalog import Entry
 
 
 Rerank = Literal["seed", "ties", "none"]

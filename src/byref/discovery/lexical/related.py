@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
 
-from byref.discovery.text import ANALYZER, Analyzer
+from byref.discovery.lexical.text import ANALYZER, Analyzer
 
 SYNONYM_WEIGHT = 0.5
 """A query word's related words (synonyms.txt) search at half their BM25F score. Chosen on rows
