@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from byref.bench import store as bench
-from byref.bench.dispatch import dispatch_bench
+from byref.bench.library import store as bench
+from byref.bench.library.dispatch import dispatch_bench
 from byref.cli.bench_store import format_bench
 
 
@@ -52,7 +52,7 @@ def test_the_memory_store_reports_latency_against_the_file_store(
 
 
 def test_the_async_paths_are_measured_against_the_sync_turn_in_the_same_run() -> None:
-    from byref.bench.dispatch_async import BASELINE, async_dispatch_bench
+    from byref.bench.library.dispatch_async import BASELINE, async_dispatch_bench
 
     paths = async_dispatch_bench(number=5, repeat=1)
     assert next(iter(paths)) == BASELINE and paths[BASELINE]["vs_sync_us"] == 0.0

@@ -103,7 +103,7 @@ def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
         tmp_path: Path) -> None:
     import anyio
 
-    from byref.bench.gateway import first_turn, make_repo, reference_servers
+    from byref.bench.gateway.run import first_turn, make_repo, reference_servers
 
     files = tmp_path / "files"
     files.mkdir()
@@ -129,8 +129,8 @@ def test_first_turn_compares_the_reference_servers_with_the_gateway_over_them(
 
 
 def test_first_turn_over_the_real_catalog_costs_close_to_the_servers_own() -> None:
-    from byref.bench.discovery import eval_dir
-    from byref.bench.gateway_surface import catalog_first_turn
+    from byref.bench.gateway.surface import catalog_first_turn
+    from byref.bench.search.discovery import eval_dir
 
     listings = eval_dir() / "mcp-catalog"
     if not listings.is_dir():

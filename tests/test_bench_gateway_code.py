@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from byref.bench.gateway_code import PASS_BYTES, bench_gateway_code, format_report
+from byref.bench.gateway.code import PASS_BYTES, bench_gateway_code, format_report
 from byref.tools.run_python.sandbox import Sandbox
 
 

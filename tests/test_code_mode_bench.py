@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from byref.bench.code_mode import (
+from byref.bench.code.code_mode import (
     ITEMS,
     format_report,
     inner_call_overhead,

@@ -9,7 +9,7 @@ import pytest
 
 import byref
 from byref.store import MemoryStore
-from byref.store.conformance import CASES
+from byref.store.conformance.runner import CASES
 from byref.testing import (
     ScriptedModel,
     StoreBattery,

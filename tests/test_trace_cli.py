@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from byref.bench.dispatch import dispatch_bench
+from byref.bench.library.dispatch import dispatch_bench
 from byref.cli import main
 from byref.events import Emitter, JsonLinesSink
 from byref.harness import Harness, ScriptedModel, call, say

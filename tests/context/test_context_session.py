@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from byref.bench.context import BUDGET_BYTES, bench_tools, plan, prepare, wire
+from byref.bench.library.context import BUDGET_BYTES, bench_tools, plan, prepare, wire
 from byref.context import NOTE_HEAD
 from byref.events import Emitter, MemorySink
 from byref.harness import Harness, RunResult, ScriptedModel, call, say

@@ -203,7 +203,7 @@ def test_abstention_rates_on_the_hand_written_needs_and_the_answerable_sets() ->
     issue's goal, ≥ 0.8 of the needs at ≤ 0.03 answerable and recall@5 within 0.01 of the page
     before, is met on the answerable side and on the fresh needs over the real catalog only:
     these floors keep what is reached."""
-    from byref.bench.abstention import run
+    from byref.bench.search.abstention import run
 
     before = {"hybrid": {"metatool": 0.778, "task": 0.625, "vocabulary": 0.687},
               "lexical": {"metatool": 0.671, "task": 0.438, "vocabulary": 0.582}}

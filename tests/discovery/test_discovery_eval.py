@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers_discovery import EVAL, EVAL_MISSING
 
-from byref.bench.discovery import (
+from byref.bench.search.discovery import (
     learned_catalog,
     metatool_catalog,
     metatool_data,
@@ -69,7 +69,7 @@ def test_learning_from_the_rows_outside_the_sample_lifts_recall() -> None:
 
 @pytest.mark.skipif(not (EVAL / "metatool").is_dir(), reason=EVAL_MISSING)
 def test_dev_splits_are_disjoint_and_never_ask_a_sample_query() -> None:
-    from byref.bench.retrieval import dev_splits
+    from byref.bench.search.retrieval import dev_splits
 
     _, sample, rest = metatool_data(EVAL)
     a, b = dev_splits(sample, rest)
@@ -81,7 +81,7 @@ def test_dev_splits_are_disjoint_and_never_ask_a_sample_query() -> None:
 
 
 def test_task_queries_name_real_tools_and_lexical_search_runs_on_them() -> None:
-    from byref.bench.retrieval import read_task_queries, task_queries
+    from byref.bench.search.retrieval import read_task_queries, task_queries
 
     queries = read_task_queries()
     assert len(queries) >= 30 and all(tools for _, tools in queries)
@@ -92,7 +92,7 @@ def test_task_queries_name_real_tools_and_lexical_search_runs_on_them() -> None:
 
 @pytest.mark.skipif(not (EVAL / "mcp-catalog").is_dir(), reason=EVAL_MISSING)
 def test_vocabulary_queries_have_phrasings_and_fusing_them_runs() -> None:
-    from byref.bench.retrieval import (
+    from byref.bench.search.retrieval import (
         VOCABULARY_QUERIES,
         read_phrasings,
         read_task_queries,
@@ -112,7 +112,7 @@ def test_vocabulary_queries_have_phrasings_and_fusing_them_runs() -> None:
 def test_the_engines_beside_byref_search_the_same_catalog_and_report_ratios() -> None:
     pytest.importorskip("bm25s", reason="byref[bench] (bm25s, tantivy) is not installed")
     pytest.importorskip("tantivy", reason="byref[bench] (bm25s, tantivy) is not installed")
-    from byref.bench.search_baselines import baseline_latency
+    from byref.bench.search.search_baselines import baseline_latency
 
     catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog")[:300])
     found = baseline_latency(catalog, ("create a github issue", "list s3 buckets", "read a file"),
@@ -160,7 +160,7 @@ def test_the_lexical_ranking_on_ten_thousand_tools_is_every_match_ordered() -> N
 def test_the_array_path_makes_the_dict_paths_pages_on_the_real_catalog() -> None:
     # A large index scores with arrays (`discovery.lexical.arrays`); every page must be the dict
     # path's: rows, scores, excerpts, matched and unmatched words, abstentions.
-    from byref.bench.discovery import LATENCY_QUERIES
+    from byref.bench.search.discovery import LATENCY_QUERIES
     from byref.discovery.lexical.index import Filters
 
     pytest.importorskip("numpy")
@@ -183,7 +183,7 @@ def test_the_array_path_makes_the_dict_paths_pages_on_the_real_catalog() -> None
 def test_rounds_against_the_engines_report_each_round_and_the_spread_of_each_ratio() -> None:
     pytest.importorskip("bm25s", reason="byref[bench] (bm25s, tantivy) is not installed")
     pytest.importorskip("tantivy", reason="byref[bench] (bm25s, tantivy) is not installed")
-    from byref.bench.search_baselines import baseline_rounds
+    from byref.bench.search.search_baselines import baseline_rounds
 
     catalog = catalog_from_listings(read_listings(EVAL / "mcp-catalog")[:200])
     found = baseline_rounds(catalog, ("create a github issue", "read a file"), rounds=3)
@@ -203,7 +203,7 @@ def test_the_first_search_bench_searches_the_catalog_it_was_asked_for() -> None:
     """The first-search bench's library and gateway sides (in this process here; the bench
     runs each in a new one) answer and time a first and warm searches over `size` tools, grown
     past the catalog by renamed copies."""
-    from byref.bench.lexical_first import _listings, gateway, library
+    from byref.bench.search.lexical_first import _listings, gateway, library
 
     grown = _listings(EVAL / "mcp-catalog", 2_600)
     names = [(server, t["name"]) for server, tools in grown.items() for t in tools]

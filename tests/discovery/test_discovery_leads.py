@@ -1,6 +1,6 @@
-"""The hybrid's leads bench (`byref.bench.retrieval_leads`): its matrices are the ranker's, so
-its shipped variant orders exactly as `HybridRanker.rank` does; each lead is a score matrix of
-the right shape, and feedback with no weight changes nothing."""
+"""The hybrid's leads bench (`byref.bench.search.retrieval_leads`): its matrices are the
+ranker's, so its shipped variant orders exactly as `HybridRanker.rank` does; each lead is a
+score matrix of the right shape, and feedback with no weight changes nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[e
 
 from test_discovery_hybrid import Trigrams  # noqa: E402
 
-from byref.bench.retrieval_leads import LEADS, feedback, frame, top5  # noqa: E402
+from byref.bench.search.retrieval_leads import LEADS, feedback, frame, top5  # noqa: E402
 from byref.discovery.hybrid.embed import HybridRanker  # noqa: E402
 
 QUERIES = ["change the colour of a widget", "colr", "list_members", "who is on the team",

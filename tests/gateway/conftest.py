@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _gateway_rig import PG_URL, World
 
-from byref.bench.gateway import make_repo, reference_servers
+from byref.bench.gateway.run import make_repo, reference_servers
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ async def test_a_token_sees_only_its_own_runs_and_artifacts(tmp_path: Path) -> N
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    from byref.bench.gateway import _program
+    from byref.bench.gateway.run import _program
     from byref.gateway import Gateway, listen_socket, serve_http
     from byref.gateway.config.file import parse_config
 

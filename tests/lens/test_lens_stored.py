@@ -73,7 +73,7 @@ def digest(root: Path) -> str:
 async def test_byref_lens_opens_the_conversations_a_gateway_store_holds(tmp_path: Path) -> None:
     from mcp import Client
 
-    from byref.bench.gateway import _program
+    from byref.bench.gateway.run import _program
     from byref.gateway import Gateway, build_server
     from byref.gateway.config.file import parse_config
 

@@ -176,7 +176,7 @@ def test_the_trace_tells_the_operator_what_the_caller_is_not_told(
 def test_get_stream_verifies_like_get_and_names_the_digest(
     adapter: str, make_url: Callable[[str], str]
 ) -> None:
-    from byref.store.conformance import battery_for_url
+    from byref.store.conformance.runner import battery_for_url
 
     harness = battery_for_url(make_url(adapter))
     store = harness.create_store()

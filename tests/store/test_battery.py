@@ -17,7 +17,13 @@ from byref.store import (
     PutOptions,
     Scope,
 )
-from byref.store.conformance import CASES, StoreBattery, format_report, run_case, run_conformance
+from byref.store.conformance.runner import (
+    CASES,
+    StoreBattery,
+    format_report,
+    run_case,
+    run_conformance,
+)
 
 
 def _case(name: str):  # type: ignore[no-untyped-def]
@@ -142,9 +148,9 @@ def test_failure_text_prints_the_law() -> None:
 
 
 def test_battery_imports_no_test_framework() -> None:
-    import byref.store._cases as cases
-    import byref.store._cases_streams as streams
-    import byref.store.conformance as conformance
+    import byref.store.conformance._cases as cases
+    import byref.store.conformance._cases_streams as streams
+    import byref.store.conformance.runner as conformance
 
     for module in (cases, streams, conformance):
         source = Path(module.__file__ or "").read_text()

@@ -62,7 +62,7 @@ def test_bad_url_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> Non
 def test_get_of_damaged_bytes_leaves_no_file_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from byref.store.corruption import find_damage
+    from byref.store.conformance.corruption import find_damage
 
     url = f"file://{tmp_path / 'store'}"
     store = open_store(url)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from byref.store.conformance import CASES, Case, battery_for_url, format_report, run_case
+from byref.store.conformance.runner import CASES, Case, battery_for_url, format_report, run_case
 
 ADAPTERS = ["memory", "file", "sqlite", "postgres", "s3"]
 MEMORY_DECLARED = {"concurrent-puts-two-processes", "crash-mid-put-invisible"}
@@ -26,7 +26,7 @@ def test_law_holds(adapter: str, case: Case, make_url: Callable[[str], str]) -> 
 
 
 def test_whole_report_is_ok_and_printable(tmp_path: Path) -> None:
-    from byref.store.conformance import run_conformance
+    from byref.store.conformance.runner import run_conformance
 
     report = run_conformance(battery_for_url(f"file://{tmp_path}"))
     assert report.ok

@@ -15,7 +15,8 @@ import pytest
 import byref
 from byref.cli import main
 from byref.store import MemoryStore, StoreURLError, open_store
-from byref.store.conformance import (
+from byref.store.conformance.corruption import BUILTIN_DAMAGE, find_damage, register_damage
+from byref.store.conformance.runner import (
     CASES,
     Case,
     battery_for_url,
@@ -23,7 +24,6 @@ from byref.store.conformance import (
     run_case,
     run_conformance,
 )
-from byref.store.corruption import BUILTIN_DAMAGE, find_damage, register_damage
 from byref.store.schemes import StoreScheme, find_scheme, register_scheme
 
 ADAPTER = '''
@@ -41,7 +41,7 @@ SCHEME = StoreScheme("vault://NAME", open_vault)
 '''
 
 DAMAGE = '''
-from byref.store.corruption import BUILTIN_DAMAGE, Damage
+from byref.store.conformance.corruption import BUILTIN_DAMAGE, Damage
 
 MEMORY = BUILTIN_DAMAGE["memory"]  # a vault is a MemoryStore underneath
 DAMAGE = Damage(MEMORY.read, MEMORY.write)
@@ -65,7 +65,8 @@ def vault_package(tmp_path: Path) -> Iterator[None]:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("byref_vault_demo", None)
         sys.modules.pop("byref_vault_demo_testing", None)
-        from byref.store import corruption, schemes
+        from byref.store import schemes
+        from byref.store.conformance import corruption
 
         schemes._registered.pop("vault", None)
         corruption._registered.pop("vault", None)
@@ -117,7 +118,8 @@ def test_registering_damage_at_run_time_and_its_mistakes() -> None:
         assert run_case(_case("corrupt-refused-by-get"),
                         battery_for_url("scratch://")).outcome == "passed"
     finally:
-        from byref.store import corruption, schemes
+        from byref.store import schemes
+        from byref.store.conformance import corruption
 
         schemes._registered.pop("scratch", None)
         corruption._registered.pop("scratch", None)
@@ -127,12 +129,12 @@ def test_registering_damage_at_run_time_and_its_mistakes() -> None:
 
 
 def test_no_adapter_module_carries_a_damage_hook() -> None:
-    import byref.store._sql as sql
-    import byref.store.file as file
-    import byref.store.memory as memory
-    import byref.store.postgres as postgres
-    import byref.store.s3 as s3
-    import byref.store.sqlite as sqlite
+    import byref.store.adapters._sql as sql
+    import byref.store.adapters.file as file
+    import byref.store.adapters.memory as memory
+    import byref.store.adapters.postgres as postgres
+    import byref.store.adapters.s3 as s3
+    import byref.store.adapters.sqlite as sqlite
 
     for module in (memory, file, sqlite, postgres, s3, sql):
         source = Path(module.__file__ or "").read_text()

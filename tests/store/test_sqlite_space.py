@@ -15,8 +15,8 @@ from pathlib import Path
 
 from byref.conversations.sqlite import SqliteConversations
 from byref.store import PutOptions, Scope
-from byref.store.sqlite import SqliteStore
-from byref.store.sqlite_file import SLACK_PAGES
+from byref.store.adapters.sqlite import SqliteStore
+from byref.store.adapters.sqlite_file import SLACK_PAGES
 
 OPTS = PutOptions(kind="test/bytes")
 
@@ -75,7 +75,7 @@ def test_the_conversation_state_file_gives_space_back_too(tmp_path: Path) -> Non
 
 
 def test_a_file_too_busy_to_convert_still_opens_and_is_converted_later(tmp_path: Path) -> None:
-    from byref.store import sqlite_file
+    from byref.store.adapters import sqlite_file
 
     scope, path = Scope("t", "busy"), tmp_path / "busy.db"
     old = SqliteStore(path, reclaim=False)

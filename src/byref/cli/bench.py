@@ -51,7 +51,7 @@ def run_context(args: argparse.Namespace) -> int:
     export size; returns the exit code."""
     if args.turns is not None:
         return run_context_turns(args)
-    from byref.bench.demo import context_bench
+    from byref.bench.library.demo import context_bench
 
     try:
         sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
@@ -79,7 +79,7 @@ def run_context(args: argparse.Namespace) -> int:
 
 def context_turns(turns: int, budget: int | None = None) -> dict[str, Any]:
     """Play the context bench's session through the real harness and measure its requests."""
-    from byref.bench import context as bench
+    from byref.bench.library import context as bench
     from byref.harness import Harness, ScriptedModel, call, say
     from byref.harness.loop import render, request_bytes
     from byref.harness.messages import Request
@@ -121,8 +121,8 @@ def run_context_turns(args: argparse.Namespace) -> int:
 def run_dispatch(args: argparse.Namespace) -> int:
     """`byref bench dispatch`: per-call dispatch overhead and digest-read cost; returns the exit
     code."""
-    from byref.bench.dispatch import digest_read_bench, dispatch_bench
-    from byref.bench.dispatch_async import async_dispatch_bench
+    from byref.bench.library.dispatch import digest_read_bench, dispatch_bench
+    from byref.bench.library.dispatch_async import async_dispatch_bench
 
     report = dispatch_bench()
     digest = digest_read_bench()

@@ -23,7 +23,7 @@ def register_bench(bench_subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`byref bench code-mode`: print the figures; returns the exit code (1 if the two reports
     differ)."""
-    from byref.bench.code_mode import bench_code_mode, format_report
+    from byref.bench.code.code_mode import bench_code_mode, format_report
 
     report = bench_code_mode(args.calls, args.rounds)
     print(json.dumps(report) if args.json else format_report(report))

@@ -26,7 +26,7 @@ def register_bench(bench_subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`byref bench conversations`: cost per gateway call, resume time and RSS for each
     conversation-state implementation; returns the exit code."""
-    from byref.bench.conversations import bench_conversations, format_report
+    from byref.bench.library.conversations import bench_conversations, format_report
 
     urls = {"memory": "memory://", "sqlite": "sqlite:///{tmp}/state.db"}
     if os.environ.get("BYREF_BENCH_POSTGRES_URL"):

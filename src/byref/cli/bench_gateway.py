@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if args.replicas is not None:
         return run_replicas(args)
     try:
-        from byref.bench.gateway import gateway_bench
-        from byref.bench.gateway_calls import FULL, QUICK
+        from byref.bench.gateway.calls import FULL, QUICK
+        from byref.bench.gateway.run import gateway_bench
     except ModuleNotFoundError as exc:
         print(f"byref bench gateway: {exc.name!r} is not installed; run: "
               f"{install_hint('mcp')}", file=sys.stderr)
@@ -196,7 +196,7 @@ def _surface(report: dict[str, Any]) -> list[str]:
 def run_replicas(args: argparse.Namespace) -> int:
     """Run `--replicas N` (N gateways behind HAProxy against one) and print its report; the exit
     status (2 when N < 2 or the rig cannot start)."""
-    from byref.bench.gateway_replicas import format_replicas, replicas_bench
+    from byref.bench.gateway.replicas import format_replicas, replicas_bench
 
     if args.replicas < 2:
         print(f"byref bench gateway: --replicas must be at least 2, got {args.replicas!r}",

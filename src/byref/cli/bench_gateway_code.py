@@ -24,7 +24,7 @@ def register_bench(bench_subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`byref bench gateway-code`: print the figures; returns the exit code (1 where no
     sandbox can be made)."""
-    from byref.bench.gateway_code import bench_gateway_code, format_report
+    from byref.bench.gateway.code import bench_gateway_code, format_report
 
     try:
         report = bench_gateway_code(max(1, args.calls), max(1, args.rounds))

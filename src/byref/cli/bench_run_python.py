@@ -19,7 +19,7 @@ def register_bench(bench_subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`byref bench run-python`: print the figures; returns the exit code."""
-    from byref.bench.run_python import bench_run_python, format_report
+    from byref.bench.code.run_python import bench_run_python, format_report
 
     report = bench_run_python(args.rounds)
     print(json.dumps(report) if args.json else format_report(report))

@@ -44,7 +44,7 @@ def register_bench(bench_sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """`byref bench search`: tool-discovery retrieval, latency and surface figures; returns the
     exit code, 2 without evaluation data."""
-    from byref.bench import discovery as bench
+    from byref.bench.search import discovery as bench
 
     if args.first_search:
         return _first_search(args)
@@ -121,10 +121,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _lexical(args: argparse.Namespace) -> int:
-    from byref.bench import discovery as bench
-    from byref.bench.lexical_first import first_searches
-    from byref.bench.retrieval import lexical_sets
-    from byref.bench.search_baselines import baseline_rounds
+    from byref.bench.search import discovery as bench
+    from byref.bench.search.lexical_first import first_searches
+    from byref.bench.search.retrieval import lexical_sets
+    from byref.bench.search.search_baselines import baseline_rounds
     from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
     root = args.eval or bench.eval_dir()
@@ -184,8 +184,8 @@ def _print_rounds(e: dict[str, Any]) -> None:
 
 
 def _abstention(args: argparse.Namespace) -> int:
-    from byref.bench import abstention
-    from byref.bench import discovery as bench
+    from byref.bench.search import abstention
+    from byref.bench.search import discovery as bench
 
     root = args.eval or bench.eval_dir()
     if not (root / "mcp-catalog").is_dir() or not (root / "metatool").is_dir():
@@ -205,8 +205,8 @@ def _abstention(args: argparse.Namespace) -> int:
 
 
 def _first_search(args: argparse.Namespace) -> int:
-    from byref.bench import discovery as bench
-    from byref.bench.retrieval import first_search
+    from byref.bench.search import discovery as bench
+    from byref.bench.search.retrieval import first_search
 
     root = args.eval or bench.eval_dir()
     if not (root / "mcp-catalog").is_dir():

@@ -47,7 +47,7 @@ def _urls(args: argparse.Namespace) -> dict[str, str] | None:
 def run(args: argparse.Namespace) -> int:
     """`byref bench store`: throughput and streamed-put memory of each store adapter; returns the
     exit code."""
-    from byref.bench.store import bench_store
+    from byref.bench.library.store import bench_store
 
     def log(line: str) -> None:
         if sys.stderr.isatty():

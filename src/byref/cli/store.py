@@ -85,7 +85,12 @@ def _open(args: argparse.Namespace) -> tuple[ArtifactStore, Scope]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from byref.store.conformance import CASES, battery_for_url, format_report, run_conformance
+    from byref.store.conformance.runner import (
+        CASES,
+        battery_for_url,
+        format_report,
+        run_conformance,
+    )
 
     harness = battery_for_url(args.url)
     with progress(f"checking {args.url}", len(CASES)) as advance:

@@ -164,7 +164,7 @@ def run_usage(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     """`byref tools stats`: a catalog's standing tool surface; returns the exit code."""
-    from byref.bench.discovery import surface
+    from byref.bench.search.discovery import surface
     from byref.discovery import ListingError, load_catalog
 
     try:

@@ -25,7 +25,7 @@ from byref.conversations.port import (
     busy_text,
 )
 from byref.store import Scope
-from byref.store.pg import PgTx, first_line, import_psycopg, redact
+from byref.store.adapters.pg import PgTx, first_line, import_psycopg, redact
 
 if TYPE_CHECKING:
     pass

@@ -2,7 +2,8 @@
 
 Owns the conversation tables in that file; the connections (WAL, busy timeout, a writer with
 BEGIN IMMEDIATE so an append's check and write are one step across processes, a reader that does
-not wait for it) are `byref.store.sqlite_file.SqliteFile`, shared with the SQLite artifact store.
+not wait for it) are `byref.store.adapters.sqlite_file.SqliteFile`, shared with the SQLite
+artifact store.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from byref.conversations.port import (
     busy_text,
 )
 from byref.store import Scope
-from byref.store.sqlite_file import SqliteFile
+from byref.store.adapters.sqlite_file import SqliteFile
 
 
 class _SqliteTx:

@@ -23,7 +23,7 @@ resources), `core.py` (the gateway's life and the call sequence), `edge/` (the M
 transports, the ops routes, and `edge/lanes/`, the SDK bypasses). Where a change goes: a
 tools/call answered wrongly over HTTP → `edge/` (and `edge/lanes/http.py`); resource URIs →
 `passthrough/uris.py`; a server that will not start → `upstream/`. Its benchmark lives in
-`byref.bench.gateway`.
+`byref.bench.gateway.run`.
 """
 
 from byref.gateway.catalog.toolbox import CALL_TOOL, Toolbox

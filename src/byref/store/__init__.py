@@ -3,12 +3,13 @@
 Owns where bytes live below the context boundary. The law: five verbs, scope always first; refs
 are minted, never content-addressed; every absence answers `None` to the caller while the event
 trace records the true reason; optional streaming members are feature-detected, never faked.
-The SQLite, PostgreSQL and S3 adapters are imported from their own modules (or opened by URL) so
-their dependencies load only when used.
+Laid out by concern: the port, the adapter kit, retention and URL opening at this root;
+the backends in `adapters/` (SQLite, PostgreSQL and S3 imported from their own modules, or opened
+by URL, so their dependencies load only when used); the battery in `conformance/`.
 """
 
-from byref.store.file import FileStore
-from byref.store.memory import MemoryStore
+from byref.store.adapters.file import FileStore
+from byref.store.adapters.memory import MemoryStore
 from byref.store.open import open_store
 from byref.store.port import (
     Artifact,

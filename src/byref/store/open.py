@@ -57,14 +57,14 @@ def unknown_url(url: str) -> StoreURLError:
 
 # -- byref's own schemes -----------------------------------------------------------------------
 def _memory(u: StoreURL) -> ArtifactStore:
-    from byref.store.memory import MemoryStore
+    from byref.store.adapters.memory import MemoryStore
 
     u.no_more()
     return MemoryStore(**u.common)
 
 
 def _file(u: StoreURL) -> ArtifactStore:
-    from byref.store.file import FileStore
+    from byref.store.adapters.file import FileStore
 
     fsync = u.query.pop("fsync", "1") not in ("0", "false", "no")
     u.no_more()
@@ -74,7 +74,7 @@ def _file(u: StoreURL) -> ArtifactStore:
 
 
 def _sqlite(u: StoreURL) -> ArtifactStore:
-    from byref.store.sqlite import SqliteStore
+    from byref.store.adapters.sqlite import SqliteStore
 
     table = _table(u.url, u.query)
     u.no_more()
@@ -87,7 +87,7 @@ def _sqlite(u: StoreURL) -> ArtifactStore:
 
 
 def _postgres(u: StoreURL) -> ArtifactStore:
-    from byref.store.postgres import PostgresStore
+    from byref.store.adapters.postgres import PostgresStore
 
     table = _table(u.url, u.query)
     conninfo = urlunsplit(u.parts._replace(query=urlencode(u.query)))
@@ -95,7 +95,7 @@ def _postgres(u: StoreURL) -> ArtifactStore:
 
 
 def _s3(u: StoreURL) -> ArtifactStore:
-    from byref.store.s3 import S3Store
+    from byref.store.adapters.s3 import S3Store
 
     if not u.parts.netloc:
         raise StoreURLError(f"Store URL {u.url!r} names no bucket; write s3://bucket/prefix.")

@@ -10,7 +10,7 @@ an entry point in the `byref.stores` group, named by the scheme, whose object is
 
 An entry point is loaded only when its scheme is opened, so an installed adapter costs nothing
 until used. Nothing here is for tests: how the conformance battery damages a scheme's stores
-is registered beside it, in `byref.store.corruption`.
+is registered beside it, in `byref.store.conformance.corruption`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ from byref.harness.scripted import (
     ref_from_last_result,
     say,
 )
-from byref.store.conformance import (
+from byref.store.conformance.corruption import Damage, find_damage, register_damage
+from byref.store.conformance.runner import (
     CASES,
     Case,
     Report,
@@ -45,7 +46,6 @@ from byref.store.conformance import (
     format_report,
     run_conformance,
 )
-from byref.store.corruption import Damage, find_damage, register_damage
 from byref.testing.chat import ChatStandIn
 from byref.transcript import Part
 

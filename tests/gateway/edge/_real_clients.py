@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from byref.bench.gateway import reference_servers
+from byref.bench.gateway.run import reference_servers
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parents[1] / "fixtures"

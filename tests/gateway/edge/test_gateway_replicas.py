@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from _s3 import moto_s3
-from byref.bench.gateway_rig import stop_processes
+from byref.bench.gateway.rig import stop_processes
 
 pytestmark = pytest.mark.anyio
 

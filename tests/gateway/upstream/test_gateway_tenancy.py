@@ -300,7 +300,7 @@ async def test_a_remote_server_gets_one_upstream_session_per_principal(world: Wo
 
     with anyio.fail_after(120):
         async with await anyio.open_process(
-                [sys.executable, "-m", "byref.bench.gateway_upstream", "--http"],
+                [sys.executable, "-m", "byref.bench.gateway.upstream", "--http"],
                 stderr=subprocess.PIPE) as upstream:
             try:
                 assert upstream.stderr is not None

@@ -7,7 +7,7 @@ one thread a query).
 Fusion is a convex combination over the filtered candidates of the BM25F score divided by the
 best one and the cosine similarity min-max scaled over the candidates: one weight,
 `LEXICAL_WEIGHT`, chosen on a MetaTool dev split outside the reported sample and confirmed on a
-second disjoint one (`byref.bench.retrieval.fusion_sweep`). An exact tool name still ranks
+second disjoint one (`byref.bench.search.retrieval.fusion_sweep`). An exact tool name still ranks
 first. Document vectors are computed once per catalog version, and only for texts that changed;
 an encoder with a `model_id` also keeps them on disk (`vectorcache`), so a restart encodes only
 new texts. In `background` mode (the gateway's) no search waits on encoding, nor more than
@@ -55,12 +55,14 @@ LEXICAL_WEIGHT = 0.3
 """The lexical share of the fused score (the embedding's is 1 − it). Chosen on dev split A
 (best recall@1 + recall@5 over 0, 0.1, …, 0.8, 1): A 0.594/0.818; confirmed on split B
 0.577/0.801 (B's own best, 0.2, gives 0.583/0.786). Embedding alone 0.527/0.765 and
-0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683 (`byref.bench.retrieval.fusion_sweep`).
+0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683
+(`byref.bench.search.retrieval.fusion_sweep`).
 Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A; rank fusion
 (RRF, k 10/30/60) lost 1–4 points of recall@5. Re-checked after k1 2.0, the new synonym groups
 and DESCRIPTION_SHARE: 0.3 still best on A (0.604/0.825), B 0.590/0.805; and after NAME_SHARE
 (0.2–0.4): 0.3 best on A (0.610/0.828; 0.25 0.610/0.824), B 0.595/0.809. Leads tried over this
-fusion (`byref.bench.retrieval_leads`) and not taken: pseudo-relevance feedback (A's pick, query +
+fusion (`byref.bench.search.retrieval_leads`) and not taken: pseudo-relevance feedback (A's
+pick, query +
 0.5 × the mean of the embedding's top 10: A 0.615/0.831, B 0.593/0.813, but the real catalog's
 task queries 0.375/0.656 → 0.312/0.594, vocabulary 0.448/0.687 → 0.463/0.627), the max over a
 document's views, rarity coverage inside the top N or as a third feature, a per-query weight from
@@ -83,7 +85,8 @@ plugins) and 0.6 (best on dev split A over ±0.15–1, k 5/10/30) lifts hybrid r
 0.594/0.814 → 0.608/0.829, B 0.582/0.800 → 0.594/0.812; but on the real MCP catalog, where a
 crowded region is one server's family of narrow tools, the same 0.6 drops the task-style queries
 from 0.375/0.594 to 0.219/0.531 and the vocabulary dev queries from 0.448/0.672 to 0.418/0.597
-(`byref.bench.retrieval.hybrid_sweep`). A benchmark's artefact, not a law of tool catalogs."""
+(`byref.bench.search.retrieval.hybrid_sweep`). A benchmark's artefact, not a law of tool
+catalogs."""
 DENSITY_K = 10
 WARM_WAIT_S = 0.1
 """How long a search in `background` mode waits for the document vectors to be read from the
@@ -138,10 +141,10 @@ description's alone (the name and glossary words pull the full text's vector the
 description alone says what the tool does). Chosen on MetaTool dev split A over 0 (the full text
 only), 0.3–0.7 (with the BM25F description boost then at 1.5): hybrid recall@1/@5 0.594/0.814 →
 0.607/0.827 (0.6: 0.608/0.827, within one query), confirmed on B 0.582/0.800 → 0.595/0.807. In
-the final run (`byref.bench.retrieval.hybrid_sweep`) 0 vs 0.5: A 0.595/0.811 vs 0.604/0.825, B
-0.578/0.802 vs 0.590/0.805, the real catalog's task queries 0.344/0.594 vs 0.344/0.625 and
-vocabulary queries 0.433/0.657 vs 0.463/0.672 (0.3–0.7 within 0.003 of each other on A). Costs a
-second encode per document, once (cached like the first)."""
+the final run (`byref.bench.search.retrieval.hybrid_sweep`) 0 vs 0.5: A 0.595/0.811 vs
+0.604/0.825, B 0.578/0.802 vs 0.590/0.805, the real catalog's task queries 0.344/0.594 vs
+0.344/0.625 and vocabulary queries 0.433/0.657 vs 0.463/0.672 (0.3–0.7 within 0.003 of each other on
+A). Costs a second encode per document, once (cached like the first)."""
 
 
 NAME_SHARE = 0.2
@@ -151,7 +154,7 @@ weight beside the full text's 1 − DESCRIPTION_SHARE and the description's DESC
 0.3 and 0.5): hybrid recall@1/@5 A 0.604/0.825 → 0.611/0.828, confirmed on B 0.590/0.805 →
 0.594/0.808; the real catalog's task queries 0.344/0.625 → 0.375/0.656 and vocabulary queries
 0.463/0.672 → 0.448/0.687 (one query down at @1, one up at @5)
-(`byref.bench.retrieval.hybrid_sweep`). Costs a third, short encode per document, once."""
+(`byref.bench.search.retrieval.hybrid_sweep`). Costs a third, short encode per document, once."""
 
 
 def document_views(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE,

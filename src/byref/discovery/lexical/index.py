@@ -54,14 +54,14 @@ BOOSTS: Mapping[str, float] = {
 }
 """Seed 001's boosts; `parameters` (names and descriptions of top-level parameters) is ours, set
 below the glossary because parameter text is generic ("id", "limit", "page") — see the note in
-`byref.bench.discovery.param_boost_sweep` for the measurement."""
+`byref.bench.search.discovery.param_boost_sweep` for the measurement."""
 K1 = 6.0
 """Chosen on MetaTool dev split A with the near words in, over k1 1.5–20 × name boost 2–8 ×
 description boost 1–2.5 (b 0.6/0.75): lexical recall@1/@5 A 0.503/0.735 at k1 2.0 → 0.508/0.743
 at k1 6, confirmed on B 0.484/0.702 → 0.492/0.710; the fixed sample (reported only) 0.496/0.697
 → 0.501/0.706; the real catalog's task queries 0.062/0.406 → 0.094/0.438 and vocabulary queries
 0.358/0.537 → 0.343/0.582; then NEAR_WEIGHT re-chosen (0.2 → 0.3) and name words counted once: A
-0.505/0.748, B 0.498/0.712, sample 0.501/0.709 (`byref.bench.retrieval.near_sweep`). Every
+0.505/0.748, B 0.498/0.712, sample 0.501/0.709 (`byref.bench.search.retrieval.near_sweep`). Every
 setting within 0.005 of the best on A had k1 3–6: with synonyms and near words, a term matched
 twice should keep counting. The best on A, k1 6 with name boost 5 (0.505/0.748, 0.002 above),
 turns "show recent commits" from git_log to git_show on the git server (the gateway's worked

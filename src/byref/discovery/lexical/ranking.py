@@ -23,7 +23,7 @@ RERANK: Rerank = "ties"
 """How the coverage-then-rarity keys (coverage, then Σ w) order the matches: "seed" re-orders the
 first `RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is
 score order alone. Measured on two disjoint MetaTool dev splits outside the reported sample
-(`byref.bench.retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
+(`byref.bench.search.retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
 0.486/0.712 and 0.479/0.682, none the same as ties; so ties: the BM25F order, with the keys
 deciding only what BM25F cannot (its worked example still holds there)."""
 RERANK_DEPTH = 5

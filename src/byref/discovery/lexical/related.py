@@ -37,7 +37,7 @@ within 0.005 of it): 0.2, A 0.500/0.724 → 0.503/0.735, confirmed on B 0.482/0.
 0.505/0.749, B 0.490/0.692 → 0.497/0.712, sample 0.495/0.694 → 0.501/0.709, the real catalog's
 task queries 0.094/0.438 both, vocabulary queries 0.343/0.567 → 0.343/0.582 (0.4 ties on A and
 loses a task and a vocabulary query). Dropping hub targets or the most frequent words did not
-help (`byref.bench.retrieval.near_sweep`). The hybrid leaves them out: with them (k1 2.0) A
+help (`byref.bench.search.retrieval.near_sweep`). The hybrid leaves them out: with them (k1 2.0) A
 0.604/0.825 → 0.611/0.825 but B 0.590/0.805 → 0.589/0.808 and the task queries' recall@1 0.344
 → 0.312, not confirmed."""
 NEAR_KEEP = 2

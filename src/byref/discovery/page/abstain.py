@@ -9,10 +9,11 @@ whatever its verb matched) and the affinity is below `WEAK_AFFINITY`; a lexical 
 most of the query's weight is words no tool's text contains and the best row covers little of
 it. An exact tool name, a filter-only browse and a query of only stop words never abstain.
 
-Chosen on the even lines of `bench/unanswerable_queries.txt` against the even rows of MetaTool's
-sample and the real catalog's task and vocabulary queries (the most needs abstained with at most
-2% of each answerable set, no task query, and recall@5 lost on at most 1% of the rows), reported
-on the odd ones and on `bench/unanswerable_fresh.txt`, written after (`byref.bench.abstention`).
+Chosen on the even lines of `bench/search/unanswerable_queries.txt` against the even rows of
+MetaTool's sample and the real catalog's task and vocabulary queries (the most needs abstained with
+at most 2% of each answerable set, no task query, and recall@5 lost on at most 1% of the rows),
+reported on the odd ones and on `bench/search/unanswerable_fresh.txt`, written after
+(`byref.bench.search.abstention`).
 Page-level evidence alone (coverage, unknown share, cosines, agreement, a logistic combination)
 found nothing past the first clause; of the word-level evidence tried, static word vectors
 against the leading tools' words beat the whole catalog's words, logistic combinations, and

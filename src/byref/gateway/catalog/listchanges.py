@@ -32,7 +32,7 @@ from typing import Any, TextIO
 import anyio
 import anyio.abc
 
-from byref.store.pg import first_line, import_psycopg
+from byref.store.adapters.pg import first_line, import_psycopg
 
 RETRY_AFTER = 2.0
 """Seconds before listening again after the connection dropped."""

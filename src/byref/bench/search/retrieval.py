@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from byref.bench.retrieval_install import closure, extra_size
-from byref.bench.retrieval_latency import Memo, encode_ms, hybrid_latency
-from byref.bench.retrieval_queries import (
+from byref.bench.search.retrieval_install import closure, extra_size
+from byref.bench.search.retrieval_latency import Memo, encode_ms, hybrid_latency
+from byref.bench.search.retrieval_queries import (
     TASK_QUERIES,
     VOCABULARY_PHRASINGS,
     VOCABULARY_QUERIES,
@@ -132,7 +132,7 @@ def lexical_sets(root: Path) -> dict[str, dict[str, float]]:
     """Lexical recall@1/@5 (the default index) on every query set: MetaTool's fixed sample and
     dev splits A and B, the real catalog's task-style and vocabulary queries (a ranking constant
     is kept only if no set loses by it)."""
-    from byref.bench.discovery import metatool_catalog, metatool_data
+    from byref.bench.search.discovery import metatool_catalog, metatool_data
 
     descriptions, sample, rest = metatool_data(root)
     dev_a, dev_b = dev_splits(sample, rest)
@@ -166,7 +166,7 @@ def hybrid_sweep(root: Path, catalog: Catalog, splits: dict[str, Rows], ranker: 
 
 def run(root: Path, ranker: Any, notes: list[str]) -> dict[str, Any]:
     """Dev-split figures: fusion weight, re-rank modes, encoders, encode latency, extra size."""
-    from byref.bench.discovery import (
+    from byref.bench.search.discovery import (
         LATENCY_QUERIES,
         metatool_catalog,
         metatool_data,

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from byref.events import Emitter
-from byref.store._sql import SqlStore, Tx, schema
+from byref.store.adapters._sql import SqlStore, Tx, schema
+from byref.store.adapters.sqlite_file import SqliteFile
 from byref.store.port import StoreUnavailableError
 from byref.store.retention import Retention
-from byref.store.sqlite_file import SqliteFile
 
 
 class _SqliteTx:

@@ -1,8 +1,8 @@
 """Leads for the hybrid's fusion, measured on held-apart data only
-(`python -m byref.bench.retrieval_leads`): pseudo-relevance feedback, the max over a document's
-views, rarity coverage inside the embedding's top N, more fusion features, a per-query lexical
-weight and centred document vectors, each beside the shipped fusion, on MetaTool dev splits A
-and B and the real catalog's task-style and vocabulary queries (never on the fixed sample).
+(`python -m byref.bench.search.retrieval_leads`): pseudo-relevance feedback, the max over a
+document's views, rarity coverage inside the embedding's top N, more fusion features, a per-query
+lexical weight and centred document vectors, each beside the shipped fusion, on MetaTool dev splits
+A and B and the real catalog's task-style and vocabulary queries (never on the fixed sample).
 
 The law: every variant scores the same matrices `HybridRanker` ranks from (`Frame`: its lexical
 side, its document and query vectors), and the shipped variant, `fused`, orders exactly as
@@ -210,9 +210,9 @@ def leads(root: Path, ranker: HybridRanker,
           chosen: dict[str, Callable[[Frame], Any]] | None = None) -> dict[str, Any]:
     """Recall of each lead on MetaTool dev splits A and B and on the real catalog's task-style
     and vocabulary queries; and the lead split A picks (best recall@1 + recall@5)."""
-    from byref.bench.discovery import metatool_catalog, metatool_data
-    from byref.bench.retrieval import dev_splits
-    from byref.bench.retrieval_queries import (
+    from byref.bench.search.discovery import metatool_catalog, metatool_data
+    from byref.bench.search.retrieval import dev_splits
+    from byref.bench.search.retrieval_queries import (
         TASK_QUERIES,
         VOCABULARY_QUERIES,
         read_task_queries,
@@ -244,8 +244,8 @@ def leads(root: Path, ranker: HybridRanker,
 
 def main(argv: Sequence[str] = ()) -> int:
     """Print the leads table (JSON with `--json`) for ../shared/eval or the named directory."""
-    from byref.bench.discovery import eval_dir
-    from byref.bench.retrieval_latency import Memo
+    from byref.bench.search.discovery import eval_dir
+    from byref.bench.search.retrieval_latency import Memo
     from byref.discovery.hybrid.encoder import OnnxMiniLM
 
     args = [a for a in argv if a != "--json"]

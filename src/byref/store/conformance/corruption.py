@@ -25,7 +25,7 @@ from byref.errors import InvalidValue
 from byref.store.port import ArtifactStore, Scope, StoreURLError
 
 if TYPE_CHECKING:
-    from byref.store._sql import SqlStore
+    from byref.store.adapters._sql import SqlStore
 
 DAMAGE_ENTRY_POINT_GROUP = "byref.store_damage"
 
@@ -77,7 +77,7 @@ def _sql_read(store: SqlStore, scope: Scope, ref: str) -> bytes:
 
 
 def _sql_write(store: SqlStore, scope: Scope, ref: str, data: bytes) -> None:
-    from byref.store._sql import CHUNK
+    from byref.store.adapters._sql import CHUNK
     from byref.store.kit import regroup
 
     with store._write() as tx:

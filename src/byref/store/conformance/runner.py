@@ -25,9 +25,9 @@ from typing import Any, get_args
 
 from byref.battery import OffsetClock, Outcome, outcome
 from byref.errors import InvalidValue
-from byref.store._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
-from byref.store._cases_damage import DAMAGE_CASES
-from byref.store._cases_streams import STREAM_CASES
+from byref.store.conformance._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
+from byref.store.conformance._cases_damage import DAMAGE_CASES
+from byref.store.conformance._cases_streams import STREAM_CASES
 from byref.store.port import ArtifactStore, Scope, can_get_stream, can_put_stream
 from byref.store.retention import Retention
 
@@ -231,7 +231,7 @@ def battery_for_url(url: str, *, name: str | None = None) -> StoreBattery:
     def bounded(max_bytes: int) -> ArtifactStore:
         return open_store(url, retention=Retention(max_bytes_per_scope=max_bytes))
 
-    from byref.store.corruption import find_damage
+    from byref.store.conformance.corruption import find_damage
     from byref.store.open import unknown_url
     from byref.store.schemes import find_scheme
 

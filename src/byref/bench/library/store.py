@@ -144,7 +144,7 @@ def space_after_deletes(url: str, n: int = 240) -> dict[str, Any]:
     """`n` puts cycling through `SPACE_SIZES`, then every one deleted but each tenth, on two new
     files beside the store at `url` (SQLite only): one as SQLite alone leaves it (space held),
     one giving space back. Free pages, file size and seconds for each, and the time's ratio."""
-    from byref.store.sqlite import SqliteStore
+    from byref.store.adapters.sqlite import SqliteStore
 
     probe = open_store(url)
     where = getattr(probe, "path", None)

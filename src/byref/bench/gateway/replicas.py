@@ -2,7 +2,7 @@
 
 Starts N `byref gateway --transport http` processes with `byref.replicas` on shared PostgreSQL
 state (BYREF_BENCH_POSTGRES_URL, default the local test database) and one file store, each with
-its own bench upstream (`byref.bench.gateway_upstream`), and one HAProxy (Debian's `haproxy`)
+its own bench upstream (`byref.bench.gateway.upstream`), and one HAProxy (Debian's `haproxy`)
 with two frontends: one balancing over all N replicas (round robin, no stickiness), one sending
 everything to the first replica alone. Rounds alternate between the two frontends with the same
 sessions × calls, so the ratio compares like with like under the same machine load. Then the
@@ -74,7 +74,7 @@ def replicas_bench(replicas: int = 3, *, sessions: int = 8, calls: int = 50, rou
     fails."""
     import anyio
 
-    from byref.bench.gateway_rig import stop_processes
+    from byref.bench.gateway.rig import stop_processes
 
     haproxy = shutil.which("haproxy")
     if haproxy is None:
@@ -86,7 +86,7 @@ def replicas_bench(replicas: int = 3, *, sessions: int = 8, calls: int = 50, rou
     config = work / "gateway.json"
     config.write_text(json.dumps({
         "mcpServers": {"bench": {"command": sys.executable,
-                                 "args": ["-m", "byref.bench.gateway_upstream"]}},
+                                 "args": ["-m", "byref.bench.gateway.upstream"]}},
         "byref": {"tokens": {TOKEN: {"tenant": "bench", "principal": "p"}}, "replicas": True,
                   "state": f"{pg}{'&' if '?' in pg else '?'}table={table}",
                   "store": f"file://{work / 'store'}?max_bytes={rss_store_bytes(rss_mb)}"}}))

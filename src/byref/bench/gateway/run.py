@@ -8,7 +8,7 @@ pooled upstream against one on a shared one, with a principal's first call (`ben
 First-turn tool surface: the tool declarations (name, description, input schema — what a client
 hands the model) of the four reference servers connected directly, versus the gateway's
 declarations plus its instructions, in characters and tokens; and what a search → activate
-→ call round trip shows the model in each protocol generation (`gateway_lists`). The law: the
+→ call round trip shows the model in each protocol generation (`lists`). The law: the
 figures are measured, never assumed; a reference server that is not installed is named in
 `missing` and left out of both sides of the comparison, never silently counted.
 """
@@ -29,10 +29,10 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from byref.bench.gateway_calls import ECHO, FULL, Plan, Tick, call_figures
-from byref.bench.gateway_lists import round_trip_figures
-from byref.bench.gateway_pool import pool_figures
-from byref.bench.gateway_rig import write_config
+from byref.bench.gateway.calls import ECHO, FULL, Plan, Tick, call_figures
+from byref.bench.gateway.lists import round_trip_figures
+from byref.bench.gateway.pool import pool_figures
+from byref.bench.gateway.rig import write_config
 from byref.harness.tokens import count_tokens
 
 _ROOT_MARKERS = ("pyproject.toml", "package.json")
@@ -178,14 +178,14 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
         report: dict[str, Any] = {"plan": asdict(plan)}
         if calls:
             report.update({
-                "upstream": "byref.bench.gateway_upstream (mcp MCPServer), official mcp client",
+                "upstream": "byref.bench.gateway.upstream (mcp MCPServer), official mcp client",
                 **await call_figures(plan, config, tick),
                 "pool": await pool_figures(min(plan.calls, 200)),
                 "round_trip": await round_trip_figures(config, ECHO),
             })
         if surface:
-            from byref.bench.discovery import eval_dir
-            from byref.bench.gateway_surface import catalog_first_turn
+            from byref.bench.gateway.surface import catalog_first_turn
+            from byref.bench.search.discovery import eval_dir
 
             listings = eval_dir() / "mcp-catalog"
             if listings.is_dir():

@@ -53,7 +53,7 @@ def _env() -> dict[str, str]:
 
 def upstream_command(*extra: str) -> list[str]:
     """The command that runs the bench upstream (stdio, or `--http`)."""
-    return [sys.executable, "-m", "byref.bench.gateway_upstream", *extra]
+    return [sys.executable, "-m", "byref.bench.gateway.upstream", *extra]
 
 
 def upstream_stdio(label: str | None = None) -> StdioServerParameters:
@@ -64,9 +64,9 @@ def upstream_stdio(label: str | None = None) -> StdioServerParameters:
 
 
 def floor_stdio() -> StdioServerParameters:
-    """The SDK floor proxy (`gateway_floor`: the SDK's server and client, no byref) in front of
+    """The SDK floor proxy (`floor`: the SDK's server and client, no byref) in front of
     its own bench upstream, as stdio server parameters."""
-    return StdioServerParameters(command=sys.executable, args=["-m", "byref.bench.gateway_floor"],
+    return StdioServerParameters(command=sys.executable, args=["-m", "byref.bench.gateway.floor"],
                                  env=_env())
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from byref.bench.search_baselines import baseline_latency
+from byref.bench.search.search_baselines import baseline_latency
 from byref.discovery.catalog.catalog import Catalog
 from byref.discovery.catalog.mcp import Listed, catalog_from_listings, read_listings, safe_name
 from byref.discovery.catalog.usage import SearchUsage, learn_glossary, query_key
@@ -57,7 +57,7 @@ LATENCY_QUERIES = (
 
 def eval_dir() -> Path:
     """`shared/eval` beside the repository (…/main → …/shared/eval)."""
-    return Path(__file__).resolve().parents[3].parent / "shared" / "eval"
+    return Path(__file__).resolve().parents[4].parent / "shared" / "eval"
 
 
 # -- MetaTool --------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ def mcp(root: Path, sizes: Sequence[int] = (2565, 10_000),
         row["search"] = latency(catalog)
         row["engines"] = baseline_latency(catalog, LATENCY_QUERIES)
         if ranker is not None:
-            from byref.bench.retrieval import hybrid_latency
+            from byref.bench.search.retrieval import hybrid_latency
 
             row["hybrid_search"] = hybrid_latency(catalog, ranker, LATENCY_QUERIES)
             for key in ("p50", "p95"):
@@ -337,7 +337,7 @@ def run(root: Path | None = None, *, hybrid: bool = True,
     notes = []
     if hybrid:
         try:
-            from byref.bench.retrieval import Memo
+            from byref.bench.search.retrieval import Memo
             from byref.discovery.hybrid.embed import HybridRanker
             from byref.discovery.hybrid.encoder import load_encoder
 
@@ -345,18 +345,18 @@ def run(root: Path | None = None, *, hybrid: bool = True,
         except ImportError as exc:
             ranker = None
             notes.append(str(exc))
-    from byref.bench.lexical_first import first_searches
+    from byref.bench.search.lexical_first import first_searches
 
     out: dict[str, Any] = {"metatool": metatool(root, ranker=ranker),
                            "mcp": mcp(root, ranker=ranker),
                            "param_boost_mrr": param_boost_sweep(root),
                            "lexical_first": first_searches(root)}
     if ranker is not None:
-        from byref.bench import retrieval as bench_retrieval
+        from byref.bench.search import retrieval as bench_retrieval
 
         out["retrieval"] = bench_retrieval.run(root, ranker, notes)
         out["first_search"] = bench_retrieval.first_search(root, encoder=encoder)
-    from byref.bench import abstention
+    from byref.bench.search import abstention
 
     out["abstention"] = {"lexical": abstention.run(root, None)}
     if ranker is not None:

@@ -56,7 +56,7 @@ def first_searches(root: Path, sizes: Sequence[int] = (100, 10_000),
 
 
 def _child(root: Path, size: int, path: str) -> dict[str, Any]:
-    command = [sys.executable, "-m", "byref.bench.lexical_first", "--eval", str(root),
+    command = [sys.executable, "-m", "byref.bench.search.lexical_first", "--eval", str(root),
                "--tools", str(size), "--path", path]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
@@ -66,7 +66,7 @@ def _child(root: Path, size: int, path: str) -> dict[str, Any]:
 
 
 def _timed(search: Callable[[str], Any]) -> dict[str, float]:
-    from byref.bench.discovery import LATENCY_QUERIES
+    from byref.bench.search.discovery import LATENCY_QUERIES
 
     start, cpu = time.perf_counter(), time.process_time()
     search(FIRST_QUERY)
@@ -82,7 +82,7 @@ def _timed(search: Callable[[str], Any]) -> dict[str, float]:
 
 def library(root: Path, size: int) -> dict[str, float]:
     """In this process: a catalog of `size` tools, then its first and warm searches."""
-    from byref.bench.discovery import replicate
+    from byref.bench.search.discovery import replicate
     from byref.discovery import Searcher
     from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 
@@ -138,7 +138,7 @@ def _unreachable(*_: Any, **__: Any) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """One child run: prints {"first_ms", "warm_p50_ms"} as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m byref.bench.lexical_first")
+    parser = argparse.ArgumentParser(prog="python -m byref.bench.search.lexical_first")
     parser.add_argument("--eval", type=Path, required=True)
     parser.add_argument("--tools", type=int, required=True)
     parser.add_argument("--path", choices=PATHS, required=True)

@@ -15,7 +15,7 @@ import queue
 from collections.abc import Callable, Iterator
 
 from byref.battery import PROCESS_TIMEOUT, CaseFailed, check, equal, raises, reap
-from byref.store._cases import OPTS, Case, Kit, _refs
+from byref.store.conformance._cases import OPTS, Case, Kit, _refs
 from byref.store.port import (
     ArtifactSizeMismatchError,
     ArtifactStore,

@@ -1,8 +1,8 @@
 """The upstream `byref bench gateway` measures against: a small MCP server (the `mcp` SDK's
 MCPServer) that answers a short echo and text of a requested size and shape.
 
-    python -m byref.bench.gateway_upstream            # stdio
-    python -m byref.bench.gateway_upstream --http     # streamable HTTP on a free port; the address
+    python -m byref.bench.gateway.upstream            # stdio
+    python -m byref.bench.gateway.upstream --http     # streamable HTTP on a free port; the address
                                                       # is printed on stderr
 
 It ships in the package because `byref bench` must run from an install. The law: a text of one
@@ -85,8 +85,8 @@ def serve_http(host: str = "127.0.0.1") -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m byref.bench.gateway_upstream`: stdio, or streamable HTTP with `--http`."""
-    parser = argparse.ArgumentParser(prog="python -m byref.bench.gateway_upstream")
+    """`python -m byref.bench.gateway.upstream`: stdio, or streamable HTTP with `--http`."""
+    parser = argparse.ArgumentParser(prog="python -m byref.bench.gateway.upstream")
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP")
     parser.add_argument("--label", default=None,
                         help="ignored: tells one bench process from another by its command line")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from byref.battery import CaseFailed, check, equal, raises
-from byref.store._cases import OPTS, Case, Kit
+from byref.store.conformance._cases import OPTS, Case, Kit
 from byref.store.port import (
     ArtifactIntegrityError,
     ArtifactStore,

@@ -45,7 +45,7 @@ def child_round_trip(export: Path, out: Path) -> dict[str, Any]:
 
 def _spawn(args: list[str]) -> tuple[dict[str, Any], int]:
     """Run a child; return its JSON answer and its peak RSS in KiB (from wait4, not sampling)."""
-    proc = subprocess.Popen([sys.executable, "-m", "byref.bench.demo", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "byref.bench.library.demo", *args],
                             stdout=subprocess.PIPE)
     assert proc.stdout is not None
     output = proc.stdout.read()
@@ -109,7 +109,7 @@ def _main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         print(json.dumps(child_round_trip(Path(argv[1]), Path(argv[2]))))
         return 0
-    print("usage: python -m byref.bench.demo --idle | --child EXPORT OUT", file=sys.stderr)
+    print("usage: python -m byref.bench.library.demo --idle | --child EXPORT OUT", file=sys.stderr)
     return 2
 
 

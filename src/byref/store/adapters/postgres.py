@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from byref.events import Emitter
-from byref.store._sql import SqlStore, Tx, schema
-from byref.store.pg import PgTx, first_line, import_psycopg, redact
+from byref.store.adapters._sql import SqlStore, Tx, schema
+from byref.store.adapters.pg import PgTx, first_line, import_psycopg, redact
 from byref.store.port import StoreUnavailableError, StoreURLError
 from byref.store.retention import Retention
 

@@ -2,7 +2,7 @@
 and what a principal's first call costs when it starts the principal's own process.
 
 Owns `pool_figures`. Two HTTP gateways run in this process over the same bench upstream
-(`gateway_upstream`, stdio), both reached by two tokens: one with the server `"share": "all"`
+(`upstream`, stdio), both reached by two tokens: one with the server `"share": "all"`
 (one process for everyone), one with `"share": "principal"` (the default there: a process per
 principal). The law: calls alternate between the two, one client each, so both see the same
 machine; the per-call figure is a ratio of medians from the same run; a first call is timed from
@@ -45,7 +45,7 @@ async def pool_figures(calls: int = 200) -> dict[str, Any]:
         urls: dict[str, Any] = {}
         for share in ("all", "principal"):
             config = parse_config({"mcpServers": {"bench": {
-                "command": sys.executable, "args": ["-m", "byref.bench.gateway_upstream"],
+                "command": sys.executable, "args": ["-m", "byref.bench.gateway.upstream"],
                 "share": share}}, "byref": {"tokens": _TOKENS}}, source="bench")
             gateways[share] = await served.enter_async_context(
                 Gateway(config, errlog=io.StringIO()))

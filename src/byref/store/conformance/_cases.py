@@ -1,6 +1,6 @@
 """The cases of the conformance battery, each carrying the one law it holds.
 
-Owns the laws themselves (the runner, harness and report live in `conformance`). The law of this
+Owns the laws themselves (the runner, harness and report live in `runner`). The law of this
 module: a case raises to fail, uses only the scopes its kit hands it, and reaches beyond the five
 verbs only through a named hook, so a missing hook is a visible failure rather than a silent skip.
 """

@@ -1,9 +1,9 @@
 """The SDK floor `byref bench gateway` times beside the gateway: the least proxy the SDK makes.
 
-    python -m byref.bench.gateway_floor      # stdio, in front of the bench upstream
+    python -m byref.bench.gateway.floor      # stdio, in front of the bench upstream
 
 A low-level `mcp` Server on the SDK's own `stdio_server` whose `tools/list` and `tools/call`
-forward, unchanged, through one `mcp` Client to the bench upstream (`gateway_upstream`, over
+forward, unchanged, through one `mcp` Client to the bench upstream (`upstream`, over
 stdio in the handshake generation, as the gateway speaks to its upstreams). No byref code runs in
 it: no transcript, no refs, no dispatch. Its ratio to the direct call is what any proxy built on
 the SDK pays for a second server edge and a second client edge — the part of the gateway's ratio
@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from byref.bench.gateway_rig import upstream_stdio
+from byref.bench.gateway.rig import upstream_stdio
 
 
 async def serve() -> None:

@@ -3,7 +3,7 @@
 Keeps every promise of the port in process memory, bounded by default (256 MiB and 10,000
 artifacts per scope) so a runaway agent cannot eat the host. Payloads are private to the instance
 and process, so the battery's two-process cases are declared, not faked; its damage cases reach
-the stored bytes in the same process (`byref.store.corruption`).
+the stored bytes in the same process (`byref.store.conformance.corruption`).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ async def _measure(calls: int, rounds: int) -> dict[str, Any]:
     from byref.gateway.config.file import parse_config
 
     config = parse_config({"mcpServers": {"bench": {
-        "command": sys.executable, "args": ["-m", "byref.bench.gateway_upstream"],
+        "command": sys.executable, "args": ["-m", "byref.bench.gateway.upstream"],
         "timeout": 120}}, "byref": {"codeMode": "all"}}, source="bench")
     loop = f"for i in range({calls}):\n    tools.bench__echo(text='x')\nprint({calls})\n"
     one: list[float] = []

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from byref.bench.gateway_rig import gateway_stdio
+from byref.bench.gateway.rig import gateway_stdio
 from byref.gateway.catalog.toolbox import CALL_TOOL
 
 QUERY = "return the text unchanged"

@@ -79,8 +79,8 @@ def _name(result: Any, key: str) -> str:
 def run(root: Path, ranker: Ranker | None = None) -> dict[str, Any]:
     """Every set's abstention rate (and the answerable sets' recall@5), for `ranker`
     (None: lexical)."""
-    from byref.bench.discovery import metatool_catalog, metatool_data
-    from byref.bench.retrieval_queries import (
+    from byref.bench.search.discovery import metatool_catalog, metatool_data
+    from byref.bench.search.retrieval_queries import (
         TASK_QUERIES,
         VOCABULARY_QUERIES,
         read_task_queries,

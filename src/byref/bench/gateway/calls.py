@@ -11,7 +11,7 @@ and RSS growth per call of the gateway process beside the directly-served upstre
 its size to show how the cost scales), and `direct_mode` (a gateway in `byref.mode: "direct"`,
 whose tools are declared without activation, called by name beside the search-mode gateway's
 activated tool and the direct call, all three interleaved), and `sdk_floor` (the gateway's
-activated tool beside `gateway_floor`, the least proxy the `mcp` SDK makes — its server and
+activated tool beside `floor`, the least proxy the `mcp` SDK makes — its server and
 client, no byref code — so a reader sees how much of the ratio is the SDK's two extra edges).
 The law: sides are timed
 interleaved, never one after the other, and a figure is compared only with the direct call
@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from byref.bench.gateway_rig import (
+from byref.bench.gateway.rig import (
     START_TIMEOUT,
     TOKEN,
     UPSTREAM,
@@ -135,7 +135,7 @@ async def stdio_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> d
 
 
 async def floor_figures(plan: Plan, config: Path, tick: Tick, stage: Stage) -> dict[str, Any]:
-    """The SDK floor section: the gateway's activated tool beside `gateway_floor` (the SDK's own
+    """The SDK floor section: the gateway's activated tool beside `floor` (the SDK's own
     server and client, no byref code, in front of its own copy of the upstream) and the direct
     call, all three interleaved."""
     async with stdio_client(upstream_stdio()) as direct, \
