@@ -144,6 +144,11 @@ def text(result: Any) -> str:
     return out
 
 
+def text_blocks(result: Any) -> list[str]:
+    """Every text block of a CallToolResult, in order (a result's own blocks and its ref line)."""
+    return [b.text for b in result.content if getattr(b, "type", None) == "text"]
+
+
 def ref_line_of(result: Any) -> dict[str, Any] | None:
     """The `$ref` of a CallToolResult's ref line (its last block), or None without one."""
     import json

@@ -12,18 +12,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, World, announced_url, ref_line_of, running, served
+from _code_rig import _sandbox, code_server  # noqa: F401 (an autouse fixture)
+from _gateway_rig import FIXTURES, World, announced_url, ref_line_of, running, served, text_blocks
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from byref.gateway.config.file import ConfigError, parse_config
-from byref.tools.run_python.sandbox import Sandbox
 
 sys.path.insert(0, str(FIXTURES))
 from code_server import export_text
@@ -32,27 +30,11 @@ pytestmark = pytest.mark.anyio
 TOKEN = "code-mode-token-0123456789abcdef"
 
 
-@pytest.fixture(autouse=True)
-def _sandbox() -> None:
-    reason = Sandbox().unavailable()
-    if reason is not None:
-        pytest.skip(f"no sandbox on this host: {reason}")
-
-
-def _code(tmp_path: Path) -> dict[str, Any]:
-    return {"code": {"command": sys.executable, "args": [str(FIXTURES / "code_server.py")],
-                     "env": {"CODE_SERVER_LOG": str(tmp_path / "deleted.log")}, "timeout": 60}}
-
-
-def _texts(result: types.CallToolResult) -> list[str]:
-    return [b.text for b in result.content if isinstance(b, types.TextContent)]
-
-
 async def _run(client: Client, code: str) -> tuple[str, str]:
     """run_code's summary line and what the program printed (one text block, then its ref
     line)."""
     result = await client.call_tool("run_code", {"code": code})
-    texts = _texts(result)
+    texts = text_blocks(result)
     assert not result.is_error, texts
     assert ref_line_of(result) is not None and len(texts) == 2, texts
     summary, printed = texts[0].split("\n", 1)
@@ -73,12 +55,12 @@ def test_code_mode_is_off_unless_configured_and_checked() -> None:
 async def test_off_by_default_run_code_is_nowhere_and_direct_mode_declares_it(
         world: World, tmp_path: Path) -> None:
     with anyio.fail_after(60):
-        async with running(world, _code(tmp_path)) as (gateway, server), Client(server) as c:
+        async with running(world, code_server(tmp_path)) as (gateway, server), Client(server) as c:
             box = await gateway.toolbox()
             assert "run_code" not in box.catalog
             found = await c.call_tool("search_tools", {"query": "run a python program"})
-            assert "run_code" not in " ".join(_texts(found))
-        async with running(world, _code(tmp_path), mode="direct", codeMode="readOnly") as (
+            assert "run_code" not in " ".join(text_blocks(found))
+        async with running(world, code_server(tmp_path), mode="direct", codeMode="readOnly") as (
                 gateway, server), Client(server) as c:
             await gateway.toolbox()  # direct mode declares every catalog tool, run_code too
             assert "run_code" in {t.name for t in (await c.list_tools()).tools}
@@ -96,18 +78,18 @@ print(repr(tools.code__export(kilobytes=1))[:20])  # a plain text result: its te
 """
     stocks = sorted(sum(map(ord, s)) % 50 for s in ("A-1", "B-22", "C-333"))
     with anyio.fail_after(120):
-        async with running(world, _code(tmp_path), codeMode="readOnly") as (
+        async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()  # settled: the upstream listed
             declared = {t.name for t in (await client.list_tools()).tools}
             assert "run_code" not in declared  # behind search
             found = await client.call_tool("search_tools", {"query": "run a python program"})
-            assert "run_code" in " ".join(_texts(found))
+            assert "run_code" in " ".join(text_blocks(found))
             activated = await client.call_tool("activate_tool", {"names": ["run_code"]})
-            assert not activated.is_error, _texts(activated)
+            assert not activated.is_error, text_blocks(activated)
             listed = {t.name for t in (await client.list_tools()).tools}
             if client.protocol_version == "2026-07-28":  # its list stays put: declared here
-                body = json.loads(_texts(activated)[0])
+                body = json.loads(text_blocks(activated)[0])
                 assert [d["name"] for d in body["declarations"]] == ["run_code"]
                 assert listed == declared
             else:
@@ -152,7 +134,7 @@ print(json.dumps({"handle": type(export).__name__, "bytes": export.bytes,
     expected = export_text(10 * 1024).encode()
     assert len(expected) == 10 << 20
     with anyio.fail_after(180):
-        async with running(world, _code(tmp_path), codeMode="readOnly") as (
+        async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
             summary, printed = await _run(client, "import json\n" + code)
@@ -180,7 +162,7 @@ except tools.ToolError as exc:
     print(exc.text)
 """
     with anyio.fail_after(120):
-        async with running(world, _code(tmp_path), codeMode="all", callTool="readOnly") as (
+        async with running(world, code_server(tmp_path), codeMode="all", callTool="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
             model = await client.call_tool("call_tool", {
@@ -189,7 +171,7 @@ except tools.ToolError as exc:
             summary, printed = await _run(client, code)
             reason, words = printed.split("\n", 1)
             assert reason == "not-permitted"
-            assert words.strip() == _texts(model)[0]
+            assert words.strip() == text_blocks(model)[0]
             assert "refused: code__delete_item (not-permitted) ×1" in summary
             assert not (tmp_path / "deleted.log").exists()  # it never ran
 
@@ -208,7 +190,7 @@ except tools.ToolError as exc:
 """
     log = tmp_path / "deleted.log"
     with anyio.fail_after(120):
-        async with running(world, _code(tmp_path), codeMode="readOnly") as (
+        async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
             _summary, printed = await _run(client, code)
@@ -221,7 +203,7 @@ except tools.ToolError as exc:
             assert lines[1].startswith("not-permitted Tool 'activate_tool' was not called: it "
                                        "is the model's, not code's")
             assert not log.exists()
-        async with running(world, _code(tmp_path), codeMode="all") as (
+        async with running(world, code_server(tmp_path), codeMode="all") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
             _summary, printed = await _run(client, code)
@@ -251,7 +233,7 @@ print(stock, len(tools.remote__export(kilobytes=4096).read()))
                         await gateway.toolbox()
                         result = await client.call_tool("call_tool", {
                             "name": "run_code", "arguments": {"code": code}})
-                        texts = _texts(result)
+                        texts = text_blocks(result)
                         assert not result.is_error, texts
                         summary, printed = texts[0].split("\n", 1)
                         assert summary.startswith("[run_code] 2 tool calls (remote__lookup ×1, "
@@ -278,7 +260,7 @@ for name in ("code__export", "other__lookup"):
     except tools.ToolError as exc:
         print(name, exc.reason, exc.text.splitlines()[0])
 """
-    servers = {"code": _code(tmp_path)["code"], "other": _code(tmp_path)["code"]}
+    servers = {"code": code_server(tmp_path)["code"], "other": code_server(tmp_path)["code"]}
     with anyio.fail_after(120):
         async with served(world, servers, tokens=tokens, codeMode="readOnly") as (
                 gateway, url):
@@ -288,7 +270,7 @@ for name in ("code__export", "other__lookup"):
                 async with Client(streamable_http_client(url, http_client=http)) as client:
                     result = await client.call_tool("call_tool", {
                         "name": "run_code", "arguments": {"code": code}})
-                    texts = _texts(result)
+                    texts = text_blocks(result)
                     assert not result.is_error, texts
                     printed = texts[0].split("\n", 1)[1]
                     stock = sum(map(ord, "G-1")) % 50
@@ -302,7 +284,7 @@ for name in ("code__export", "other__lookup"):
             async with Client(streamable_http_client(url, http_client=http)) as client:
                 refused = await client.call_tool("call_tool", {
                     "name": "run_code", "arguments": {"code": code}})
-                words = _texts(refused)[0]
+                words = text_blocks(refused)[0]
                 assert refused.is_error and "'run_code'" in words, words
                 assert words.endswith("Find tools with search_tools."), words
 
@@ -326,14 +308,14 @@ print(len(rows))
 
     tokens = {TOKEN: {"tenant": "acme", "principal": "alice"}}
     with anyio.fail_after(120):
-        async with served(world, _code(tmp_path), tokens=tokens, codeMode="readOnly",
+        async with served(world, code_server(tmp_path), tokens=tokens, codeMode="readOnly",
                           store=f"file://{tmp_path / 'store'}") as (gateway, url):
             http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
             async with Client(streamable_http_client(url, http_client=http)) as client:
                 await gateway.toolbox()
                 result = await client.call_tool("call_tool", {
                     "name": "run_code", "arguments": {"code": code}})
-                assert not result.is_error, _texts(result)
+                assert not result.is_error, text_blocks(result)
             base = url.removesuffix("/mcp")
             index = await anyio.to_thread.run_sync(get, f"{base}/lens/")
             [conv] = re.findall(r'href="(/lens/c/[^"]+/)"', index)
@@ -353,7 +335,7 @@ async def test_byref_gateway_over_stdio_runs_code_that_calls_its_upstream(
     from mcp.client.stdio import stdio_client
 
     config = tmp_path / "gateway.json"
-    config.write_text(json.dumps({"mcpServers": _code(tmp_path),
+    config.write_text(json.dumps({"mcpServers": code_server(tmp_path),
                                   "byref": {"codeMode": "readOnly"}}))
     code = """
 import json
@@ -367,7 +349,7 @@ print(tools.code__digest(text=big)["bytes"], big.bytes)
                 env=dict(os.environ)), errlog=errlog)) as client:
             result = await client.call_tool("call_tool", {
                 "name": "run_code", "arguments": {"code": code}})
-            texts = _texts(result)
+            texts = text_blocks(result)
             assert not result.is_error, texts
             summary, printed = texts[0].split("\n", 1)
             assert summary.startswith("[run_code] 2 tool calls (code__export ×1, code__digest "

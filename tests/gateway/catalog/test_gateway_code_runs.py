@@ -10,39 +10,22 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from _gateway_rig import FIXTURES, World, ref_line_of, running
+from _code_rig import _sandbox, code_server  # noqa: F401 (an autouse fixture)
+from _gateway_rig import World, ref_line_of, running, text_blocks
 from mcp import Client
 
 from byref.dispatch.reflines import named
 from byref.gateway.catalog import code as gateway_code
 from byref.gateway.core import Gateway
 from byref.tools.code_mode.run_code import CodeMode
-from byref.tools.run_python.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _sandbox() -> None:
-    reason = Sandbox().unavailable()
-    if reason is not None:
-        pytest.skip(f"no sandbox on this host: {reason}")
-
-
-def _code(tmp_path: Path) -> dict[str, Any]:
-    return {"code": {"command": sys.executable, "args": [str(FIXTURES / "code_server.py")],
-                     "env": {"CODE_SERVER_LOG": str(tmp_path / "deleted.log")}, "timeout": 60}}
-
-
-def _texts(result: types.CallToolResult) -> list[str]:
-    return [b.text for b in result.content if isinstance(b, types.TextContent)]
 
 
 def _samples(gateway: Gateway) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -61,8 +44,8 @@ def _calls(server: str, tool: str, outcome: str, via: str) -> tuple[str, tuple[A
 
 async def _call(client: Client, name: str, **arguments: Any) -> str:
     done = await client.call_tool("call_tool", {"name": name, "arguments": arguments})
-    assert not done.is_error, _texts(done)
-    return _texts(done)[0]
+    assert not done.is_error, text_blocks(done)
+    return text_blocks(done)[0]
 
 
 async def test_the_conversation_goes_on_while_its_program_runs(world: World,
@@ -80,7 +63,7 @@ except tools.ToolError as exc:
 """
     ran: dict[str, types.CallToolResult] = {}
     with anyio.fail_after(120):
-        async with running(world, _code(tmp_path), codeMode="readOnly") as (
+        async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
 
@@ -93,12 +76,12 @@ except tools.ToolError as exc:
                 # The program is inside hold("b") now, and stays there until released: a local
                 # call (recorded under the lock) and a proxied one run meanwhile.
                 searched = await client.call_tool("search_tools", {"query": "stock by sku"})
-                assert not searched.is_error, _texts(searched)
+                assert not searched.is_error, text_blocks(searched)
                 assert '"stock"' in await _call(client, "code__lookup", sku="A-1")
                 assert "run" not in ran
                 assert await _call(client, "code__release", key="b") == "released"
             result = ran["run"]
-            texts = _texts(result)
+            texts = text_blocks(result)
             assert not result.is_error, texts
             summary, printed = texts[0].split("\n", 1)
             assert printed.splitlines() == ["released", "released", "unknown-tool"], printed
@@ -145,11 +128,11 @@ except tools.ToolError as exc:
     print(exc.reason, exc.text)
 """
     with anyio.fail_after(120):
-        async with running(world, _code(tmp_path), codeMode="readOnly") as (
+        async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
             result = await client.call_tool("run_code", {"code": code})
-            texts = _texts(result)
+            texts = text_blocks(result)
             assert not result.is_error, texts
             summary, printed = texts[0].split("\n", 1)
             assert printed == ("call-timeout Tool 'code__hold' did not finish within 1s, the "
