@@ -33,7 +33,8 @@ def _documents(searcher: Searcher) -> list[str]:
     return out
 
 
-def _bm25s(docs: list[str]) -> Callable[[str], Any]:
+def _bm25s_index(docs: list[str]) -> tuple[Any, Any]:
+    """bm25s's index over `docs` and the stemmer its queries are tokenized with."""
     import bm25s
     import Stemmer
 
@@ -41,6 +42,13 @@ def _bm25s(docs: list[str]) -> Callable[[str], Any]:
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(docs, stopwords="en", stemmer=stemmer, show_progress=False),
                     show_progress=False)
+    return retriever, stemmer
+
+
+def _bm25s(docs: list[str]) -> Callable[[str], Any]:
+    import bm25s
+
+    retriever, stemmer = _bm25s_index(docs)
 
     def search(query: str) -> Any:
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
@@ -55,12 +63,8 @@ def _bm25s_scores(docs: list[str]) -> Callable[[str], Any]:
     """bm25s's scoring core alone: one query's scores over every doc, then the top 10."""
     import bm25s
     import numpy as np
-    import Stemmer
 
-    stemmer = Stemmer.Stemmer("english")
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(docs, stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+    retriever, stemmer = _bm25s_index(docs)
 
     def search(query: str) -> Any:
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False,
