@@ -10,7 +10,7 @@ import pytest
 
 from byref.bench.library import store as bench
 from byref.bench.library.dispatch import dispatch_bench
-from byref.cli.bench_store import format_bench
+from byref.cli.bench.store import format_bench
 
 
 def test_dispatch_is_compared_with_the_same_call_without_byref() -> None:

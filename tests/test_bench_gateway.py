@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from byref.cli.bench_gateway import format_report
+from byref.cli.bench.gateway import format_report
 
 pytest.importorskip("mcp")
 
@@ -166,7 +166,7 @@ def test_a_round_trip_is_counted_in_each_generation(report: dict[str, Any]) -> N
 
 
 def test_a_surface_only_report_prints_the_first_turns_alone() -> None:
-    from byref.cli.bench_gateway import format_report
+    from byref.cli.bench.gateway import format_report
 
     catalog = {"servers": 2, "tools": 3, "direct_chars": 900, "direct_tokens": 300,
                "search": {"tools": 5, "chars": 3000, "tokens": 800, "ratio_tokens": 2.667},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from byref.cli import main
-from byref.cli.bench_search import register_bench
+from byref.cli.bench.search import register_bench
 
 ROW_KEYS = {"server", "tool", "name", "score", "excerpt"}
 
@@ -136,7 +136,7 @@ def test_usage_refuses_a_missing_transcript(tmp_path: Path,
 
 
 def test_bench_search_prints_every_retrieval_section(capsys: pytest.CaptureFixture[str]) -> None:
-    from byref.cli.bench_search import _retrieval
+    from byref.cli.bench.search import _retrieval
 
     m = {"recall@1": 0.5, "recall@5": 0.75}
     splits = {"A": m, "B": m, "task": m, "vocabulary": m}

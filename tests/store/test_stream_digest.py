@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from byref.bench.library.store import stream_digest_cost
-from byref.cli.bench_store import format_bench
+from byref.cli.bench.store import format_bench
 from byref.store import ArtifactIntegrityError, ArtifactMeta, MemoryStore, Scope, StreamedArtifact
 from byref.store.conformance.corruption import BUILTIN_DAMAGE
 from byref.store.conformance.runner import CASES, StoreBattery, run_case

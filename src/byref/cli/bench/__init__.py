@@ -15,9 +15,9 @@ from byref.cli import plugins
 from byref.cli.progress import progress
 from byref.demo.data import parse_size
 
-_PLUGINS = ("byref.cli.bench_store", "byref.cli.bench_search", "byref.cli.bench_gateway",
-            "byref.cli.bench_conversations", "byref.cli.bench_run_python",
-            "byref.cli.bench_code_mode", "byref.cli.bench_gateway_code")
+_PLUGINS = ("byref.cli.bench.store", "byref.cli.bench.search", "byref.cli.bench.gateway",
+            "byref.cli.bench.conversations", "byref.cli.bench.run_python",
+            "byref.cli.bench.code_mode", "byref.cli.bench.gateway_code")
 
 
 def register(sub: Any) -> None:
