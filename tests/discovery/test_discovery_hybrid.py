@@ -18,7 +18,8 @@ from byref.discovery import Catalog, Filters, Searcher
 
 np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[embeddings])")
 
-from byref.discovery.hybrid.embed import HybridRanker, document_texts  # noqa: E402
+from byref.discovery.hybrid.documents import document_texts  # noqa: E402
+from byref.discovery.hybrid.embed import HybridRanker  # noqa: E402
 
 
 class Trigrams:
@@ -172,7 +173,7 @@ def test_neighbourhood_density_is_the_mean_cosine_to_the_nearest_others() -> Non
 
 
 def test_a_document_vector_mixes_the_full_text_the_description_and_the_name() -> None:
-    from byref.discovery.hybrid.embed import (
+    from byref.discovery.hybrid.documents import (
         DESCRIPTION_SHARE,
         NAME_SHARE,
         document_text,

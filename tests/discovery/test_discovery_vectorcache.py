@@ -29,7 +29,8 @@ np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[e
 
 from test_discovery_hybrid import Trigrams  # noqa: E402
 
-from byref.discovery.hybrid.embed import HybridRanker, document_texts  # noqa: E402
+from byref.discovery.hybrid.documents import document_texts  # noqa: E402
+from byref.discovery.hybrid.embed import HybridRanker  # noqa: E402
 from byref.discovery.hybrid.vectorcache import (  # noqa: E402
     CACHE_ENV,
     VectorCache,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from byref.discovery.catalog.catalog import Catalog
-from byref.discovery.hybrid.embed import HYBRID_K1, LEXICAL_WEIGHT, HybridRanker, document_text
+from byref.discovery.hybrid.documents import document_text
+from byref.discovery.hybrid.embed import HYBRID_K1, LEXICAL_WEIGHT, HybridRanker
 from byref.discovery.lexical.text import split_words
 
 Gold = Callable[[int, list[int]], tuple[bool, bool]]

@@ -20,19 +20,18 @@ the embedding's side of abstention.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from byref.discovery.hybrid.documents import DESCRIPTION_SHARE, NAME_SHARE, document_views
 from byref.discovery.hybrid.encoder import INSTALL_HINT, Encoder, load_encoder
 from byref.discovery.hybrid.vectorcache import VectorCache, cache_dir
+from byref.discovery.hybrid.warming import STOP_WAIT_S, Stopped, Warming
 from byref.discovery.hybrid.wordnear import WORD_DOCS, CatalogWords, document_words
 from byref.discovery.lexical.index import (
     RERANK_DEPTH,
@@ -44,31 +43,20 @@ from byref.discovery.lexical.index import (
     arrange,
 )
 from byref.discovery.lexical.ranking import GAP_RANK, Similarity
-from byref.discovery.lexical.text import split_words
 from byref.discovery.page.abstain import words_may_decide
 from byref.errors import InvalidValue
 
-__all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker", "document_text",
-           "document_texts", "document_views"]
+__all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker"]
 
 LEXICAL_WEIGHT = 0.3
-"""The lexical share of the fused score (the embedding's is 1 − it). Chosen on dev split A
-(best recall@1 + recall@5 over 0, 0.1, …, 0.8, 1): A 0.594/0.818; confirmed on split B
-0.577/0.801 (B's own best, 0.2, gives 0.583/0.786). Embedding alone 0.527/0.765 and
-0.527/0.745, lexical alone 0.486/0.713 and 0.479/0.683
-(`byref.bench.search.retrieval.fusion_sweep`).
-Min-max, z-score and raw-cosine normalisations were within 0.01 of each other on A; rank fusion
-(RRF, k 10/30/60) lost 1–4 points of recall@5. Re-checked after k1 2.0, the new synonym groups
-and DESCRIPTION_SHARE: 0.3 still best on A (0.604/0.825), B 0.590/0.805; and after NAME_SHARE
-(0.2–0.4): 0.3 best on A (0.610/0.828; 0.25 0.610/0.824), B 0.595/0.809. Leads tried over this
-fusion (`byref.bench.search.retrieval_leads`) and not taken: pseudo-relevance feedback (A's
-pick, query +
-0.5 × the mean of the embedding's top 10: A 0.615/0.831, B 0.593/0.813, but the real catalog's
-task queries 0.375/0.656 → 0.312/0.594, vocabulary 0.448/0.687 → 0.463/0.627), the max over a
-document's views, rarity coverage inside the top N or as a third feature, a per-query weight from
-the lexical leader's margin, centred document vectors (A 0.615/0.828, B 0.598/0.813, task
-0.281/0.625): each within 0.005 of this on A or lost on the real catalog. fp32 weights (from the
-packaged safetensors) gave A 0.610/0.827, B 0.594/0.809: int8 costs nothing here."""
+"""The lexical share of the fused score (the embedding's is 1 − it). Chosen on MetaTool dev split
+A (best recall@1 + recall@5 over 0–1), confirmed on split B and re-checked after each later
+ranking change (`byref.bench.search.retrieval.fusion_sweep`): A 0.610/0.828, B 0.595/0.809, against
+embedding alone 0.527/0.765 and lexical alone 0.486/0.713 on A. Other normalisations were within
+0.01; rank fusion (RRF) lost 1–4 points of recall@5. Leads tried over it and not taken
+(`retrieval_leads`): pseudo-relevance feedback, the max over a document's views, rarity coverage
+as a third feature, a per-query weight, centred vectors: each within 0.005 on A or a loss on the
+real catalog's task and vocabulary queries. fp32 weights gave the same recall as int8."""
 HYBRID_K1 = 2.0
 """The lexical side of the hybrid keeps k1 2.0 (an index variant built once per catalog version)
 while lexical search alone moved to 6 (`index.K1`): fused with the embedding at weight 0.3, k1 6
@@ -78,15 +66,11 @@ HYBRID_RERANK: Rerank = "none"
 """Seed 001's keys over the fused order: re-ordering the top 5 by them costs 13 (A) and 11 (B)
 points of recall@1 at equal recall@5; ties-only equals none (fused scores do not tie)."""
 DENSITY_WEIGHT = 0.0
-"""How much a tool's neighbourhood density (the mean cosine to its `DENSITY_K` nearest other
-tools, a prior from the catalog alone) adds to its query similarity before scaling. Off: on
-MetaTool a tool in a crowded region is the broader one there ("FinanceTool" among the finance
-plugins) and 0.6 (best on dev split A over ±0.15–1, k 5/10/30) lifts hybrid recall@1/@5 A
-0.594/0.814 → 0.608/0.829, B 0.582/0.800 → 0.594/0.812; but on the real MCP catalog, where a
-crowded region is one server's family of narrow tools, the same 0.6 drops the task-style queries
-from 0.375/0.594 to 0.219/0.531 and the vocabulary dev queries from 0.448/0.672 to 0.418/0.597
-(`byref.bench.search.retrieval.hybrid_sweep`). A benchmark's artefact, not a law of tool
-catalogs."""
+"""How much a tool's neighbourhood density (its mean cosine to its `DENSITY_K` nearest tools)
+adds to its query similarity. Off: on MetaTool 0.6 lifts hybrid recall@1/@5 by ~1.5 points (a
+crowded region holds the broader tool), but on the real catalog, where a crowded region is one
+server's family of narrow tools, it costs the task queries 0.375/0.594 → 0.219/0.531
+(`byref.bench.search.retrieval.hybrid_sweep`): a benchmark's artefact, not a law of catalogs."""
 DENSITY_K = 10
 WARM_WAIT_S = 0.1
 """How long a search in `background` mode waits for the document vectors to be read from the
@@ -94,21 +78,6 @@ vector cache before it answers lexically; once the thread is encoding, it waits 
 WARM_POLL_S = 0.005
 ENCODE_BATCH = 256
 """Document texts encoded per call: a stop (`HybridRanker.stop`) waits for one batch at most."""
-STOP_WAIT_S = 30.0
-
-
-class _Stopped(Exception):
-    """The ranker was stopped while it encoded (the process is exiting)."""
-
-
-_WARMING: weakref.WeakSet[HybridRanker] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_warming() -> None:
-    for ranker in list(_WARMING):
-        ranker.stop()
-
 
 QUERY_CACHE = 256
 """Query vectors kept (a model re-asking, alternative phrasings, the benchmark's splits)."""
@@ -123,62 +92,6 @@ def summarise(similarity: Any) -> Similarity | None:
     k = min(GAP_RANK, len(similarity))
     top = -np.partition(-similarity, k - 1)[:k]
     return Similarity(float(top.max()), float(similarity.mean()), float(top.max() - top.min()))
-
-
-def document_text(index: SearchIndex, doc: int) -> str:
-    """`name: description`, then the glossary's words once each: the curated (or learned)
-    synonyms help the sentence model as they help BM25 (MetaTool rows outside the sample,
-    learned glossary: recall@1/@5 0.634/0.860 without them in the vector, 0.696/0.903 with)."""
-    entry = index.entries[doc]
-    text = f"{split_words(entry.original_name)}: {entry.description}"
-    words = " ".join(dict.fromkeys(" ".join(entry.glossary_text()).split()))
-    return f"{text} Related: {words}" if words else text
-
-
-DESCRIPTION_SHARE = 0.5
-"""A document's vector is the normalised mix of `document_text`'s vector and, by this share, its
-description's alone (the name and glossary words pull the full text's vector their way; the
-description alone says what the tool does). Chosen on MetaTool dev split A over 0 (the full text
-only), 0.3–0.7 (with the BM25F description boost then at 1.5): hybrid recall@1/@5 0.594/0.814 →
-0.607/0.827 (0.6: 0.608/0.827, within one query), confirmed on B 0.582/0.800 → 0.595/0.807. In
-the final run (`byref.bench.search.retrieval.hybrid_sweep`) 0 vs 0.5: A 0.595/0.811 vs
-0.604/0.825, B 0.578/0.802 vs 0.590/0.805, the real catalog's task queries 0.344/0.594 vs
-0.344/0.625 and vocabulary queries 0.433/0.657 vs 0.463/0.672 (0.3–0.7 within 0.003 of each other on
-A). Costs a second encode per document, once (cached like the first)."""
-
-
-NAME_SHARE = 0.2
-"""A third view in a document's vector: the tool's name as words alone ("create refund"), at this
-weight beside the full text's 1 − DESCRIPTION_SHARE and the description's DESCRIPTION_SHARE
-(the mix is normalised). Chosen on MetaTool dev split A over 0.1–0.25 (with description shares
-0.3 and 0.5): hybrid recall@1/@5 A 0.604/0.825 → 0.611/0.828, confirmed on B 0.590/0.805 →
-0.594/0.808; the real catalog's task queries 0.344/0.625 → 0.375/0.656 and vocabulary queries
-0.463/0.672 → 0.448/0.687 (one query down at @1, one up at @5)
-(`byref.bench.search.retrieval.hybrid_sweep`). Costs a third, short encode per document, once."""
-
-
-def document_views(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE,
-                   name_share: float = NAME_SHARE) -> tuple[tuple[str, float], ...]:
-    """(text, weight) of each text whose vector goes into document `doc`'s: `document_text`,
-    then the description alone and the name's words alone, each when it is mixed in (a
-    weight, and a text different from the full one)."""
-    full = document_text(index, doc)
-    entry = index.entries[doc]
-    description = entry.description.strip()
-    views = [(full, 1.0 - share if share > 0 and description and description != full
-              else 1.0)]
-    if views[0][1] < 1.0:
-        views.append((description, share))
-    name = split_words(entry.original_name)
-    if name_share > 0 and name and name not in (full, description):
-        views.append((name, name_share))
-    return tuple(views)
-
-
-def document_texts(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE,
-                   name_share: float = NAME_SHARE) -> tuple[str, ...]:
-    """The texts whose vectors make document `doc`'s (`document_views` without weights)."""
-    return tuple(text for text, _ in document_views(index, doc, share, name_share))
 
 
 class HybridRanker:
@@ -239,9 +152,8 @@ class HybridRanker:
         self.background = background
         self.lexical_answers = 0
         """Searches answered lexically because the vectors were not ready (`background`)."""
-        self._warming: dict[int, tuple[SearchIndex, threading.Thread]] = {}
+        self._warming = Warming()
         self._making = threading.Lock()
-        self._stop = threading.Event()
         self._encoding = threading.Event()
         """Set while a thread encodes documents (a background search then does not wait)."""
 
@@ -316,8 +228,8 @@ class HybridRanker:
             self._encoding.set()
             try:
                 for start in range(0, len(fresh), ENCODE_BATCH):
-                    if self._stop.is_set():
-                        raise _Stopped
+                    if self._warming.stopping.is_set():
+                        raise Stopped
                     chunk = fresh[start:start + ENCODE_BATCH]
                     made.update(zip(chunk, self.encoder.encode(chunk), strict=True))
             finally:
@@ -364,44 +276,22 @@ class HybridRanker:
     def warm(self, index: SearchIndex) -> threading.Thread:
         """Starts (once per index) a daemon thread loading the encoder and `index`'s vectors
         (from the cache, else encoded); returns it."""
-        with self._lock:
-            found = self._warming.get(id(index))
-            if found is not None and found[0] is index:
-                return found[1]
+        def work() -> None:
+            self.vectors(index)
+            index.variant(k1=HYBRID_K1)  # the fusion's lexical side, built once
+            self.query_vector("")  # the encoder's session and tokenizer, loaded once
 
-            def work() -> None:
-                with contextlib.suppress(_Stopped):
-                    self.vectors(index)
-                    index.variant(k1=HYBRID_K1)  # the fusion's lexical side, built once
-                    self.query_vector("")  # the encoder's session and tokenizer, loaded once
-
-            thread = self._start(work)
-            self._warming = {id(index): (index, thread)}
-        return thread
+        return self._warming.once(index, work)
 
     def prepare(self, index_of: Callable[[], SearchIndex]) -> threading.Thread:
         """Warms on a thread the index `index_of()` builds (a gateway calls this when its
         catalog changes, so the first search after a restart finds the vectors ready)."""
-        def work() -> None:
-            with contextlib.suppress(_Stopped):
-                self.warm(index_of()).join()
-
-        return self._start(work)
-
-    def _start(self, work: Callable[[], None]) -> threading.Thread:
-        thread = threading.Thread(target=work, name="byref-vectors", daemon=True)
-        _WARMING.add(self)
-        thread.start()
-        return thread
+        return self._warming.start(lambda: self.warm(index_of()).join())
 
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Stops this ranker's background encoding after its current batch and waits for it
-        (registered at exit: a thread inside the ONNX runtime at exit aborts the process)."""
-        self._stop.set()
-        with self._lock:
-            threads = [t for _, t in self._warming.values()]
-        for thread in threads:
-            thread.join(timeout)
+        (`warming.Warming.stop`)."""
+        self._warming.stop(timeout)
 
     def density(self, index: SearchIndex) -> Any:
         """Each document's mean cosine to its `DENSITY_K` nearest other documents (cached per

@@ -1,6 +1,6 @@
 """Word-level evidence for abstention: which of a query's words no leading tool has a word near.
 
-The law: every distinct word of the tools' embedded texts (`embed.document_text`) is encoded
+The law: every distinct word of the tools' embedded texts (`documents.document_text`) is encoded
 alone, once per catalog version (cached like the document vectors); a query word is *weak* when
 no word of the `WORD_DOCS` leading tools of a hybrid ranking comes within `WORD_NEAR` cosine of
 it (its own vector: the catalog's, else encoded alone). The weak share is the weak words' part of
@@ -34,7 +34,7 @@ def text_words(text: str, analyzer: Analyzer) -> list[str]:
 
 def document_words(index: SearchIndex, doc: int) -> list[str]:
     """The words of document `doc`'s embedded text (its name's, description's and glossary's;
-    `embed.document_text` without its label)."""
+    `documents.document_text` without its label)."""
     entry = index.entries[doc]
     return text_words(" ".join([split_words(entry.original_name), entry.description,
                                 *entry.glossary_text()]), index.analyzer)
