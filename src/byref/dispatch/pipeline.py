@@ -22,39 +22,27 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
+from byref.dispatch.arguments import Arguments
 from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
 from byref.dispatch.nested import InnerDone, NestedCalls, Search
-from byref.dispatch.nulls import without_absent_nulls
 from byref.dispatch.placement import settle
 from byref.dispatch.policy import Policy
 from byref.dispatch.recording import Recorder
 from byref.dispatch.reflines import with_line
-from byref.dispatch.wants import WantsRefusal, redeem
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.jsonview import unrecordable
 from byref.refs import (
-    ENVELOPE_KEY,
-    ENVELOPE_RULE,
-    Blob,
-    JsonPointer,
-    JsonQuery,
-    MessageRef,
     Ref,
     RefRefusal,
     is_envelope,
-    near_envelope,
-    parse_model_envelope,
-    parse_server_ref,
     quote,
 )
 from byref.resolve import Caps, Resolver
-from byref.store import ArtifactMeta, ArtifactStore, Scope
+from byref.store import ArtifactStore, Scope
 from byref.tools.call_context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part, Transcript
@@ -107,6 +95,7 @@ class Dispatcher:
         self.emit = emit or Emitter()
         self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
         self.recorder = Recorder(self.policy, store, scope, self.emit)
+        self.arguments = Arguments(self)
         self.search: Search | None = None
         """The catalog search code mode's `tools.search` uses (the session sets it)."""
         self.inner_done: InnerDone | None = None
@@ -140,7 +129,7 @@ class Dispatcher:
                 # A ref that does not parse is recorded verbatim and refused at dispatch.
                 if is_envelope(value):
                     with contextlib.suppress(RefRefusal):
-                        derived[f"input.{name}"] = self._parse_ref(
+                        derived[f"input.{name}"] = self.arguments.parse_ref(
                             value, name in call.server_refs)
         return Part(
             type="tool_call", value={"name": call.name, "id": call.id, "input": call.input},
@@ -189,7 +178,7 @@ class Dispatcher:
                     self._dispatch, call, call_seq, seq, part, asyncio.get_running_loop()))
             try:
                 loop = asyncio.get_running_loop()
-                if self._resolves(found, call.input):
+                if self.arguments.resolves(found, call.input):
                     ready = await to_thread.run_sync(self._prepare, call, call_seq, loop)
                 else:
                     ready = self._prepare(call, call_seq, loop)
@@ -231,28 +220,12 @@ class Dispatcher:
                 "value as valid UTF-8 text (or a number of at most a few thousand digits).",
                 "invalid-input", detail=problem)
         tool = self._tool(call.name)
-        raw = self._input(tool, call.input, call_seq)
-        self._parse_refs(tool, raw, call.server_refs)
-        self._validate(tool, raw, call.server_refs)
-        wanted = self._wants(tool, raw, call_seq)
-        args = self._arguments(tool, raw, call_seq, call.server_refs)
+        args, wanted = self.arguments.read(tool, call, call_seq)
         ctx = ToolContext(self.resolver, self.store, self.scope, self.transcript, self.emit,
                           tool.name, call.id, wanted)
         if tool.calls_tools:
             ctx.calls = NestedCalls(self, call, call_seq, loop)
         return _Ready(tool, args, ctx)
-
-    def _resolves(self, tool: Tool, raw: Any) -> bool:
-        """Whether `_prepare` reads the store or transcript for this input (mirrors `_input`,
-        `_wants` and `_arguments`: a lazy argument's ref is handed over unread)."""
-        if tool.wants:
-            return True
-        if not self.policy.refs:
-            return False
-        if is_envelope(raw):
-            return True
-        return isinstance(raw, dict) and any(
-            name not in tool.lazy and is_envelope(value) for name, value in raw.items())
 
     def _refused(self, call: Call, refusal: Refusal, *, emit: bool = True,
                  at: tuple[int, int] | None = None) -> Part:
@@ -287,109 +260,6 @@ class Dispatcher:
             "unknown-tool",
         )
 
-    def _input(self, tool: Tool, raw: Any, call_seq: int) -> dict[str, Any]:
-        almost = near_envelope(raw) if self.policy.refs else None
-        if almost is not None:
-            raise Refusal(f"Tool {tool.name!r} did not run: the input is almost a reference, "
-                          f"but not quite. {almost} {ENVELOPE_RULE}", "bad-ref")
-        if self.policy.refs and is_envelope(raw):
-            raw = self._resolve(tool, "the input", raw, call_seq, lazy=False)
-        if isinstance(raw, str):  # an adapter hands over arguments that did not parse as JSON
-            raise Refusal(
-                f"Input to tool {tool.name!r} must be a JSON object of its parameters; the "
-                f"arguments arrived as text that is not one ({quote(raw, 80)}). Write them as "
-                'a JSON object, e.g. {"name": value}.', "invalid-input")
-        if not isinstance(raw, dict):
-            raise Refusal(
-                f"Input to tool {tool.name!r} must be a JSON object of its parameters, got "
-                f"{type(raw).__name__!r}.", "invalid-input",
-            )
-        return without_absent_nulls(tool, raw)
-
-    def _parse_ref(self, value: Any, server: bool) -> Ref:
-        """The ref an argument's envelope holds: the model's (recipes refused), or, for an
-        argument in `Call.server_refs`, the server's own (recipes too)."""
-        if server:
-            return parse_server_ref(value[ENVELOPE_KEY], cap=self.caps.validation)
-        return parse_model_envelope(value, cap=self.caps.validation)
-
-    def _parse_refs(self, tool: Tool, raw: dict[str, Any],
-                    server: frozenset[str] = frozenset()) -> None:
-        """Refs are parsed first, so a forged or malformed one gets the parser's precise words."""
-        if not self.policy.refs:
-            return
-        for name, value in raw.items():
-            if is_envelope(value):
-                try:
-                    self._parse_ref(value, name in server)
-                except RefRefusal as exc:
-                    raise Refusal(
-                        f"Tool {tool.name!r} did not run: argument {quote(name)} is a reference "
-                        f"that cannot be used. {exc}", "bad-ref",
-                    ) from exc
-                continue
-            almost = near_envelope(value)
-            if almost is not None:
-                raise Refusal(
-                    f"Tool {tool.name!r} did not run: argument {quote(name)} is almost a "
-                    f"reference, but not quite. {almost} {ENVELOPE_RULE}", "bad-ref")
-
-    def _validate(self, tool: Tool, raw: dict[str, Any],
-                  server: frozenset[str] = frozenset()) -> None:
-        """The validation dial: the input as written, against the schema the model was shown
-        (a server's recipe stands there as any ref does; its value is checked once resolved)."""
-        if self.policy.validation == "off" or tool.checks_input:
-            return
-        if server and self.policy.refs:
-            raw = {k: _A_REF if k in server and is_envelope(v) else v for k, v in raw.items()}
-        validator = tool.declared_validator() if self.policy.refs else tool.plain_validator()
-        error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
-        if error is None:
-            return
-        at = clip("/".join(str(p) for p in error.absolute_path), 200) or "the input"
-        message = clip(error.message, 400)
-        text = (f"Tool {tool.name!r} was not executed: its input does not fit its schema at "
-                f"{at!r}: {message}.")
-        if self.policy.validation == "enforce":
-            raise Refusal(text, "invalid-input", detail=message)
-        self.emit("refused", op="validate", tool=tool.name, reason="invalid-input",
-                  detail=message, enforced=False)
-
-    def _wants(self, tool: Tool, raw: dict[str, Any], call_seq: int) -> dict[str, ArtifactMeta]:
-        if not tool.wants:
-            return {}
-        assert self.store is not None  # checked when the dispatcher was built
-        try:
-            return redeem(tool, raw, store=self.store, scope=self.scope, resolver=self.resolver,
-                          call_seq=call_seq, cap=self.caps.validation)
-        except WantsRefusal as refusal:
-            raise Refusal(refusal.text, refusal.reason, ref=refusal.ref,
-                          detail=refusal.detail) from None
-
-    def _arguments(self, tool: Tool, raw: dict[str, Any], call_seq: int,
-                   server: frozenset[str] = frozenset()) -> dict[str, Any]:
-        args: dict[str, Any] = {}
-        for name, value in raw.items():
-            if self.policy.refs and name not in tool.wants and is_envelope(value):
-                value = self._resolve(tool, f"argument {quote(name)}", value, call_seq,
-                                      lazy=name in tool.lazy, server=name in server)
-            args[name] = value
-        try:
-            return tool.convert(args)
-        except RefRefusal as exc:
-            raise Refusal(str(exc), "invalid-arguments") from exc
-
-    def _resolve(self, tool: Tool, what: str, value: Any, call_seq: int, *, lazy: bool,
-                 server: bool = False) -> Any:
-        try:
-            ref = _pin(self._parse_ref(value, server), call_seq)
-            return ref if lazy else self.resolver.value(ref, current_seq=call_seq)
-        except RefRefusal as exc:
-            raise Refusal(
-                f"Tool {tool.name!r} did not run: {what} is a reference that cannot be used. "
-                f"{exc}", "bad-ref",
-            ) from exc
-
     # -- the tool ------------------------------------------------------------------------------
     def _execute(self, ready: _Ready) -> Any:
         with self._failures(ready.tool):
@@ -415,20 +285,3 @@ class Dispatcher:
         """Errors are never placed; the net still bounds them."""
         return settle(text, text, tool=call.name, ceiling=None, result_kind=None, is_error=True,
                       policy=self.policy, store=self.store, scope=self.scope).text
-
-
-_A_REF: dict[str, Any] = {ENVELOPE_KEY: {"type": "Message", "part": 0}}
-"""What a server's recipe stands as for the schema check: a ref, as the schema admits one."""
-
-
-def _pin(ref: Ref, current: int) -> Ref:
-    """Give a Message ref written without `seq` the seq of the turn it was written in."""
-    if isinstance(ref, MessageRef) and ref.seq is None:
-        return MessageRef(part=ref.part, seq=current, field=ref.field)
-    if isinstance(ref, Blob) and ref.source is not None:
-        return Blob(source=_pin(ref.source, current))
-    if isinstance(ref, JsonPointer):
-        return JsonPointer(_pin(ref.source, current), ref.path)
-    if isinstance(ref, JsonQuery):
-        return JsonQuery(_pin(ref.source, current), ref.path, ref.filter)
-    return ref

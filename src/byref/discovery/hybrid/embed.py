@@ -31,7 +31,7 @@ from typing import Any
 from byref.discovery.hybrid.documents import DESCRIPTION_SHARE, NAME_SHARE, document_views
 from byref.discovery.hybrid.encoder import INSTALL_HINT, Encoder, load_encoder
 from byref.discovery.hybrid.vectorcache import VectorCache, cache_dir
-from byref.discovery.hybrid.warming import STOP_WAIT_S, Stopped, Warming
+from byref.discovery.hybrid.warming import STOP_WAIT_S, Warming
 from byref.discovery.hybrid.wordnear import WORD_DOCS, CatalogWords, document_words
 from byref.discovery.lexical.index import (
     RERANK_DEPTH,
@@ -228,8 +228,7 @@ class HybridRanker:
             self._encoding.set()
             try:
                 for start in range(0, len(fresh), ENCODE_BATCH):
-                    if self._warming.stopping.is_set():
-                        raise Stopped
+                    self._warming.check()
                     chunk = fresh[start:start + ENCODE_BATCH]
                     made.update(zip(chunk, self.encoder.encode(chunk), strict=True))
             finally:

@@ -2,9 +2,9 @@
 searches answer lexically.
 
 The law: at most one warming thread per index (a newer index replaces the older's entry); a stop
-is asked of the work itself (`Warming.stopping`, checked between encode batches, ends it with
-`Stopped`) and every thread is stopped at interpreter exit, since a thread inside the ONNX
-runtime at exit aborts the process.
+is asked of the work itself (`Warming.check`, called between encode batches, ends it) and every
+thread is stopped at interpreter exit, since a thread inside the ONNX runtime at exit aborts the
+process.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 STOP_WAIT_S = 30.0
 
 
-class Stopped(Exception):
+class _Stopped(Exception):
     """The ranker was stopped while it encoded (the process is exiting)."""
 
 
@@ -27,9 +27,14 @@ class Warming:
     """One ranker's warming threads and its stop flag."""
 
     def __init__(self) -> None:
-        self.stopping = threading.Event()
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: dict[int, tuple[Any, threading.Thread]] = {}
+
+    def check(self) -> None:
+        """Ends the work on this thread when a stop was asked (between two batches)."""
+        if self._stopping.is_set():
+            raise _Stopped
 
     def once(self, key: Any, work: Callable[[], None]) -> threading.Thread:
         """The thread running `work` for `key` (an index), started on the first call only."""
@@ -42,9 +47,9 @@ class Warming:
         return thread
 
     def start(self, work: Callable[[], None]) -> threading.Thread:
-        """A daemon thread running `work` (a `Stopped` ends it quietly)."""
+        """A daemon thread running `work` (a stop ends it quietly)."""
         def run() -> None:
-            with contextlib.suppress(Stopped):
+            with contextlib.suppress(_Stopped):
                 work()
 
         thread = threading.Thread(target=run, name="byref-vectors", daemon=True)
@@ -54,7 +59,7 @@ class Warming:
 
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """Asks the work to stop after its current batch and waits for the threads."""
-        self.stopping.set()
+        self._stopping.set()
         with self._lock:
             threads = [t for _, t in self._threads.values()]
         for thread in threads:
