@@ -10,7 +10,7 @@ import pytest
 
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.lens import Lens, ReadOnlyStore, Run
-from byref.lens.calls import calls
+from byref.lens.reading.calls import calls
 from byref.store import MemoryStore, Scope
 from byref.tools import Payload, tool
 from byref.tools.code_mode.run_code import CodeMode

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from byref.lens import Lens, load_run, make_server
-from byref.lens.hosts import allowed_hosts, misdirected
+from byref.lens.serving.hosts import allowed_hosts, misdirected
 
 
 def raw(port: int, head: str) -> tuple[str, bytes]:

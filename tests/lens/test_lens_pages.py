@@ -14,7 +14,7 @@ from _lens_rig import HOSTILE, MISSING, SCOPE, DemoRun, make_kinds_run
 
 from byref.demo.data import open_rows
 from byref.lens import Lens, RunDirectoryError, load_run
-from byref.lens.paged import PAGE_ROWS
+from byref.lens.pages.paged import PAGE_ROWS
 
 
 def fetch(url: str) -> tuple[int, str, bytes]:

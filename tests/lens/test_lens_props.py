@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from byref.lens import Lens, load_run
-from byref.lens.paged import PAGE_ROWS, paged_table
-from byref.lens.run import parse_scope
+from byref.lens.pages.paged import PAGE_ROWS, paged_table
+from byref.lens.reading.run import parse_scope
 from byref.store import Scope
 
 NAMES = st.text(st.characters(blacklist_characters="/", blacklist_categories=["Cs"]),

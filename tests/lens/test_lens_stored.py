@@ -127,7 +127,7 @@ async def gateway_lens_shows_kept(store: Path) -> None:
     import httpx
 
     from byref.conversations import open_state
-    from byref.lens.gateway import lens_app
+    from byref.lens.serving.gateway import lens_app
     from byref.store import FileStore
 
     state = open_state(f"sqlite:///{store / 'state.db'}", ttl=None)

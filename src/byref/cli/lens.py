@@ -72,7 +72,7 @@ class _Refused(Exception):
 
 def _pages(args: argparse.Namespace) -> Any:
     from byref.lens import Lens, RunDirectoryError, load_run
-    from byref.lens.run import TRANSCRIPT, parse_scope
+    from byref.lens.reading.run import TRANSCRIPT, parse_scope
     from byref.store import open_store
 
     path: Path | None = args.path
@@ -99,7 +99,7 @@ def _stored(args: argparse.Namespace, path: Path | None) -> Any:
     """The lens over the conversations a store holds (a gateway's file store directory, or
     --store / --state URLs)."""
     from byref.conversations import StateURLError, default_state_url, open_state
-    from byref.lens.stored import StoreLens, find_conversation
+    from byref.lens.serving.stored import StoreLens, find_conversation
     from byref.store import open_store
 
     store_url = args.store or (f"file://{path.resolve()}" if path is not None else None)

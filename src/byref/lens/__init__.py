@@ -11,9 +11,9 @@ The law: read-only by construction. The store is reached only through `ReadOnlyS
 opened for writing; the server answers GET and HEAD only; and the page runs no script.
 """
 
-from byref.lens.readonly import ReadOnlyStore
-from byref.lens.run import Run, RunDirectoryError, load_run
-from byref.lens.web import Lens, Response, make_server, url_of
+from byref.lens.reading.readonly import ReadOnlyStore
+from byref.lens.reading.run import Run, RunDirectoryError, load_run
+from byref.lens.serving.web import Lens, Response, make_server, url_of
 
 __all__ = ["Lens", "ReadOnlyStore", "Response", "Run", "RunDirectoryError", "load_run",
            "make_server", "url_of"]

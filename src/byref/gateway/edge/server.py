@@ -59,7 +59,7 @@ from byref.gateway.wire.sdk_server import (
 )
 from byref.gateway.wire.stdio import stdio_streams
 from byref.harness import REFS_PROTOCOL
-from byref.lens.gateway import lens_route
+from byref.lens.serving.gateway import lens_route
 from byref.transcript import Part
 
 INSTRUCTIONS = (

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from byref.jsonview import StaleSelectionError, dumps, resolve_pointer
-from byref.lens.artifacts import body, document_body
-from byref.lens.markup import card, esc, gap, link, path_part
-from byref.lens.paged import paged_table
-from byref.lens.run import Run
+from byref.lens.pages.artifacts import body, document_body
+from byref.lens.pages.markup import card, esc, gap, link, path_part
+from byref.lens.pages.paged import paged_table
+from byref.lens.reading.run import Run
 from byref.refs import Blob, JsonQuery, MessageRef, RefRefusal
 
 VALUE_CHARS = 200_000

@@ -4,10 +4,10 @@ Routes: `/` the run, `/artifact/<ref>` an artifact (`?path=` a JSON Pointer, `?p
 `/artifact/<ref>/raw` an image's bytes, `/artifact/<ref>/page/<n>.png` a PDF page, and
 `/result/<seq>/<part>` a recorded result's value. Only GET and HEAD are answered; anything else
 is 405. The law: the server is a reader, and answers only requests for the names it was started
-for (`byref.lens.hosts`: any other `Host` is 421, so a rebinding page reads nothing).
+for (`byref.lens.serving.hosts`: any other `Host` is 421, so a rebinding page reads nothing).
 `byref lens` runs it on the standard library's threading HTTP server (a local, single-user page
 needs no framework, and a core install has no other); the gateway mounts
-`byref.lens.gateway.lens_app` behind its own bearer-token check.
+`byref.lens.serving.gateway.lens_app` behind its own bearer-token check.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from byref.lens.artifacts import INLINE_IMAGES, artifact_page, pdf_png
-from byref.lens.costs import Costs
-from byref.lens.hosts import allowed_hosts, misdirected
-from byref.lens.markup import CSP, gap, page
-from byref.lens.overview import overview
-from byref.lens.results import result_page
-from byref.lens.run import Run
+from byref.lens.pages.artifacts import INLINE_IMAGES, artifact_page, pdf_png
+from byref.lens.pages.markup import CSP, gap, page
+from byref.lens.pages.overview import overview
+from byref.lens.pages.results import result_page
+from byref.lens.reading.costs import Costs
+from byref.lens.reading.run import Run
+from byref.lens.serving.hosts import allowed_hosts, misdirected
 from byref.media import base
 
 _ARTIFACT = re.compile(r"^/artifact/([^/]+)(/raw|/page/(\d{1,6})\.png)?$")
@@ -137,7 +137,7 @@ def _int(text: str | None, default: int) -> int:
 def make_server(lens: Pages, host: str = "127.0.0.1", port: int = 0, *,
                 allow_hosts: Iterable[str] = ()) -> ThreadingHTTPServer:
     """A threading HTTP server answering `lens`'s pages; port 0 picks a free one. Only requests
-    for the names it was started for are answered (`byref.lens.hosts`; `allow_hosts` adds
+    for the names it was started for are answered (`byref.lens.serving.hosts`; `allow_hosts` adds
     names, e.g. the one a proxy forwards)."""
     allowed: frozenset[str] = frozenset()
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from byref.jsonview import dumps
-from byref.lens.markup import esc, link, num
+from byref.lens.pages.markup import esc, link, num
 
 PAGE_ROWS = 50
 CELL_CHARS = 240

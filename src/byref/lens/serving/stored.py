@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from urllib.parse import unquote, urlsplit
 
 from byref.conversations import SHARED_CONVERSATION, Conversation, ConversationState
-from byref.lens.markup import empty, esc, gap, link, num, path_part, table
-from byref.lens.readonly import ReadOnlyStore
-from byref.lens.run import Run, transcript_of
-from byref.lens.web import Lens, Response, html_response
+from byref.lens.pages.markup import empty, esc, gap, link, num, path_part, table
+from byref.lens.reading.readonly import ReadOnlyStore
+from byref.lens.reading.run import Run, transcript_of
+from byref.lens.serving.web import Lens, Response, html_response
 from byref.store import ArtifactStore, Scope
 
 LINES_A_READ = 500

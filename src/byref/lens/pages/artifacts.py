@@ -17,9 +17,9 @@ from typing import Any
 from byref import media
 from byref.errors import install_hint
 from byref.jsonview import NotJsonError, StaleSelectionError, decode, dumps, query_stream
-from byref.lens.markup import card, esc, gap, link, num, path_part
-from byref.lens.paged import paged_table
-from byref.lens.run import Run
+from byref.lens.pages.markup import card, esc, gap, link, num, path_part
+from byref.lens.pages.paged import paged_table
+from byref.lens.reading.run import Run
 from byref.media import is_json, is_text
 from byref.store import ArtifactMeta, Scope
 

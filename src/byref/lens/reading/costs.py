@@ -18,7 +18,7 @@ from typing import Any
 
 from byref.harness.tokens import count_tokens
 from byref.jsonview import dumps
-from byref.lens.run import Run
+from byref.lens.reading.run import Run
 from byref.media import is_text
 from byref.refs import Blob, JsonQuery, MessageRef, Ref, RefRefusal, envelope
 from byref.store import ArtifactError

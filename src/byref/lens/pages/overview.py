@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from byref.jsonview import dumps
-from byref.lens.artifacts import known_refs
-from byref.lens.calls import Call, RefUse, calls
-from byref.lens.costs import Costs, Turn, visible_text
-from byref.lens.markup import card, chart, empty, esc, gap, link, num, path_part, table
-from byref.lens.run import Run
+from byref.lens.pages.artifacts import known_refs
+from byref.lens.pages.markup import card, chart, empty, esc, gap, link, num, path_part, table
+from byref.lens.reading.calls import Call, RefUse, calls
+from byref.lens.reading.costs import Costs, Turn, visible_text
+from byref.lens.reading.run import Run
 
 REQUEST_CHARS = 200_000
 """The conversation shown under a call is cut here (the page stays loadable); the cut is said."""

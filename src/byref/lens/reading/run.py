@@ -18,7 +18,7 @@ from typing import Any, cast
 import msgspec
 
 from byref.errors import DeveloperError
-from byref.lens.readonly import ReadOnlyStore
+from byref.lens.reading.readonly import ReadOnlyStore
 from byref.refs import Blob, Ref
 from byref.resolve import Resolver
 from byref.store import ArtifactMeta, ArtifactStore, FileStore, Scope, is_key

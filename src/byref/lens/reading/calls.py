@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from byref.jsonview import dumps
-from byref.lens.run import Run, transcript_of
+from byref.lens.reading.run import Run, transcript_of
 from byref.refs import Blob, MessageRef, Ref
 from byref.transcript import Part
 

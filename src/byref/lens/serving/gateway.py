@@ -20,11 +20,11 @@ from urllib.parse import unquote
 import anyio.to_thread
 
 from byref.conversations import Conversation, ConversationState
-from byref.lens.markup import empty, esc, gap, link, path_part
-from byref.lens.readonly import ReadOnlyStore
-from byref.lens.run import Run
-from byref.lens.stored import conversation_run
-from byref.lens.web import Lens, Response, html_response
+from byref.lens.pages.markup import empty, esc, gap, link, path_part
+from byref.lens.reading.readonly import ReadOnlyStore
+from byref.lens.reading.run import Run
+from byref.lens.serving.stored import conversation_run
+from byref.lens.serving.web import Lens, Response, html_response
 from byref.store import ArtifactStore, Scope
 from byref.transcript import Transcript
 

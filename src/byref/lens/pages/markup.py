@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
-from byref.lens.costs import Turn
+from byref.lens.reading.costs import Turn
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
