@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from byref.dispatch import Policy
-from byref.dispatch.reflines import ref_line
+from byref.dispatch.outbound.reflines import ref_line
 from byref.events import Emitter, MemorySink
 from byref.harness import Harness, ScriptedModel, call, last_result, say
 from byref.harness.messages import Request

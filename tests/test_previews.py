@@ -7,8 +7,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from byref.dispatch import Policy
-from byref.dispatch.placement import settle
-from byref.dispatch.text_preview import CUT, ERROR_WORDS, text_preview
+from byref.dispatch.outbound.placement import settle
+from byref.dispatch.outbound.text_preview import CUT, ERROR_WORDS, text_preview
 from byref.store import MemoryStore, Scope
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from byref.dispatch.reflines import ref_line
+from byref.dispatch.outbound.reflines import ref_line
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEAM = README.parent / "docs" / "TEAM.md"

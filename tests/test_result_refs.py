@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import byref
-from byref.dispatch.reflines import moved, named, ref_line, split
+from byref.dispatch.outbound.reflines import moved, named, ref_line, split
 from byref.testing import last_ref
 from byref.tools import Blocks
 from byref.transcript import Part

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 import byref
-from byref.dispatch.reflines import ref_line
+from byref.dispatch.outbound.reflines import ref_line
 from byref.testing import result_text
 
 ROWS = [{"id": i, "pad": "x" * 60} for i in range(600)]

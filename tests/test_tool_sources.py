@@ -14,7 +14,7 @@ import pytest
 
 import byref
 from byref.discovery import Catalog
-from byref.dispatch.reflines import ref_line, split
+from byref.dispatch.outbound.reflines import ref_line, split
 from byref.harness import Harness, ScriptedModel, Session, call, say
 from byref.testing import result_text
 from byref.tools import Tool

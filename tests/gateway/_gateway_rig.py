@@ -153,7 +153,7 @@ def ref_line_of(result: Any) -> dict[str, Any] | None:
     """The `$ref` of a CallToolResult's ref line (its last block), or None without one."""
     import json
 
-    from byref.dispatch.reflines import split
+    from byref.dispatch.outbound.reflines import split
 
     last = result.content[-1] if result.content else None
     if getattr(last, "type", None) != "text":

@@ -12,7 +12,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from byref.dispatch.reflines import ref_line
+from byref.dispatch.outbound.reflines import ref_line
 from byref.errors import install_hint
 from byref.harness import Harness
 from byref.harness.messages import Usage

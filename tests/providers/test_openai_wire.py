@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from byref.dispatch.reflines import ref_line
+from byref.dispatch.outbound.reflines import ref_line
 from byref.harness import Harness
 from byref.harness.messages import Usage
 from byref.harness.providers import ProviderError, model_from_id

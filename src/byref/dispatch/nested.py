@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from byref.dispatch.calls import Call
-from byref.dispatch.reflines import without
+from byref.dispatch.outbound.reflines import without
 from byref.errors import RefusalReason
 from byref.jsonview import encode
 from byref.store import PutOptions

@@ -22,16 +22,16 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from byref.dispatch.arguments import Arguments
 from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
+from byref.dispatch.inbound.arguments import Arguments
 from byref.dispatch.nested import InnerDone, NestedCalls, Search
-from byref.dispatch.placement import settle
+from byref.dispatch.outbound.placement import settle
+from byref.dispatch.outbound.recording import Recorder
+from byref.dispatch.outbound.reflines import with_line
 from byref.dispatch.policy import Policy
-from byref.dispatch.recording import Recorder
-from byref.dispatch.reflines import with_line
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.jsonview import unrecordable

@@ -23,7 +23,7 @@ from byref.context import Assembled, ContextAssembler, RequestBudget
 from byref.discovery import Discovery
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.grounds import Grounds
-from byref.dispatch.reflines import REFS_PROTOCOL as REFS_PROTOCOL
+from byref.dispatch.outbound.reflines import REFS_PROTOCOL as REFS_PROTOCOL
 from byref.errors import DeveloperError, InvalidValue
 from byref.events import Emitter
 from byref.harness.messages import (

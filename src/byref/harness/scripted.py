@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from byref.dispatch.reflines import split
+from byref.dispatch.outbound.reflines import split
 from byref.errors import DeveloperError
 from byref.harness.messages import Block, OnDelta, Request, Response, deltas
 from byref.jsonview import decode

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.grounds import Grounds
+from byref.dispatch.outbound.reflines import REFS_PROTOCOL, moved, without
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
-from byref.dispatch.reflines import REFS_PROTOCOL, moved, without
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.reads import ReadLimits

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from byref.dispatch.reflines import split
+from byref.dispatch.outbound.reflines import split
 from byref.harness.loop import RunResult
 from byref.harness.messages import Block, Request, Response
 from byref.harness.scripted import (

@@ -91,8 +91,8 @@ class Tool:
     """An explicit read bounds its own answer (coverage-reported); placement uses the
     explicit-read limit for it instead of the automatic-insertion one."""
     ref_line: bool = True
-    """Show the ref line under this tool's inline results (`byref.dispatch.reflines`); off for
-    tools whose results are no data to pass on (discovery's search and activation)."""
+    """Show the ref line under this tool's inline results (`byref.dispatch.outbound.reflines`);
+    off for tools whose results are no data to pass on (discovery's search and activation)."""
     wants_ctx: bool = False
     calls_tools: bool = False
     """The tool calls other tools through `ctx.calls` (code mode's `run_code`)."""

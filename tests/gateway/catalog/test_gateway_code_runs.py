@@ -20,7 +20,7 @@ from _code_rig import _sandbox, code_server  # noqa: F401 (an autouse fixture)
 from _gateway_rig import World, ref_line_of, running, text_blocks
 from mcp import Client
 
-from byref.dispatch.reflines import named
+from byref.dispatch.outbound.reflines import named
 from byref.gateway.catalog import code as gateway_code
 from byref.gateway.core import Gateway
 from byref.tools.code_mode.run_code import CodeMode

@@ -20,7 +20,7 @@ import pytest
 from _gateway_rig import FIXTURES, OVER, World, fixtures_gateway, ref_line_of, running
 from mcp import Client
 
-from byref.dispatch.reflines import EXAMPLE_SEQ, REFS_PROTOCOL, ref_line
+from byref.dispatch.outbound.reflines import EXAMPLE_SEQ, REFS_PROTOCOL, ref_line
 from byref.gateway import Gateway
 from byref.gateway.edge.server import GatewayServer
 from byref.refs import parse_model_envelope

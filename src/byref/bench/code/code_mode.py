@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.dispatch import Call
-from byref.dispatch.reflines import split
+from byref.dispatch.outbound.reflines import split
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.harness.loop import request_bytes
 from byref.harness.messages import Request

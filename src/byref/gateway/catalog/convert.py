@@ -29,8 +29,8 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery.catalog.mcp import Listed, access_of, parse_listing, safe_name, server_slug
-from byref.dispatch.reflines import split
-from byref.dispatch.results import render
+from byref.dispatch.outbound.reflines import split
+from byref.dispatch.outbound.results import render
 from byref.gateway.catalog.metadata import declared_metadata
 from byref.tools import Blocks
 from byref.tools.mcp_content import INLINE_TEXT_RESOURCE_BYTES as INLINE_TEXT_RESOURCE_BYTES

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from byref.dispatch.calls import Call, clip, escaped
-from byref.dispatch.placement import place_blocks, settle
+from byref.dispatch.outbound.placement import place_blocks, settle
+from byref.dispatch.outbound.reflines import with_line
+from byref.dispatch.outbound.results import Shaped, render, render_blocks, shape_result
 from byref.dispatch.policy import Policy
-from byref.dispatch.reflines import with_line
-from byref.dispatch.results import Shaped, render, render_blocks, shape_result
 from byref.events import Emitter
 from byref.jsonview import JsonEncodeError
 from byref.refs import Blob

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from byref.dispatch.outbound.text_preview import text_preview
 from byref.dispatch.policy import Policy
-from byref.dispatch.text_preview import text_preview
 from byref.jsonview import bounded, dumps, encode, shape_hint
 from byref.refs import Blob, envelope
 from byref.store import ArtifactError, ArtifactStore, PutOptions, Scope

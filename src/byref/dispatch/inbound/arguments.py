@@ -13,9 +13,9 @@ from typing import Any, Protocol
 import jsonschema
 
 from byref.dispatch.calls import Call, Refusal, clip
-from byref.dispatch.nulls import without_absent_nulls
+from byref.dispatch.inbound.nulls import without_absent_nulls
+from byref.dispatch.inbound.wants import WantsRefusal, redeem
 from byref.dispatch.policy import Policy
-from byref.dispatch.wants import WantsRefusal, redeem
 from byref.events import Emitter
 from byref.refs import (
     ENVELOPE_KEY,
