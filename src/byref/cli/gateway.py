@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
                 group.cancel_scope.cancel()
             signals.cancel_scope.cancel()
 
-    from byref.gateway.upstream.spawn import end_all
+    from byref.gateway.upstream.instance.spawn import end_all
     from byref.store.port import StoreUnavailableError
 
     # Until the event loop listens (`_on_signals`), SIGTERM is Ctrl-C: a quiet exit.

@@ -31,7 +31,7 @@ from byref.gateway.config.file import ConfigError, GatewayConfig, Grant, load_co
 from byref.gateway.config.servers import ServerConfig
 from byref.gateway.core import Gateway
 from byref.gateway.edge.server import build_server, http_app, listen_socket, serve_http, serve_stdio
-from byref.gateway.upstream.bounds import UpstreamError
+from byref.gateway.upstream.instance.bounds import UpstreamError
 
 __all__ = [
     "CALL_TOOL", "ConfigError", "Gateway", "GatewayConfig", "Grant", "ServerConfig", "Toolbox",

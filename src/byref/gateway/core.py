@@ -55,7 +55,7 @@ from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.gateway.ops.health import check_store
 from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
-from byref.gateway.upstream.manager import LIST_READY
+from byref.gateway.upstream.instance.manager import LIST_READY
 from byref.gateway.upstream.pooled import UpstreamManager
 from byref.harness.session import Session
 from byref.reads import ReadLimits

@@ -25,8 +25,8 @@ from mcp import Client
 from mcp.server.caching import CacheHint
 
 from byref.gateway.edge.caching import LIST_TTL_MS
-from byref.gateway.upstream.era import modern_only
-from byref.gateway.upstream.hints import combined, hint_of
+from byref.gateway.upstream.modern.era import modern_only
+from byref.gateway.upstream.modern.hints import combined, hint_of
 
 pytestmark = pytest.mark.anyio
 GENERATIONS = ["legacy", "auto"]  # the handshake era, and 2026-07-28 (what auto negotiates)

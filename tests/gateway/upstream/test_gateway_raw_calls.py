@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
 from byref.gateway.config.servers import ServerConfig
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import Upstream
+from byref.gateway.upstream.instance.bounds import UpstreamError
+from byref.gateway.upstream.instance.manager import Upstream
 
 pytestmark = pytest.mark.anyio
 

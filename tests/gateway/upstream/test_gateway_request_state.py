@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from byref.gateway.passthrough.uris import namespaced
-from byref.gateway.upstream.inputs import binding
+from byref.gateway.upstream.modern.inputs import binding
 
 pytestmark = pytest.mark.anyio
 OTHER_CALL = (

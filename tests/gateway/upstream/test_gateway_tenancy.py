@@ -29,7 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from byref.gateway import Gateway
 from byref.gateway.config.file import parse_config
-from byref.gateway.upstream.spawn import group_alive
+from byref.gateway.upstream.instance.spawn import group_alive
 
 pytestmark = pytest.mark.anyio
 ALICE = "alice-token-0123456789abcdef"

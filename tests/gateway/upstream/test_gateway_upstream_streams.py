@@ -19,7 +19,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 
-from byref.gateway.upstream.spawn import Spawned, live_groups, stdio_process
+from byref.gateway.upstream.instance.spawn import Spawned, live_groups, stdio_process
 
 pytestmark = pytest.mark.anyio
 

@@ -23,8 +23,8 @@ from byref.gateway.catalog.listchanges import ListChanges
 from byref.gateway.catalog.settling import Settling
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import Grant
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import START_RETRY_AFTER
+from byref.gateway.upstream.instance.bounds import UpstreamError
+from byref.gateway.upstream.instance.manager import START_RETRY_AFTER
 from byref.gateway.upstream.pooled import UpstreamManager
 
 Build = Callable[[int, dict[str, list[types.Tool]], dict[str, str], Sequence[str], Grant | None],

@@ -30,7 +30,7 @@ import mcp_types as types
 from byref.discovery.catalog.mcp import Listed
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.convert import capability, error_content, error_text, result_value
-from byref.gateway.upstream.bounds import UpstreamError
+from byref.gateway.upstream.instance.bounds import UpstreamError
 from byref.jsonview import dumps
 from byref.refs import (
     Blob,

@@ -23,7 +23,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 
 from byref.gateway.config.file import GatewayConfig, Grant
-from byref.gateway.upstream.hints import combined
+from byref.gateway.upstream.modern.hints import combined
 
 Ctx = ServerRequestContext[Any, Any]
 R = TypeVar("R", bound=types.CacheableResult)

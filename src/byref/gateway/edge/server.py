@@ -47,7 +47,7 @@ from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.edge.ops import ops_routes
 from byref.gateway.passthrough.handlers import Passthrough
 from byref.gateway.passthrough.pages import page
-from byref.gateway.upstream.inputs import Parked, Parking, binding
+from byref.gateway.upstream.modern.inputs import Parked, Parking, binding
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.bypass import lane_usable, lanes_on
 from byref.gateway.wire.sdk_server import (

@@ -31,7 +31,7 @@ from byref.gateway.passthrough.prompts import PromptIndex, prompt_not_offered
 from byref.gateway.passthrough.resources import ResourcePassthrough
 from byref.gateway.passthrough.uris import ARTIFACT_TEMPLATE, unresolved
 from byref.gateway.upstream.fanout import Ctx, Fanout, bound_of, follow
-from byref.gateway.upstream.inputs import Parking
+from byref.gateway.upstream.modern.inputs import Parking
 from byref.gateway.upstream.pool import Key
 from byref.gateway.upstream.pooled import SHARED, Pooled
 from byref.refs import quote

@@ -25,10 +25,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.access.bearer import permits_server
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.hints import Listed, combined, hint_of
-from byref.gateway.upstream.inputs import Parked, Parking, binding
-from byref.gateway.upstream.manager import LIST_READY
+from byref.gateway.upstream.instance.bounds import UpstreamError
+from byref.gateway.upstream.instance.manager import LIST_READY
+from byref.gateway.upstream.modern.hints import Listed, combined, hint_of
+from byref.gateway.upstream.modern.inputs import Parked, Parking, binding
 from byref.gateway.upstream.pool import Key
 from byref.gateway.upstream.pooled import SHARED, Pooled, key_of
 from byref.gateway.upstream.relay import Caller, calling, may_ask

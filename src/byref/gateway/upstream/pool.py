@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import anyio
 import anyio.abc
 
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import Upstream
+from byref.gateway.upstream.instance.bounds import UpstreamError
+from byref.gateway.upstream.instance.manager import Upstream
 
 Key = tuple[str, ...]
 """Which instance of a server (`pooled.key_of`)."""

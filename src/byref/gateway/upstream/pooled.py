@@ -29,8 +29,8 @@ from mcp.server.caching import CacheHint
 from byref.gateway.config.file import GatewayConfig
 from byref.gateway.config.secrets import redactor
 from byref.gateway.config.servers import ServerConfig, Share
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.manager import Upstream
+from byref.gateway.upstream.instance.bounds import UpstreamError
+from byref.gateway.upstream.instance.manager import Upstream
 from byref.gateway.upstream.pool import Key, Pool
 from byref.gateway.upstream.relay import Caller, current
 from byref.store import Scope

@@ -46,7 +46,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from byref.gateway.upstream.inputs import Parked
+from byref.gateway.upstream.modern.inputs import Parked
 from byref.gateway.wire.sdk_server import connection_of
 from byref.store import Scope
 

@@ -16,7 +16,7 @@ from byref.gateway.wire.sdk_server import lane_gaps
 
 LANES: dict[str, str] = {
     "raw_calls": "plain tools/call requests written straight to a stdio upstream's pipes "
-                 "(upstream/raw_calls.py)",
+                 "(upstream/instance/raw_calls.py)",
     "fastpath": "a plain tools/call answered as wire JSON inside the SDK's loop "
                 "(edge/lanes/fastpath.py)",
     "stdio": "plain calls taken off byref's own stdio streams before the SDK's loop "

@@ -32,8 +32,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from byref.gateway.config.secrets import redactor
 from byref.gateway.config.servers import ServerConfig
-from byref.gateway.upstream import era, raw_calls
-from byref.gateway.upstream.bounds import (
+from byref.gateway.upstream.instance import raw_calls
+from byref.gateway.upstream.instance.bounds import (
     Live,
     UpstreamError,
     bounded,
@@ -43,10 +43,11 @@ from byref.gateway.upstream.bounds import (
     failure_class,
     first_line,
 )
+from byref.gateway.upstream.instance.spawn import Spawned
+from byref.gateway.upstream.instance.transport import offered, target
+from byref.gateway.upstream.modern import era
+from byref.gateway.upstream.modern.watch import Watched, modern
 from byref.gateway.upstream.relay import CALLER, Relay
-from byref.gateway.upstream.spawn import Spawned
-from byref.gateway.upstream.transport import offered, target
-from byref.gateway.upstream.watch import Watched, modern
 
 log = logging.getLogger("byref.gateway")
 T = TypeVar("T")

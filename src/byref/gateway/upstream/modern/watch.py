@@ -29,7 +29,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from byref.gateway.upstream.era import RELISTEN_FIRST, RELISTEN_MOST
+from byref.gateway.upstream.modern.era import RELISTEN_FIRST, RELISTEN_MOST
 from byref.gateway.upstream.relay import CALLER
 
 Uris = frozenset[str]

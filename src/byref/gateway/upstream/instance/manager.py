@@ -22,12 +22,12 @@ import mcp_types as types
 from mcp import Client
 
 from byref.gateway.config.servers import ServerConfig
-from byref.gateway.upstream import raw_calls
-from byref.gateway.upstream.bounds import UpstreamError
-from byref.gateway.upstream.connection import Connection, sends_level
-from byref.gateway.upstream.hints import Kept, hint_of
+from byref.gateway.upstream.instance import raw_calls
+from byref.gateway.upstream.instance.bounds import UpstreamError
+from byref.gateway.upstream.instance.connection import Connection, sends_level
+from byref.gateway.upstream.modern.hints import Kept, hint_of
+from byref.gateway.upstream.modern.watch import modern
 from byref.gateway.upstream.relay import current
-from byref.gateway.upstream.watch import modern
 from byref.gateway.wire.bypass import lanes_on
 from byref.refs import quote
 

@@ -33,7 +33,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 
 from byref.errors import OperatorError
-from byref.gateway.upstream.raw_calls import RawCalls
+from byref.gateway.upstream.instance.raw_calls import RawCalls
 from byref.gateway.wire.sdk_client import TransportStreams
 from byref.gateway.wire.stdio import (
     MessageReader,

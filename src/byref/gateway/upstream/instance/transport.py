@@ -21,8 +21,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from byref.gateway.config.servers import ServerConfig
+from byref.gateway.upstream.instance.spawn import Spawned, stdio_process
 from byref.gateway.upstream.relay import Relay
-from byref.gateway.upstream.spawn import Spawned, stdio_process
 from byref.gateway.wire.sdk_client import create_mcp_http_client
 
 UPSTREAM_EVENT_BYTES = 1 << 30

@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.errors import OperatorError
-from byref.gateway.upstream.spawn import Spawned, SpawnError
+from byref.gateway.upstream.instance.spawn import Spawned, SpawnError
 from byref.gateway.wire.sdk_client import HTTP_ERROR_STANDIN
 
 T = TypeVar("T")
