@@ -126,6 +126,38 @@ def test_the_gateway_root_holds_only_its_life() -> None:
     assert loose == ["__init__.py", "core.py"]
 
 
+# Folders inside a package, lowest first: a module in one may import its own folder and lower
+# ones, never a higher one (the package's loose modules may use any). Folders in one rank are
+# siblings that never import each other (dispatch's before and after the tool runs).
+FOLDER_ORDER: dict[str, list[set[str]]] = {
+    "lens": [{"reading"}, {"pages"}, {"serving"}],
+    "dispatch": [{"inbound", "outbound"}],
+}
+
+
+def _folder(module: str, package: str) -> str | None:
+    """`byref.lens.pages.markup` → `pages` (for package `lens`); None for a loose module."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["byref", package] and len(parts) > 3 else None
+
+
+def test_folders_inside_a_package_import_one_way() -> None:
+    crossing: list[str] = []
+    for package, order in FOLDER_ORDER.items():
+        rank = {name: i for i, names in enumerate(order) for name in names}
+        for path in sorted((SRC / package).rglob("*.py")):
+            rel = path.relative_to(SRC / package)
+            mine = rel.parts[0] if len(rel.parts) > 1 else None
+            if mine is None:
+                continue
+            assert mine in rank, f"{package}/{rel}: folder {mine!r} has no place in FOLDER_ORDER"
+            for line, module in _imports(path):
+                theirs = _folder(module, package)
+                if theirs is not None and theirs != mine and rank[theirs] >= rank[mine]:
+                    crossing.append(f"{package}/{rel}:{line} ({mine}) imports {module}")
+    assert crossing == []
+
+
 SDK_COMPAT = {"wire/sdk_server.py", "wire/sdk_client.py"}
 
 
