@@ -38,7 +38,7 @@ from byref.tools.tool import Tool
 
 
 class Owner(Protocol):
-    """What the stage reads of its dispatcher (live: a session may replace its policy)."""
+    """What the stage reads of its dispatcher (read at each call, never copied)."""
 
     policy: Policy
     caps: Caps
