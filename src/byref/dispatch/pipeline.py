@@ -4,7 +4,7 @@ place → record → events.
 The law: a call either runs with every argument delivered exactly, or does not run and the model
 is told what went wrong in words it can act on (a refusal, `is_error` set, a `refused` event with
 its reason). Nothing is recorded half: artifacts minted by a call whose result cannot be recorded
-are deleted again (recording.py). Nothing raises out of `dispatch` or `adispatch`.
+are deleted again (`outbound/recording.py`). Nothing raises out of `dispatch` or `adispatch`.
 
 Two paths, one pipeline: `dispatch` (synchronous) and `adispatch` (on an event loop) call the
 same three stages — `_prepare` (every check and resolution before the tool runs), the tool

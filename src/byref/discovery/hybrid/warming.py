@@ -29,7 +29,8 @@ class Warming:
     def __init__(self) -> None:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._threads: dict[int, tuple[Any, threading.Thread]] = {}
+        self._current: tuple[Any, threading.Thread] | None = None
+        """The latest index's (key, thread): a newer index replaces it."""
 
     def check(self) -> None:
         """Ends the work on this thread when a stop was asked (between two batches)."""
@@ -39,11 +40,10 @@ class Warming:
     def once(self, key: Any, work: Callable[[], None]) -> threading.Thread:
         """The thread running `work` for `key` (an index), started on the first call only."""
         with self._lock:
-            found = self._threads.get(id(key))
-            if found is not None and found[0] is key:
-                return found[1]
+            if self._current is not None and self._current[0] is key:
+                return self._current[1]
             thread = self.start(work)
-            self._threads = {id(key): (key, thread)}
+            self._current = (key, thread)
         return thread
 
     def start(self, work: Callable[[], None]) -> threading.Thread:
@@ -61,9 +61,9 @@ class Warming:
         """Asks the work to stop after its current batch and waits for the threads."""
         self._stopping.set()
         with self._lock:
-            threads = [t for _, t in self._threads.values()]
-        for thread in threads:
-            thread.join(timeout)
+            current = self._current
+        if current is not None:
+            current[1].join(timeout)
 
 
 _LIVE: weakref.WeakSet[Warming] = weakref.WeakSet()
