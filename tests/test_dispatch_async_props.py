@@ -11,6 +11,7 @@ import anyio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.jsonview import unrecordable
@@ -44,7 +45,7 @@ async def _call(args: Any) -> Part:
     return part
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(*[st.builds(lambda v: {"x": v}, _value)] * 4, _value))
 def test_adispatch_never_raises_and_delivers_only_what_is_addressed(args: Any) -> None:
     args = _inflate(args)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.jsonview import (
     ChunkReader,
     NotJsonError,
@@ -61,7 +62,7 @@ json_values = st.recursive(
 
 
 @given(json_values, st.integers(min_value=60, max_value=6_000))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_preview_never_exceeds_its_budget(value: Any, budget: int) -> None:
     assert len(preview(value, budget)) <= budget
 
@@ -90,7 +91,7 @@ row_values = st.fixed_dictionaries({
 
 @given(st.lists(row_values, max_size=40), st.sampled_from(["open", "done"]), st.integers(-5, 5),
        st.integers(1, 50))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_streamed_filter_equals_in_memory(rows: list[dict[str, Any]], s: str, n: int,
                                          chunk: int) -> None:
     doc = {"data": {"rows": rows}}

@@ -6,6 +6,7 @@ import msgspec
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.dispatch import Policy
 from byref.dispatch.outbound.placement import settle
 from byref.dispatch.outbound.text_preview import CUT, ERROR_WORDS, text_preview
@@ -54,7 +55,7 @@ _ALPHABET = st.sampled_from(["a", "Z", " ", "\n", "\n", "\r", "é", "→", "💥
                              "fail", "Exception", "x" * 50, "\n\n"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_ALPHABET, max_size=400).map("".join), st.integers(min_value=20, max_value=600))
 @example("a\n" * 10 + "x" * 5000, 100)
 @example("y" * 3000 + " error " + "z" * 3000, 100)

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import byref.transcript_lines as lines_module
+from _tiers import examples
 from byref.refs import Blob, JsonPointer
 from byref.transcript import (
     Message,
@@ -94,7 +95,7 @@ def normal(value: Any) -> Any:
     return msgspec.json.decode(msgspec.json.encode(value))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=st.lists(messages, max_size=8), mode=st.sampled_from(MODES),
        cache=st.integers(0, 3), origin=st.sampled_from([0, 7, 1_234_567_890_123]),
        paths=st.lists(st.none() | st.sampled_from(["a", "0", "a.0", "x.y", "1.é"]), max_size=3))

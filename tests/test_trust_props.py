@@ -10,6 +10,7 @@ import msgspec
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.jsonview import unrecordable
 from byref.refs import Blob, MessageRef, envelope, near_envelope, quote
@@ -123,7 +124,7 @@ def _expected(x: Any) -> tuple[bool, Any]:
     return True, None
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(*[st.builds(lambda v: {"x": v}, _value)] * 4, _value))
 def test_dispatch_never_raises_and_delivers_only_what_is_addressed(args: Any) -> None:
     args = _inflate(args)
@@ -165,7 +166,7 @@ def _look_alike(draw: st.DrawFn) -> str:
     return key
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_look_alike())
 def test_every_key_that_reads_as_ref_is_refused_with_the_valid_form(key: str) -> None:
     body = {"type": "Message", "seq": 0, "part": 0}
@@ -183,7 +184,7 @@ def fold_differs(key: str) -> bool:
     return key.strip() != key or not key.isprintable()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(st.characters(codec="ascii"), max_size=8))
 def test_keys_that_do_not_read_as_ref_are_data(key: str) -> None:
     squeezed = "".join(ch for ch in key if ch.isprintable() and not ch.isspace()).casefold()

@@ -13,6 +13,7 @@ from _state_urls import IMPLEMENTATIONS, url_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.conversations import SeqConflict, open_state
 from byref.store import Scope
 from doubles.clock import ManualClock
@@ -55,7 +56,7 @@ def test_two_conversations_follow_the_model(kind: str, request: pytest.FixtureRe
     clock = ManualClock()
     state = open_state(url_for(kind, request, tmp_path), ttl=TTL, clock=clock)
 
-    @settings(max_examples=60 if kind == "postgres" else 120, deadline=None,
+    @settings(max_examples=examples(60 if kind == "postgres" else 120), deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(st.lists(op, max_size=25))
     def run(ops: list[tuple[object, ...]]) -> None:

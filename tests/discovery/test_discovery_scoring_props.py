@@ -12,6 +12,7 @@ from helpers_discovery import make_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.discovery import Catalog, Searcher
 from byref.discovery.lexical.index import BOOSTS, FIELDS, Filters, SearchIndex
 from byref.discovery.lexical.ranking import Ranking
@@ -104,7 +105,7 @@ def _reference(index: SearchIndex, query: str, cands: set[int] | None
     return scores, covered, weights
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=tools, query=queries, tag=st.none() | st.integers(0, 9),
        limit=st.integers(1, 12))
 def test_both_paths_rank_as_the_reference_does(
@@ -137,7 +138,7 @@ def test_both_paths_rank_as_the_reference_does(
         assert all(s <= shown[-1].score * (1 + tol) for d, s in scores.items() if d not in docs)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=tools, query=queries, also=st.lists(queries, max_size=2),
        tag=st.none() | st.integers(0, 9))
 def test_both_paths_make_the_same_page(

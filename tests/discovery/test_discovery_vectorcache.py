@@ -29,6 +29,7 @@ np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[e
 
 from test_discovery_hybrid import Trigrams  # noqa: E402
 
+from _tiers import examples  # noqa: E402
 from byref.discovery.hybrid.documents import document_texts  # noqa: E402
 from byref.discovery.hybrid.embed import HybridRanker  # noqa: E402
 from byref.discovery.hybrid.vectorcache import (  # noqa: E402
@@ -244,7 +245,7 @@ catalogs = st.lists(
     min_size=1, max_size=6, unique_by=lambda t: t[0])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tools=catalogs, query=st.text(st.sampled_from("abcdefgh ijk"), min_size=1, max_size=20),
        rewrite=st.integers(min_value=0, max_value=5))
 def test_results_are_identical_with_and_without_the_cache(

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.discovery.declaring.workingset import (
     ACTIVATE,
     SEARCH,
@@ -54,7 +55,7 @@ _op = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(_op, st.booleans(), st.integers(0, 4)), max_size=40))
 def test_realistic_sessions_match_the_replayed_law_at_every_step(
         ops: list[tuple[tuple[str, Any, str], bool, int]]) -> None:
@@ -99,7 +100,7 @@ _part = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.tuples(st.lists(_part, min_size=1, max_size=3), st.booleans(),
                           st.integers(0, 5)), max_size=30))
 def test_any_transcript_matches_the_replayed_law_at_every_step(

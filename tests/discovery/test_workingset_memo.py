@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.discovery import Catalog
 from byref.discovery.declaring.workingset import (
     ACTIVATE,
@@ -53,7 +54,7 @@ _part = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.tuples(st.lists(_part, min_size=1, max_size=3), st.integers(0, 2),
                           st.booleans(), st.booleans(), st.booleans()), max_size=30))
 def test_kept_answers_equal_the_replayed_law(

@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.jsonview import encode
 from byref.reads import Item, Source, read, select
 
@@ -20,7 +21,7 @@ items = st.lists(
 maybe_small = st.one_of(st.none(), st.integers(min_value=0, max_value=45))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(items, st.integers(min_value=0, max_value=45), maybe_small,
        st.one_of(st.none(), st.integers(min_value=0, max_value=20)),
        st.one_of(st.none(), st.integers(min_value=2, max_value=1_500)),
@@ -74,7 +75,7 @@ def test_coverage_adds_up(source: list[Item], offset: int, limit: int | None,
         assert c.loaded == total and c.reason is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=200), st.integers(min_value=0, max_value=220), maybe_small,
        st.integers(min_value=2, max_value=300))
 def test_text_reads_cut_at_a_character_and_say_so(text: str, offset: int, limit: int | None,
@@ -89,7 +90,7 @@ def test_text_reads_cut_at_a_character_and_say_so(text: str, offset: int, limit:
     assert c["byteComplete"] == (stop == end) == c["inputComplete"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(records, max_size=30), st.integers(min_value=300, max_value=3_000))
 def test_the_whole_answer_fits_the_request_room(rows: list[dict[str, Any]], room: int) -> None:
     answer = read(Source(items=[Item(r) for r in rows]), room=room)

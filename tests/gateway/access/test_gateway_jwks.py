@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_gateway_auth import AUDIENCE, INIT, ISSUER, Keys, client, keys, serving  # noqa: F401
 
+from _tiers import examples
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.config.file import parse_config
 
@@ -172,7 +173,7 @@ async def test_exp_is_a_number_and_the_leeway_holds_end_to_end(
                 assert answer.status_code == status, (exp, answer.text)
 
 
-@settings(max_examples=40, deadline=None, database=None,
+@settings(max_examples=examples(40), deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(offset=st.integers(-120, 120), leeway=st.sampled_from([0, 5, 30, 90]),
        as_text=st.booleans())

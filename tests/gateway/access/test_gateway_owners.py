@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_gateway_auth import INIT, ISSUER, Keys, client, keys, serving  # noqa: F401
 
+from _tiers import examples
 from byref.gateway.config.auth import jwt_principal
 
 pytestmark = pytest.mark.anyio
@@ -97,7 +98,7 @@ async def test_session_operations_are_refused_to_every_other_owner(
         async with serving(world, world.need("time"), **_options(jwks)) as (gateway, url):
             http = httpx2.Client(timeout=20)
 
-            @settings(max_examples=30, deadline=None, database=None,
+            @settings(max_examples=examples(30), deadline=None, database=None,
                       suppress_health_check=list(HealthCheck))
             @given(owner=st.sampled_from(names), other=st.sampled_from(names),
                    op=st.sampled_from(["post", "get", "delete"]))

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from _tiers import examples
 from byref.gateway.edge.ops import readiness
 
 LEAKY = '''
@@ -148,7 +149,7 @@ SECRET = st.text(string.ascii_letters + string.digits, min_size=12, max_size=24)
     lambda core: "sk" + core)
 
 
-@settings(max_examples=30, deadline=None, database=None,
+@settings(max_examples=examples(30), deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(core=SECRET, where=st.sampled_from(["header", "env", "args", "password", "query"]),
        wrap=st.sampled_from([("", ""), ("Bearer ", ""), ("Bearer ", "\n"), ("", "\r\n"),

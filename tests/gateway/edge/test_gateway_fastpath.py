@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 
+from _tiers import examples
 from byref.gateway.catalog.convert import call_result, call_result_wire
 from byref.gateway.edge.lanes import fastpath
 from byref.gateway.edge.lanes.fastpath import PlainCalls
@@ -29,7 +30,7 @@ MODES = ("legacy", "2026-07-28")
 VERSIONS = [v for (m, v) in methods.CLIENT_REQUESTS if m == "tools/call"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=st.one_of(st.text(), st.integers(), st.dictionaries(st.text(), st.integers())),
        rendered=st.one_of(st.none(), st.text()), is_error=st.booleans(),
        version=st.sampled_from(VERSIONS))

@@ -15,6 +15,7 @@ from mcp.server.runner import _extract_meta
 from pydantic import ValidationError
 from starlette.requests import Request
 
+from _tiers import examples
 from byref.gateway.edge.lanes.http import HttpLane, _answer, _first_values
 
 JSON = st.recursive(
@@ -58,7 +59,7 @@ def _request(message: Any) -> Request:
     return Request({"type": "http", "method": "POST", "headers": headers, "path": "/mcp"})
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(message=MESSAGES)
 def test_a_routed_request_is_parsed_alike_by_the_sdks_entry(message: Any) -> None:
     lane = HttpLane.__new__(HttpLane)
@@ -78,7 +79,7 @@ def test_a_routed_request_is_parsed_alike_by_the_sdks_entry(message: Any) -> Non
         assert meta == _extract_meta(params), message
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(raw=st.lists(st.tuples(st.sampled_from([b"mcp-name", b"accept", b"x-a", b"mcp-method"]),
                               st.binary(max_size=4)), max_size=8))
 def test_the_headers_the_ladder_sees_are_the_sdks(raw: list[tuple[bytes, bytes]]) -> None:
@@ -108,7 +109,7 @@ def _sent(coro: Any) -> list[dict[str, Any]]:
     return messages
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(out=st.dictionaries(st.text(), JSON, max_size=5),
        rid=st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1) | st.text(max_size=5))
 def test_the_lanes_answer_is_the_sdks_bytes(out: dict[str, Any], rid: Any) -> None:

@@ -18,6 +18,7 @@ from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import _extract_meta
 
+from _tiers import examples
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.wire.stdio import MessageWriter
@@ -109,7 +110,7 @@ def _check(lane: StdioLane, line: str) -> bool:
     return True
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(message=messages, era=st.sampled_from(sorted(LANES)))
 def test_a_line_the_lane_takes_is_the_request_the_sdk_reads(message: dict[str, Any],
                                                             era: str) -> None:
@@ -141,7 +142,7 @@ def test_plain_calls_are_taken(era: str) -> None:
         assert not _check(LANES[era], json.dumps(call)), aside
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(result=st.dictionaries(st.text(max_size=5), json_values, max_size=4),
        rid=st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1) | st.text(max_size=5))
 def test_the_answer_bytes_are_the_sdks(result: dict[str, Any], rid: int | str) -> None:

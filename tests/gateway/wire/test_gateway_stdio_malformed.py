@@ -25,6 +25,7 @@ from _gateway_rig import World
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.gateway.wire.malformed import answers
 
 INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
@@ -223,7 +224,7 @@ _JSON = st.recursive(
     max_leaves=12)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_JSON)
 def test_a_line_with_a_readable_id_gets_exactly_one_answer_under_it(value: Any) -> None:
     found = [json.loads(a) for a in answers(json.dumps(value))]

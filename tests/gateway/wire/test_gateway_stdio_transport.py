@@ -21,6 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _tiers import examples
 from byref.gateway.wire.stdio import READ_CHUNK, PipeLines, PipeText
 
 PROBE = FIXTURES / "stdio_probe.py"
@@ -53,7 +54,7 @@ PIECES = [b"a", b"{}", b" ", b"\n", b"\r", b"\r\n", "é".encode(), "€".encode(
           b"\xff", b"\xe2\x82", b"\xf0\x9d", b"\x00"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pieces=st.lists(st.sampled_from(PIECES), max_size=40),
        cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=8))
 def test_lines_are_what_the_sdk_text_layer_reads(pieces: list[bytes], cuts: list[int]) -> None:
