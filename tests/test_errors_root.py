@@ -58,3 +58,57 @@ def test_every_error_has_one_audience() -> None:
                     and sum(issubclass(value, a) for a in audiences) != 1):
                 mixed.append(f"{name}.{attr}")
     assert mixed == []
+
+
+STDLIB_RAISES = {
+    ("byref/__init__.py", "AttributeError"): "a module's __getattr__ must raise AttributeError",
+    ("byref/jsonview/select.py", "ImportError"): "ijson is no extra: its C backend is missing",
+    ("byref/discovery/hybrid/encoder.py", "ImportError"):
+        "the PyTorch reference encoder is the bench's, no extra of byref's",
+    ("byref/gateway/access/jwks.py", "RuntimeError"): "control flow, caught a line below",
+    ("byref/gateway/access/jwks.py", "ValueError"): "a failed fetch, caught and kept as "
+                                                    "last_error for /readyz",
+    ("byref/discovery/hybrid/vectorcache.py", "ValueError"): "a damaged cache file, caught by "
+                                                             "its reader, which rebuilds it",
+    ("byref/discovery/lexical/related.py", "KeyError"): "a Mapping's own protocol",
+    ("byref/store/port.py", "TypeError"): "control flow, re-raised as ArtifactIntegrityError",
+    ("byref/transcript_lines.py", "OSError"): "an I/O fault of byref's own file, handled where "
+                                              "the disk's are",
+    ("byref/conversations/lines.py", "RuntimeError"): "an invariant of byref's own encoder",
+    ("byref/tools/mcp_content.py", "ValueError"): "an upstream's bad base64: dispatch records it "
+                                                  "as that tool's error",
+    ("byref/integrations/pydantic_ai.py", "RuntimeError"): "a tool's failure handed to "
+                                                           "pydantic-ai, whose loop reports it",
+    ("byref/integrations/langchain.py", "RuntimeError"): "a tool's failure handed to LangChain",
+    ("byref/tools/code_mode/code_child.py", "*"): "runs in the sandbox, where byref is absent",
+    ("byref/gateway/wire/stdio.py", "BrokenPipeError"): "a closed pipe, as the stream's reader "
+                                                        "expects it",
+    ("byref/bench/*", "*"): "a bench's failed setup; `byref bench` prints it in one line",
+}
+"""Where byref's own code may raise a stdlib exception, and why; anything else is a ByrefError."""
+PROTOCOL = (StopIteration, StopAsyncIteration, NotImplementedError, AssertionError)
+"""Raised for Python's own protocols (iteration, abstract methods, assertions), not as errors."""
+
+
+def test_byref_raises_its_own_errors_except_where_listed() -> None:
+    import ast
+    import builtins
+    from pathlib import Path
+
+    root = Path(byref.__file__).parent.parent
+    stray: list[str] = []
+    for path in sorted(root.joinpath("byref").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = target.id if isinstance(target, ast.Name) else ""
+            kind = getattr(builtins, name, None)
+            if not (inspect.isclass(kind) and issubclass(kind, Exception)) or kind in PROTOCOL:
+                continue
+            if not any((where == rel or (where.endswith("/*") and rel.startswith(where[:-1])))
+                       and what in (name, "*") for where, what in STDLIB_RAISES):
+                stray.append(f"{rel}:{node.lineno} raises {name}")
+    assert stray == [], ("raise a byref.errors class (InvalidValue, MisuseError, InvalidType, "
+                         "UnknownName, MissingExtra…), or list the site with its reason")

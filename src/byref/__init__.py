@@ -46,11 +46,9 @@ def __getattr__(name: str) -> Any:
         extra = _EXTRAS.get(module_name)
         if extra is None:
             raise
-        from byref.errors import install_hint
+        from byref.errors import MissingExtra
 
-        raise ModuleNotFoundError(
-            f"byref.{name} needs the {extra!r} extra: {install_hint(extra)}"
-        ) from exc
+        raise MissingExtra(f"byref.{name}", extra) from exc
     value = getattr(module, name)
     globals()[name] = value  # later lookups skip this function
     return value

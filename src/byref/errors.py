@@ -12,6 +12,8 @@ The law: every error byref raises on purpose is a `ByrefError`, and its class sa
     ├── DeveloperError   the code calling byref: a wrong argument or setup; the message says what
     │   │                to do next
     │   ├── InvalidValue (also a ValueError), MisuseError (also a RuntimeError),
+    │   │   InvalidType (a TypeError), UnknownName (a KeyError), MissingExtra (the one error for
+    │   │   an extra that is not installed: a ModuleNotFoundError whose text is the install line),
     │   │   jsonview.JsonEncodeError (also a TypeError)
     │   ├── harness: ProviderSetupError (MissingSDKError, MissingKeyError), StepLimitError,
     │   │            ScriptExhaustedError; context.ContextBudgetError; discovery.OntologyError
@@ -80,6 +82,25 @@ class MisuseError(DeveloperError, RuntimeError):
     do first."""
 
 
+class InvalidType(DeveloperError, TypeError):
+    """An argument of a type byref cannot use (a tool parameter without a hint, say)."""
+
+
+class UnknownName(DeveloperError, KeyError):
+    """A name byref does not know (a tool, a server); the message lists the ones it does."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""  # KeyError would quote the message
+
+
+class MissingExtra(DeveloperError, ModuleNotFoundError):
+    """An optional part of byref was used without its extra; the message is the install line."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} needs byref's {extra!r} extra: {install_hint(extra)}")
+        self.extra = extra
+
+
 class OperatorError(ByrefError):
     """The deployment failed byref: a store, a config file, an upstream server, the host."""
 
@@ -113,6 +134,6 @@ def _source() -> str:
 
 
 __all__ = [
-    "ByrefError", "DeveloperError", "InvalidValue", "MisuseError", "OperatorError",
-    "RefusalReason", "Refused", "install_hint",
+    "ByrefError", "DeveloperError", "InvalidType", "InvalidValue", "MissingExtra", "MisuseError",
+    "OperatorError", "RefusalReason", "Refused", "UnknownName", "install_hint",
 ]

@@ -329,5 +329,6 @@ def test_calls_without_ids_get_distinct_ones_and_results_pair_with_them() -> Non
 def test_a_missing_sdk_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)  # importing it now fails as if absent
     with pytest.raises(MissingSDKError, match=(
-            rf"^The 'openai' package is not installed; {re.escape(install_hint('openai'))}$")):
+            rf"^The 'openai' package needs byref's 'openai' extra: "
+            rf"{re.escape(install_hint('openai'))}$")):
         model_from_id("openai-chat:qwen3", base_url=LOCAL)

@@ -83,7 +83,8 @@ def test_a_missing_sdk_says_which_extra_to_install(
         model_id: str, module: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # importing it now fails as if absent
     with pytest.raises(MissingSDKError, match=(
-            rf"^The '{module}' package is not installed; {re.escape(install_hint(module))}$")):
+            rf"^The '{module}' package needs byref's '{module}' extra: "
+            rf"{re.escape(install_hint(module))}$")):
         model_from_id(model_id, api_key="x")
 
 

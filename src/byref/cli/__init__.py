@@ -60,14 +60,14 @@ def plugins(names: Sequence[str]) -> Iterator[ModuleType]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `byref` command line with `argv` (default: sys.argv); returns the exit code, 2 for
-    a store that cannot be opened."""
-    from byref.store.port import StoreUnavailableError, StoreURLError
+    any byref error (a store that cannot be opened, a bad config, a missing extra…)."""
+    from byref.errors import ByrefError
 
     args = build_parser().parse_args(argv)
     try:
         code: int = args.run(args)
-    except (StoreUnavailableError, StoreURLError) as exc:
-        # A store opened from a URL (gateway, demo…) that cannot be reached is a config error.
+    except ByrefError as exc:
+        # One place turns every error byref raises on purpose into one line (errors.py's law).
         print(f"byref {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from byref.errors import InvalidValue, install_hint
+from byref.errors import InvalidValue, MissingExtra
 from byref.tools import Payload, Tool, tool
 
 
@@ -53,9 +53,7 @@ def write_pdf(path: Path, title: str, rows: list[dict[str, Any]]) -> None:
         from reportlab.lib.styles import getSampleStyleSheet
         from reportlab.platypus import LongTable, Paragraph, SimpleDocTemplate, TableStyle
     except ImportError as exc:
-        raise RuntimeError(
-            f"generate_pdf needs reportlab: {install_hint('pdf')}"
-        ) from exc
+        raise MissingExtra("generate_pdf (reportlab)", "pdf") from exc
     styles = getSampleStyleSheet()
     columns = ("id", "title", "priority", "assignee", "updated")
     data = [list(columns)] + [[str(r.get(c, "")) for c in columns] for r in rows]

@@ -155,7 +155,7 @@ class Gateway:
     def start_soon(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run `fn` in the gateway's task group (work no request waits for: a JWKS refresh)."""
         if self._group is None:
-            raise RuntimeError("The gateway is not running: use it as `async with Gateway(...)`.")
+            raise MisuseError("The gateway is not running: use it as `async with Gateway(...)`.")
         self._group.start_soon(fn)
 
     @property

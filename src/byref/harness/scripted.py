@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from byref.dispatch.outbound.reflines import split
-from byref.errors import DeveloperError
+from byref.errors import DeveloperError, MisuseError
 from byref.harness.messages import Block, OnDelta, Request, Response, deltas
 from byref.jsonview import decode
 
@@ -87,7 +87,7 @@ def last_ref(request: Request) -> dict[str, Any]:
     text = _last_result_text(request)
     _, line = split(text)
     if line is None:
-        raise LookupError("the last tool result the model was shown has no ref line")
+        raise MisuseError("the last tool result the model was shown has no ref line")
     ref: dict[str, Any] = decode(line[len("[ref: "):-1])
     return ref
 
@@ -97,7 +97,7 @@ def _last_result_text(request: Request) -> str:
         for block in reversed(message.content):
             if block.type == "tool_result":
                 return block.text
-    raise LookupError("the model has not been shown any tool result yet")
+    raise MisuseError("the model has not been shown any tool result yet")
 
 
 def ref_from_last_result(field: str = "value") -> Callable[[Request], Any]:

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
+from byref.errors import InvalidType
+
 EXACT_LIMIT = 8_000_000
 """Above this many characters a count is extrapolated from an evenly spread sample."""
 
@@ -76,7 +78,7 @@ def set_default_counter(counter: TokenCounter) -> TokenCounter:
     """Make `counter` the one every figure uses; returns the previous one (to restore it)."""
     global _default
     if not isinstance(counter, TokenCounter):
-        raise TypeError(
+        raise InvalidType(
             "A token counter needs a 'name' and a count(text) method; got "
             f"{type(counter).__name__!r}."
         )

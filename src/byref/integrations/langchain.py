@@ -23,7 +23,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Unpack
 
-from byref.errors import install_hint
+from byref.errors import MissingExtra
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, Surface, bridge_from
 from byref.jsonview import dumps
 from byref.transcript import Part
@@ -43,9 +43,7 @@ try:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        f"byref.integrations.langchain needs LangChain v1: {install_hint('langchain')}"
-    ) from exc
+    raise MissingExtra("byref.integrations.langchain (LangChain v1)", "langchain") from exc
 
 __all__ = ["ByrefMiddleware", "seen"]
 

@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
-from byref.errors import install_hint
+from byref.errors import MissingExtra
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
 from byref.tools import Tool as ByrefTool
@@ -38,10 +38,8 @@ try:
     from agents.run_config import CallModelData, ModelInputData
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "byref.integrations.openai_agents needs the OpenAI Agents SDK: "
-        f"{install_hint('openai-agents')}"
-    ) from exc
+    raise MissingExtra("byref.integrations.openai_agents (the OpenAI Agents SDK)",
+                       "openai-agents") from exc
 
 __all__ = ["Byref", "seen"]
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from byref.discovery import Catalog, Searcher
 from byref.discovery.page.search import MAX_ALSO
-from byref.errors import MisuseError, install_hint
+from byref.errors import MissingExtra, MisuseError
 from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from, plain_result
 from byref.jsonview import dumps
 from byref.tools import Payload, Tool
@@ -48,9 +48,7 @@ try:
     from pydantic_ai.toolsets.abstract import ToolsetTool
     from pydantic_ai.toolsets.external import TOOL_SCHEMA_VALIDATOR
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        f"byref.integrations.pydantic_ai needs pydantic-ai: {install_hint('pydantic-ai')}"
-    ) from exc
+    raise MissingExtra("byref.integrations.pydantic_ai (pydantic-ai)", "pydantic-ai") from exc
 
 if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from byref.errors import MisuseError
 from byref.harness.messages import Block, ChatMessage, Request, Response
 from byref.harness.scripted import ScriptedModel, Step
 from byref.testing.responses import (
@@ -60,7 +61,7 @@ class ChatStandIn:
     def base_url(self) -> str:
         """The endpoint's base URL (`…/v1`), as `base_url=` or `OPENAI_BASE_URL` takes it."""
         if self._server is None:
-            raise RuntimeError("The stand-in is not running; use it as `with ChatStandIn(...):`.")
+            raise MisuseError("The stand-in is not running; use it as `with ChatStandIn(...):`.")
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> ChatStandIn:

@@ -21,7 +21,7 @@ from typing import Any, get_type_hints
 
 import msgspec
 
-from byref.errors import InvalidValue
+from byref.errors import InvalidType, InvalidValue
 from byref.refs import MODEL_REF_SCHEMA, Ref
 
 MCP_HEADER = "x-mcp-header"
@@ -45,7 +45,7 @@ def schema_from_signature(fn: Callable[..., Any], lazy: frozenset[str]) -> dict[
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name == "ctx":
             continue
         if name not in hints:
-            raise TypeError(
+            raise InvalidType(
                 f"Tool parameter {name!r} of {fn.__name__!r} needs a type hint to build its schema."
             )
         annotation = hints[name]

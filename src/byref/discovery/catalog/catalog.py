@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from byref.discovery.catalog.ontology import Ontology, capability_root, relationship_endpoints
-from byref.errors import InvalidValue
+from byref.errors import InvalidValue, UnknownName
 from byref.tools import Tool
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ class Catalog:
         try:
             return self._entries[name]
         except KeyError:
-            raise KeyError(self.unknown_text([name])) from None
+            raise UnknownName(self.unknown_text([name])) from None
 
     def tool(self, name: str) -> Tool:
         """The tool named `name` (KeyError as `entry`)."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from byref.discovery.catalog.catalog import Catalog
 from byref.discovery.catalog.ontology import Ontology
-from byref.errors import OperatorError
+from byref.errors import MisuseError, OperatorError
 from byref.tools import Tool
 
 
@@ -138,7 +138,7 @@ def read_listings(path: str | Path) -> list[Listed]:
 
 def _unbound(server: str, name: str) -> Any:
     def call(**_: Any) -> Any:
-        raise RuntimeError(
+        raise MisuseError(
             f"Tool {name!r} of server {server!r} was loaded from a listing and is not connected "
             "to its server; run it through the gateway."
         )

