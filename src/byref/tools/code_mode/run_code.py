@@ -91,8 +91,11 @@ def describe_tool(limits: Limits, mode: CodeMode) -> str:
         "tools.inputs[name]. Only what the program prints, the value of its last expression "
         "and files written to os.environ['BYREF_OUTPUT_DIR'] come back to you. "
         f"At most {mode.max_calls} tool calls a run, each within {mode.call_timeout:g}s; "
-        f"{limits.wall_seconds:g}s wall clock for the whole run, {limits.cpu_seconds}s CPU, "
-        f"{limits.memory_bytes >> 20} MB memory. No network."
+        f"{limits.wall_seconds:g}s wall clock for the whole run, {limits.cpu_seconds}s CPU; "
+        f"{limits.memory_bytes >> 20} MB memory, {limits.disk_bytes >> 20} MB disk in all "
+        "(/tmp, /dev/shm and the working directory) and "
+        f"{limits.max_open_files:,} open files: everything the program can make the host "
+        "hold. No network."
     )
 
 
