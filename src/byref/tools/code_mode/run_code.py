@@ -131,6 +131,7 @@ def make_run_code_tool(*, runner: CodeRunner | None = None,
             finally:
                 with contextlib.suppress(OSError):
                     host_end.shutdown(socket.SHUT_RDWR)
+                host.end()  # the serving thread waiting for a place stops waiting
                 server.join(timeout=mode.call_timeout + 5)
                 host.close()
             summary = host.summary(ctx.calls.keep_record())
