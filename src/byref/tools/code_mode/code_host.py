@@ -156,7 +156,11 @@ class CodeHost:
         self._sock = sock
         reader = FrameReader(sock.fileno())
         try:
-            while self._place_or_none() and (request := reader.next()) is not None:
+            while True:
+                self._wait_for_place()
+                request = reader.next()
+                if request is None:
+                    break
                 self._answer_request(request)
         except ChannelError as exc:
             self._break(str(exc))
@@ -168,7 +172,7 @@ class CodeHost:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
-    def _place_or_none(self) -> bool:
+    def _wait_for_place(self) -> None:
         """Wait, before reading the next frame, until a place is free or none can free up
         (every place held by a call that cannot be stopped: the next call is refused at once).
         Bounded: a running call is answered within `call_timeout`, or the run ends."""
@@ -176,7 +180,6 @@ class CodeHost:
             while (self.running + self.straggling >= self.mode.concurrency
                    and self.running > 0 and not self._ended.done()):
                 self._freed.wait(self.mode.call_timeout)
-        return True
 
     def _break(self, why: str) -> None:
         self.broken = why
