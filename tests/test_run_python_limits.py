@@ -273,8 +273,10 @@ def test_the_description_names_each_limit_and_what_holds_per_process(
         runner: SubprocessRunner) -> None:
     said = make_run_python_tool(runner=runner).description
     assert ("Limits for the whole run: 20s CPU, 1024 MB memory, 256 MB and 16,384 files in all "
-            "in /tmp, /dev/shm and the working directory (256 MB a file), 60s wall clock, one "
-            "process (no subprocesses; up to 64 threads), 32 output files.") in said
+            "in /tmp, /dev/shm and the working directory (256 MB a file), 256 open files, 60s "
+            "wall clock, one process (no subprocesses; up to 64 threads), 32 output files. "
+            "Everything the program can make the host hold is within these: no shared memory "
+            "but /dev/shm, no sockets, pipes of 64 KiB.") in said
     if backend(runner) == "unshare":
         assert "On this host" not in said
     else:
@@ -282,3 +284,4 @@ def test_the_description_names_each_limit_and_what_holds_per_process(
     loose = make_run_python_tool(runner=SubprocessRunner(isolation="none")).description
     assert ("On this host: this runner is not isolated, so memory is per process and disk per "
             "file.") in loose
+    assert "Everything the program can make the host hold" not in loose

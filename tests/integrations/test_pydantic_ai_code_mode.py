@@ -52,7 +52,7 @@ def test_run_code_calls_byref_tools_and_is_refused_the_frameworks() -> None:
     assert "run_code" in script.tools[0] and "lookup" not in script.tools[0]
     shown = result_text(last_return(result.all_messages()).model_response_str())
     summary, printed = shown.split("\n", 1)
-    assert summary.startswith("[run_code] 2 tool calls (lookup ×1, delete_item ×1); refused: "
+    assert summary.startswith("[run_code] 1 tool call (lookup ×1); refused: "
                               "delete_item (not-permitted) ×1"), summary
     assert printed.splitlines() == [
         "21", "not-permitted Tool 'delete_item' was not called: it belongs to the framework "

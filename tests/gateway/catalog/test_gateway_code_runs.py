@@ -85,7 +85,8 @@ except tools.ToolError as exc:
             assert not result.is_error, texts
             summary, printed = texts[0].split("\n", 1)
             assert printed.splitlines() == ["released", "released", "unknown-tool"], printed
-            assert summary.startswith("[run_code] 3 tool calls (code__hold ×2, no_such_tool ×1)")
+            assert summary.startswith("[run_code] 2 tool calls (code__hold ×2); refused: "
+                                      "no_such_tool (unknown-tool) ×1"), summary
 
             # What the lock keeps holds: every result names the message it landed at (run_code's
             # own line was moved there, past the calls that landed meanwhile), and a local

@@ -3,10 +3,14 @@
 The law: the host trusts nothing the child sends. A frame is a 4-byte big-endian length and that
 many bytes of msgpack; a length over `MAX_FRAME` is refused before a byte of its body is read,
 and a body is decoded only as one of the child's five requests (`Call`, `Read`, `Search`,
-`Describe`, `Done`), each with a request id greater than every id before it. Anything else —
-a short frame, bytes that are not msgpack, an unknown `op`, a field of the wrong type, an id out
-of order — is a `ChannelError`, and the host stops serving that channel (the child then meets a
-closed channel). The host answers each request with one `Answer` frame carrying its id.
+`Describe`, `Done`), each with a request id greater than every id before it, whose values (a
+call's arguments, the return value) are plain data — maps with string keys, lists, strings,
+bytes, numbers, booleans, nil — at most `MAX_DEPTH` deep and `MAX_VALUES` in all, so what the
+host holds for a frame is bounded and walking it needs no deep recursion. Anything else — a
+short frame, bytes that are not msgpack, an unknown `op`, a field of the wrong type, an id out
+of order, a value too deep or too large — is a `ChannelError`, and the host stops serving that
+channel (the child then meets a closed channel). The host answers each request with one
+`Answer` frame carrying its id.
 
 The child's side (`code_child.py`) speaks the same frames with the same library; it runs inside
 the sandbox and never reaches anything but its end of the socket.
@@ -26,7 +30,13 @@ MAX_FRAME = 4 << 20
 """The largest frame body either side accepts (a call's literal arguments, a return value)."""
 READ_MAX = 1 << 20
 """The most bytes one `Read` may ask for (a handle streams in chunks of at most this)."""
+MAX_DEPTH = 64
+"""How deep a request's value may nest (lists and maps inside each other)."""
+MAX_VALUES = 1 << 17
+"""How many values (each list, map, key and item) one request's value may hold: what a frame
+costs the host once decoded (~70 bytes a value at most) is bounded by it, not only by bytes."""
 _HEADER = struct.Struct(">I")
+_LEAVES = (str, int, float, bool, bytes, type(None))
 
 
 class ChannelError(Refused):
@@ -99,9 +109,42 @@ def frame(message: msgspec.Struct) -> bytes:
 def parse(body: bytes) -> Request:
     """A frame body as one of the child's requests; `ChannelError` saying why it is not one."""
     try:
-        return _DECODER.decode(body)
+        request = _DECODER.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise ChannelError(f"a frame is not a request ({str(exc)[:200]})") from exc
+    if isinstance(request, Call):
+        _plain(request.args, "a call's arguments")
+    elif isinstance(request, Done):
+        _plain(request.value, "the return value")
+    return request
+
+
+def _plain(value: Any, what: str) -> None:
+    """Refuse `value` unless it is plain data within `MAX_DEPTH` and `MAX_VALUES` (walked
+    without recursion: the check itself cannot overflow the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    count = 1
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, _LEAVES):
+            continue
+        if not isinstance(item, list | dict):
+            raise ChannelError(f"{what} hold a {type(item).__name__}, which is not plain data; "
+                               "send strings, numbers, booleans, None, lists and dicts")
+        if depth >= MAX_DEPTH and item:
+            raise ChannelError(f"{what} nest deeper than {MAX_DEPTH} levels; flatten them")
+        count += len(item) * (2 if isinstance(item, dict) else 1)
+        if count > MAX_VALUES:
+            raise ChannelError(f"{what} hold more than {MAX_VALUES:,} values; pass large data "
+                               "as a handle or a file instead")
+        if isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+            continue
+        for key, v in item.items():
+            if not isinstance(key, str):
+                raise ChannelError(f"{what} hold a map key that is not a string "
+                                   f"({type(key).__name__}); use string keys")
+            stack.append((v, depth + 1))
 
 
 class FrameReader:

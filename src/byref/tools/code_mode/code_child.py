@@ -234,6 +234,8 @@ class _Tools:
         if made is None:
             try:
                 info = self._channel.request("describe", tool=name)
+            except ChannelClosed:
+                raise  # not a missing tool: the host stopped answering (a ToolError)
             except ToolError as exc:
                 raise AttributeError(exc.text) from None
             made = self._made[name] = _function(name, info, self._channel)

@@ -8,9 +8,14 @@ value — and counts its calls for the summary line the model reads.
 The law: the host trusts nothing the child sends and gives it only what its calls and inputs
 gave it. A call the policy keeps from code, or over `max_calls`, is refused with the words the
 model would read, never run; a call past `call_timeout`, or still running when the run ends, is
-given up on (`ToolCalls.stop`: cancelled where it can be, recorded so). A sync tool on a thread
-cannot be stopped: it keeps one of the run's `concurrency` places until it returns, and once
-they are all taken a further call is refused at once.
+given up on (`ToolCalls.stop`: cancelled where it can be, recorded so). The run's calls hold at
+most `concurrency` places at once, running and starting together: the host reads no further
+frame while they are all taken (the child's writes wait in the socket), so what one run makes
+the host hold is that many requests of at most `MAX_FRAME` bytes and `MAX_VALUES` values. A
+sync tool on a thread cannot be stopped: it keeps its place until it returns, and once such
+calls take every place a further call is refused at once. Nothing the child sends raises out
+of the serving thread: a defect answering it is an internal-error answer, and a frame that
+breaks the protocol closes the channel with words the summary carries.
 """
 
 from __future__ import annotations
@@ -92,11 +97,17 @@ class CodeHost:
         self.inputs: dict[str, Any] = {}
         self.value: Any = None
         self.made: collections.Counter[str] = collections.Counter()
+        """Calls that ran and answered with a value, by tool."""
+        self.asked = 0
+        """Calls the program asked for (what `max_calls` caps)."""
         self.refused: list[tuple[str, str]] = []
         self.broken: str | None = None
         self.straggling = 0
         """Calls given up on that still run (sync tools on threads cannot be stopped)."""
+        self.running = 0
+        """Calls started and not yet answered; with `straggling`, the places taken."""
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._write = threading.Lock()
         self._sock: socket.socket | None = None
         self._closed = False
@@ -145,17 +156,43 @@ class CodeHost:
         self._sock = sock
         reader = FrameReader(sock.fileno())
         try:
-            while (request := reader.next()) is not None:
+            while True:
+                self._wait_for_place()
+                request = reader.next()
+                if request is None:
+                    break
                 self._answer_request(request)
         except ChannelError as exc:
-            self.broken = str(exc)
-            self.ctx.emit("refused", op="channel", tool=RUN_CODE, call_id=self.ctx.call_id,
-                          reason="channel-protocol", detail=str(exc)[:300])
+            self._break(str(exc))
         except OSError:
             pass  # the run ended (the host shut the channel down)
+        except Exception as exc:  # a defect of ours: the channel ends, saying so
+            self._break(f"byref could not serve the tool channel ({type(exc).__name__})")
         finally:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+    def _wait_for_place(self) -> None:
+        """Wait, before reading the next frame, until a place is free or none can free up
+        (every place held by a call that cannot be stopped: the next call is refused at once).
+        Bounded: a running call is answered within `call_timeout`, or the run ends."""
+        with self._freed:
+            while (self.running + self.straggling >= self.mode.concurrency
+                   and self.running > 0 and not self._ended.done()):
+                self._freed.wait(self.mode.call_timeout)
+
+    def _break(self, why: str) -> None:
+        self.broken = why
+        self.ctx.emit("refused", op="channel", tool=RUN_CODE, call_id=self.ctx.call_id,
+                      reason="channel-protocol", detail=why[:300])
+
+    def end(self) -> None:
+        """The run is over: calls still waiting give up, and the serving thread stops waiting
+        for places."""
+        with self._freed:
+            if not self._ended.done():
+                self._ended.set_result(None)
+            self._freed.notify_all()
 
     def close(self) -> None:
         """Stop answering (the socket may be closed and its descriptor reused once this
@@ -163,16 +200,35 @@ class CodeHost:
         recorded so; waited for at most `CLOSE_WAIT` seconds."""
         with self._write:
             self._closed = True
-        self._ended.set_result(None)
+        self.end()
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             answering = list(self._answering)
         concurrent.futures.wait(answering, timeout=CLOSE_WAIT)
 
     def _answer_request(self, request: Request) -> None:
+        try:
+            self._answer(request)
+        except Exception as exc:  # a defect answering must not end the serving thread
+            self._send(Answer(request.id, error=f"byref could not answer this request "
+                              f"({type(exc).__name__})", reason="internal-error"))
+
+    def _answer(self, request: Request) -> None:
         if isinstance(request, Call):
             with self._lock:
-                self._answering.append(self._pool.submit(self._call, request))
+                self.asked += 1
+                over = self.asked > self.mode.max_calls
+                stuck = self.running + self.straggling >= self.mode.concurrency
+                if not over and not stuck:
+                    self.running += 1
+            if over or stuck:
+                self._send(self._refuse_at_once(request, over=over))
+                return
+            try:
+                with self._lock:
+                    self._answering.append(self._pool.submit(self._call, request))
+            except RuntimeError:  # the run ended: the pool takes no more calls
+                self._release()
         elif isinstance(request, Read):
             self._send(self.handles.read(request))
         elif isinstance(request, Search):
@@ -200,29 +256,35 @@ class CodeHost:
                 write_all(self._sock.fileno(), data)
 
     # -- one inner call ------------------------------------------------------------------------
-    def _call(self, request: Call) -> None:
-        try:
-            self._send(self._run(request))
-        except Exception as exc:  # a defect here must not end the serving thread's work
-            self._send(Answer(request.id, error=f"byref could not process this call "
-                              f"({type(exc).__name__})", reason="internal-error"))
-
-    def _run(self, request: Call) -> Answer:
+    def _refuse_at_once(self, request: Call, *, over: bool) -> Answer:
         name = request.tool[:80]
-        with self._lock:
-            over = sum(self.made.values()) >= self.mode.max_calls
-            self.made[name] += 1
-            stuck = self.straggling
         if over:
             return self._refuse(request, name, "limit-calls", (
                 f"Tool {name!r} was not called: this run has made its {self.mode.max_calls} "
                 "tool calls, the most one run may make. Do more per call, or return what you "
                 "have."))
-        if stuck >= self.mode.concurrency:
-            return self._refuse(request, name, "limit-calls", (
-                f"Tool {name!r} was not called: calls from this run still running past their "
-                "time (a tool on a thread cannot be stopped) fill the places for calls at once "
-                f"({self.mode.concurrency}). Return what you have."))
+        return self._refuse(request, name, "limit-calls", (
+            f"Tool {name!r} was not called: calls from this run still running past their "
+            "time (a tool on a thread cannot be stopped) fill the places for calls at once "
+            f"({self.mode.concurrency}). Return what you have."))
+
+    def _release(self) -> None:
+        with self._freed:
+            self.running -= 1
+            self._freed.notify_all()
+
+    def _call(self, request: Call) -> None:
+        try:
+            answer = self._run(request)
+        except Exception as exc:  # a defect here must not end the serving thread's work
+            answer = Answer(request.id, error=f"byref could not process this call "
+                            f"({type(exc).__name__})", reason="internal-error")
+        finally:
+            self._release()  # a call given up on but still running keeps `straggling`'s place
+        self._send(answer)
+
+    def _run(self, request: Call) -> Answer:
+        name = request.tool[:80]
         gated = self._gate(name)
         if gated is not None:
             return self._refuse(request, name, "not-permitted", gated)
@@ -243,7 +305,10 @@ class CodeHost:
         if part.is_error:
             text = part.rendered if part.rendered is not None else str(part.value)
             return self._refuse(request, name, part.reason or "refused", text, emit=False)
-        return Answer(request.id, self._for_child(part))
+        answer = Answer(request.id, self._for_child(part))
+        with self._lock:
+            self.made[name] += 1
+        return answer
 
     def _give_up(self, request: Call, name: str, future: concurrent.futures.Future[Part]
                  ) -> Answer:
@@ -261,8 +326,9 @@ class CodeHost:
                             detail="cancelled" if cancelled else "still running on a thread")
 
     def _returned(self, _: concurrent.futures.Future[Part]) -> None:
-        with self._lock:
+        with self._freed:
             self.straggling -= 1
+            self._freed.notify_all()
 
     def _refuse(self, request: Call, name: str, reason: RefusalReason, text: str, *,
                 emit: bool = True, call_id: str | None = None,
@@ -320,7 +386,8 @@ class CodeHost:
 
     # -- the summary ---------------------------------------------------------------------------
     def summary(self, record: str | None) -> str:
-        """The one line the model reads about the inner calls."""
+        """The one line the model reads about the inner calls: those that ran, by tool, and
+        those refused (or failed), by tool and reason."""
         total = sum(self.made.values())
         names = ", ".join(f"{name} ×{n}" for name, n in self.made.most_common(8))
         if len(self.made) > 8:
@@ -329,7 +396,8 @@ class CodeHost:
         said = ("none refused" if not refused else "refused: " + ", ".join(
             f"{what} ×{n}" for what, n in refused.most_common(5)))
         line = f"[{RUN_CODE}] {total} tool call{'s' if total != 1 else ''}"
-        line += f" ({names}); {said}" if total else ""
+        line += f" ({names})" if total else ""
+        line += f"; {said}" if total or refused else ""
         if self.broken is not None:
             line += f"; the tool channel was closed: {self.broken[:200]}"
         if record is not None:

@@ -91,8 +91,11 @@ def describe_tool(limits: Limits, mode: CodeMode) -> str:
         "tools.inputs[name]. Only what the program prints, the value of its last expression "
         "and files written to os.environ['BYREF_OUTPUT_DIR'] come back to you. "
         f"At most {mode.max_calls} tool calls a run, each within {mode.call_timeout:g}s; "
-        f"{limits.wall_seconds:g}s wall clock for the whole run, {limits.cpu_seconds}s CPU, "
-        f"{limits.memory_bytes >> 20} MB memory. No network."
+        f"{limits.wall_seconds:g}s wall clock for the whole run, {limits.cpu_seconds}s CPU; "
+        f"{limits.memory_bytes >> 20} MB memory, {limits.disk_bytes >> 20} MB disk in all "
+        "(/tmp, /dev/shm and the working directory) and "
+        f"{limits.max_open_files:,} open files: everything the program can make the host "
+        "hold. No network."
     )
 
 
@@ -128,6 +131,7 @@ def make_run_code_tool(*, runner: CodeRunner | None = None,
             finally:
                 with contextlib.suppress(OSError):
                     host_end.shutdown(socket.SHUT_RDWR)
+                host.end()  # the serving thread waiting for a place stops waiting
                 server.join(timeout=mode.call_timeout + 5)
                 host.close()
             summary = host.summary(ctx.calls.keep_record())

@@ -114,8 +114,12 @@ def _limits_text(limits: Limits, unenforced: list[str]) -> str:
     text = (f"Limits for the whole run: {limits.cpu_seconds}s CPU, "
             f"{limits.memory_bytes >> 20} MB memory, {limits.disk_bytes >> 20} MB and "
             f"{limits.disk_files:,} files in all in /tmp, /dev/shm and the working directory "
-            f"({limits.file_bytes >> 20} MB a file), {limits.wall_seconds:g}s wall clock, "
-            f"{processes}, {limits.max_output_files} output files.")
+            f"({limits.file_bytes >> 20} MB a file), {limits.max_open_files:,} open files, "
+            f"{limits.wall_seconds:g}s wall clock, {processes}, "
+            f"{limits.max_output_files} output files.")
+    if not per_process:
+        text += (" Everything the program can make the host hold is within these: no shared "
+                 "memory but /dev/shm, no sockets, pipes of 64 KiB.")
     if unenforced:
         text += " On this host: " + "; ".join(unenforced) + "."
     return text

@@ -4,8 +4,9 @@ The law: code runs in its own working directory, in a sandbox (`run_python.sandb
 it only that directory, its staged inputs and the interpreter — no host processes, files,
 secrets or network — under CPU-time, memory, disk, file-size, process-count and wall-clock
 limits that hold for the whole run: one tmpfs of the disk budget holds every place it can
-write, and a syscall filter (`byref.tools.run_python.syscalls`) keeps it to one process, so one
-address-space limit is its whole memory (this host delegates no cgroup to bound several).
+write, and a syscall filter (`byref.tools.run_python.syscalls`) keeps it to one process and
+refuses every other way to make the host hold memory (memfd, IPC, sockets, grown pipes), so one
+address-space limit is its whole memory and a descriptor limit bounds the kernel's share.
 Where a limit can only hold per process, `unenforced()` says which, for the tool's description
 and its refusals. Inputs arrive as staged files named by a JSON manifest (`BYREF_INPUTS`);
 outputs are only what lands in the declared directory (`BYREF_OUTPUT_DIR`), copied out by the
@@ -84,6 +85,9 @@ class Limits:
     disk_files: int = 16_384
     """Files and directories there at once (each costs kernel memory that bytes do not count;
     under `unshare`; bwrap cannot cap them)."""
+    max_open_files: int = 256
+    """Descriptors the code's process holds at once: with the syscall filter, what bounds the
+    kernel memory left outside the budgets above (pipes of 64 KiB, open files)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +276,7 @@ class SubprocessRunner:
         try:
             config = {"fds": fds, "seed": str(stage.seed), "outputs": str(stage.outputs),
                       "cpu": limits.cpu_seconds, "memory": limits.memory_bytes,
-                      "file_bytes": limits.file_bytes,
+                      "file_bytes": limits.file_bytes, "open_files": limits.max_open_files,
                       "processes": limits.max_processes if isolated else -1,
                       "max_files": limits.max_output_files, "max_bytes": limits.max_output_bytes,
                       "scratch": [str(stage.root), "/tmp", "/dev/shm"] if isolated else []}

@@ -107,7 +107,8 @@ def _limit(c: dict[str, Any], *, own: bool) -> None:
     pairs = [(resource.RLIMIT_CORE, 0, 0), (resource.RLIMIT_FSIZE, fsize, fsize),
              (resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_AS, *memory)]
     if not own:
-        pairs.append((resource.RLIMIT_CPU, c["cpu"], c["cpu"] + 1))
+        pairs += [(resource.RLIMIT_CPU, c["cpu"], c["cpu"] + 1),
+                  (resource.RLIMIT_NOFILE, c["open_files"], c["open_files"])]
     for res, soft, hard in pairs:
         if soft >= 0:
             resource.setrlimit(res, (soft, hard))
