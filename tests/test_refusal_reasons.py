@@ -24,7 +24,7 @@ PINNED = {
     "gone", "not-readable", "parse-error",
     "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall", "limit-disk",
     "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
-    "limit-calls", "call-timeout", "channel-protocol",
+    "limit-calls", "call-timeout", "channel-protocol", "limit-runs",
 }
 
 # Callables taking a reason, and the position of that argument.

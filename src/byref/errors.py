@@ -53,6 +53,8 @@ RefusalReason = Literal[
     "limit-disk", "limit-file-size", "limit-processes", "limit-output-files", "limit-output-bytes",
     # run_code (code mode): its inner calls and its channel
     "limit-calls", "call-timeout", "channel-protocol",
+    # the gateway: programs running at once (byref.codeRuns)
+    "limit-runs",
 ]
 """Every code a refusal carries (`Refused.reason`, the `reason` of a `refused` event): a closed
 set, so a typo is a type error and a dashboard can list them all."""

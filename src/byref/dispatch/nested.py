@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import re
 import threading
 import time
@@ -74,6 +75,8 @@ class NestedCalls:
         self._stopped: set[str] = set()
         """Ids of calls given up on: recorded as stopped, their late results not recorded."""
         self._recorded_ids: set[str] = set()
+        self._context = contextvars.copy_context()
+        """The run's own context (who it runs as: the gateway's caller), for its inner calls."""
 
     def tool(self, name: str) -> Tool | None:
         """The tool a call by `name` would run, or None."""
@@ -94,7 +97,10 @@ class NestedCalls:
         cancellable = found is None or found.is_async  # an unknown name is refused at once
         future: concurrent.futures.Future[Part]
         if self.loop is not None and self.loop.is_running():
-            future = asyncio.run_coroutine_threadsafe(self._adispatch(call), self.loop)
+            # Started in the run's context, not the program's channel thread's (an empty one):
+            # the call runs as whoever ran the program.
+            future = self._context.copy().run(asyncio.run_coroutine_threadsafe,
+                                              self._adispatch(call), self.loop)
         elif cancellable:
             future = self._on_own_loop(call)
         else:

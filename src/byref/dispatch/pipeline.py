@@ -20,7 +20,7 @@ import difflib
 import functools
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
@@ -32,6 +32,7 @@ from byref.dispatch.outbound.placement import settle
 from byref.dispatch.outbound.recording import Recorder
 from byref.dispatch.outbound.reflines import with_line
 from byref.dispatch.policy import Policy
+from byref.dispatch.threads import Threads
 from byref.errors import InvalidValue
 from byref.events import Emitter
 from byref.jsonview import unrecordable
@@ -46,6 +47,8 @@ from byref.store import ArtifactStore, Scope
 from byref.tools.call_context import ToolContext
 from byref.tools.tool import Tool, ToolRefusal
 from byref.transcript import Part, Transcript
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,8 @@ class Dispatcher:
         """The catalog search code mode's `tools.search` uses (the session sets it)."""
         self.inner_done: InnerDone | None = None
         """Told of each call code made as it ends (the gateway's metrics set it)."""
+        self.threads: Threads | None = None
+        """The lanes `adispatch`'s blocking stages run in (None: anyio's default limiter)."""
         self._async: dict[str, tuple[Any, bool]] = {}
         """Tool name → (its function, whether it is async), see `_is_async`."""
 
@@ -168,18 +173,19 @@ class Dispatcher:
         result — makes no thread hop. A sync tool runs with its whole pipeline in one worker
         thread. Never raises, as `dispatch` (cancellation still propagates).
         """
-        # anyio comes with the `mcp` extra, not the core: imported by the async path alone.
-        from anyio import to_thread
-
         try:
             found = self.tools.get(call.name) if isinstance(call.name, str) else None
             if found is None or not self._is_async(found):
-                return await to_thread.run_sync(functools.partial(
-                    self._dispatch, call, call_seq, seq, part, asyncio.get_running_loop()))
+                try:
+                    return await self._off_loop(call, found, functools.partial(
+                        self._dispatch, call, call_seq, seq, part, asyncio.get_running_loop()))
+                except Refusal as refusal:  # its lane refused it: no thread was taken
+                    return self._refused(call, refusal, at=(seq, part))
             try:
                 loop = asyncio.get_running_loop()
                 if self.arguments.resolves(found, call.input):
-                    ready = await to_thread.run_sync(self._prepare, call, call_seq, loop)
+                    ready = await self._off_loop(call, found, functools.partial(
+                        self._prepare, call, call_seq, loop))
                 else:
                     ready = self._prepare(call, call_seq, loop)
                 with self._failures(ready.tool):
@@ -189,6 +195,16 @@ class Dispatcher:
             return await self.recorder.arecord(ready.tool, call, value, seq=seq, part=part)
         except Exception as exc:  # as in dispatch: a defect is a refusal, not a crash
             return self._internal_error(call, exc)
+
+    async def _off_loop(self, call: Call, tool: Tool | None, fn: Callable[[], T]) -> T:
+        """`fn()` on a worker thread, in the lane `threads` gives `call` (see `Threads`)."""
+        # anyio comes with the `mcp` extra, not the core: imported by the async path alone.
+        from anyio import to_thread
+
+        if self.threads is None:
+            return await to_thread.run_sync(fn)
+        async with self.threads.enter(call, tool) as limiter:
+            return await to_thread.run_sync(fn, limiter=limiter)
 
     def _is_async(self, tool: Tool) -> bool:
         # `Tool.is_async` inspects the function twice (~1.5 us a call): asked once per function.

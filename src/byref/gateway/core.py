@@ -46,6 +46,7 @@ from byref.errors import MisuseError
 from byref.events import Emitter
 from byref.gateway.access.scopes import Scopes
 from byref.gateway.access.state import ScopeState
+from byref.gateway.access.threads import Threads
 from byref.gateway.catalog.build import build_toolbox, hybrid_ranker, refuse_call_tool
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.listchanges import ListChanges
@@ -93,6 +94,8 @@ class Gateway:
         self.policy = policy or Policy(auto_insert_bytes=config.auto_insert_bytes,
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
         self.scopes = Scopes(config, state=state)
+        self.threads = Threads(config)
+        """Worker threads by owner: run_code's own, a lane per principal (`access.threads`)."""
         self._granted: dict[Grant, Toolbox] = {}
         """Per restricting grant, its toolbox (rebuilt when the toolbox's version moves on)."""
         self.usage = UsageLog(config.usage) if config.usage is not None else None
@@ -315,6 +318,9 @@ class Gateway:
                               readers=(), lock=state.lock,
                               unknown_tool=lambda name: box.still_starting(name))
             session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
+            owner = state.scope
+            session.dispatcher.threads = self.threads.of((owner.tenant, owner.principal),
+                                                         len(box.catalog))
             if self.metrics is not None:  # the calls code makes count as the client's do
                 session.dispatcher.inner_done = _inner_metrics(self.metrics, box)
             cached = (box.version, session)

@@ -54,6 +54,9 @@ SEARCH_SCHEMA: dict[str, Any] = {
 """Written out: the generated one offers `null` for each filter and repeats the defaults, which
 cost every turn (search_tools is always declared) and tell the model nothing."""
 
+_SUGGESTED = 5
+"""Unknown names an activate_tool refusal suggests close names for."""
+
 
 def no_fit_text(unmatched: Sequence[str], roots: Sequence[str]) -> str:
     """The one line of a page that abstained: the words no tool knows, what to try."""
@@ -134,9 +137,13 @@ def discovery_tools(
             raise ToolInputError("activate_tool needs at least one tool name.")
         unknown = [n for n in wanted if n not in catalog]
         if unknown:
+            # Suggestions for the first few only: each is a fuzzy match over the catalog.
+            more = len(unknown) - _SUGGESTED
             raise ToolInputError(
-                catalog.unknown_text(unknown) + " Nothing was activated; call activate_tool "
-                "again with exact names from a search_tools result."
+                catalog.unknown_text(unknown[:_SUGGESTED])
+                + (f" {more} more names are not in the catalog either." if more > 0 else "")
+                + " Nothing was activated; call activate_tool again with exact names from a "
+                "search_tools result."
             )
         emitter("activated", names=wanted)
         if answer_declarations is not None:

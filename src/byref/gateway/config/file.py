@@ -19,7 +19,8 @@ VS Code's `"servers"` file is read like `"mcpServers"`; the pool's limits are `b
                "jwt": {"issuer": "https://login.example", "audience": "byref",
                        "jwksUri": "https://login.example/jwks", "tenant": "acme",
                        "jwksTimeout": 5, "sameAs": {"alice@example.com": "alice"}},
-               "pool": {"idleSeconds": 600, "maxProcesses": 64, "maxPerTenant": 16}}}
+               "pool": {"idleSeconds": 600, "maxProcesses": 64, "maxPerTenant": 16},
+               "codeRuns": {"maxRuns": 16, "maxPerPrincipal": 4}}}
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ from byref.gateway.config.values import number
 _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "store", "tokens",
                          "usage", "mode", "alwaysLoad", "callTool", "codeMode", "inlineMediaBytes",
                          "search", "vectorCache", "encoder",
-                         "state", "conversation", "conversationTtl", "jwt", "replicas", "pool"})
+                         "state", "conversation", "conversationTtl", "jwt", "replicas", "pool",
+                         "codeRuns"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
+_RUNS_KEYS = frozenset({"maxRuns", "maxPerPrincipal"})
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
 CODE_MODES = ("off", "readOnly", "all")
@@ -65,6 +68,10 @@ POOL_MAX = 64
 """Pooled upstream processes (and remote sessions) live at once, per gateway."""
 POOL_MAX_PER_TENANT = 16
 """Pooled upstream processes (and remote sessions) live at once, per tenant."""
+RUNS_MAX = 16
+"""run_code programs running at once, per gateway (`byref.codeRuns.maxRuns`)."""
+RUNS_MAX_PER_PRINCIPAL = 4
+"""run_code programs running at once, per principal (`byref.codeRuns.maxPerPrincipal`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,8 @@ class GatewayConfig:
     pool_idle: float = POOL_IDLE
     pool_max: int = POOL_MAX
     pool_max_per_tenant: int = POOL_MAX_PER_TENANT
+    runs_max: int = RUNS_MAX
+    runs_max_per_principal: int = RUNS_MAX_PER_PRINCIPAL
 
     @property
     def principals(self) -> int:
@@ -256,7 +265,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
                                 f"{where} byref.workingSet")),
         store=store, tokens=parse_tokens(opts.get("tokens", {}), where), source=source,
         **_conversations(opts, where), jwt=parse_jwt(opts.get("jwt"), where),
-        **_pool(opts.get("pool"), where),
+        **_pool(opts.get("pool"), where), **_runs(opts.get("codeRuns"), where),
     )
 
 
@@ -276,6 +285,25 @@ def _pool(value: Any, where: str) -> dict[str, Any]:
             if isinstance(got, bool) or not isinstance(got, int) or got < 1:
                 raise ConfigError(f"Config {where}: byref.pool.{key} must be a whole number "
                                   f"of processes, 1 or more, got {got!r}.")
+            out[field_name] = got
+    return out
+
+
+def _runs(value: Any, where: str) -> dict[str, Any]:
+    """byref.codeRuns: maxRuns, maxPerPrincipal."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= _RUNS_KEYS:
+        raise ConfigError(f"Config {where}: byref.codeRuns must be an object with "
+                          f"{', '.join(map(repr, sorted(_RUNS_KEYS)))}, got {value!r}.")
+    out: dict[str, Any] = {}
+    for key, field_name in (("maxRuns", "runs_max"),
+                            ("maxPerPrincipal", "runs_max_per_principal")):
+        if key in value:
+            got = value[key]
+            if isinstance(got, bool) or not isinstance(got, int) or got < 1:
+                raise ConfigError(f"Config {where}: byref.codeRuns.{key} must be a whole number "
+                                  f"of programs, 1 or more, got {got!r}.")
             out[field_name] = got
     return out
 

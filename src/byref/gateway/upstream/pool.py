@@ -5,7 +5,9 @@ started on its owner's first operation, stopped after `idle` seconds without one
 `max_live` per gateway and `max_per_tenant` per tenant alive; what metrics and health read. The
 law: a start past a cap first stops the least recently used idle instance it may, else is refused
 at once in one line naming the limit (never queued); an instance with an operation in flight or a
-resource watched is never stopped as idle.
+resource watched is never stopped as idle. Admission is one at a time and reserves the slot until
+the operation that asked for it ends (`settled`), so live plus starting instances never exceed
+either cap, however many first calls arrive at once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import anyio
 import anyio.abc
@@ -34,6 +37,13 @@ class _Entry:
     used: float
     forget: Callable[[], None]
     """Drops the instance from its server once it is stopped as idle."""
+    reserved: int = 0
+    """Operations admitted to start it that have not ended yet (their slot is held)."""
+
+    @property
+    def counted(self) -> bool:
+        """Whether it takes a slot of the caps: running, starting, or admitted to start."""
+        return self.reserved > 0 or self.up.alive
 
 
 class Pool:
@@ -51,6 +61,7 @@ class Pool:
         self.refused: Counter[str] = Counter()
         """Starts refused, by the limit that refused them."""
         self.stopped_idle = 0
+        self._admitting = anyio.Lock()
 
     def entry(self, server: str, key: Key) -> _Entry | None:
         """The entry of instance (`server`, `key`), if pooled."""
@@ -67,10 +78,18 @@ class Pool:
         if found is not None:
             found.used = self.clock()
 
+    def settled(self, server: str, key: Key) -> None:
+        """The start an admission reserved a slot for has ended (up or failed): the slot is
+        held by the instance itself if it runs, else given back."""
+        found = self._entries.get((server, key))
+        if found is not None:
+            found.used = self.clock()
+            found.reserved = max(0, found.reserved - 1)
+
     @property
     def live(self) -> int:
-        """Pooled instances running (or starting) now."""
-        return sum(1 for e in self._entries.values() if e.up.alive)
+        """Pooled instances running, starting or admitted to start now."""
+        return sum(1 for e in self._entries.values() if e.counted)
 
     @property
     def idle_now(self) -> int:
@@ -83,28 +102,45 @@ class Pool:
 
     async def admit(self, server: str, key: Key, tenant: str | None) -> None:
         """Make room for starting instance (`server`, `key`): stop the least recently used idle
-        instance a full cap allows, else raise UpstreamError naming the limit."""
-        # The tenant's cap first: an idle process of its own stopped frees a gateway slot too.
-        for limit, cap, within in (
-                ("maxPerTenant", self.max_per_tenant, tenant),
-                ("maxProcesses", self.max_live, None)):
-            if limit == "maxPerTenant" and tenant is None:
-                continue
-            others = [e for k, e in self._entries.items() if k != (server, key) and e.up.alive
-                      and (within is None or e.tenant == within)]
-            if len(others) < cap:
-                continue
-            idle = sorted((e for e in others if not e.up.busy), key=lambda e: e.used)
-            if idle:
-                await self._stop(idle[0])
-                continue
-            self.refused[limit] += 1
-            n = len(others)
-            whose = "" if within is None else f" for tenant {within!r}"
-            line = (f"Server {server!r} was not started for this call: the pool already runs "
-                    f"{n} upstream process{'' if n == 1 else 'es'}{whose} and none is idle "
-                    f"(byref.pool.{limit} = {cap}); try again when a call has finished.")
-            raise UpstreamError(line, line)  # names no configured value: clients see it all
+        instances full caps allow, else raise UpstreamError naming the limit. Admitted, its slot
+        is reserved until the operation's `settled`."""
+        async with self._admitting:  # one at a time: no two starts take the last slot
+            for limit, cap, within in self._caps(tenant):
+                others = self._others(server, key, within)
+                idle = sorted((e for e in others if not e.up.busy and not e.reserved),
+                              key=lambda e: e.used)
+                if len(others) - len(idle) >= cap:
+                    self._refuse(server, limit, cap, within, len(others))
+            for _limit, cap, within in self._caps(tenant):  # the tenant's first: it frees both
+                others = self._others(server, key, within)
+                idle = sorted((e for e in others if not e.up.busy and not e.reserved),
+                              key=lambda e: e.used)
+                for stopping in idle[:max(0, len(others) - cap + 1)]:
+                    await self._stop(stopping)
+            entry = self._entries.get((server, key))
+            if entry is not None:
+                entry.reserved += 1
+
+    def _caps(self, tenant: str | None) -> list[tuple[str, int, str | None]]:
+        """Each cap that applies to a start for `tenant`: its name, size and tenant."""
+        caps: list[tuple[str, int, str | None]] = [("maxProcesses", self.max_live, None)]
+        if tenant is not None:
+            caps.insert(0, ("maxPerTenant", self.max_per_tenant, tenant))
+        return caps
+
+    def _others(self, server: str, key: Key, within: str | None) -> list[_Entry]:
+        """The other instances a cap counts (of tenant `within`, or all)."""
+        return [e for k, e in self._entries.items() if k != (server, key) and e.counted
+                and (within is None or e.tenant == within)]
+
+    def _refuse(self, server: str, limit: str, cap: int, within: str | None,
+                n: int) -> NoReturn:
+        self.refused[limit] += 1
+        whose = "" if within is None else f" for tenant {within!r}"
+        line = (f"Server {server!r} was not started for this call: the pool already runs "
+                f"{n} upstream process{'' if n == 1 else 'es'}{whose} and none is idle "
+                f"(byref.pool.{limit} = {cap}); try again when a call has finished.")
+        raise UpstreamError(line, line)  # names no configured value: clients see it all
 
     async def sweep(self) -> int:
         """Stop every instance idle for `idle` seconds or more (and forget stopped ones);
@@ -112,7 +148,7 @@ class Pool:
         now = self.clock()
         stopped = 0
         for k, e in list(self._entries.items()):
-            if e.up.busy or now - e.used < self.idle:
+            if e.up.busy or e.reserved or now - e.used < self.idle:
                 continue
             if e.up.alive:
                 stopped += 1

@@ -144,38 +144,40 @@ class Pooled:
     # -- operations ----------------------------------------------------------------------------
     async def list_tools(self) -> list[types.Tool]:
         """Every tool the server lists, from the caller's instance (else a live one)."""
-        key, up = await self._serving(any_live=True)
+        key, up, held = await self._serving(any_live=True)
         self._listed_on = up
         try:
             return await up.list_tools()
         finally:
-            self._used(key)
+            self._used(key, held)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Run `tool` on the caller's instance (see `Upstream.call`)."""
-        key, up = await self._serving()
+        key, up, held = await self._serving()
         try:
             return await up.call(tool, arguments)
         finally:
-            self._used(key)
+            self._used(key, held)
 
     async def request(self, doing: str, op: Callable[[Client], Awaitable[T]]) -> T:
         """Any other operation on the caller's instance, bounded and failing as a call does."""
-        key, up = await self._serving()
+        key, up, held = await self._serving()
         try:
             return await up.request(doing, op)
         finally:
-            self._used(key)
+            self._used(key, held)
 
     async def ready(self, within: float, doing: str,
                     late: Callable[[Client], Awaitable[None]]) -> Client | None:
         """The caller's instance's live client if it is up within `within` s, else None (its
         start goes on; `late(client)` runs once it is up: see `Upstream.ready`)."""
-        key, up = await self._serving(any_live=True)
+        key, up, held = await self._serving(any_live=True)
+        # A start that goes on past `within` keeps its reserved slot until it is up or failed.
+        settle = (lambda: self._used(key, True)) if held else None
         try:
-            return await up.ready(within, doing, late)
+            return await up.ready(within, doing, late, settled=settle)
         finally:
-            self._used(key)
+            self._used(key, False)
 
     async def set_level(self, level: types.LoggingLevel) -> None:
         """The caller's instance logs at `level` from now on (`Upstream.set_level`: sent now if
@@ -191,11 +193,11 @@ class Pooled:
 
     async def watch(self, uri: str) -> None:
         """The caller's instance watches `uri` for one watcher more (`Upstream.watch`)."""
-        key, up = await self._serving()
+        key, up, held = await self._serving()
         try:
             await up.watch(uri)
         finally:
-            self._used(key)
+            self._used(key, held)
 
     async def unwatch(self, uri: str, key: Key) -> None:
         """Instance `key` watches `uri` for one watcher fewer (`Upstream.unwatch`; an instance
@@ -211,24 +213,28 @@ class Pooled:
                 group.start_soon(up.close)
 
     # -- instances -----------------------------------------------------------------------------
-    async def _serving(self, *, any_live: bool = False) -> tuple[Key, Upstream]:
-        """The instance that serves the current caller, and its key (`any_live`: with no caller,
-        a live instance rather than the catalog's own, when one runs)."""
+    async def _serving(self, *, any_live: bool = False) -> tuple[Key, Upstream, bool]:
+        """The instance that serves the current caller, its key (`any_live`: with no caller,
+        a live instance rather than the catalog's own, when one runs), and whether a pool slot
+        was reserved for its start (given back by `_used`)."""
         caller = current()
         key = key_of(self.share, caller.owner if caller is not None else None)
         if any_live and caller is None and self.share != "all":
             key = next((k for k, u in self._instances.items() if u.alive), key)
-        return key, await self._instance(key)
+        up, held = await self._instance(key)
+        return key, up, held
 
-    async def _instance(self, key: Key) -> Upstream:
+    async def _instance(self, key: Key) -> tuple[Upstream, bool]:
         up = self._instances.get(key)
         if up is None:
             up = self._add(key)
+        held = False
         if key != SHARED:
             if not up.alive:
                 await self._pool.admit(self.name, key, self._tenant(key))
+                held = True
             self._pool.touch(self.name, key)
-        return up
+        return up, held
 
     def _add(self, key: Key) -> Upstream:
         """A new instance for `key`, pooled, not started."""
@@ -250,8 +256,12 @@ class Pooled:
             del self._instances[key]
             self._retired_starts += up.starts
 
-    def _used(self, key: Key) -> None:
-        if key != SHARED:
+    def _used(self, key: Key, held: bool) -> None:
+        if key == SHARED:
+            return
+        if held:
+            self._pool.settled(self.name, key)
+        else:
             self._pool.touch(self.name, key)
 
 

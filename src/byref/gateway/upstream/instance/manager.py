@@ -52,6 +52,8 @@ class Upstream(Connection):
         self._warming: anyio.Event | None = None
         self._late: dict[str, Callable[[Client], Awaitable[None]]] = {}
         """What was answered without this server while it started, by what: told once it is up."""
+        self._settling: list[Callable[[], None]] = []
+        """Told once the background start ends, up or failed (`ready`'s `settled`)."""
         self.tools_hint: Kept | None = None
         """The cache hint of its last tool list (`hints`; None: it gave none)."""
 
@@ -105,17 +107,23 @@ class Upstream(Connection):
             return result
 
     async def ready(self, within: float, doing: str,
-                    late: Callable[[Client], Awaitable[None]]) -> Client | None:
+                    late: Callable[[Client], Awaitable[None]], *,
+                    settled: Callable[[], None] | None = None) -> Client | None:
         """The live client if the server is up within `within` s, else None: its start (begun
         in the background if none is under way) goes on, and `late(client)` runs once it is up
-        (one per `doing`, however many requests went without it)."""
+        (one per `doing`, however many requests went without it). `settled()` is called once
+        the start is up or failed (at once when none is under way)."""
         client = self.connected
         if client is not None:
+            if settled is not None:
+                settled()
             return client
         warming = self._warming
         if warming is None:
             warming = self._warming = anyio.Event()
             self._group.start_soon(self._warm, warming)
+        if settled is not None:
+            self._settling.append(settled)
         with anyio.move_on_after(within):
             await warming.wait()
         client = self.connected
@@ -130,6 +138,9 @@ class Upstream(Connection):
         finally:
             self._warming = None
             warming.set()
+            settling, self._settling = self._settling, []
+            for settled in settling:
+                settled()
         client = self.connected
         if client is None:  # it failed: what went without it is told if a later start is up
             return

@@ -7,10 +7,10 @@ stream between; the lines are item for item what `stdio_client` would give the s
 with byref's own plain `tools/call` requests (`raw_calls`, `Spawned.raw`). The law:
 every process group the gateway starts is recorded until it is gone, and ended — SIGTERM to the
 whole group, SIGKILL after a grace — when its connection closes, when a start is abandoned, and
-(`end_all`) when the gateway itself is told to stop, so no upstream or child of one outlives the
-gateway; the last lines a server wrote to stderr are kept (and still forwarded to the operator's
-log), so a server that exits says why in its own words: "it exited with code 3: fatal: missing API
-key".
+(`end_all`) when the gateway itself is told to stop, and by the `warden` when the gateway dies
+unannounced (SIGKILL), so no upstream or child of one in its group outlives the gateway; the last
+lines a server wrote to stderr are kept (and still forwarded to the operator's log), so a server
+that exits says why in its own words: "it exited with code 3: fatal: missing API key".
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 
 from byref.errors import OperatorError
+from byref.gateway.upstream.instance import warden
 from byref.gateway.upstream.instance.raw_calls import RawCalls
 from byref.gateway.wire.sdk_client import TransportStreams
 from byref.gateway.wire.stdio import (
@@ -135,7 +136,13 @@ def end_all() -> None:
     for pgid in list(_LIVE_GROUPS):
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        _LIVE_GROUPS.discard(pgid)
+        _gone(pgid)
+
+
+def _gone(pgid: int) -> None:
+    """Group `pgid` was ended (or seen gone): no longer recorded, nor watched by the warden."""
+    _LIVE_GROUPS.discard(pgid)
+    warden.release(pgid)
 
 
 async def end_group(pgid: int, grace: float = GRACE) -> None:
@@ -144,7 +151,7 @@ async def end_group(pgid: int, grace: float = GRACE) -> None:
         try:
             os.killpg(pgid, signal.SIGTERM)
         except ProcessLookupError:
-            _LIVE_GROUPS.discard(pgid)
+            _gone(pgid)
             return
         except PermissionError:
             pass
@@ -153,7 +160,7 @@ async def end_group(pgid: int, grace: float = GRACE) -> None:
                 await anyio.sleep(0.01)
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        _LIVE_GROUPS.discard(pgid)
+        _gone(pgid)
 
 
 class _Chunks:
@@ -196,6 +203,7 @@ async def stdio_process(server: StdioServerParameters, spawned: Spawned, *,
         raise SpawnError(why, kind) from None
     spawned.pid, spawned._process = process.pid, process
     _LIVE_GROUPS.add(process.pid)
+    warden.watch(process.pid)
     assert process.stdout is not None and process.stdin is not None
     stdout, stdin = process.stdout, process.stdin
     # The session reads and parses a line of stdout on receive and writes a message to stdin on
