@@ -267,12 +267,21 @@ async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exce
     """Serve one client on a stream pair; on byref's own stdio streams a plain call takes the
     lane (`lane`; `lane=False` serves every request through the SDK's loop)."""
     server = build_server(gateway)
+    # Which conversation this is (a Message ref needs it): in `serverInfo`, both eras.
+    server.description = f"byref gateway, {stdio_said(gateway.scopes.stdio_scope.conversation)}"
     options = server.create_initialization_options()
     fast = StdioLane.attach(server, read, write) if lane else None
     if fast is None:
         await server.run(read, write, options)
     else:
         await fast.run(lambda: server.run(read, write, options))
+
+
+def stdio_said(conversation: str) -> str:
+    """What a stdio gateway says of its conversation (on stderr at start-up and in its
+    `serverInfo.description`)."""
+    return (f"stdio conversation {conversation!r}; resume it with --conversation {conversation} "
+            "(Message refs address it; Blob refs outlive it)")
 
 
 def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
