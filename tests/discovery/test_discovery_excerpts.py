@@ -5,7 +5,7 @@ from __future__ import annotations
 from helpers_discovery import make_tool
 
 from byref.discovery import Catalog, Filters, Searcher, excerpt, water_fill
-from byref.discovery.page.excerpts import EXCERPT_MAX, JOIN, cover, windows
+from byref.discovery.page.excerpts import EXCERPT_MAX, JOIN, LEAD, TAIL, cover, windows
 
 # The seed's figure: a 426-character description, three "file" hits near the start and one
 # "Excel" far from them.
@@ -35,7 +35,9 @@ def test_rare_term_earns_more_context_than_three_common_hits() -> None:
     # The seed's figure: 105 characters around the "file" hits (clamped at the start of the
     # text) and 160 around "Excel".
     assert len(file_window) == 105
-    assert abs(len(excel_window) - 160) <= 2
+    # Less the half word it would end in; it opens at its sentence (issue 39.D).
+    assert 160 - 12 <= len(excel_window) <= 162
+    assert excel_window.startswith("Requires the openpyxl engine")
 
 
 def test_weights_decide_the_split() -> None:
@@ -95,3 +97,29 @@ def test_page_budget_is_shared() -> None:
     assert len(page.results) == 10
     assert sum(len(r.excerpt) for r in page.results) <= 1_000
     assert all(len(r.excerpt) <= 100 for r in page.results)
+
+
+# The filesystem server's get_file_info, verbatim (issue 39.D: its row read "… ype. This tool").
+FILE_INFO = (
+    "Retrieve detailed metadata about a file or directory. Returns comprehensive information "
+    "including size, creation time, last modified time, permissions, and type. This tool is "
+    "perfect for understanding file characteristics without reading the actual content. Only "
+    "works within allowed directories."
+)
+
+
+def test_an_excerpt_opens_at_its_sentence_when_its_context_reaches_it() -> None:
+    text = excerpt(FILE_INFO, ["read"], {"read": 1.0}, 140)
+    assert text.startswith("… This tool is perfect") and "reading" in text, text
+    assert len(text) <= 140
+
+
+def test_no_window_opens_or_ends_in_half_a_word() -> None:
+    words = set(FILE_INFO.replace(".", " ").replace(",", " ").split())
+    for budget in range(40, len(FILE_INFO), 7):
+        for terms in (["read"], ["size"], ["directories"], ["metadata", "allowed"], ["json"]):
+            text = excerpt(FILE_INFO, terms, {}, budget)
+            assert len(text) <= budget
+            for piece in text.removeprefix(LEAD).removesuffix(TAIL).split(JOIN):
+                first, last = piece.split()[0], piece.split()[-1]
+                assert first.strip(".,") in words and last.strip(".,") in words, (budget, text)

@@ -42,7 +42,15 @@ def test_directory_servers_collisions_and_capabilities(tmp_path: Path) -> None:
 
 
 def test_access_from_annotations_then_name() -> None:
-    assert access_of("anything", {"destructiveHint": True}) == "delete"
+    # Issue 39.D: destructiveHint says a tool may overwrite, not that it deletes; the
+    # filesystem server's write_file (its annotations verbatim) was labelled delete.
+    write_file = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True,
+                  "openWorldHint": False}
+    assert access_of("write_file", write_file) == "write"
+    assert access_of("anything", {"destructiveHint": True}) == "write"
+    assert access_of("delete_branch", {"destructiveHint": True}) == "delete"
+    assert access_of("deleteBranch", {"destructiveHint": False}) == "delete"
+    assert access_of("delete_preview", {"readOnlyHint": True}) == "read"
     assert access_of("list_things", {"idempotentHint": True}) == "write"
     assert access_of("listThings", {}) == "read"
     assert access_of("remove_user", {}) == "delete"

@@ -4,6 +4,7 @@ A real harness run in the sandbox (skipped, saying why, where none can be made).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -86,3 +87,23 @@ def test_a_record_the_store_no_longer_holds_is_said_not_guessed() -> None:
     assert again.inner == [] and again.gap == (
         f"its record {outer.record} is not in this run's store")
     assert "inner calls not shown: its record" in Lens(run).respond("GET", "/").body.decode()
+
+
+def test_the_totals_count_what_code_moved_by_handle() -> None:
+    """Issue 39.A: a code run that moved its export by handle read "kept out of context 0
+    chars, 0 refs, names no artifact"; the data its inner calls returned as handles is kept out,
+    a handle the program passed is passed by ref, and each artifact is named (a stored
+    conversation has no trace to name them)."""
+    run, _store = _run()
+    [outer] = calls(run)
+    export = outer.inner[0]
+    assert export.result is not None
+    [returned] = [u for u in export.result.returns if u.key is not None]
+    page = Lens(run).respond("GET", "/").body.decode()
+    shown = {name: int(value) for name, value in
+             re.findall(r'data-figure="([^"]+)" data-value="(\d+)"', page)}
+    assert shown["kept_chars"] >= 20_000 * len("row-000000,<b>x</b>\n")
+    assert shown["kept_chars"] == shown["inlined_read_chars"] - shown["model_read_chars"]
+    assert shown["passed_refs"] == 1 and shown["passed_chars"] >= 400_000
+    artifacts = page.split('id="artifacts"')[1].split("</table>")[0]
+    assert returned.key in artifacts and outer.record in artifacts

@@ -137,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, StoreURLError, ConversationError, RuntimeError, OSError) as exc:
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
+    if args.transport == "stdio":
+        from byref.gateway.edge.server import stdio_said
+
+        print(f"byref gateway: {stdio_said(gateway.scopes.stdio_scope.conversation)}",
+              file=sys.stderr)
     sock = None
     if args.transport == "http":
         try:

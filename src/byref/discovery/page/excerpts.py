@@ -5,10 +5,13 @@ are located in the description; hits at most 36 characters apart share a window 
 most 120; a greedy set cover picks the fewest windows explaining the most distinct terms; after a
 12-character floor per window, the leftover budget is spread in proportion to each window's
 term weight, so a rare term earns more context than several hits of a common one; windows are
-joined with " … " and the excerpt never exceeds 300 characters. A term that hit another field
-(name, capabilities, glossary, parameters) is shown first with its label ("Tool name: archive
-work item"), so a name-only match does not render an unrelated opening. The page budget is
-water-filled: equal shares, and entries that need less than their share donate the rest.
+joined with " … " and the excerpt never exceeds 300 characters. A window opens at its
+sentence's start when its share of context reaches it, else at a word's start, and ends at a
+word's end: an excerpt does not open mid-word or mid-sentence where its budget allows. A term
+that hit another field (name, capabilities, glossary, parameters) is shown first with its label
+("Tool name: archive work item"), so a name-only match does not render an unrelated opening. The
+page budget is water-filled: equal shares, and entries that need less than their share donate
+the rest.
 """
 
 from __future__ import annotations
@@ -128,16 +131,45 @@ def excerpt(
         lightest = min(chosen, key=lambda w: (sum(weights.get(t, 1.0) for t in w.terms), -w.start))
         chosen.remove(lightest)
     if not chosen:
-        return text[: budget - len(TAIL)].rstrip() + TAIL
+        return _cut(text, budget - len(TAIL)) + TAIL
     content = budget - _overhead(len(chosen))
-    extents = []
-    for window, size in zip(chosen, allocate(chosen, weights, content), strict=True):
-        extra = size - window.span
-        left = extra // 2
-        # A window clamped at either end of the text keeps what it has; the seed's figure
-        # (105 characters for the "file" window) is exactly this.
-        extents.append((max(0, window.start - left), min(len(text), window.end + extra - left)))
+    extents = [_extent(text, window, size)
+               for window, size in zip(chosen, allocate(chosen, weights, content), strict=True)]
     return _render(text, _merge(extents), budget)
+
+
+def _extent(text: str, window: Window, size: int) -> tuple[int, int]:
+    """The characters shown for `window` given `size`: half the extra each side, opening at its
+    sentence's start when that is within the extra (else at a word's), ending at a word's end.
+    A window clamped at either end of the text keeps what it has; the seed's figure (105
+    characters for the "file" window) is exactly this."""
+    extra = size - window.span
+    left = extra // 2
+    start, end = max(0, window.start - left), min(len(text), window.end + extra - left)
+    opening = _sentence_start(text, window.start)
+    if window.start - opening <= left:
+        if opening > 0:  # what the left side did not need goes right
+            end = min(len(text), max(end, opening + size))
+        start = opening
+    elif window.start - opening <= extra:  # the right side's share moves left
+        start, end = opening, min(len(text), max(window.end, opening + size))
+    elif start > 0 and not text[start - 1].isspace():  # forward to the next word
+        space = text.find(" ", start, window.start)
+        start = space + 1 if space >= 0 else window.start
+    if end < len(text) and not text[end].isspace():  # back to the last word's end
+        space = text.rfind(" ", window.end, end)
+        end = space if space >= 0 else end
+    return start, end
+
+
+def _sentence_start(text: str, at: int) -> int:
+    """Where the sentence holding position `at` starts (after ". ", "! ", "? " or "; ")."""
+    best = 0
+    for mark in (". ", "! ", "? ", "; "):
+        found = text.rfind(mark, 0, at)
+        if found >= 0:
+            best = max(best, found + len(mark))
+    return best
 
 
 def _overhead(n: int) -> int:
@@ -162,8 +194,18 @@ def _render(text: str, extents: list[tuple[int, int]], budget: int) -> str:
     if extents[-1][1] < len(text):
         out += TAIL
     if len(out) > budget:  # a single window wider than the budget
-        out = out[: budget - len(TAIL)].rstrip() + TAIL
+        out = _cut(out, budget - len(TAIL)) + TAIL
     return out
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`'s first `limit` characters, ended at a word's end when one is in the second
+    half (an excerpt never ends in half a word where it can help it)."""
+    head = text[:limit]
+    if limit < len(text) and not text[limit].isspace():
+        space = head.rfind(" ")
+        head = head[:space] if space > limit // 2 else head
+    return head.rstrip()
 
 
 def water_fill(demands: Sequence[int], total: int, cap: int = EXCERPT_MAX) -> list[int]:

@@ -8,9 +8,10 @@ bearer token the config maps to a tenant and principal, a request without a vali
 refused by the HTTP layer before any handler (or upstream) sees it, and refs never resolve
 across scopes — each conversation has its own record, and the store answers another scope's key
 as absent. An owner is a tenant, a principal and the grant's restrictions (`owned`): two tokens
-of one principal with different grants never share a conversation or an artifact. Over HTTP
-stored results (Blob refs) belong to their owner, not to a session, so they keep their meaning
-across sessions and restarts; a conversation addresses Message refs. Conversations: by default
+of one principal with different grants never share a conversation or an artifact. Stored
+results (Blob refs) belong to their owner, not to a session: over HTTP the token's, over stdio
+the one local owner's (`stdio_owner`), so they keep their meaning across sessions, processes and
+restarts; a conversation addresses Message refs. Conversations: by default
 each MCP session is its own (`"conversation": "session"`; a 2026-07-28 request has no session
 and uses its owner's), `"principal"` shares one across an owner's sessions; over stdio one
 process is one conversation, a new one unless
@@ -101,6 +102,7 @@ class Scopes:
             CONVERSATION if config.conversation == "principal"
             else f"stdio-{uuid.uuid4().hex[:16]}")
         self._stdio_scope: Scope | None = None
+        self._stdio_owner: Scope | None = None
 
     @property
     def conversations(self) -> ConversationState:
@@ -121,6 +123,15 @@ class Scopes:
         if (held is None or held.tenant != self.config.scope
                 or held.conversation != self._stdio_id):
             held = self._stdio_scope = Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
+        return held
+
+    @property
+    def stdio_owner(self) -> Scope:
+        """Where a stdio gateway's stored results live: its one local owner's scope (`owned`),
+        shared by every stdio process over the same store, whatever its conversation."""
+        held = self._stdio_owner
+        if held is None or held.tenant != self.config.scope:
+            held = self._stdio_owner = owned(self.config.scope, STDIO_PRINCIPAL, None)
         return held
 
     def state(self, scope: Scope) -> ScopeState:
@@ -192,7 +203,9 @@ class Scopes:
         """The conversation a handler's request runs in (`ctx.request`: None over stdio /
         in-process; `connection`: the request's MCP connection, whose session it is)."""
         if request is None:
-            return self.state(self.stdio_scope)
+            state = self.state(self.stdio_scope)
+            state.artifacts = self.stdio_owner
+            return state
         user = getattr(request, "scope", {}).get("user")
         if not isinstance(user, AuthenticatedUser):
             raise AccessRefused("This gateway serves HTTP requests only with a bearer token.")

@@ -66,10 +66,10 @@ class ScopeState:
     grant: Grant | None = None
     """The restricting grant this conversation was opened under (None: it sees every tool)."""
     artifacts: Scope | None = None
-    """Where this conversation's stored results live. Over HTTP its owner's scope (`owned`), not
-    the session's, so a Blob ref keeps its meaning when the session that made it is gone (a
-    restart); over stdio the conversation's own (a process is one, `--conversation ID` resumes
-    it). Message refs are always the conversation's."""
+    """Where this conversation's stored results live: its owner's scope (`owned`), not the
+    session's, so a Blob ref keeps its meaning when the session that made it is gone (a
+    restart; over stdio, the next process: `Scopes.stdio_owner`). Message refs are always the
+    conversation's."""
     owner: str | None = None
     """The owner (`bearer.owner`, the SDK's client_id) whose token opened it; None over stdio."""
     sessions: set[int] = field(default_factory=set)
@@ -87,7 +87,7 @@ class ScopeState:
     def __post_init__(self) -> None:
         self.listen = ListenHandler(self.bus)
         self._saved_declared = self.declared
-        if self.artifacts is None:  # over stdio: the conversation itself (`--conversation`)
+        if self.artifacts is None:  # set by `Scopes.for_request`; else the conversation itself
             self.artifacts = self.scope
 
     @property

@@ -4,10 +4,12 @@ Owns the gateway's `DiscoverResult`. The law: a capability is advertised only wh
 to it works for this caller. Tools always (the gateway's own); resources always (its artifacts
 are resources), subscribable only when every upstream the caller sees that offers resources
 offers subscriptions too (a URI on another would never update) and every such upstream is known;
-prompts and logging only when an upstream the caller sees offers them; completions always (the
-artifact template completes, and a server without completion answers with none). Discover never
-waits for a server to start: it starts the ones not yet started and answers with those it knows,
-fresh for no time while any is unknown. The versions: every one the gateway serves its clients
+prompts and logging when an upstream the caller sees offers them, or while one is not known yet
+(a cold gateway advertises all it relays, issue 39.E: a client that reads capabilities once would
+never ask; its lists fill, announced, as servers come up); completions always (the artifact
+template completes, and a server without completion answers with none). Discover never waits for
+a server to start: it starts the ones not yet started and answers with those it knows, fresh for
+no time while any is unknown. The versions: every one the gateway serves its clients
 (both eras, whatever each upstream speaks: the gateway speaks each upstream's own), and under
 `UPSTREAMS_META_KEY` each known upstream's negotiated version and self-reported identity.
 """
@@ -52,7 +54,8 @@ def upstream_facts(clients: Iterable[tuple[str, Any]]) -> tuple[
 
 def relayed(base: types.ServerCapabilities, upstream: dict[str, types.ServerCapabilities],
             everyone_known: bool) -> types.ServerCapabilities:
-    """`base` (what the gateway's handlers serve) cut to what its upstreams make work."""
+    """`base` (what the gateway's handlers serve) cut to what its upstreams make work; prompts
+    and logging are kept while any upstream is not `everyone_known` (it may offer them)."""
     with_resources = [c for c in upstream.values() if c.resources is not None]
     subscribe = everyone_known and all(c.resources.subscribe for c in with_resources
                                        if c.resources is not None)
@@ -61,10 +64,10 @@ def relayed(base: types.ServerCapabilities, upstream: dict[str, types.ServerCapa
         resources = resources.model_copy(update={"subscribe": False})
     return base.model_copy(update={
         "resources": resources,
-        "prompts": base.prompts if any(c.prompts is not None for c in upstream.values())
-        else None,
-        "logging": base.logging if any(c.logging is not None for c in upstream.values())
-        else None,
+        "prompts": base.prompts if not everyone_known or any(
+            c.prompts is not None for c in upstream.values()) else None,
+        "logging": base.logging if not everyone_known or any(
+            c.logging is not None for c in upstream.values()) else None,
     })
 
 

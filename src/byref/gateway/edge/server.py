@@ -39,6 +39,7 @@ from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
+from byref.gateway.config.auth import JwtConfig
 from byref.gateway.config.values import ConfigError
 from byref.gateway.core import Gateway
 from byref.gateway.edge.caching import ListHints
@@ -267,12 +268,21 @@ async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exce
     """Serve one client on a stream pair; on byref's own stdio streams a plain call takes the
     lane (`lane`; `lane=False` serves every request through the SDK's loop)."""
     server = build_server(gateway)
+    # Which conversation this is (a Message ref needs it): in `serverInfo`, both eras.
+    server.description = f"byref gateway, {stdio_said(gateway.scopes.stdio_scope.conversation)}"
     options = server.create_initialization_options()
     fast = StdioLane.attach(server, read, write) if lane else None
     if fast is None:
         await server.run(read, write, options)
     else:
         await fast.run(lambda: server.run(read, write, options))
+
+
+def stdio_said(conversation: str) -> str:
+    """What a stdio gateway says of its conversation (on stderr at start-up and in its
+    `serverInfo.description`)."""
+    return (f"stdio conversation {conversation!r}; resume it with --conversation {conversation} "
+            "(Message refs address it; Blob refs outlive it)")
 
 
 def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
@@ -298,13 +308,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     app = server.streamable_http_app(
         streamable_http_path=path, host=host, json_response=True, transport_security=security,
         stateless_http=gateway.config.replicas,  # replicas: any request, any replica
-        # A request without a valid token gets 401 with `WWW-Authenticate: Bearer ...,
-        # resource_metadata="<base>/.well-known/oauth-protected-resource<path>"` (RFC 9728), and
-        # that document is served, so a client says "authorization needed" instead of failing to
-        # parse a 404. Tokens are checked by the verifier itself (static or JWT), not by resource.
-        auth=AuthSettings(issuer_url=base,  # type: ignore[arg-type]
-                          resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
-                          validate_token_resource=False),
+        auth=auth_settings(gateway.config.jwt, f"{base}{path}"),
         token_verifier=BearerVerifier(gateway.config.tokens, gateway.config.jwt,
                                       spawn=gateway.start_soon),
         # The lens at /lens: the caller's own conversations, behind the same bearer check.
@@ -326,6 +330,25 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
 
         HttpLane.install(app, server, path)
     return app
+
+
+def auth_settings(jwt: JwtConfig | None, resource: str) -> AuthSettings:
+    """What a request without a valid token is told. With a JWT issuer that is a URL: a 401
+    with `WWW-Authenticate: Bearer ..., resource_metadata="<base>/.well-known/oauth-protected-
+    resource<path>"` (RFC 9728), that document served naming the issuer as the authorization
+    server, so a client asks it for a token. Otherwise there is no authorization server to name
+    (static tokens are handed out, not issued): a plain `Bearer` 401 and no document, so a
+    client asks for a token instead of failing at the discovery of a server that does not exist.
+    Tokens are checked by the verifier itself (static or JWT), not by resource."""
+    issuer = jwt.issuer if jwt is not None else ""
+    if issuer.startswith(("https://", "http://")):
+        return AuthSettings(issuer_url=issuer,  # type: ignore[arg-type]
+                            resource_server_url=resource,  # type: ignore[arg-type]
+                            validate_token_resource=False)
+    # `issuer_url` is required by the model and unused: no authorization routes are served
+    # (no provider) and none is advertised (no resource_server_url).
+    return AuthSettings(issuer_url=resource,  # type: ignore[arg-type]
+                        resource_server_url=None, validate_token_resource=False)
 
 
 def loopback_security(host: str) -> TransportSecuritySettings | None:

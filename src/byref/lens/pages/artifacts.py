@@ -19,6 +19,7 @@ from byref.errors import install_hint
 from byref.jsonview import NotJsonError, StaleSelectionError, decode, dumps, query_stream
 from byref.lens.pages.markup import card, esc, gap, link, num, path_part
 from byref.lens.pages.paged import paged_table
+from byref.lens.reading.calls import Call, calls
 from byref.lens.reading.run import Run
 from byref.media import is_json, is_text
 from byref.store import ArtifactMeta, Scope
@@ -189,8 +190,10 @@ def pdf_png(run: Run, ref: str, page: int) -> bytes | None:
     return out.getvalue()
 
 
-def known_refs(run: Run) -> list[str]:
-    """Every artifact key this run names: minted events first, then keys in the record."""
+def known_refs(run: Run, found: list[Call] | None = None) -> list[str]:
+    """Every artifact key this run names: minted events first, then keys in the record, then
+    each code run's record and the keys its inner calls took and returned (`found`: the run's
+    calls, read here when not given)."""
     seen: dict[str, None] = {}
     for event in run.events:
         ref = event.get("ref")
@@ -202,6 +205,12 @@ def known_refs(run: Run) -> list[str]:
                 key = _blob_key(stand_in.to_json())
                 if key:
                     seen.setdefault(key)
+    for call in calls(run) if found is None else found:
+        if call.record is not None:
+            seen.setdefault(call.record)
+        for inner in call.inner:
+            uses = [*inner.takes, *(inner.result.returns if inner.result else [])]
+            seen.update((u.key, None) for u in uses if u.key is not None)
     return list(seen)
 
 

@@ -13,7 +13,7 @@ from byref.jsonview import dumps
 from byref.lens.pages.artifacts import known_refs
 from byref.lens.pages.markup import card, chart, empty, esc, gap, link, num, path_part, table
 from byref.lens.reading.calls import Call, RefUse, calls
-from byref.lens.reading.costs import Costs, Turn, visible_text
+from byref.lens.reading.costs import Costs, Moved, Turn, visible_text
 from byref.lens.reading.run import Run
 
 REQUEST_CHARS = 200_000
@@ -30,7 +30,7 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
     found = calls(run)
     sections = [
         "".join(gap(g) for g in run.gaps),
-        _totals(run, turns),
+        _totals(run, turns, costs.moved(found)),
         "".join(gap(f"Inlined size of {ref} unknown, counted as 0: {why}")
                 for ref, why in costs.unknown.items()),
         "<h2>Per turn</h2>",
@@ -40,7 +40,7 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
         f"<h2>Tool calls ({len(found)})</h2>",
         "".join(_call(run, c, base) for c in found) or empty("No tool calls in this run."),
         "<h2>Artifacts</h2>",
-        _artifacts(run, base),
+        _artifacts(run, base, found),
         "<h2>Search → activate</h2>",
         _events(run, SEARCH_EVENTS, "search-events",
                 "No search or activation in this run's trace."),
@@ -54,7 +54,7 @@ def overview(run: Run, costs: Costs, *, base: str = "") -> str:
     return "".join(sections)
 
 
-def _totals(run: Run, turns: list[Turn]) -> str:
+def _totals(run: Run, turns: list[Turn], moved: Moved) -> str:
     def total(wrote: bool, side: str, measure: str) -> int:
         return sum(getattr(getattr(t, side), measure) for t in turns
                    if (t.role == "assistant") == wrote)
@@ -67,18 +67,22 @@ def _totals(run: Run, turns: list[Turn]) -> str:
     naive = (run.report or {}).get("naive")
     if isinstance(naive, dict) and isinstance(naive.get("model_read_chars"), int):
         rows.append(("naive harness, same task", _naive(run.report or {}, naive)))
-    inlined = total(False, "inlined", "chars")
+    inlined = total(False, "inlined", "chars") + moved.returned.chars
+    inlined_tokens = total(False, "inlined", "tokens") + moved.returned.tokens
     rows.append(("this record, refs inlined (estimate)", (
         f"{num(inlined, 'inlined_read_chars')} chars, "
-        f"≈{num(total(False, 'inlined', 'tokens'), 'inlined_read_tokens')} tokens read"
+        f"≈{num(inlined_tokens, 'inlined_read_tokens')} tokens read"
         + (esc(f" ({inlined / read:,.1f}× what the model read)") if read else ""))))
     rows.append(("kept out of context (estimate)",
                  f"{num(inlined - read, 'kept_chars')} chars the model did not read"))
-    passed = sum(t.refs for t in turns)
+    written = sum(t.refs for t in turns)
+    named = (total(True, "inlined", "chars") - total(True, "visible", "chars")
+             + moved.passed_size.chars)
     rows.append(("passed by ref", (
-        f"{num(passed, 'passed_refs')} refs in the model's calls, naming "
-        f"{num(total(True, 'inlined', 'chars') - total(True, 'visible', 'chars'), 'passed_chars')}"
-        " chars of data it did not retype")))
+        f"{num(written + moved.passed, 'passed_refs')} refs"
+        + (f" ({written} in the model's calls, {moved.passed} handles its code passed)"
+           if moved.passed else " in the model's calls")
+        + f", naming {num(named, 'passed_chars')} chars of data it did not retype")))
     rows.append(("how counted", esc(_HOW + (_HOW_NAIVE if naive else _HOW_NO_NAIVE))))
     return card("Totals", rows, id_="totals")
 
@@ -86,7 +90,9 @@ def _totals(run: Run, turns: list[Turn]) -> str:
 _HOW = ("Model read / wrote: each part's text as the model received or wrote it (the run's "
         "ledger, the figures its command printed). Estimate: this same record with each "
         "result that stood in for stored data counted as that data in full (binary as base64; "
-        "tokens counted on a leading sample and scaled). ")
+        "tokens counted on a leading sample and scaled). A code run's inner calls count from "
+        "its record: each stored value returned to the program as a handle is data the model "
+        "did not read, each handle the program passed on a ref passed. ")
 _HOW_NAIVE = ("The estimate is not the naive run: a harness without refs makes other calls "
               "(it never calls query_json, and it retypes the rows this run passed by ref), so "
               "the naive figures above are the comparison to quote.")
@@ -212,8 +218,8 @@ def _went(use: RefUse) -> str:
     return ", ".join(link(f"#call-{c}", c) for c in use.went_to)
 
 
-def _artifacts(run: Run, base: str) -> str:
-    refs = known_refs(run)
+def _artifacts(run: Run, base: str, calls_: list[Call]) -> str:
+    refs = known_refs(run, calls_)
     if not refs:
         return empty("This run names no artifact.")
     rows = []

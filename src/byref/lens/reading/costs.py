@@ -6,7 +6,10 @@ or its call's input as JSON, tokens by `count_tokens` part by part; so the page'
 the run's ledger. The inlined side replaces each value that stood in for stored data (a part's
 `derived` entries) with that data in full: a stored blob by its bytes (binary as base64, as a
 naive harness would inline it), a recipe by the JSON it selects, streamed and never held whole.
-Its tokens are counted on a leading sample and scaled, and the page says so.
+Its tokens are counted on a leading sample and scaled, and the page says so. A code run's
+inner calls, read from its record, are counted the same way (`Costs.moved`): each stored value
+an inner call returned as a handle is data a naive harness would have shown the model, and each
+handle the program passed on is a ref passed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from byref.harness.tokens import count_tokens
 from byref.jsonview import dumps
+from byref.lens.reading.calls import Call, RefUse
 from byref.lens.reading.run import Run
 from byref.media import is_text
 from byref.refs import Blob, JsonQuery, MessageRef, Ref, RefRefusal, envelope
@@ -45,6 +49,17 @@ class Turn:
     inlined: Size
     refs: int = 0
     """Refs the model wrote in this message's calls (values passed instead of retyped)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """What code runs moved by handle, from their records."""
+    returned: Size
+    """The stored values inner calls returned as handles (the model read none of them)."""
+    passed: int
+    """Handles the programs passed as arguments to inner calls."""
+    passed_size: Size
+    """The data those handles named."""
 
 
 def visible_text(role: str, part: Part) -> str:
@@ -84,6 +99,21 @@ class Costs:
             out.append(Turn(message.seq, message.role, ", ".join(labels), Size(vis_c, vis_t),
                             Size(inl_c, inl_t), refs))
         return out
+
+    def moved(self, found: list[Call]) -> Moved:
+        """Sum the data `found`'s code runs moved by handle (artifact-backed refs only: an
+        inner Message ref names the record's transcript, not the run's)."""
+        returned, passed = Size(0, 0), Size(0, 0)
+        count = 0
+        for call in found:
+            for inner in call.inner:
+                results = inner.result.returns if inner.result is not None else []
+                for use in _root_uses(results):
+                    returned = _plus(returned, self.full(use.ref))
+                for use in _root_uses(inner.takes):
+                    count += 1
+                    passed = _plus(passed, self.full(use.ref))
+        return Moved(returned, count, passed)
 
     def inlined(self, role: str, seq: int, index: int, part: Part, shown: Size) -> Size:
         """The size of a part with every ref replaced by the value it names."""
@@ -143,6 +173,16 @@ class Costs:
         sample = (head.decode("utf-8", "replace") if textual
                   else base64.b64encode(head).decode())[:SAMPLE_CHARS]
         return Size(chars, _scale(count_tokens(sample), len(sample), chars))
+
+
+def _plus(a: Size, b: Size) -> Size:
+    return Size(a.chars + b.chars, a.tokens + b.tokens)
+
+
+def _root_uses(uses: list[RefUse]) -> list[RefUse]:
+    """The artifact-backed uses not below another use (a handle counted once)."""
+    roots = _roots({u.path: u.ref for u in uses})
+    return [u for u in uses if u.path in roots and u.key is not None]
 
 
 def _array_text(items: Iterator[Any]) -> Iterator[str]:
