@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from byref.reads.limits import AUTO_INSERT_BYTES, EXPLICIT_READ_BYTES
+from byref.reads.limits import AUTO_INSERT_BYTES, EXPLICIT_READ_BYTES, ReadLimits
 
 EXPLICIT_READ_FRAME = 16 * 1024
 """Room above the explicit-read limit for a read's own frame (coverage, source, note)."""
@@ -31,6 +31,12 @@ class Policy:
     """The last-resort truncation net (None: off). With placement on it should never fire."""
     validation: Literal["enforce", "warn", "off"] = "enforce"
     """Check call input against the declared schema before anything runs."""
+
+    def read_limits(self, *, explicit_read_bytes: int = EXPLICIT_READ_BYTES) -> ReadLimits:
+        """The read limits that go with this policy: one automatic-insertion dial, so reads see
+        the value placement uses. Every surface (gateway, loop, session, bridge) asks here."""
+        return ReadLimits(auto_insert_bytes=self.auto_insert_bytes,
+                          explicit_read_bytes=explicit_read_bytes)
 
     @staticmethod
     def naive() -> Policy:

@@ -59,7 +59,6 @@ from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.upstream.instance.manager import LIST_READY
 from byref.gateway.upstream.pooled import UpstreamManager
 from byref.harness.session import Session
-from byref.reads import ReadLimits
 from byref.store import ArtifactStore, open_store
 from byref.transcript import Part
 
@@ -113,8 +112,8 @@ class Gateway:
         """Replicas: the PostgreSQL channel other replicas' tool-list changes arrive on."""
         # One automatic-insertion dial: reads see the value placement uses. An explicit read
         # (read_result is marked so) is bounded by the explicit-read limit instead.
-        self._read_limits = ReadLimits(auto_insert_bytes=self.policy.auto_insert_bytes,
-                                       explicit_read_bytes=GATEWAY_EXPLICIT_READ_BYTES)
+        self._read_limits = self.policy.read_limits(
+            explicit_read_bytes=GATEWAY_EXPLICIT_READ_BYTES)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def __aenter__(self) -> Gateway:

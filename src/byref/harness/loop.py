@@ -122,8 +122,7 @@ class Harness:
             # room (unless the caller brought their own). Storeless runs get it too: a stub's
             # reread ref is a Message ref into the transcript.
             if refs and all(t.name != READ_RESULT_NAME for t in listed):
-                limits = read_limits or ReadLimits(
-                    auto_insert_bytes=grounds.policy.auto_insert_bytes)
+                limits = read_limits or grounds.policy.read_limits()
                 listed.append(make_read_result(limits, room=self.assembler.room))
         self.session = Session(listed, store=kept, scope=scope, policy=grounds.policy,
                                transcript=transcript, emit=grounds.emit, caps=caps,

@@ -107,8 +107,7 @@ class Session:
                 self.policy.explicit_read_bytes,
                 read_limits.explicit_read_bytes + EXPLICIT_READ_FRAME))
         # One automatic-insertion dial: reads see the same value placement uses.
-        self.read_limits = read_limits or ReadLimits(
-            auto_insert_bytes=self.policy.auto_insert_bytes)
+        self.read_limits = read_limits or self.policy.read_limits()
         self.transcript = transcript if transcript is not None else Transcript()
         # "memory" (the default) gives the session its own in-memory store; None runs storeless.
         self.store: ArtifactStore | None = grounds.store

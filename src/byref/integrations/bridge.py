@@ -34,7 +34,6 @@ from byref.errors import InvalidValue, MisuseError
 from byref.events import Emitter
 from byref.harness.session import SYSTEM_NOTE, Session
 from byref.integrations.turns import Batch, TurnRecord
-from byref.reads import ReadLimits
 from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
 from byref.tools.code_mode.run_code import RUN_CODE, CodeMode
@@ -139,7 +138,7 @@ class Bridge:
         budget = options.get("budget")
         grounds = Grounds.make(store=store, scope=scope, policy=options.get("policy"), emit=emit)
         policy, own_store, scope, emit = grounds.policy, grounds.store, grounds.scope, grounds.emit
-        self.limits = ReadLimits(auto_insert_bytes=policy.auto_insert_bytes)
+        self.limits = policy.read_limits()
         self.assembler = (ContextAssembler(budget, store=own_store, scope=scope, emit=emit)
                           if budget is not None else None)
         self.assembled: list[Assembled[Any]] = []
