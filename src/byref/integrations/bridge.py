@@ -32,7 +32,7 @@ from byref.dispatch import Call, Policy
 from byref.dispatch.grounds import Grounds
 from byref.errors import InvalidValue, MisuseError
 from byref.events import Emitter
-from byref.harness.session import SYSTEM_NOTE, Session
+from byref.harness.session import SYSTEM_NOTE, Session, Surface
 from byref.integrations.turns import Batch, TurnRecord
 from byref.store import ArtifactStore, Scope
 from byref.tools import Payload, Tool, builtin_tools
@@ -58,15 +58,6 @@ class Seen:
     name: str = ""
     input: Any = None
     is_error: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Surface:
-    """What to declare for the next model request: byref declarations (name, description,
-    input_schema; byte-stable) and the lines to add to the system text (the last one varies)."""
-
-    declarations: list[dict[str, Any]]
-    lines: list[str]
 
 
 class _Relay:
@@ -237,13 +228,13 @@ class Bridge:
             chosen = {t.name: t for t in readers}
             chosen.update((n, self._adopted[n][1]) for n in visible)
             declared = [self._declare(chosen[n]) for n in sorted(chosen)]
-            return Surface(declared, [self.system] if self.policy.refs else [])
+            return Surface(tuple(declared), (self.system,) if self.policy.refs else ())
         always = [*readers, *self.discovery.tools,
                   *(self._adopted[n][1] for n in visible if not self.search)]
         listed = self.discovery.declare(always, self.project(seen), refs=self.policy.refs)
-        lines = [self.system, *listed.system_lines] if self.policy.refs else list(
+        lines = (self.system, *listed.system_lines) if self.policy.refs else tuple(
             listed.system_lines)
-        return Surface(listed.declarations, lines)
+        return Surface(tuple(listed.declarations), lines)
 
     def _due(self, seen: Sequence[Seen]) -> frozenset[str]:
         """The readers the history's stored results need (`readers_for` of what byref

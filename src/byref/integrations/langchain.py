@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
 from byref.errors import MissingExtra
-from byref.integrations.bridge import Bridge, BridgeOptions, Seen, Surface, bridge_from
+from byref.harness.session import Surface
+from byref.integrations.bridge import Bridge, BridgeOptions, Seen, bridge_from
 from byref.jsonview import dumps
 from byref.transcript import Part
 
@@ -80,7 +81,7 @@ class ByrefMiddleware(AgentMiddleware[Any, Any, Any]):
         # Tools given as dicts (provider-native ones) pass through untouched.
         tools: list[BaseTool | dict[str, Any]] = [
             *(t for t in request.tools if isinstance(t, dict)), *_declared(surface)]
-        system = _system(request.system_message, surface.lines)
+        system = _system(request.system_message, surface.system_lines)
         messages = list(request.messages)
         fixed = len(dumps([*_declared(surface)]).encode()) + len(
             str(system.content if system is not None else "").encode())
@@ -158,7 +159,7 @@ def _declared(surface: Surface) -> list[dict[str, Any]]:
             for d in surface.declarations]
 
 
-def _system(system: SystemMessage | None, lines: list[str]) -> SystemMessage | None:
+def _system(system: SystemMessage | None, lines: Sequence[str]) -> SystemMessage | None:
     if not lines:
         return system
     extra = "\n\n".join(lines)

@@ -142,8 +142,8 @@ class Byref:
     def call_model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
         """byref's lines after the instructions; with a budget, the input fitted to it."""
         surface = self.bridge.surface(self._visible, self.bridge.recorded())
-        instructions = "\n\n".join([*([data.model_data.instructions]
-                                      if data.model_data.instructions else []), *surface.lines])
+        given = [data.model_data.instructions] if data.model_data.instructions else []
+        instructions = "\n\n".join([*given, *surface.system_lines])
         items = list(data.model_data.input)
         fixed = len(instructions.encode()) + len(dumps([
             {"name": t.name, "description": t.description, "parameters": t.params_json_schema}

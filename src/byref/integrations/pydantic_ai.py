@@ -100,7 +100,7 @@ class ByrefToolset(WrapperToolset[Any]):
         """The wrapped toolset's instructions plus byref's surface lines."""
         own = await self.wrapped.get_instructions(ctx)
         inner = {n: t for n, t in (await self.wrapped.get_tools(ctx)).items() if not _passes(t)}
-        lines = self.bridge.surface(inner, seen(ctx.messages)).lines
+        lines = self.bridge.surface(inner, seen(ctx.messages)).system_lines
         if own is None:
             return lines or None
         return [*([own] if isinstance(own, str) or not isinstance(own, Sequence) else own),
