@@ -11,7 +11,8 @@ goes back only to its owner's calls (`relay`). An instance that crashes is start
 owner's next call, alone. A server shared by all (`"share": "all"`, the default on a gateway one
 principal reaches) is one instance, outside the pool's caps, as without a pool. The one catalog is
 listed on the caller's instance (every instance of a server is started alike, so their lists
-agree), or with no caller on a live one.
+agree), or with no caller on a live one; an instance of an owner's own that says its tools
+changed is re-listed for that owner alone (`on_own_change`).
 """
 
 from __future__ import annotations
@@ -72,8 +73,21 @@ class Pooled:
         self.redact = redactor(config)
         """`text` without any value this server's entry configures (`config.secrets`)."""
         self._pool = pool
-        def make() -> Upstream:
-            return Upstream(config, group, on_change=on_change, errlog=errlog)
+        self.on_own_change: Callable[[str, Key], Awaitable[None]] | None = None
+        """Told (server, instance key) when an instance of an owner's own (not `SHARED`, not
+        `CATALOG`) says its tools changed; without it, `on_change` is told (server)."""
+        self.on_own_gone: Callable[[str, Key], None] | None = None
+        """Told (server, instance key) when the pool retired that instance."""
+
+        def make(key: Key) -> Upstream:
+            async def changed(server: str) -> None:
+                if self.on_own_change is not None and key not in (SHARED, CATALOG):
+                    await self.on_own_change(server, key)
+                elif on_change is not None:
+                    await on_change(server)
+
+            return Upstream(config, group, on_change=None if on_change is None else changed,
+                            errlog=errlog)
 
         self._make = make
         self._instances: dict[Key, Upstream] = {}
@@ -136,6 +150,17 @@ class Pooled:
     def instances(self) -> dict[Key, Upstream]:
         """The instances by key (one, `SHARED`, for a server shared by all)."""
         return dict(self._instances)
+
+    def key_of(self, owner: Scope | None) -> Key:
+        """The key of the instance that serves requests run as `owner`."""
+        return key_of(self.share, owner)
+
+    async def list_tools_on(self, key: Key) -> list[types.Tool] | None:
+        """The tools instance `key` lists now (None: it is not running)."""
+        up = self._instances.get(key)
+        if up is None or not up.alive:
+            return None
+        return await up.list_tools()
 
     def serving(self, caller: Caller | None) -> Upstream | None:
         """The instance that serves `caller`'s requests, if it exists."""
@@ -232,7 +257,7 @@ class Pooled:
 
     def _add(self, key: Key) -> Upstream:
         """A new instance for `key`, pooled, not started."""
-        up = self._instances[key] = self._make()
+        up = self._instances[key] = self._make(key)
         up.on_notice = self._told(key)
         # One principal's (or conversation's) own: its one session may be asked out of call.
         up.relay.exclusive = self.one_principal or (
@@ -249,6 +274,8 @@ class Pooled:
         if self._instances.get(key) is up:
             del self._instances[key]
             self._retired_starts += up.starts
+            if self.on_own_gone is not None:
+                self.on_own_gone(self.name, key)
 
     def _used(self, key: Key) -> None:
         if key != SHARED:
