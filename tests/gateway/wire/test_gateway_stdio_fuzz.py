@@ -96,6 +96,7 @@ def _case(draw: st.DrawFn, ids: itertools.count[int]) -> tuple[bytes, object]:
     return line, rid if readable else None
 
 
+@pytest.mark.slow  # 300 round trips through a gateway process: about 40 s here
 def test_every_fuzzed_line_gets_one_answer_and_the_gateway_stays_up(world: World) -> None:
     config = world.root / "gateway.json"
     config.write_text(json.dumps({"mcpServers": {"echo": world.fixture("meta_echo.py")}}))

@@ -128,7 +128,8 @@ class Listing:
 
     async def _list_one(self, name: str) -> None:
         try:
-            got: list[types.Tool] | str = await self.upstreams[name].list_tools()
+            got: list[types.Tool] | str = await self.upstreams[name].list_tools(
+                avoid=tuple(self._own.get(name, ())))
         except UpstreamError as exc:  # reported to clients by its class, to the operator in full
             got, self.failures[name] = exc.public, str(exc)
         except Exception as exc:  # an upstream that cannot list is reported, not fatal
@@ -143,6 +144,9 @@ class Listing:
         else:
             self._errors.pop(name, None)
             self._listings[name] = got
+            own = self._own.get(name, {})
+            for key in [k for k, tools in own.items() if tools == got]:
+                del own[key]  # the catalog caught up: that owner sees it again
         if self._list_changes is not None and before is not None and got != before and not heard:
             assert self._group is not None  # re-indexed here: the other replicas re-list it
             self._group.start_soon(self._list_changes.announce, name)
@@ -189,7 +193,8 @@ class Listing:
 
     async def own_changed(self, server: str, key: Key) -> None:
         """Instance `key` of `server` (an owner's own) said its tools changed: re-listed, what
-        its owners see from now on, and they alone are told."""
+        its owners see from now on, and they alone are told; then the catalog is listed again
+        elsewhere, so a change the server made for everyone reaches everyone."""
         try:
             got = await self.upstreams[server].list_tools_on(key)
         except Exception as exc:  # the owner's next call says what is wrong
@@ -206,8 +211,13 @@ class Listing:
         if got != before:
             async with self._box_lock:
                 self._rebuild()  # a new version: the owners' sessions are built anew
+                if self._announced == self._version - 1:
+                    self._announced = self._version  # nothing new for everyone else
             if self.announce_own is not None:
                 await self.announce_own(server, key)
+        # The change may be the server's for everyone (a list kept outside the process): the
+        # catalog is listed again on an instance that is no owner's own view.
+        await self.upstream_changed(server)
 
     def own_for(self, key: Callable[[str], Key]) -> dict[str, list[types.Tool]]:
         """The listings an owner sees instead of the catalog's, by server (`key`: the key of

@@ -18,7 +18,7 @@ changed is re-listed for that owner alone (`on_own_change`).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TextIO, TypeVar
 
 import anyio
@@ -167,9 +167,10 @@ class Pooled:
         return self._instances.get(key_of(self.share, caller.owner if caller else None))
 
     # -- operations ----------------------------------------------------------------------------
-    async def list_tools(self) -> list[types.Tool]:
-        """Every tool the server lists, from the caller's instance (else a live one)."""
-        key, up = await self._serving(any_live=True)
+    async def list_tools(self, avoid: Collection[Key] = ()) -> list[types.Tool]:
+        """Every tool the server lists, from the caller's instance (else a live one), never
+        from one in `avoid` (instances whose owners see a list of their own)."""
+        key, up = await self._serving(any_live=True, avoid=avoid)
         self._listed_on = up
         try:
             return await up.list_tools()
@@ -236,13 +237,17 @@ class Pooled:
                 group.start_soon(up.close)
 
     # -- instances -----------------------------------------------------------------------------
-    async def _serving(self, *, any_live: bool = False) -> tuple[Key, Upstream]:
+    async def _serving(self, *, any_live: bool = False, avoid: Collection[Key] = ()
+                       ) -> tuple[Key, Upstream]:
         """The instance that serves the current caller, and its key (`any_live`: with no caller,
-        a live instance rather than the catalog's own, when one runs)."""
+        a live instance rather than the catalog's own, when one runs; none in `avoid`)."""
         caller = current()
         key = key_of(self.share, caller.owner if caller is not None else None)
-        if any_live and caller is None and self.share != "all":
-            key = next((k for k, u in self._instances.items() if u.alive), key)
+        if key in avoid:
+            key = CATALOG
+        if any_live and key == CATALOG and self.share != "all":
+            key = next((k for k, u in self._instances.items() if u.alive and k not in avoid),
+                       key)
         return key, await self._instance(key)
 
     async def _instance(self, key: Key) -> Upstream:
