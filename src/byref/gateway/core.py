@@ -57,6 +57,7 @@ from byref.gateway.config.file import GatewayConfig, Grant
 from byref.gateway.ops.health import check_store
 from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.upstream.instance.manager import LIST_READY
+from byref.gateway.upstream.pool import Key
 from byref.gateway.upstream.pooled import UpstreamManager
 from byref.harness.session import Session
 from byref.store import ArtifactStore, open_store
@@ -96,6 +97,8 @@ class Gateway:
         self.threads = Threads(config)
         """Worker threads by owner: run_code's own, a lane per principal (`access.threads`)."""
         self._granted: dict[Grant, Toolbox] = {}
+        self._owned: dict[tuple[Grant | None, tuple[tuple[str, Key], ...]], Toolbox] = {}
+        """Toolboxes of owners whose own instances list other tools (`Listing.own_for`)."""
         """Per restricting grant, its toolbox (rebuilt when the toolbox's version moves on)."""
         self.usage = UsageLog(config.usage) if config.usage is not None else None
         self.ranker = hybrid_ranker(config)
@@ -127,6 +130,10 @@ class Gateway:
                                           on_change=self._listing.upstream_changed,
                                           errlog=self._errlog)
         self._listing.start(self._upstreams, self._group)
+        self._listing.announce_own = self._announce_own
+        for pooled in self._upstreams.upstreams.values():
+            pooled.on_own_change = self._listing.own_changed
+            pooled.on_own_gone = self._listing.forget_own
         if self._upstreams.pooled:  # instances per tenant, principal or conversation: swept
             await self._group.start(self._upstreams.pool.run)
         self._stack = stack
@@ -246,12 +253,29 @@ class Gateway:
         `toolbox`'s; `stable`: its face for a client whose list never changes with its requests
         (`Toolbox.stable`)."""
         box = await self.toolbox(wait)
-        if state.grant is not None:
+        own = self._listing.own_for(self._instance_key(state))
+        if own:  # an instance of this owner's own lists other tools than the catalog's
+            mine = (state.grant, tuple((s, self.upstreams[s].key_of(state.scope)) for s in own))
+            found = self._owned.get(mine)
+            if found is None or found.version != box.version:
+                found = self._owned[mine] = self._listing.build(state.grant, own)
+            box = found
+        elif state.grant is not None:
             found = self._granted.get(state.grant)
             if found is None or found.version != box.version:
                 found = self._granted[state.grant] = self._listing.build(state.grant)
             box = found
         return box.stable if stable else box
+
+    def _instance_key(self, state: ScopeState) -> Callable[[str], Key]:
+        return lambda server: self.upstreams[server].key_of(state.scope)
+
+    async def _announce_own(self, server: str, key: Key) -> None:
+        """Tell the scopes instance `key` of `server` serves that their tools changed."""
+        for state in self.scopes.all():
+            if self.upstreams[server].key_of(state.scope) == key:
+                state.declared = tuple(self.working_set(state, await self.toolbox_for(state)))
+                await state.announce()
 
     def list_wait(self, state: ScopeState | None = None, *, stable: bool = False) -> float:
         """Seconds a tools/list waits for servers still starting: none when it declares only the

@@ -8,6 +8,7 @@ says what happened."""
 
 from __future__ import annotations
 
+import base64
 import json
 import string
 import threading
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import anyio
 import pytest
@@ -36,6 +38,14 @@ if mode in ("exit", "hang"):
     if mode == "exit":
         sys.exit(3)
     time.sleep(60)
+if mode == "encoded":
+    import base64, urllib.parse
+    raw = secret.encode()
+    sys.stderr.write(" ".join([
+        base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        base64.b64encode(b"user:" + raw).decode(), raw.hex(), raw.hex().upper(),
+        urllib.parse.quote(secret, safe="")]) + "\\n")
+    sys.exit(3)
 if mode == "garble":
     sys.stdout.write(f"not json-rpc: {secret}\\n"); sys.stdout.flush()
 for line in sys.stdin:
@@ -190,6 +200,72 @@ def test_the_header_httpx_refuses_names_the_class_to_clients_and_all_to_the_oper
     assert f"'leaky__echo' cannot run now: {said}" in texts  # call_tool's refusal
     assert "Illegal header value" in failures["leaky"]  # the operator's text says what it was
     assert "Illegal header value b'\\u2026'" in texts[-1]  # /readyz: why, the value taken out
+
+
+def _encodings(value: str) -> list[str]:
+    raw = value.encode()
+    out = []
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for before in (b"", b"u", b"us", b"user:"):
+            for after in (b"", b"x", b"xy"):
+                out.append(encode(before + raw + after).decode())
+                out.append(out[-1].rstrip("="))
+    return [*out, raw.hex(), raw.hex().upper(), quote(value, safe=""), quote_plus(value)]
+
+
+@pytest.mark.parametrize("where", ["env", "args"])
+def test_readyz_holds_no_encoding_of_a_value_a_failing_server_printed(
+        world: World, echo_http: int, where: str) -> None:
+    secret = "sk-Live+0123/456789abcdef~"
+    entry = _entry(world, echo_http, where, "encoded", secret)
+
+    async def probe() -> tuple[list[str], dict[str, str]]:
+        with anyio.fail_after(60):
+            return await _client_texts(world, entry)
+
+    texts, failures = anyio.run(probe)
+    readyz = json.loads(texts[-1])["upstreams"]["failures"]["leaky"]
+    assert "exited with code 3" in readyz, readyz
+    printed = base64.b64encode(secret.encode()).decode()
+    assert printed in failures["leaky"]  # the operator's own text says what was printed
+    for text in texts:
+        for form in [secret, *_encodings(secret)]:
+            assert form not in text, (form, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(min_size=12, max_size=40).filter(lambda v: v.strip() == v),
+       before=st.binary(max_size=5), after=st.binary(max_size=5))
+def test_redaction_takes_out_the_value_in_any_base64_text_holding_it(
+        value: str, before: bytes, after: bytes) -> None:
+    from byref.gateway.config.file import parse_config
+    from byref.gateway.config.secrets import redactor
+
+    config = parse_config({"mcpServers": {"r": {"command": "x", "env": {"K": value}}}},
+                          source="test")
+    redact = redactor(config.servers[0])
+    raw = value.encode()
+    # The characters of a base64 text that only the value's bytes decide: none of any 12 of
+    # them in a row may be left (what stays around the mask is under 12, a space on each side).
+    start, end = -(-8 * len(before) // 6), 8 * (len(before) + len(raw)) // 6
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        text = encode(before + raw + after).decode()
+        left = redact(f"said {text} and {text.rstrip('=')}")
+        assert not any(text[i:i + 12] in left for i in range(start, end - 11)), (text, left)
+    for form in (raw.hex(), raw.hex().upper(), quote(value, safe=""), quote_plus(value)):
+        assert form not in redact(f"[{form}]"), form
+
+
+def test_a_basic_credential_is_taken_out_decoded_too() -> None:
+    from byref.gateway.config.file import parse_config
+    from byref.gateway.config.secrets import redactor
+
+    basic = base64.b64encode(b"alice:hunter2-xyz").decode()
+    config = parse_config({"mcpServers": {"r": {"type": "http", "url": "https://h.example/mcp",
+                                                "headers": {"Authorization": f"Basic {basic}"}}}},
+                          source="test")
+    redact = redactor(config.servers[0])
+    assert redact(f"401 for alice:hunter2-xyz ({basic})") == "401 for … (…)"
 
 
 def test_redaction_takes_out_every_form_a_message_quotes(tmp_path: Path) -> None:

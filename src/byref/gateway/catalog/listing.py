@@ -7,7 +7,8 @@ The law: a request waits for listings in flight at most its grace, and for a ser
 (a call that waited the full grace for it is not made to wait again; its tools' calls are
 refused as starting); a server still starting is indexed when it arrives and announced; one that
 failed is listed again after `START_RETRY_AFTER`; a change heard from another replica is not told
-back.
+back; an owner's own instance that changes its tools changes what that owner sees, and tells
+that owner's clients alone (`own_changed`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.file import Grant
 from byref.gateway.upstream.instance.bounds import UpstreamError
 from byref.gateway.upstream.instance.manager import START_RETRY_AFTER
+from byref.gateway.upstream.pool import Key
 from byref.gateway.upstream.pooled import UpstreamManager
 
 Build = Callable[[int, dict[str, list[types.Tool]], dict[str, str], Sequence[str], Grant | None],
@@ -67,6 +69,11 @@ class Listing:
         self._list_changes: ListChanges | None = None
         self._heard: set[str] = set()
         """Servers being re-listed because another replica said so (not told back)."""
+        self._own: dict[str, dict[Key, list[types.Tool]]] = {}
+        """Per server, the instances of an owner's own whose tools changed from the catalog's
+        (`own_changed`): what those owners see instead."""
+        self.announce_own: Callable[[str, Key], Awaitable[None]] | None = None
+        """Tells the clients that instance (server, key) serves of a change to their list."""
 
     def start(self, upstreams: UpstreamManager, group: anyio.abc.TaskGroup) -> None:
         """Attach the running upstreams and the task group listings run in."""
@@ -121,7 +128,8 @@ class Listing:
 
     async def _list_one(self, name: str) -> None:
         try:
-            got: list[types.Tool] | str = await self.upstreams[name].list_tools()
+            got: list[types.Tool] | str = await self.upstreams[name].list_tools(
+                avoid=tuple(self._own.get(name, ())))
         except UpstreamError as exc:  # reported to clients by its class, to the operator in full
             got, self.failures[name] = exc.public, str(exc)
         except Exception as exc:  # an upstream that cannot list is reported, not fatal
@@ -136,6 +144,9 @@ class Listing:
         else:
             self._errors.pop(name, None)
             self._listings[name] = got
+            own = self._own.get(name, {})
+            for key in [k for k, tools in own.items() if tools == got]:
+                del own[key]  # the catalog caught up: that owner sees it again
         if self._list_changes is not None and before is not None and got != before and not heard:
             assert self._group is not None  # re-indexed here: the other replicas re-list it
             self._group.start_soon(self._list_changes.announce, name)
@@ -158,10 +169,13 @@ class Listing:
         self.box = self.build()
         self._rebuilt(self._version)
 
-    def build(self, grant: Grant | None = None) -> Toolbox:
-        """A toolbox of the current listings (for `grant`: only what it may see)."""
-        return self._make(self._version, self._listings, self._errors,
-                          sorted(set(self._pending) - set(self._listings)), grant)
+    def build(self, grant: Grant | None = None,
+              own: dict[str, list[types.Tool]] | None = None) -> Toolbox:
+        """A toolbox of the current listings (for `grant`: only what it may see; `own`: an
+        owner's listings in place of the catalog's)."""
+        listings = {**self._listings, **own} if own else self._listings
+        return self._make(self._version, listings, self._errors,
+                          sorted(set(self._pending) - set(listings)), grant)
 
     async def upstream_changed(self, server: str) -> None:
         """An upstream's tool list changed: re-index it and tell every scope's clients."""
@@ -176,6 +190,46 @@ class Listing:
         """Another replica's `server` changed its tools: re-list ours, tell our clients."""
         self._heard.add(server)
         await self.upstream_changed(server)
+
+    async def own_changed(self, server: str, key: Key) -> None:
+        """Instance `key` of `server` (an owner's own) said its tools changed: re-listed, what
+        its owners see from now on, and they alone are told; then the catalog is listed again
+        elsewhere, so a change the server made for everyone reaches everyone."""
+        try:
+            got = await self.upstreams[server].list_tools_on(key)
+        except Exception as exc:  # the owner's next call says what is wrong
+            self.failures[server] = f"Server {server!r} could not be re-listed: {exc}"
+            return
+        if got is None:
+            return
+        own = self._own.setdefault(server, {})
+        before = own.get(key, self._listings.get(server))
+        if got == self._listings.get(server):
+            own.pop(key, None)
+        else:
+            own[key] = got
+        if got != before:
+            async with self._box_lock:
+                self._rebuild()  # a new version: the owners' sessions are built anew
+                if self._announced == self._version - 1:
+                    self._announced = self._version  # nothing new for everyone else
+            if self.announce_own is not None:
+                await self.announce_own(server, key)
+        # The change may be the server's for everyone (a list kept outside the process): the
+        # catalog is listed again on an instance that is no owner's own view.
+        await self.upstream_changed(server)
+
+    def own_for(self, key: Callable[[str], Key]) -> dict[str, list[types.Tool]]:
+        """The listings an owner sees instead of the catalog's, by server (`key`: the key of
+        the owner's instance of a server)."""
+        return {server: found for server, own in self._own.items()
+                if (found := own.get(key(server))) is not None}
+
+    def forget_own(self, server: str, key: Key) -> None:
+        """Instance `key` of `server` is gone: its owners see the catalog's listing again (a new
+        version: their sessions are built anew)."""
+        if self._own.get(server, {}).pop(key, None) is not None:
+            self._dirty = True
 
     def _changed(self) -> None:
         """The catalog changed (a server listed after a client was answered without it, or a

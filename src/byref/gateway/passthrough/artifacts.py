@@ -17,8 +17,10 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
+from byref.gateway.passthrough.bounded import READ_BYTES, cut, index, split_page
 from byref.gateway.passthrough.uris import artifact_contents, artifact_missing, artifact_resource
-from byref.store import ArtifactMeta, ArtifactStore, Scope
+from byref.media import is_text
+from byref.store import Artifact, ArtifactMeta, ArtifactStore, PutOptions, Scope
 
 ARTIFACTS_LISTED = 1000
 """The caller's newest artifacts resources/list names (any other still reads by its URI)."""
@@ -55,13 +57,27 @@ class ArtifactResources:
         return [artifact_resource(m) for m in await self.listed(ctx)]
 
     async def read(self, ctx: Any, uri: str, ref: str) -> types.ReadResourceResult:
-        """An artifact's bytes in the caller's scope; raises MCPError
+        """An artifact's bytes in the caller's scope, whole or the page `ref` names (`bounded`:
+        one past `READ_BYTES` whole is answered by its pages); raises MCPError
         (`resources.artifact_missing`) when that scope has no such ref, as for one that never
         existed."""
+        ref, page = split_page(ref)
         found = await anyio.to_thread.run_sync(self._store.get, self._scope_of(ctx), ref)
         if found is None:
             raise artifact_missing(uri, ref)
+        if page is not None:
+            piece = cut(found.data, page, is_text(found.meta.media_type))
+            return types.ReadResourceResult(
+                contents=[artifact_contents(uri, Artifact(meta=found.meta, data=piece))])
+        if found.meta.bytes > READ_BYTES:
+            return index(uri, [(uri, found.meta)])
         return types.ReadResourceResult(contents=[artifact_contents(uri, found)])
+
+    async def stash(self, ctx: Any, data: bytes, media: str, label: str) -> ArtifactMeta:
+        """Store `data` (a resource too large to answer whole) in the caller's scope."""
+        options = PutOptions(kind="resource", media_type=media, label=label[:200])
+        return await anyio.to_thread.run_sync(self._store.put, self._scope_of(ctx), data,
+                                              options)
 
     async def check(self, ctx: Any, uri: str, ref: str) -> None:
         """Refuse, as a read would, a subscription to an artifact the caller cannot read."""

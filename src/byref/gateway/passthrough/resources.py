@@ -9,6 +9,7 @@ watched on the subscriber's own instance of its server (`Upstream.watch`: asked 
 watches it there, in the server's own generation) and its updates reach only the connections and
 listeners that instance serves, and byref's own artifacts (`byref:artifact/<ref>`) are
 answered from the store in the caller's scope (`artifact_resources`), never by an upstream. A
+read past `bounded.READ_BYTES` is stored there and answered by its pages (`bounded`). A
 2026-07-28 client's resources/list leaves the artifacts out (a call that stores a result must not
 change its lists); it reads them through the artifact template, as any client may.
 """
@@ -27,6 +28,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.gateway.passthrough.artifacts import ArtifactResources
+from byref.gateway.passthrough.bounded import READ_BYTES, data_of, index, size_of
 from byref.gateway.passthrough.pages import page
 from byref.gateway.passthrough.uris import (
     ARTIFACT_TEMPLATE,
@@ -144,9 +146,29 @@ class ResourcePassthrough:
                 return await client.read_resource(uri)
 
             result = await self._fan.on(server, f"reading {quote(uri)}", read)
-            return renamed_contents(result, server, asked, uri)
+            result = renamed_contents(result, server, asked, uri)
+            if size_of(result.contents) <= READ_BYTES:
+                return result
+            return await self._paged(ctx, asked, result)
 
         return await self._fan.asking(ctx, params, run)
+
+    async def _paged(self, ctx: Ctx, asked: str, result: types.ReadResourceResult
+                     ) -> types.ReadResourceResult:
+        """A read past `READ_BYTES`: each part stored in the caller's scope, answered by its
+        pages (`bounded`)."""
+        if self.artifacts is None:
+            raise MCPError(types.INTERNAL_ERROR, (
+                f"Resource {quote(asked)} is {size_of(result.contents):,} bytes, past the "
+                f"{READ_BYTES:,} one read answers, and this gateway has no store to page it "
+                "from; read a smaller part of it from the server."))
+        parts = []
+        for part in result.contents:
+            media = part.mime_type or ("text/plain" if isinstance(
+                part, types.TextResourceContents) else "application/octet-stream")
+            meta = await self.artifacts.stash(ctx, data_of(part), media, str(part.uri))
+            parts.append((str(part.uri), meta))
+        return index(asked, parts)
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         """Watch a URI for this connection (on the caller's instance of its server, `watch`);

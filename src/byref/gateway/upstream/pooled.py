@@ -11,13 +11,14 @@ goes back only to its owner's calls (`relay`). An instance that crashes is start
 owner's next call, alone. A server shared by all (`"share": "all"`, the default on a gateway one
 principal reaches) is one instance, outside the pool's caps, as without a pool. The one catalog is
 listed on the caller's instance (every instance of a server is started alike, so their lists
-agree), or with no caller on a live one.
+agree), or with no caller on a live one; an instance of an owner's own that says its tools
+changed is re-listed for that owner alone (`on_own_change`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TextIO, TypeVar
 
 import anyio
@@ -72,8 +73,21 @@ class Pooled:
         self.redact = redactor(config)
         """`text` without any value this server's entry configures (`config.secrets`)."""
         self._pool = pool
-        def make() -> Upstream:
-            return Upstream(config, group, on_change=on_change, errlog=errlog)
+        self.on_own_change: Callable[[str, Key], Awaitable[None]] | None = None
+        """Told (server, instance key) when an instance of an owner's own (not `SHARED`, not
+        `CATALOG`) says its tools changed; without it, `on_change` is told (server)."""
+        self.on_own_gone: Callable[[str, Key], None] | None = None
+        """Told (server, instance key) when the pool retired that instance."""
+
+        def make(key: Key) -> Upstream:
+            async def changed(server: str) -> None:
+                if self.on_own_change is not None and key not in (SHARED, CATALOG):
+                    await self.on_own_change(server, key)
+                elif on_change is not None:
+                    await on_change(server)
+
+            return Upstream(config, group, on_change=None if on_change is None else changed,
+                            errlog=errlog)
 
         self._make = make
         self._instances: dict[Key, Upstream] = {}
@@ -137,14 +151,26 @@ class Pooled:
         """The instances by key (one, `SHARED`, for a server shared by all)."""
         return dict(self._instances)
 
+    def key_of(self, owner: Scope | None) -> Key:
+        """The key of the instance that serves requests run as `owner`."""
+        return key_of(self.share, owner)
+
+    async def list_tools_on(self, key: Key) -> list[types.Tool] | None:
+        """The tools instance `key` lists now (None: it is not running)."""
+        up = self._instances.get(key)
+        if up is None or not up.alive:
+            return None
+        return await up.list_tools()
+
     def serving(self, caller: Caller | None) -> Upstream | None:
         """The instance that serves `caller`'s requests, if it exists."""
         return self._instances.get(key_of(self.share, caller.owner if caller else None))
 
     # -- operations ----------------------------------------------------------------------------
-    async def list_tools(self) -> list[types.Tool]:
-        """Every tool the server lists, from the caller's instance (else a live one)."""
-        key, up, held = await self._serving(any_live=True)
+    async def list_tools(self, avoid: Collection[Key] = ()) -> list[types.Tool]:
+        """Every tool the server lists, from the caller's instance (else a live one), never
+        from one in `avoid` (instances whose owners see a list of their own)."""
+        key, up, held = await self._serving(any_live=True, avoid=avoid)
         self._listed_on = up
         try:
             return await up.list_tools()
@@ -213,14 +239,18 @@ class Pooled:
                 group.start_soon(up.close)
 
     # -- instances -----------------------------------------------------------------------------
-    async def _serving(self, *, any_live: bool = False) -> tuple[Key, Upstream, bool]:
+    async def _serving(self, *, any_live: bool = False, avoid: Collection[Key] = ()
+                       ) -> tuple[Key, Upstream, bool]:
         """The instance that serves the current caller, its key (`any_live`: with no caller,
-        a live instance rather than the catalog's own, when one runs), and whether a pool slot
-        was reserved for its start (given back by `_used`)."""
+        a live instance rather than the catalog's own, when one runs; none in `avoid`), and
+        whether a pool slot was reserved for its start (given back by `_used`)."""
         caller = current()
         key = key_of(self.share, caller.owner if caller is not None else None)
-        if any_live and caller is None and self.share != "all":
-            key = next((k for k, u in self._instances.items() if u.alive), key)
+        if key in avoid:
+            key = CATALOG
+        if any_live and key == CATALOG and self.share != "all":
+            key = next((k for k, u in self._instances.items() if u.alive and k not in avoid),
+                       key)
         up, held = await self._instance(key)
         return key, up, held
 
@@ -238,7 +268,7 @@ class Pooled:
 
     def _add(self, key: Key) -> Upstream:
         """A new instance for `key`, pooled, not started."""
-        up = self._instances[key] = self._make()
+        up = self._instances[key] = self._make(key)
         up.on_notice = self._told(key)
         # One principal's (or conversation's) own: its one session may be asked out of call.
         up.relay.exclusive = self.one_principal or (
@@ -255,6 +285,8 @@ class Pooled:
         if self._instances.get(key) is up:
             del self._instances[key]
             self._retired_starts += up.starts
+            if self.on_own_gone is not None:
+                self.on_own_gone(self.name, key)
 
     def _used(self, key: Key, held: bool) -> None:
         if key == SHARED:
