@@ -36,12 +36,12 @@ from byref.discovery.declaring.declare import PLAIN
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.access.scopes import AccessRefused, owned
 from byref.gateway.access.state import ScopeState
-from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.auth import JwtConfig
 from byref.gateway.config.values import ConfigError
 from byref.gateway.core import Gateway
+from byref.gateway.edge.answer import answer_extras, client_result
 from byref.gateway.edge.caching import ListHints
 from byref.gateway.edge.discover import discover_handler
 from byref.gateway.edge.lanes.fastpath import PlainCalls
