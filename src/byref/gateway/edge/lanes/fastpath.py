@@ -40,7 +40,7 @@ from byref.transcript import Part
 
 CALL = "tools/call"
 _PLAIN_KEYS = frozenset({"name", "arguments", "_meta"})
-# What the stdio and HTTP lanes (lane.py, http_lane.py) take as a plain request off the wire:
+# What the stdio and HTTP lanes (stdio.py, http.py) take as a plain request off the wire:
 REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 """A plain request's keys: the JSON-RPC four, nothing beside."""
 ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
@@ -106,7 +106,7 @@ class PlainCalls:
         self._extras = extras
         self._connection = connection
         self.seen: Callable[[ServerRequestContext[Any, Any], Connection | None], None] | None = None
-        """Told of every request the SDK's loop serves (`lane.StdioLane.seen`)."""
+        """Told of every request the SDK's loop serves (`stdio.StdioLane.seen`)."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any],
                        call_next: CallNext) -> HandlerResult:
