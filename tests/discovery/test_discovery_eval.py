@@ -19,7 +19,7 @@ from byref.bench.search.discovery import (
 )
 from byref.discovery import Searcher, load_catalog
 from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
-from byref.discovery.catalog.usage import query_key
+from byref.discovery.declaring.usage import query_key
 
 pytestmark = pytest.mark.skipif(not (EVAL / "mcp-catalog").is_dir(), reason=EVAL_MISSING)
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from byref.discovery import Catalog, Discovery, Searcher
-from byref.discovery.catalog.usage import (
+from byref.discovery.declaring.usage import (
     SearchUsage,
     UsageError,
     UsageFold,

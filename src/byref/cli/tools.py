@@ -87,7 +87,7 @@ def run_search(args: argparse.Namespace) -> int:
     """`byref tools search`: rank a catalog's tools for a query or a file of queries; returns the
     exit code."""
     from byref.discovery import FilterError, Filters, ListingError, Searcher, load_catalog
-    from byref.discovery.catalog.usage import learn_glossary, read_usage
+    from byref.discovery.declaring.usage import learn_glossary, read_usage
 
     if (args.query is None) == (args.queries is None):
         print("byref tools search: give a QUERY or --queries FILE (exactly one).",
@@ -144,7 +144,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 def run_usage(args: argparse.Namespace) -> int:
     """`byref tools usage`: the tool usage recorded in transcripts; returns the exit code."""
-    from byref.discovery.catalog.usage import usage_from_transcript
+    from byref.discovery.declaring.usage import usage_from_transcript
     from byref.transcript import Transcript, TranscriptCorruptError
 
     for path in args.transcripts:

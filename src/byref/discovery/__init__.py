@@ -26,15 +26,15 @@ from typing import Any
 from byref.discovery.catalog.catalog import Catalog, Entry
 from byref.discovery.catalog.mcp import ListingError, load_catalog
 from byref.discovery.catalog.ontology import Ontology, OntologyError
-from byref.discovery.catalog.usage import (
+from byref.discovery.declaring.declare import Declared, declare
+from byref.discovery.declaring.scaffold import discovery_tools
+from byref.discovery.declaring.usage import (
     MAX_TERMS,
     MIN_SUPPORT,
     SearchUsage,
     learn_glossary,
     usage_from_transcript,
 )
-from byref.discovery.declaring.declare import Declared, declare
-from byref.discovery.declaring.scaffold import discovery_tools
 from byref.discovery.declaring.workingset import DEFAULT_BUDGET, working_set
 from byref.discovery.lexical.index import BOOSTS, FilterError, Filters, Ranking, SearchIndex
 from byref.discovery.lexical.text import ANALYZER, Analyzer

@@ -37,8 +37,8 @@ from mcp.server.connection import Connection
 
 from byref.conversations import ConversationState
 from byref.conversations.postgres import PostgresConversations
-from byref.discovery.catalog.usage import UsageLog
 from byref.discovery.declaring.declare import declare
+from byref.discovery.declaring.usage import UsageLog
 from byref.discovery.declaring.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.dispatch.nested import InnerDone, InnerOutcome

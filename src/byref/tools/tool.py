@@ -56,7 +56,7 @@ class ToolRefusal(Refused):
         self.result = result
         """The tool's own error content, when it ran and answered with one (an MCP server's
         `isError` result): recorded as the result's value, so its ref line passes those words
-        on (`dispatch.reflines`); None for a decline, which has nothing to pass on."""
+        on (`dispatch/outbound/reflines.py`); None for a decline, which has nothing to pass on."""
 
 
 def artifact_ref_schema(kind: str) -> dict[str, Any]:

@@ -18,7 +18,8 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
-from byref.gateway.catalog.convert import call_result, qualified_name, result_value
+from byref.gateway.catalog.convert import qualified_name, result_value
+from byref.gateway.edge.answer import call_result
 from byref.jsonview import encode
 from byref.tools import Blocks, Payload
 

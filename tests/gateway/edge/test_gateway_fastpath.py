@@ -1,6 +1,8 @@
-"""The plain `tools/call` fast path (`gateway.fastpath`): its answer is the very JSON the SDK's own
-path makes of the handler's result, over both protocol generations; what is not plain (a
-malformed request, an answer with images, links or structuredContent) goes the SDK's way."""
+"""The plain `tools/call` fast path (`edge/lanes/fastpath.py`): its answer (`edge/answer.py`'s
+`wire_answer`, which both lanes answer with) is the very JSON the SDK's own path makes of the
+handler's result (`call_result`, which `client_result` answers with), over both protocol
+generations; what is not plain (a malformed request, an answer with images, links or
+structuredContent) goes the SDK's way."""
 
 from __future__ import annotations
 
@@ -16,18 +18,20 @@ from _gateway_rig import FIXTURES, World, running
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 
 from _tiers import examples
-from byref.gateway.catalog.convert import call_result, call_result_wire
-from byref.gateway.edge.lanes import fastpath
+from byref.gateway.edge import answer
+from byref.gateway.edge.answer import call_result, sieved, wire_answer
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.server import GatewayServer
 from byref.transcript import Part
 
 MODES = ("legacy", "2026-07-28")
 VERSIONS = [v for (m, v) in methods.CLIENT_REQUESTS if m == "tools/call"]
+_SERVER: Server[Any] = Server("t")
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -37,11 +41,7 @@ VERSIONS = [v for (m, v) in methods.CLIENT_REQUESTS if m == "tools/call"]
 def test_the_plain_answer_is_the_sdks_sieve_of_the_handlers_result(
         value: Any, rendered: str | None, is_error: bool, version: str) -> None:
     part = Part(type="tool_result", value=value, rendered=rendered, is_error=is_error)
-    dumped = call_result(part).model_dump(by_alias=True, mode="json", exclude_none=True)
-    wire = call_result_wire(part)
-    if version == "2026-07-28":
-        dumped["resultType"] = wire["resultType"] = "complete"
-    assert methods.serialize_server_result("tools/call", version, dumped) == wire
+    assert wire_answer(part, None, version, _SERVER) == sieved(call_result(part), version, _SERVER)
 
 
 def _media() -> dict[str, Any]:
@@ -89,13 +89,13 @@ def _shape(result: types.CallToolResult) -> dict[str, Any]:
 async def test_answers_match_the_sdks_path_and_plain_ones_skip_it(
         world: World, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     plain: list[Part] = []
-    real = fastpath.call_result_wire
+    real = answer.call_result_wire
 
     def counted(part: Part) -> dict[str, Any]:
         plain.append(part)
         return real(part)
 
-    monkeypatch.setattr(fastpath, "call_result_wire", counted)
+    monkeypatch.setattr(answer, "call_result_wire", counted)
     with anyio.fail_after(120):
         async with _both(world, mode) as (fast, sdk):
             for name, arguments in CASES:

@@ -1,4 +1,4 @@
-"""The HTTP lane (`gateway.http_lane`) against the SDK's entry: two gateways over the same
+"""The HTTP lane (`lanes/http.py`) against the SDK's entry: two gateways over the same
 upstream served over real HTTP, one with the lane and one without. The official client's answers
 match in both protocol generations and the plain 2026-07-28 calls took the lane (a handshake-era
 client never does); every malformed, refused or non-plain request is answered with the SDK's

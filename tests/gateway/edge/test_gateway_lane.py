@@ -1,4 +1,4 @@
-"""The stdio lane (`gateway.lane`) against the SDK's loop on the same kind of connection: byref's
+"""The stdio lane (`lanes/stdio.py`) against the SDK's loop on the same kind of connection: byref's
 own stdio streams over real pipes, one gateway served with the lane and one without, the official
 client on both, in both protocol generations. Every kind of answer matches and the plain calls
 took the lane; a malformed call, and a handler's failure, is the SDK's error; a call the client

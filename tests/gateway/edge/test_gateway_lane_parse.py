@@ -1,4 +1,4 @@
-"""What the stdio lane (`gateway.lane`) takes off the line, against the SDK's own parse: a line the
+"""What the stdio lane (`stdio.py`) takes off the line, against the SDK's own parse: a line the
 lane takes is one the SDK's reader parses into that very `tools/call` request (same id, of the same
 type, same params) with the same `_meta` the SDK's runner lifts from it; the lane's answer bytes
 are the SDK's response model dumped as the SDK's writer dumps it; before the SDK's loop has served

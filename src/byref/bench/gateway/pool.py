@@ -22,10 +22,10 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from byref.gateway import Gateway, listen_socket, serve_http
 from byref.gateway.config.file import parse_config
+from byref.gateway.wire.sdk_client import create_mcp_http_client
 
 _TOKENS = {"bench-alice-0123456789abcdef": {"tenant": "bench", "principal": "alice"},
            "bench-bob-0123456789abcdef00": {"tenant": "bench", "principal": "bob"}}

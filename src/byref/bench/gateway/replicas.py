@@ -150,7 +150,8 @@ async def _measure(ports: list[int], one: int, every: int, first_pid: int, sessi
     import httpx2 as httpx
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from byref.gateway.wire.sdk_client import create_mcp_http_client
 
     async with httpx.AsyncClient(timeout=10) as http:
         with anyio.fail_after(120):

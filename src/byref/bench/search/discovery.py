@@ -22,9 +22,9 @@ from typing import Any
 from byref.bench.search.search_baselines import baseline_latency
 from byref.discovery.catalog.catalog import Catalog
 from byref.discovery.catalog.mcp import Listed, catalog_from_listings, read_listings, safe_name
-from byref.discovery.catalog.usage import SearchUsage, learn_glossary, query_key
 from byref.discovery.declaring.declare import Declared, declare
 from byref.discovery.declaring.scaffold import discovery_tools
+from byref.discovery.declaring.usage import SearchUsage, learn_glossary, query_key
 from byref.discovery.declaring.workingset import DEFAULT_BUDGET
 from byref.discovery.lexical.index import BOOSTS, Filters, SearchIndex
 from byref.discovery.page.search import Ranker, Searcher

@@ -1,7 +1,7 @@
 """The first lexical search a new process answers, against the same process's warm searches.
 
 Owns `first_searches` (`byref bench search --lexical`): for each size (the real catalog's first
-tools, grown by renamed copies as `discovery.replicate` does) and each path, a new Python process
+tools, grown by renamed copies as `discovery.py`'s `replicate`) and each path, a new Python process
 times its first search from the call to the answer, then the p50 of its later searches (warm).
 Paths: `library` (a `Catalog` and `Searcher.search`) and `gateway` (the gateway's own toolbox
 build over the recorded listings, then its search_tools, called at once: a first call that

@@ -27,7 +27,7 @@ from byref.bench.search.retrieval_queries import (
     task_queries,
 )
 from byref.discovery.catalog.catalog import Catalog
-from byref.discovery.catalog.usage import query_key
+from byref.discovery.declaring.usage import query_key
 from byref.discovery.lexical.index import Rerank
 from byref.discovery.page.search import Ranker, Searcher
 

@@ -1,2 +1,1 @@
-"""Who a request runs as: the bearer check (`bearer`: static tokens, JWTs, grants) and the scope
-state a principal's requests share (`scopes`)."""
+"""Who a request runs as, and what the requests of one scope share."""

@@ -25,7 +25,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 
 from byref.conversations import ConversationError, ConversationTranscript, SeqConflict
-from byref.discovery.catalog.usage import SearchUsage, UsageFold, UsageLog
+from byref.discovery.declaring.usage import SearchUsage, UsageFold, UsageLog
 from byref.gateway.config.file import Grant
 from byref.harness.session import Session
 from byref.store import Scope

@@ -23,8 +23,8 @@ import mcp_types as types
 
 from byref.discovery import Catalog, Discovery, Ranker
 from byref.discovery.catalog.mcp import server_slug
-from byref.discovery.catalog.usage import UsageError, UsageLog, learn_glossary
 from byref.discovery.declaring.declare import capability_line
+from byref.discovery.declaring.usage import UsageError, UsageLog, learn_glossary
 from byref.events import Emitter
 from byref.gateway.access.bearer import permits_tool
 from byref.gateway.catalog.code import code_tool

@@ -1,18 +1,15 @@
-"""The edge: MCP types in, byref values out, and back. No other gateway module builds MCP content.
+"""The edge: MCP types in, byref values out. The client's answer is `edge.answer`'s.
 
-Owns three conversions. (1) An upstream `tools/list` entry becomes a catalog name and a listing
-(`<server>__<tool>`, so names are unique across servers and stable whatever other servers list);
-(2) an upstream `CallToolResult` becomes the value dispatch records: a text block is the exact
-string the server sent (never parsed, even when it looks like JSON), every binary block (image,
-audio, embedded blob) and every embedded text resource over `INLINE_TEXT_RESOURCE_BYTES` becomes
-a `Payload`, so it is stored and the model sees a marker with its ref, and a small embedded text
-resource is kept inline (`{"type": "resource", "uri", "mimeType", "text"}`) — each block by
-`tools.mcp_content`, the library's conversion too; what passes to the client beside the text
-(images, links, structuredContent) is `content`'s;
-several blocks are `Blocks`, one value each, in order;
-(3) a dispatch `Part` becomes the `CallToolResult` the client receives — one text block per
-recorded block (the server's text byte for byte, or its marker or placed substitute) and last the
-result's ref line as a text block of its own — and a byref declaration becomes an MCP `Tool`.
+Owns two conversions. (1) An upstream `tools/list` entry becomes a catalog name and a listing
+(`<server>__<tool>`, so names are unique across servers and stable whatever other servers list),
+and a byref declaration becomes an MCP `Tool`; (2) an upstream `CallToolResult` becomes the value
+dispatch records: a text block is the exact string the server sent (never parsed, even when it
+looks like JSON), every binary block (image, audio, embedded blob) and every embedded text
+resource over `INLINE_TEXT_RESOURCE_BYTES` becomes a `Payload`, so it is stored and the model sees
+a marker with its ref, and a small embedded text resource is kept inline (`{"type": "resource",
+"uri", "mimeType", "text"}`) — each block by `tools.mcp_content`, the library's conversion too;
+what passes to the client beside the text (images, links, structuredContent) is `content`'s;
+several blocks are `Blocks`, one value each, in order.
 
 The law: nothing is lost in conversion that a tool would need later — text is kept byte for byte
 (what the model sees, what a ref resolves to and what an edit must match are the server's own
@@ -29,13 +26,10 @@ from typing import Any
 import mcp_types as types
 
 from byref.discovery.catalog.mcp import Listed, access_of, parse_listing, safe_name, server_slug
-from byref.dispatch.outbound.reflines import split
-from byref.dispatch.outbound.results import render
 from byref.gateway.catalog.metadata import declared_metadata
 from byref.tools import Blocks
 from byref.tools.mcp_content import INLINE_TEXT_RESOURCE_BYTES as INLINE_TEXT_RESOURCE_BYTES
 from byref.tools.mcp_content import block_value
-from byref.transcript import Part
 
 NAME_MAX = 64
 """Providers reject longer tool names; longer qualified names are shortened with a digest."""
@@ -109,46 +103,3 @@ def error_content(result: types.CallToolResult) -> str | None:
     joined by newlines), or None when it has no text."""
     texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
     return "\n".join(texts) if texts else None
-
-
-# -- dispatch parts → the client's result ---------------------------------------------------------
-def shown_text(part: Part) -> str:
-    """The text the model is shown for a result part (its rendering)."""
-    return part.rendered if part.rendered is not None else str(part.value)
-
-
-def answer_texts(part: Part, blocks: int = 1) -> tuple[list[str], str | None]:
-    """The texts of the client's answer for a part, one a block, and its ref line (or None).
-
-    `blocks`: how many blocks the upstream answered with; a result of several that was recorded
-    block by block (not placed whole, not an error) answers one text per block, each its own
-    rendering, else the rendering is one text.
-    """
-    text = shown_text(part)
-    body, line = split(text)
-    if part.is_error:  # one text, and the ref line of an error carrying the tool's own words
-        return [body], line
-    value = part.value
-    if blocks > 1 and isinstance(value, list) and len(value) == blocks:
-        return [render(v) for v in value], line
-    return [body], line
-
-
-def call_result(part: Part) -> types.CallToolResult:
-    """What the client receives for a one-block result: the text the model is shown, its ref
-    line as a block of its own, and whether it is an error."""
-    texts, line = answer_texts(part)
-    if line is not None:
-        texts.append(line)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=t) for t in texts],
-                                is_error=part.is_error)
-
-
-def call_result_wire(part: Part) -> dict[str, Any]:
-    """`call_result(part)` as the handshake-era JSON the SDK's result sieve makes of it (no model
-    built, validated and dumped again per call; a test pins the two equal)."""
-    texts, line = answer_texts(part)
-    content = [{"type": "text", "text": texts[0]}]
-    if line is not None:
-        content.append({"type": "text", "text": line})
-    return {"content": content, "isError": part.is_error}

@@ -69,7 +69,7 @@ class Toolbox:
     """Declared beside the scaffolding whatever the working set holds (direct mode: every
     catalog tool; search mode: byref.alwaysLoad)."""
     call_tool: str = "all"
-    """What call_tool may run: 'all', 'readOnly' or 'off' (see `gateway.metadata`)."""
+    """What call_tool may run: 'all', 'readOnly' or 'off' (see `catalog/metadata.py`)."""
     starting: tuple[str, ...] = ()
     """Servers still starting when this box was built (their tools are not in it yet)."""
     search: Callable[[str, int], list[dict[str, Any]]] | None = None

@@ -36,12 +36,12 @@ from byref.discovery.declaring.declare import PLAIN
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.access.scopes import AccessRefused, owned
 from byref.gateway.access.state import ScopeState
-from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.auth import JwtConfig
 from byref.gateway.config.values import ConfigError
 from byref.gateway.core import Gateway
+from byref.gateway.edge.answer import answer_extras, client_result
 from byref.gateway.edge.caching import ListHints
 from byref.gateway.edge.discover import discover_handler
 from byref.gateway.edge.lanes.fastpath import PlainCalls
@@ -266,7 +266,7 @@ async def serve_stdio(gateway: Gateway, *, lane: bool = True) -> None:
 async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exception],
                         write: WriteStream[SessionMessage], *, lane: bool = True) -> None:
     """Serve one client on a stream pair; on byref's own stdio streams a plain call takes the
-    lane (`lane`; `lane=False` serves every request through the SDK's loop)."""
+    lane (`lanes/stdio`; `lane=False` serves every request through the SDK's loop)."""
     server = build_server(gateway)
     # Which conversation this is (a Message ref needs it): in `serverInfo`, both eras.
     server.description = f"byref gateway, {stdio_said(gateway.scopes.stdio_scope.conversation)}"
@@ -295,7 +295,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
     which the SDK always streams), and a stream per request costs the gateway ~15% of its time;
     a 2026-07-28 request that opted in to logs or progress is streamed (`lanes/streamed`).
     A plain 2026-07-28 call is answered at the app's edge, after the bearer check, by
-    `http_lane` (`lane=False`: every request through the SDK's stack).
+    `lanes/http` (`lane=False`: every request through the SDK's stack).
     """
     if not gateway.config.tokens and gateway.config.jwt is None:
         raise ConfigError(

@@ -1,2 +1,2 @@
-"""What an operator reads: start-up checks (`health`), Prometheus metrics (`metrics`) and
-OpenTelemetry spans (`telemetry`). Metadata only: no tool result, ref or secret."""
+"""What an operator reads (start-up checks, metrics, traces): metadata only, never a tool result,
+ref or secret."""

@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -46,7 +46,6 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from byref.gateway.upstream.modern.inputs import Parked
 from byref.gateway.wire.sdk_server import connection_of
 from byref.store import Scope
 
@@ -60,12 +59,28 @@ SESSION_LEVEL = "byref.gateway/logLevel"
 log opt-in its calls carry to a 2026-07-28 upstream, which has no `logging/setLevel`."""
 
 
+class Park(Protocol):
+    """A 2026-07-28 client's call parked while its client is asked for input, as the way back
+    uses it (`modern.inputs.Parked`; named here so relay sits below `modern/`)."""
+
+    @property
+    def answered_once(self) -> bool:
+        """Whether the client request that started it has been answered."""
+
+    @property
+    def asleep(self) -> bool:
+        """Whether the call waits on its client alone (its upstream handler blocked)."""
+
+    async def ask(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
+        """The upstream's question, put to the client by the next answer of its call."""
+
+
 @dataclass(eq=False)
 class Caller:
     """One client request being served: where replies to its upstream traffic go."""
 
     ctx: ServerRequestContext[Any, Any]
-    park: Parked | None = None
+    park: Park | None = None
     """A 2026-07-28 client's call: its questions go into the call's next answer (`inputs`)."""
     owner: Scope | None = None
     """The scope the request runs as (which pooled upstream serves it, `pooled`)."""
@@ -176,7 +191,7 @@ CALLER: ContextVar[Caller | None] = ContextVar("byref_gateway_caller", default=N
 
 
 @contextlib.contextmanager
-def calling(ctx: ServerRequestContext[Any, Any], park: Parked | None = None, *,
+def calling(ctx: ServerRequestContext[Any, Any], park: Park | None = None, *,
             owner: Scope | None = None) -> Iterator[Caller]:
     """Mark the client request a handler serves (run as `owner`), for every upstream operation
     it starts."""

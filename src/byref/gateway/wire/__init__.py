@@ -1,2 +1,2 @@
-"""byref's own stdio framing, used on both edges: newline-delimited JSON-RPC (`lines`) and the
-streams an SDK session reads and writes (`stdio`)."""
+"""The bytes on both edges: byref's stdio framing, the SDK's internals read in two modules, and the
+bypasses' switch."""

@@ -135,7 +135,7 @@ class MessageReader:
     def screen(self, take: Callable[[str], bool], drain: Callable[[], Awaitable[None]]) -> None:
         """Offer every line to `take` before it is parsed (a line it takes never reaches the
         session) and await `drain` at end of input, before the session sees the end
-        (`lane`)."""
+        (`edge/lanes/stdio.py`)."""
         self._take, self._drain = take, drain
 
     async def receive(self) -> SessionMessage | Exception:

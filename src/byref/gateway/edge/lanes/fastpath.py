@@ -34,13 +34,13 @@ from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
-from byref.gateway.catalog.convert import call_result_wire
+from byref.gateway.edge.answer import wire_answer
 from byref.gateway.upstream.relay import may_ask
 from byref.transcript import Part
 
 CALL = "tools/call"
 _PLAIN_KEYS = frozenset({"name", "arguments", "_meta"})
-# What the stdio and HTTP lanes (lane.py, http_lane.py) take as a plain request off the wire:
+# What the stdio and HTTP lanes (stdio.py, http.py) take as a plain request off the wire:
 REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 """A plain request's keys: the JSON-RPC four, nothing beside."""
 ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
@@ -68,7 +68,8 @@ Run = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[
 """(request, tool name, arguments) → the recorded result part, as the handler runs it."""
 Extras = Callable[[ServerRequestContext[Any, Any], Part],
                   Awaitable[tuple[list[types.ContentBlock], Any] | None]]
-"""(request, part) → a rich answer's whole content and structuredContent, or None (`content`)."""
+"""(request, part) → a rich answer's whole content and structuredContent, or None
+(`answer.answer_extras`)."""
 
 
 def plain_call(ctx: ServerRequestContext[Any, Any], connection: Connection | None
@@ -105,7 +106,7 @@ class PlainCalls:
         self._extras = extras
         self._connection = connection
         self.seen: Callable[[ServerRequestContext[Any, Any], Connection | None], None] | None = None
-        """Told of every request the SDK's loop serves (`lane.StdioLane.seen`)."""
+        """Told of every request the SDK's loop serves (`stdio.StdioLane.seen`)."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any],
                        call_next: CallNext) -> HandlerResult:
@@ -127,23 +128,7 @@ class PlainCalls:
 
     async def answer(self, ctx: ServerRequestContext[Any, Any], name: str,
                      arguments: dict[str, Any]) -> dict[str, Any]:
-        """Run the plain call `name(arguments)` and shape its wire result."""
+        """Run the plain call `name(arguments)`; its wire result is `answer.wire_answer`'s."""
         part = await self._run(ctx, name, arguments)
-        version = ctx.protocol_version
-        modern = version in MODERN_PROTOCOL_VERSIONS
-        beside = await self._extras(ctx, part)
-        if beside is None:
-            out = call_result_wire(part)
-            if modern:
-                out["resultType"] = "complete"
-        else:  # a rich answer: shaped by the SDK's own sieve, as the handler's would be
-            content, structured = beside
-            result = types.CallToolResult(content=content, structured_content=structured,
-                                          is_error=False)
-            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            if modern:
-                dumped["resultType"] = "complete"
-            out = methods.serialize_server_result(CALL, version, dumped)
-        if modern:  # the 2026-07-28 serverInfo stamp the runner puts on every result
-            out["_meta"] = {types.SERVER_INFO_META_KEY: self._server.server_info_stamp}
-        return out
+        return wire_answer(part, await self._extras(ctx, part), ctx.protocol_version,
+                           self._server)

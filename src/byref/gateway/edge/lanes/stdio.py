@@ -17,7 +17,7 @@ as the SDK's response model dumps), an error is the SDK's error (the same mappin
 a `notifications/cancelled` for a lane call cancels it and it is never answered, a call still
 running at end of input is answered `CONNECTION_CLOSED` (shielded, bounded, before the SDK's
 teardown closes the writer), the handler sees a context built as the SDK's runner builds it (the
-era's `Connection`, a `ServerSession` whose back-channel, `lane_context`, is the SDK's dispatcher
+era's `Connection`, a `ServerSession` whose back-channel, `stdio_context`, is the SDK's dispatcher
 on a handshake connection and notify-only on a 2026-07-28 one). Every other line, and every line
 before the SDK's loop has served a request, goes to the SDK unchanged (pinned against the SDK
 path, tests/gateway/edge/test_gateway_lane*.py).

@@ -1,6 +1,6 @@
 """The back-channel of one stdio lane call: the dispatch context its handler sees while it runs.
 
-Why: a call the lane (`lane`) takes off the line never reaches the SDK's dispatcher, yet its
+Why: a call the lane (`stdio`) takes off the line never reaches the SDK's dispatcher, yet its
 handler asks its context what the SDK's would answer — may it ask the client something, was it
 cancelled, where do its notifications go. `CallContext` is that `DispatchContext` for one call,
 and `Notifier` the dispatcher's `notify` written straight to the pipe.
