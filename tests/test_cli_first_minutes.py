@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import byref
+from _waits import scaled
 from byref.cli import main
 from byref.errors import install_hint
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def byref_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "byref.cli", *args], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=scaled(120))
 
 
 def test_version_names_the_release_and_the_python_running_it() -> None:
@@ -98,7 +99,7 @@ def test_hookup_prints_lines_that_start_this_installation(tmp_path: Path) -> Non
         "gateway", "--config", str(config)]
     done = subprocess.run([sys.executable, "-m", "byref.cli", "hookup", "--config",
                            "gateway.json"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     entry = {"mcpServers": {"byref": {"command": argv[0], "args": argv[1:]}}}
     assert done.stdout == (
@@ -122,7 +123,7 @@ def test_an_install_hint_is_this_pythons_pip_and_the_clone_byref_came_from() -> 
     missing_mcp = ("import sys; sys.modules['mcp'] = None; from byref.cli import main; "
                    "sys.exit(main(['gateway', '--config', 'x.json']))")
     done = subprocess.run([sys.executable, "-c", missing_mcp], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert done.returncode == 2
     assert done.stderr == (f"byref gateway: the MCP SDK is not installed; run: "
                            f"{install_hint('mcp')}\n")

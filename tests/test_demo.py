@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from _waits import scaled
 from byref.demo.data import open_rows, parse_size, plan
 from byref.demo.scenario import run_demo
 
@@ -76,7 +77,7 @@ def test_naive_above_the_memory_line_is_computed_not_run(tmp_path: Path) -> None
 def test_cli_json_has_the_documented_keys(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "byref.cli", "demo", "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=scaled(300), check=True,
     )
     report = json.loads(done.stdout)
     assert done.stderr == ""  # piped: no progress bar
