@@ -23,7 +23,9 @@ demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[pdf,lens,mcp]'
 	$(BIN)/byref demo
 	@echo "See what stayed out of the context: $(BIN)/byref lens byref-demo"
-	@echo "Serve your MCP servers through byref: $(BIN)/byref hookup --config gateway.json"
+	@echo "Try the gateway on the example config (one export server, nothing to install):"
+	@echo "  $(BIN)/byref hookup --config examples/gateway.json"
+	@echo "Then copy examples/gateway.json and list your own MCP servers in it."
 
 # byref (with the gateway's dependencies) in $(PREFIX)/share/byref/venv, the `byref` command
 # linked into $(PREFIX)/bin. Run it again after a `git pull` to update.
@@ -36,7 +38,7 @@ install:
 	@$(PREFIX)/bin/byref --version
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
 	  *) echo "Note: $(PREFIX)/bin is not on your PATH; add it, or run $(PREFIX)/bin/byref";; esac
-	@echo "Hook the gateway into a client: $(PREFIX)/bin/byref hookup --config gateway.json"
+	@echo "Hook the gateway into a client: $(PREFIX)/bin/byref hookup --config $(CURDIR)/examples/gateway.json"
 
 uninstall:
 	rm -f $(PREFIX)/bin/byref

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start the local services the tests talk to, when this machine has them and they are stopped.
 # A machine without them is fine: the tests that need a server skip and say which one.
+# Run as root with apt-get, it installs what is missing (Chromium and chromedriver, HAProxy) and
+# says so before each install; as anyone else it installs nothing.
 set -u
 if command -v pg_isready >/dev/null 2>&1 && ! pg_isready -h 127.0.0.1 -p 5432 -q; then
   if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
@@ -16,6 +18,8 @@ fi
 # The lens's browser tests drive Debian's Chromium through chromedriver; without apt they skip.
 if ! command -v chromedriver >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "services: installing Debian's chromium and chromium-driver with apt-get, as root" \
+      "(the lens browser tests drive them; a few hundred MB)"
     (apt-get update -q && apt-get install -y -q chromium chromium-driver) >/dev/null 2>&1 || \
       echo "chromium: apt-get install failed; the lens browser tests will skip"
   else
@@ -23,7 +27,14 @@ if ! command -v chromedriver >/dev/null 2>&1; then
   fi
 fi
 # HAProxy for the gateway replica tests (tests/gateway/edge/test_gateway_replicas.py), from Debian.
-if ! command -v haproxy >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  apt-get install -y -q haproxy >/dev/null 2>&1 || echo "haproxy not installed: the replica test will skip"
+if ! command -v haproxy >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "services: installing Debian's haproxy with apt-get, as root (the replica tests" \
+      "balance two gateways with it)"
+    apt-get install -y -q haproxy >/dev/null 2>&1 || \
+      echo "haproxy not installed: the replica test will skip"
+  else
+    echo "haproxy: no apt-get as root here; the replica tests will skip"
+  fi
 fi
 exit 0

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from _waits import scaled
+
 
 @contextmanager
 def moto_s3(*buckets: str) -> Iterator[str]:
@@ -21,7 +23,7 @@ def moto_s3(*buckets: str) -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     starter = threading.Thread(target=server.start, daemon=True)
     starter.start()
-    starter.join(timeout=30)
+    starter.join(timeout=scaled(30))
     if starter.is_alive():
         pytest.fail("moto's S3 server did not start within 30 s")
     try:

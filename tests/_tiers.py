@@ -36,6 +36,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/edge/test_gateway_starts_and_stops.py": ("process",),
     "tests/gateway/ops/test_gateway_operator_lines.py": ("process",),
     "tests/gateway/upstream/test_gateway_raw_calls.py": ("upstreams",),
+    "tests/gateway/config/test_gateway_example_config.py": ("upstreams",),
     "tests/gateway/upstream/test_gateway_upstream_streams.py": ("upstreams",),
     "tests/gateway/upstream/test_gateway_modern_subscriptions.py": ("upstreams",),
     "tests/gateway/wire/test_gateway_stdio_transport.py": ("process",),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
 from byref.cli.bench.gateway import format_report
 
 pytest.importorskip("mcp")
@@ -29,7 +30,7 @@ def _row(got: dict[str, Any], keys: set[str]) -> None:
 def report() -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "byref.cli", "bench", "gateway", "--quick", "--no-surface",
-         "--json"], capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+         "--json"], capture_output=True, text=True, timeout=scaled(240), stdin=subprocess.DEVNULL,
         check=False)
     assert done.returncode == 0, done.stderr[-3_000:]
     got: dict[str, Any] = json.loads(done.stdout)

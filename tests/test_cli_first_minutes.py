@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import byref
+from _waits import scaled
 from byref.cli import main
 from byref.errors import install_hint
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def byref_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "byref.cli", *args], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=scaled(120))
 
 
 def test_version_names_the_release_and_the_python_running_it() -> None:
@@ -92,13 +93,13 @@ def test_a_long_demo_names_each_stage_on_stderr_when_piped(
 def test_hookup_prints_lines_that_start_this_installation(tmp_path: Path) -> None:
     pytest.importorskip("mcp", reason="hookup checks the gateway's dependencies")
     config = tmp_path / "gateway.json"
-    config.write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}}))
+    config.write_text(json.dumps({"mcpServers": {"py": {"command": sys.executable}}}))
     script = Path(sys.executable).parent / "byref"
     argv = ([str(script)] if script.is_file() else [sys.executable, "-m", "byref.cli"]) + [
         "gateway", "--config", str(config)]
     done = subprocess.run([sys.executable, "-m", "byref.cli", "hookup", "--config",
                            "gateway.json"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     entry = {"mcpServers": {"byref": {"command": argv[0], "args": argv[1:]}}}
     assert done.stdout == (
@@ -113,6 +114,13 @@ def test_hookup_prints_lines_that_start_this_installation(tmp_path: Path) -> Non
     assert (missing.returncode, missing.stdout) == (2, "")
     assert missing.stderr == (f"byref hookup: Config file {str(tmp_path / 'nope.json')!r} does "
                               "not exist.\n")
+    ghost = tmp_path / "ghost.json"  # a server whose command is nowhere: refused, not printed
+    ghost.write_text(json.dumps({"mcpServers": {"ghost": {"command": "no-such-mcp-server"}}}))
+    refused = byref_cli("hookup", "--config", str(ghost))
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr.startswith(
+        f"byref hookup: server 'ghost' in {str(ghost)!r} would not start: its command "
+        "'no-such-mcp-server' is not found (not on PATH, nor a file from "), refused.stderr
 
 
 def test_an_install_hint_is_this_pythons_pip_and_the_clone_byref_came_from() -> None:
@@ -122,7 +130,7 @@ def test_an_install_hint_is_this_pythons_pip_and_the_clone_byref_came_from() -> 
     missing_mcp = ("import sys; sys.modules['mcp'] = None; from byref.cli import main; "
                    "sys.exit(main(['gateway', '--config', 'x.json']))")
     done = subprocess.run([sys.executable, "-c", missing_mcp], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=scaled(120))
     assert done.returncode == 2
     assert done.stderr == (f"byref gateway: the MCP SDK is not installed; run: "
                            f"{install_hint('mcp')}\n")
@@ -144,3 +152,15 @@ def test_an_unreachable_model_server_is_named_with_its_address() -> None:
         f"'http://127.0.0.1:{port}/v1/chat/completions': All connection attempts failed. Check "
         "that a server answers there (a local one must be running).")
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_gateway_help_names_tokens_defaults_and_modes() -> None:
+    helped = byref_cli("gateway", "--help")
+    assert helped.returncode == 0, helped.stderr
+    said = " ".join(helped.stdout.split())
+    for words in ('every request needs "Authorization: Bearer <token>"', "byref.tokens",
+                  '"search" [default]', '"direct": every upstream tool declared',
+                  "Claude Code works with either", "[60]", "[memory://;",
+                  "Relative paths in the config are taken from the config file's folder",
+                  "examples/gateway.json"):
+        assert words in said, words

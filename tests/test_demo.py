@@ -10,6 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from _waits import scaled
+from byref.cli.demo import _table
 from byref.demo.data import open_rows, parse_size, plan
 from byref.demo.scenario import run_demo
 
@@ -32,6 +34,24 @@ def test_ledger_meets_the_promises(demo: tuple[Path, object]) -> None:
     assert r["ratio_read"] >= 300
     assert 2_000_000 <= r["export_bytes"] <= 2_200_000
     assert Path(r["pdf"]).read_bytes().startswith(b"%PDF")
+
+
+def test_the_readme_shows_the_table_the_demo_prints(demo: tuple[Path, object]) -> None:
+    _, result = demo
+    report = {**result.report, "pdf": "byref-demo/status-report.pdf"}  # `byref demo`'s --out
+    printed = "\n".join(_table(report))
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    shown = readme.split("## What the demo shows", 1)[1].split("```", 2)[1].strip("\n")
+    # Token counts move by a few with the random art_ keys a run mints; the rest is exact.
+    for shown_line, printed_line in zip(shown.splitlines(), printed.splitlines(), strict=True):
+        if "(tokens)" in printed_line:
+            pairs = zip(shown_line.split()[3:], printed_line.split()[3:], strict=True)
+            for readme_n, run_n in ((int(a.replace(",", "")), int(b.replace(",", "")))
+                                    for a, b in pairs):
+                assert abs(readme_n - run_n) <= max(5, run_n // 200), (shown_line, printed_line)
+        else:
+            assert shown_line == printed_line, "README.md's demo table is stale: paste what " \
+                "`byref demo` prints"
 
 
 def test_model_never_saw_a_recipe_a_row_or_a_storage_path(demo: tuple[Path, object]) -> None:
@@ -76,7 +96,7 @@ def test_naive_above_the_memory_line_is_computed_not_run(tmp_path: Path) -> None
 def test_cli_json_has_the_documented_keys(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "byref.cli", "demo", "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=scaled(300), check=True,
     )
     report = json.loads(done.stdout)
     assert done.stderr == ""  # piped: no progress bar

@@ -15,6 +15,7 @@ import anyio.to_thread
 import msgspec
 import pytest
 
+from _waits import scaled
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.events import Emitter, MemorySink
 from byref.refs import MessageRef, envelope
@@ -244,7 +245,7 @@ def test_cancelling_adispatch_cancels_the_tool_and_is_not_a_refusal() -> None:
     dispatcher = Dispatcher([wait], transcript=transcript, store=None, scope=Scope("c"))
 
     async def main() -> bool:
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as group:
                 async def run() -> None:
                     await dispatcher.adispatch(Call("c1", "wait", {}), call_seq=0, seq=1, part=0)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from _tiers import examples
+from _waits import scaled
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.pipeline import REFUSAL_MAX
 from byref.jsonview import unrecordable
@@ -39,7 +40,7 @@ DISPATCHER = Dispatcher([echo], transcript=RIG.transcript, store=RIG.store, scop
 async def _call(args: Any) -> Part:
     c = Call(f"a{len(RIG.transcript)}", "echo", args)
     call_seq = RIG.transcript.append("assistant", [DISPATCHER.call_part(c)]).seq
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         part = await DISPATCHER.adispatch(c, call_seq=call_seq, seq=call_seq + 1, part=0)
     RIG.transcript.append("tool", [part])  # raises if the part could not be recorded
     return part

@@ -8,6 +8,7 @@ from typing import Any
 
 import byref
 from _source import parse
+from _waits import scaled
 
 FRONT_DOOR = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
@@ -43,7 +44,7 @@ def test_importing_byref_loads_neither_the_gateway_nor_the_sdks() -> None:
             "print(sorted(m for m in ('mcp', 'anthropic', 'openai', 'byref.gateway') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60)
+                         check=True, timeout=scaled(60))
     assert out.stdout.strip() == "[]"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import byref
+from _waits import scaled
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.harness.messages import Block, Delta, Request, Response, TextDelta, ToolCallDelta
 from byref.testing import result_text
@@ -32,7 +33,7 @@ def test_twenty_async_tool_calls_of_one_turn_overlap_and_are_recorded_in_call_or
         started.append(i)
         if len(started) == 20:
             everyone.set()
-        await asyncio.wait_for(everyone.wait(), timeout=10)  # one at a time would time out
+        await asyncio.wait_for(everyone.wait(), timeout=scaled(10))  # one at a time would time out
         return i * i
 
     script = ScriptedModel([calls(*[("slow", {"i": i}) for i in range(20)]), say("done")])

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from _waits import scaled
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "byref"
 PENDING: list[str] = []
 
@@ -23,5 +25,5 @@ def test_public_symbols_have_docstrings() -> None:
         [ruff, "check", "--isolated", "--select", "D100,D101,D102,D103,D104",
          "--output-format", "concise",
          *(f"--extend-exclude={SRC / p}" for p in PENDING), str(SRC)],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 0, done.stdout + done.stderr

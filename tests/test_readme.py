@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
 from byref.dispatch.outbound.reflines import ref_line
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -138,7 +139,7 @@ def test_readme_own_loop_example_runs_against_a_messages_api_on_loopback(
     finally:
         server.shutdown()
         server.server_close()
-        thread.join(timeout=10)
+        thread.join(timeout=scaled(10))
     assert out.getvalue().strip() == "It is 21 °C in Paris."
     first, second = bodies
     # Nothing was stored, so no reader is declared: the tools cost ~400 characters a request
@@ -213,7 +214,7 @@ def test_readme_openai_compatible_server_example_runs_against_chat_completions_o
     finally:
         server.shutdown()
         server.server_close()
-        thread.join(timeout=10)
+        thread.join(timeout=scaled(10))
     assert out == printed_comment(code)
     assert paths == ["/v1/chat/completions"] * 2
     assert auth == ["Bearer byref-no-key"] * 2  # keyless: a local server ignores it
@@ -307,7 +308,7 @@ def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> No
     if haproxy is not None:
         (tmp_path / "haproxy.cfg").write_text(cfg)
         checked = subprocess.run([haproxy, "-c", "-f", str(tmp_path / "haproxy.cfg")],
-                                 capture_output=True, text=True, timeout=30)
+                                 capture_output=True, text=True, timeout=scaled(30))
         assert checked.returncode == 0, checked.stdout + checked.stderr
 
 

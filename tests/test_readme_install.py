@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 INSTALL_TIMEOUT = 900
@@ -85,7 +87,7 @@ def handshake(argv: list[str], env: dict[str, str]) -> list[str]:
 
     async def main() -> list[str]:
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
                 await s.initialize()
                 return [t.name for t in (await s.list_tools()).tools]
@@ -121,14 +123,14 @@ def test_make_install_and_the_hookup_lines_work_as_printed_from_a_bare_clone(
             argv = expand(command.removeprefix("claude mcp add byref -- "), clone, env)
             assert Path(argv[0]).is_file() and os.access(argv[0], os.X_OK), argv
             helped = subprocess.run([argv[0], "--help"], capture_output=True, text=True,
-                                    env=env, timeout=60)
+                                    env=env, timeout=scaled(60))
             assert helped.returncode == 0 and "gateway" in helped.stdout
             assert "search_tools" in handshake(argv, env)
             if claude_bin.is_file():  # Claude Code itself, as the line is printed
                 path = os.pathsep.join([str(claude_bin.parent), env["PATH"]])
                 added = bash(command, clone, env | {"PATH": path})
                 assert added.returncode == 0, added.stdout + added.stderr
-                listed = bash("claude mcp list", clone, env | {"PATH": path}, timeout=120)
+                listed = bash("claude mcp list", clone, env | {"PATH": path}, timeout=scaled(120))
                 assert re.search(r"byref: .*Connected", listed.stdout), listed.stdout
             continue
         done = bash(command, clone, env, timeout=INSTALL_TIMEOUT)
@@ -194,7 +196,7 @@ def test_framework_install_lines_give_what_each_block_needs(tmp_path: Path) -> N
     clone = bare_clone(tmp_path / "byref")
     env = newcomer_env(tmp_path / "home")
     venv = tmp_path / "project"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=scaled(300))
     env["PATH"] = os.pathsep.join([str(venv / "bin"), env["PATH"]])
     section = README.read_text().split("## Inside pydantic-ai", 1)[1].split("\n## ")[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
@@ -234,6 +236,6 @@ def run_in(venv: Path, code: str, env: dict[str, str], *, twin: bool) -> str:
         runner = venv / "readme_played.py"
         runner.write_text(PLAYED)
         argv = [str(venv / "bin" / "python"), str(runner), str(work)]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=scaled(300))
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()

@@ -9,12 +9,14 @@ import sys
 
 import pytest
 
+from _waits import scaled
 from byref.tools.run_python.sandbox import Sandbox
 
 
 def test_the_bench_reports_each_way_against_the_bare_start() -> None:
     done = subprocess.run([sys.executable, "-m", "byref.cli", "bench", "run-python",
-                           "--rounds", "2", "--json"], capture_output=True, text=True, timeout=300)
+                           "--rounds", "2", "--json"], capture_output=True, text=True,
+                          timeout=scaled(300))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     ways = report["ways"]

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 import byref
+from _waits import scaled
 from byref.discovery import Catalog
 from byref.dispatch.outbound.reflines import ref_line, split
 from byref.harness import Harness, ScriptedModel, Session, call, say
@@ -99,7 +100,7 @@ async def time_server() -> AsyncIterator[Any]:
     command = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent))
     if command is None:
         pytest.skip("mcp-server-time is not installed (pip install -e '.[gateway-test]')")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with Client(stdio_client(StdioServerParameters(
                 command=command, args=["--local-timezone", "UTC"]))) as client:
             yield client
@@ -114,7 +115,7 @@ async def test_an_mcp_server_is_a_source(time_server: Any) -> None:
         assert value["target"]["timezone"] == "Asia/Tokyo", value
         assert value["target"]["datetime"].split("T")[1].startswith("21:00"), value
 
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         await battery(source, "convert_time", converted, check)
         # A server-side error is a refusal with the server's words, not a crash.
         with pytest.raises(byref.ToolRefusal, match="reported an error"):
@@ -129,7 +130,7 @@ async def test_a_harness_takes_sources_beside_tools_and_calls_through_them(
                                    "target_timezone": "Europe/Paris"}),
         call("add", {"a": 1, "b": 2}),
         say("done")])
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         run = await Harness(script, [add, source]).run("go")
     results = [m.parts[0] for m in run.transcript if m.role == "tool"]
     assert not results[0].is_error, results[0].rendered
@@ -150,7 +151,7 @@ async def test_an_mcp_servers_image_is_stored_in_its_place() -> None:
     from blocks_server import PNG
 
     script = ScriptedModel([call("mixed", {}), say("done")])
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with Client(stdio_client(StdioServerParameters(
                 command=sys.executable, args=[str(fixtures / "blocks_server.py")]))) as client:
             harness = Harness(script, [await McpSource.connect(client)])
@@ -174,7 +175,7 @@ async def test_an_mcp_servers_error_carries_a_ref_to_its_own_words() -> None:
     sys.path.insert(0, str(fixtures))
     from blocks_server import REFUSAL
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with Client(stdio_client(StdioServerParameters(
                 command=sys.executable, args=[str(fixtures / "blocks_server.py")]))) as client:
             source = await McpSource.connect(client)

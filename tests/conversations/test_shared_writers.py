@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from _state_urls import url_for
 
+from _waits import scaled
 from byref.conversations import ConversationTranscript, open_state
 from byref.store import Scope
 from byref.transcript import Part
@@ -49,7 +50,7 @@ def test_two_processes_share_one_record(kind: str, request: pytest.FixtureReques
     for proc in procs:
         proc.start()
     try:
-        results = [out.get(timeout=120) for _ in procs]
+        results = [out.get(timeout=scaled(120)) for _ in procs]
     except queue.Empty:
         pytest.fail("a writer process reported nothing in time")
     finally:

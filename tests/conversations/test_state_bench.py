@@ -9,10 +9,13 @@ import sys
 
 import pytest
 
+from _waits import scaled
+
 
 def test_the_quick_bench_reports_each_implementation_against_the_baseline() -> None:
     done = subprocess.run([sys.executable, "-m", "byref.cli", "bench", "conversations",
-                           "--quick", "--json"], capture_output=True, text=True, timeout=120)
+                           "--quick", "--json"], capture_output=True, text=True,
+                          timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["baseline_us"] > 0

@@ -23,6 +23,7 @@ from helpers_discovery import catalog_words, make_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _waits import scaled
 from byref.discovery import Catalog, Searcher
 
 np = pytest.importorskip("numpy", reason="the hybrid ranker needs numpy (byref[embeddings])")
@@ -174,13 +175,13 @@ def test_concurrent_writers_never_corrupt_the_file_and_lose_nothing(tmp_path: Pa
     problems: list[str] = []
 
     def write(k: int) -> None:
-        start.wait(timeout=30)
+        start.wait(timeout=scaled(30))
         for batch in range(5):
             cache.store({f"writer {k} text {batch}.{i}": np.full(8, k + i / 10, np.float32)
                          for i in range(20)})
 
     def read() -> None:
-        start.wait(timeout=30)
+        start.wait(timeout=scaled(30))
         for _ in range(50):
             with warnings.catch_warnings(record=True) as seen:
                 warnings.simplefilter("always")
@@ -192,7 +193,7 @@ def test_concurrent_writers_never_corrupt_the_file_and_lose_nothing(tmp_path: Pa
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=scaled(60))
     assert not any(t.is_alive() for t in threads)
     assert problems == []
     stored = cache.load()
@@ -221,7 +222,7 @@ def test_writers_in_separate_processes_merge_into_one_whole_file(tmp_path: Path)
     for p in procs:  # each writer waits, after its imports, for its stdin to close
         assert p.stdin is not None
         p.stdin.close()
-    codes = [p.wait(timeout=120) for p in procs]
+    codes = [p.wait(timeout=scaled(120)) for p in procs]
     errors = [p.stderr.read() if p.stderr else "" for p in procs]
     assert codes == [0, 0, 0], errors
     with warnings.catch_warnings():

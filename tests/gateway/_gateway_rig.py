@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from _waits import scaled
 from byref.gateway import Gateway, build_server, listen_socket, serve_http
 from byref.gateway.config.file import parse_config
 from byref.gateway.config.servers import ServerConfig
@@ -43,9 +44,12 @@ class World:
                 pytest.skip(f"reference server {name!r} unavailable: {self.missing[name]}")
         return {n: self.servers[n] for n in names}
 
-    def fixture(self, script: str, timeout: float = 5, **extra: Any) -> dict[str, Any]:
+    def fixture(self, script: str, timeout: float | None = None, **extra: Any) -> dict[str, Any]:
+        """A fixture script's config entry. Its `timeout` bounds the handshake and each call:
+        `scaled(5)` unless the test names one (a fixture imports the MCP SDK, seconds of CPU on
+        a loaded machine, so a fixed 5 s failed handshakes under load; `_waits`)."""
         return {"command": sys.executable, "args": [str(FIXTURES / script)],
-                "timeout": timeout, **extra}
+                "timeout": scaled(5) if timeout is None else timeout, **extra}
 
 
 @asynccontextmanager
@@ -55,6 +59,7 @@ async def running(world: World, servers: dict[str, dict[str, Any]],
     config = parse_config({"mcpServers": servers, "byref": options}, source="test")
     with world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway:
+            gateway.list_grace = scaled(gateway.list_grace)  # a call waits for a server starting
             yield gateway, build_server(gateway)
 
 
@@ -71,7 +76,7 @@ def fixture_server(script: str) -> Any:
 
 
 @asynccontextmanager
-async def in_process(servers: dict[str, Any], *, timeout: float = 30,
+async def in_process(servers: dict[str, Any], *, timeout: float = scaled(30),
                      **options: Any) -> AsyncIterator[tuple[Gateway, GatewayServer]]:
     """A gateway over MCP servers in this process (name → the SDK's `Server` or `MCPServer`,
     reached over its in-memory transport): no process and no port, so a test that needs only
@@ -81,6 +86,7 @@ async def in_process(servers: dict[str, Any], *, timeout: float = 30,
     config = dataclasses.replace(config, servers=tuple(
         ServerConfig(name, server=server, timeout=timeout) for name, server in servers.items()))
     async with Gateway(config) as gateway:
+        gateway.list_grace = scaled(gateway.list_grace)
         yield gateway, build_server(gateway)
 
 
@@ -91,7 +97,7 @@ process too (byref's raw call path on its pipes)."""
 
 @asynccontextmanager
 async def fixtures_gateway(request: pytest.FixtureRequest | None, scripts: dict[str, str],
-                           *, timeout: float = 30,
+                           *, timeout: float = scaled(30),
                            **options: Any) -> AsyncIterator[tuple[Gateway, GatewayServer]]:
     """A gateway over fixture servers (name → script): in this process (`in_process`), or each
     as its own process when the test's `over` parameter is "stdio" (`OVER`)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
 from byref.errors import install_hint
 from byref.integrations.bridge import Bridge
 from byref.integrations.turns import NOT_RUN
@@ -74,7 +75,7 @@ def test_import_byref_imports_no_framework() -> None:
             "print([m for m in ('pydantic_ai', 'langchain', 'langgraph', 'agents') "
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+                         timeout=scaled(120), check=True)
     assert out.stdout.strip() == "[]"
 
 
@@ -89,7 +90,7 @@ def test_without_the_framework_the_import_error_names_the_extra(
             f"try:\n    import byref.integrations.{module}\n"
             "except ImportError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+                         timeout=scaled(120), check=True)
     assert install_hint(extra) in out.stdout
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from _lens_rig import BYREF, SCREENSHOTS, DemoRun
 
+from _waits import scaled
 from byref.lens import Lens, load_run, make_server, url_of
 
 
@@ -18,7 +19,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     """`byref demo --out DIR --json`, through the command line a user runs."""
     out = tmp_path_factory.mktemp("lens-demo") / "run"
     done = subprocess.run([*BYREF, "demo", "--out", str(out), "--json"], capture_output=True,
-                          text=True, timeout=300, check=True)
+                          text=True, timeout=scaled(300), check=True)
     return DemoRun(out, json.loads(done.stdout))
 
 

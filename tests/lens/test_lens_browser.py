@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from _lens_rig import BYREF, SCREENSHOTS, DemoRun, artifacts_dir
 
+from _waits import scaled
 from byref.demo.data import open_rows
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -37,7 +38,7 @@ def lens_command(run_dir: Path) -> Iterator[str]:
         yield line.split()[2]
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=scaled(30))
 
 
 @pytest.fixture(scope="module")

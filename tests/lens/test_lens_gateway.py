@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 ALICE = "alice-lens-token-0123456789abcdef"
@@ -43,7 +45,7 @@ def get(url: str, token: str | None) -> tuple[int, str]:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}
                                      if token else {})
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=scaled(60)) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -71,7 +73,7 @@ async def test_a_token_sees_only_its_own_runs_and_artifacts(tmp_path: Path) -> N
         return Client(streamable_http_client(url, http_client=create_mcp_http_client(
             headers={"Authorization": f"Bearer {token}"})))
 
-    with anyio.fail_after(120), (tmp_path / "upstreams.log").open("a") as errlog:
+    with anyio.fail_after(scaled(120)), (tmp_path / "upstreams.log").open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway:
             sock = listen_socket("127.0.0.1", 0)
             base = f"http://127.0.0.1:{sock.getsockname()[1]}"

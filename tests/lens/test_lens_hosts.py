@@ -19,13 +19,14 @@ from _lens_rig import BYREF, make_kinds_run
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _waits import scaled
 from byref.lens import Lens, load_run, make_server
 from byref.lens.serving.hosts import allowed_hosts, misdirected
 
 
 def raw(port: int, head: str) -> tuple[str, bytes]:
     """Send `head` (request line and headers) as written; the status line and the body."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=scaled(30)) as sock:
         sock.sendall(head.encode() + b"Connection: close\r\n\r\n")
         data = b""
         while chunk := sock.recv(65536):
@@ -97,7 +98,7 @@ def test_byref_lens_allow_host_adds_a_name(kinds_dir: Path) -> None:
             "421"
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=scaled(30))
 
 
 NAMES = st.text(st.characters(codec="ascii", exclude_characters="\r\n"), max_size=40)
@@ -142,7 +143,7 @@ async def test_the_gateway_lens_answers_the_hosts_its_mcp_route_answers(tmp_path
     config = parse_config({"mcpServers": {"x": {"command": "true"}}, "byref": {
         "tokens": {ALICE: {"tenant": "acme", "principal": "alice"}},
         "store": f"file://{tmp_path / 'store'}"}}, source="test")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with Gateway(config, errlog=io.StringIO()) as gateway:
             sock = listen_socket("127.0.0.1", 0)
             port = sock.getsockname()[1]

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from _waits import scaled
 from byref.harness import Harness, ScriptedModel, call, say
 from byref.harness.tokens import O200K, _encoding
 from byref.lens import Lens, load_run
@@ -43,7 +44,7 @@ def test_the_page_for_a_100000_char_unbroken_text_is_served_in_bounded_time(
     _echo_run(tmp_path / "run")
     url = served(Lens(load_run(tmp_path / "run")))
     started = time.monotonic()
-    with urllib.request.urlopen(url, timeout=60) as response:
+    with urllib.request.urlopen(url, timeout=scaled(60)) as response:
         body = response.read().decode()
     took = time.monotonic() - started
     assert response.status == 200 and 'data-figure="model_read_tokens"' in body

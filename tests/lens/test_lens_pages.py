@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from _lens_rig import HOSTILE, MISSING, SCOPE, DemoRun, make_kinds_run
 
+from _waits import scaled
 from byref.demo.data import open_rows
 from byref.lens import Lens, RunDirectoryError, load_run
 from byref.lens.pages.paged import PAGE_ROWS
@@ -19,7 +20,7 @@ from byref.lens.pages.paged import PAGE_ROWS
 
 def fetch(url: str) -> tuple[int, str, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
+        with urllib.request.urlopen(url, timeout=scaled(60)) as response:
             return response.status, response.headers["Content-Type"], response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers["Content-Type"], exc.read()

@@ -23,6 +23,8 @@ import pytest
 from _lens_rig import BYREF
 from test_lens_gateway import big_repo
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 CONV = "lens-conv"
 
@@ -44,12 +46,12 @@ def lens(*args: str) -> Iterator[str]:
         yield line.split()[2]
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=scaled(30))
 
 
 def get(url: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
+        with urllib.request.urlopen(url, timeout=scaled(60)) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -85,7 +87,7 @@ async def test_byref_lens_opens_the_conversations_a_gateway_store_holds(tmp_path
     config = dataclasses.replace(parse_config({"mcpServers": {"git": {"command": git, "args": [
         "--repository", str(repo)]}}, "byref": {"store": f"file://{store}"}}, source="test"),
         stdio_conversation=CONV)
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with Gateway(config, errlog=io.StringIO()) as gateway, Client(
                 build_server(gateway)) as client:
             shown = await client.call_tool("call_tool", {
@@ -109,7 +111,7 @@ async def test_byref_lens_opens_the_conversations_a_gateway_store_holds(tmp_path
             status, body = get(url)
             assert status == 200 and "git__git_show" in body
         done = subprocess.run([*BYREF, "lens", "--store", f"file://{store}", "--conversation",
-                               "nope"], capture_output=True, text=True, timeout=60)
+                               "nope"], capture_output=True, text=True, timeout=scaled(60))
         assert done.returncode == 2
         assert "holds no live conversation 'nope'" in done.stderr and CONV in done.stderr
 

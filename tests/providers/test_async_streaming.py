@@ -12,6 +12,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from _waits import scaled
 from byref.harness import Harness
 from byref.harness.messages import Delta, TextDelta, ToolCallDelta
 from byref.harness.providers import model_from_id
@@ -168,5 +169,5 @@ def test_run_sync_again_and_again_through_one_async_client_on_a_keep_alive_serve
         run_blocking(m.client.close(), "client.close()", "await client.close()")
         server.shutdown()
         server.server_close()
-        thread.join(timeout=10)
+        thread.join(timeout=scaled(10))
     assert texts == ["echo a", "echo b", "echo c"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
 from byref.demo.data import open_rows, write_export
 from byref.demo.scenario import OPEN, TITLE, run_byref
 from byref.harness.providers import model_from_id
@@ -172,7 +173,7 @@ def test_demo_with_a_model_and_no_key_says_which_variable_to_set(
         model_id: str, variable: str, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "byref.cli", "demo", "--model", model_id, "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, env=_env_without_keys(),
+        capture_output=True, text=True, timeout=scaled(120), env=_env_without_keys(),
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
@@ -185,7 +186,7 @@ def test_demo_with_a_model_and_no_key_says_which_variable_to_set(
 def test_demo_with_an_unknown_provider_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "byref.cli", "demo", "--model", "mistral:large", "--out",
-         str(tmp_path)], capture_output=True, text=True, timeout=120,
+         str(tmp_path)], capture_output=True, text=True, timeout=scaled(120),
     )
     assert done.returncode == 2
     assert done.stderr.startswith(

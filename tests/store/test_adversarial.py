@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from _waits import scaled
 from byref.errors import install_hint
 from byref.events import Emitter, MemorySink
 from byref.store import (
@@ -245,7 +246,7 @@ def test_a_crashed_writers_temporary_files_are_swept_and_a_live_ones_kept(
     store.put(scope, b"x", OPTS)
     directory = next(tmp_path.rglob("art_*.json")).parent
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True, timeout=60)
+                              capture_output=True, text=True, check=True, timeout=scaled(60))
     dead = int(finished.stdout)
     host = socket.gethostname()
     orphan = directory / f".incoming-{host}-{dead}-abc123"

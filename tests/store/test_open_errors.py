@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _waits import scaled
 from byref.cli import main
 from byref.store import StoreUnavailableError, StoreURLError, open_store
 
@@ -58,7 +59,7 @@ class Recorder:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=scaled(10))
 
 
 @pytest.fixture

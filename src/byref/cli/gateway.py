@@ -20,6 +20,33 @@ import os
 import sys
 from typing import Any
 
+EPILOG = """\
+transports:
+  stdio (default)   one client starts the gateway itself; no token
+  http              every request needs "Authorization: Bearer <token>": byref.tokens maps each
+                    token to a tenant and principal, e.g.
+                    "byref": {"tokens": {"<long random token>": {"tenant": "acme",
+                                                                 "principal": "alice"}}}
+                    or byref.jwt checks your identity provider's JWTs; with neither, it refuses
+                    to start
+
+the config's byref block (every key optional; [default]):
+  mode      "search" [default]: the client sees search_tools, activate_tool, call_tool,
+            read_result and present, and tools as it activates them; "direct": every upstream
+            tool declared from the start (clients that defer tools themselves). Claude Code
+            works with either.
+  timeout   seconds a server may take to start, and to answer one call [60]
+  store     where results too large for the context are kept [memory://; file://.byref keeps
+            them across restarts]
+  state     conversation state [SQLite beside a file store, else memory://]
+  usage     a log of searches that ended in an activation, which search learns from [none]
+  tokens, jwt, callTool, codeMode, alwaysLoad, search, workingSet, autoInsertBytes, ...:
+            docs/GATEWAY.md and docs/TEAM.md
+
+Relative paths in the config are taken from the config file's folder; on the command line,
+from the working directory. Try it: byref gateway --config examples/gateway.json (in the clone).
+"""
+
 
 def register(sub: Any) -> None:
     """Add the `gateway` command to the CLI's subparsers."""
@@ -29,7 +56,8 @@ def register(sub: Any) -> None:
         description="Put byref in front of the MCP servers in FILE (the mcpServers JSON your MCP "
         "client already uses). The client sees search_tools, activate_tool, call_tool, "
         "read_result and present, plus the tools it activates (read_json and query_json once a "
-        "stored result needs them).")
+        "stored result needs them).", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, metavar="FILE",
                         help="mcpServers JSON, optionally with a byref block")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")

@@ -4,14 +4,17 @@ Prints, for this installation, the `claude mcp add` line for Claude Code and the
 for Claude Desktop, Cursor and other clients' JSON files, with absolute paths: the `byref` that
 runs this command (a client starts it with its own PATH, which may not hold ~/.local/bin) and the
 config file. The law: nothing is printed that would fail when pasted — the config is read as the
-gateway reads it and the MCP SDK must import, else a one-line error and exit code 2.
+gateway reads it, each server's command must be found, and the MCP SDK must import, else a
+one-line error and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,15 @@ def command() -> list[str]:
     return [sys.executable, "-m", "byref.cli"]
 
 
+def _runnable(command: str, cwd: str | None, env: dict[str, str]) -> bool:
+    """Whether `command` names a program the gateway could start: on PATH (the server's own, if
+    its env sets one), or a path to an executable file (relative: from its `cwd`)."""
+    if os.sep in command:
+        path = Path(cwd or Path.cwd()) / Path(command).expanduser()
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(command, path=env.get("PATH", os.environ.get("PATH"))) is not None
+
+
 def run(args: argparse.Namespace) -> int:
     """`byref hookup`: check the config and the gateway's dependencies, print the client lines;
     returns the exit code (2: they would not work)."""
@@ -58,10 +70,17 @@ def run(args: argparse.Namespace) -> int:
 
     config = Path(args.config).expanduser().absolute()
     try:
-        load_config(config)
+        loaded = load_config(config)
     except ConfigError as exc:
         print(f"byref hookup: {exc}", file=sys.stderr)
         return 2
+    for server in loaded.servers:
+        if server.command is not None and not _runnable(server.command, server.cwd, server.env):
+            print(f"byref hookup: server {server.name!r} in {str(config)!r} would not start: its "
+                  f"command {server.command!r} is not found (not on PATH, nor a file from "
+                  f"{server.cwd or str(Path.cwd())!r}); install it or fix 'command'.",
+                  file=sys.stderr)
+            return 2
     argv = [*command(), "gateway", "--config", str(config)]
     entry = {"mcpServers": {args.name: {"command": argv[0], "args": argv[1:]}}}
     if args.json:

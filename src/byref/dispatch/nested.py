@@ -86,6 +86,12 @@ class NestedCalls:
         """Every tool an inner call may name."""
         return sorted(self.dispatcher.tools)
 
+    def unknown(self, name: str) -> str | None:
+        """Why `name` cannot run yet (the dispatcher's `unknown_tool`: a server still
+        starting), or None."""
+        hint = self.dispatcher.unknown_tool
+        return None if hint is None or name in self.dispatcher.tools else hint(name)
+
     def start(self, name: str, args: dict[str, Any],
               server_refs: frozenset[str] = frozenset()) -> concurrent.futures.Future[Part]:
         """Dispatch `name(args)` as a call of this run; the future's part is its result.

@@ -36,6 +36,10 @@ class ToolCalls(Protocol):
     def names(self) -> list[str]:
         """Every tool these calls may name."""
 
+    def unknown(self, name: str) -> str | None:
+        """Why `name`, which no tool answers to yet, cannot run now (a gateway: its server is
+        still starting), or None: it is not a tool at all."""
+
     def start(self, name: str, args: dict[str, Any],
               server_refs: frozenset[str] = frozenset()) -> Future[Part]:
         """Dispatch one call; its recorded result part (a refusal is a part with is_error).

@@ -29,6 +29,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway import Gateway
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.config.auth import jwt_principal
@@ -144,9 +145,9 @@ async def test_bad_jwts_are_refused_before_any_upstream_and_good_ones_served(
         "key": made.token(kid="stranger"),  # signed by a key the JWKS does not hold
         "claims": made.token(sub=None),
     }
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time"), **_options(jwks)) as (gateway, url):
-            async with httpx2.AsyncClient(timeout=30) as http:
+            async with httpx2.AsyncClient(timeout=scaled(30)) as http:
                 for reason, token in bad.items():
                     answer = await http.post(url, json=INIT, headers={
                         "Authorization": f"Bearer {token}",
@@ -243,7 +244,7 @@ async def test_a_grant_restricts_servers_and_tools_everywhere(
         world: World, keys: tuple[Keys, str]) -> None:
     _made, jwks = keys
     servers = world.need("time", "git")
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers, **_options(jwks)) as (_gateway, url), client(
                 url, LIMITED) as limited, client(url, HASHED) as full:
                 found = json.loads(text(await limited.call_tool("search_tools", {

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from _gateway_rig import World
 
+from _waits import scaled
+
 INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "hold-test", "version": "1"}}}) + "\n"
@@ -36,7 +38,7 @@ def _refused(config: Path, *state: str, conversation: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),
          "--conversation", conversation, *state],
-        input="", capture_output=True, text=True, timeout=60)
+        input="", capture_output=True, text=True, timeout=scaled(60))
     assert done.returncode == 2, (done.returncode, done.stderr)
     return done.stderr
 

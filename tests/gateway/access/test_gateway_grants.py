@@ -16,6 +16,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from test_gateway_auth import client, serving
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 FULL, OPEN = "grants-full-token-0123456789abcdef", "grants-open-token-0123456789abcdef"
@@ -25,7 +27,7 @@ TOKENS = {FULL: {"tenant": "acme", "principal": "full"},
 
 def _servers() -> dict[str, Any]:
     entry = {"command": sys.executable, "args": [str(FIXTURES / "passthrough_server.py")],
-             "timeout": 20}
+             "timeout": scaled(20)}
     return {"open": entry, "secret": dict(entry)}
 
 
@@ -58,10 +60,11 @@ async def _refused(call: Any) -> str:
 
 
 async def test_a_grant_hides_another_servers_resources_and_prompts(world: World) -> None:
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, _servers(), tokens=TOKENS) as (gateway, url), client(
                 url, OPEN) as limited, client(url, FULL) as full:
-            await gateway.toolbox(wait=30)  # every server up: a list answers without one starting
+            # every server up: a list answers without one starting
+            await gateway.toolbox(wait=scaled(30))
             # Each principal has processes of its own (`share`'s default on a shared gateway): a
             # read waits for its start, as a list (answered within 1 s) does not.
             await limited.read_resource("byref://open/item://1")

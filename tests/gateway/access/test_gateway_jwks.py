@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from test_gateway_auth import AUDIENCE, INIT, ISSUER, Keys, client, keys, serving  # noqa: F401
 
 from _tiers import examples
+from _waits import scaled
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.config.file import parse_config
 
@@ -91,7 +92,7 @@ async def test_a_hanging_jwks_stalls_no_request_that_needs_no_key(
     made, jwks = hanging
     (world.files / "note.txt").write_text("alice's line\n" * 4_000)
     answered: list[str] = []
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, world.need("filesystem"),
                            **_options(jwks, jwksTimeout=60)) as (_gateway, url), client(
                 url, ALICE) as alice:
@@ -106,7 +107,7 @@ async def test_a_hanging_jwks_stalls_no_request_that_needs_no_key(
                     "Accept": "application/json, text/event-stream"})
                 answered.append(f"jwt {answer.status_code}")
 
-            async with httpx2.AsyncClient(timeout=90) as http, \
+            async with httpx2.AsyncClient(timeout=scaled(90)) as http, \
                     anyio.create_task_group() as group:
                 for _ in range(45):
                     group.start_soon(jwt_request, http)
@@ -135,7 +136,7 @@ async def test_jwt_checks_waiting_on_keys_hold_no_thread_and_end_at_the_timeout(
     assert verifier.jwt is not None
     answers: list[object] = []
     limiter = anyio.to_thread.current_default_thread_limiter()
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with anyio.create_task_group() as group:
             for _ in range(45):
                 group.start_soon(_verify, verifier, made.keys.token(), answers)
@@ -162,9 +163,9 @@ async def test_exp_is_a_number_and_the_leeway_holds_end_to_end(
         world: World, keys: tuple[Keys, str]) -> None:  # noqa: F811
     made, jwks = keys
     now = int(time.time())
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time"), **_options(jwks, leeway=30)) as (
-                _gateway, url), httpx2.AsyncClient(timeout=30) as http:
+                _gateway, url), httpx2.AsyncClient(timeout=scaled(30)) as http:
             for exp, status in ((now - 10, 200), (now - 60, 401), (str(now + 600), 401),
                                 (True, 401), (now + 600, 200)):
                 answer = await http.post(url, json=INIT, headers={
@@ -206,7 +207,7 @@ async def test_keys_due_for_refresh_are_used_while_a_background_fetch_renews_the
     made, jwks = keys
     config = parse_config({"mcpServers": {"x": {"command": "true"}},
                            "byref": _options(jwks)}, source="test")
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with anyio.create_task_group() as group:
             verifier = BearerVerifier(config.tokens, config.jwt, spawn=group.start_soon)
             assert verifier.jwt is not None

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_gateway_auth import INIT, ISSUER, Keys, client, keys, serving  # noqa: F401
 
 from _tiers import examples
+from _waits import scaled
 from byref.gateway.config.auth import jwt_principal
 
 pytestmark = pytest.mark.anyio
@@ -94,9 +95,9 @@ async def test_session_operations_are_refused_to_every_other_owner(
     tokens = _tokens(made)
     names = sorted(tokens)
 
-    with anyio.fail_after(240):
+    with anyio.fail_after(scaled(240)):
         async with serving(world, world.need("time"), **_options(jwks)) as (gateway, url):
-            http = httpx2.Client(timeout=20)
+            http = httpx2.Client(timeout=scaled(20))
 
             @settings(max_examples=examples(30), deadline=None, database=None,
                       suppress_health_check=list(HealthCheck))
@@ -127,9 +128,9 @@ async def test_session_operations_are_refused_to_every_other_owner(
 async def test_a_narrower_grant_cannot_take_or_shut_its_principals_session(
         world: World, keys: tuple[Keys, str]) -> None:  # noqa: F811 - the fixture
     _, jwks = keys
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time"), **_options(jwks)) as (gateway, url):
-            async with httpx2.AsyncClient(timeout=20) as http:
+            async with httpx2.AsyncClient(timeout=scaled(20)) as http:
                 opened = await http.post(url, json=INIT, headers=_auth(CAROL))
                 session = opened.headers["mcp-session-id"]
                 # The narrower token speaks first on the session: refused, and not its holder.
@@ -151,7 +152,7 @@ async def test_a_jwt_subject_is_not_the_static_principal_of_the_same_name(
     made, jwks = keys
     servers = world.need("filesystem")
     (world.files / "note.txt").write_text("carol's line\n" * 4_000)
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers, **_options(jwks)) as (gateway, url), client(
                 url, CAROL) as static, client(url, made.token(sub="carol")) as issued, client(
                 url, made.token(sub="erin")) as mapped:
@@ -170,7 +171,7 @@ async def test_a_jwt_subject_is_not_the_static_principal_of_the_same_name(
             assert principals == {"carol", jwt_principal(ISSUER, "carol")}
             # /lens: the issuer's carol sees none of the static carol's calls.
             base = url.removesuffix("/mcp")
-            async with httpx2.AsyncClient(timeout=20) as http:
+            async with httpx2.AsyncClient(timeout=scaled(20)) as http:
                 pages = {}
                 for who, token in (("static", CAROL), ("jwt", made.token(sub="carol"))):
                     page = await http.get(f"{base}/lens/c/gateway/", headers={

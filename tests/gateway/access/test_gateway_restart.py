@@ -13,6 +13,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway import Gateway
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +38,7 @@ async def test_a_message_ref_from_before_a_restart_is_refused(world: World) -> N
         assert not result.is_error, text(result)
         return text(result)
 
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers, store=store) as (gateway, server), Client(
                 server) as client:
             assert await read(client, "old.txt") == "before the restart\n"
@@ -71,7 +72,7 @@ async def test_no_gateway_code_assumes_seqs_start_at_zero(world: World) -> None:
     servers = world.need("filesystem")
     body = "alpha beta gamma\n" * 3_000
     (world.files / "a.txt").write_text(body)
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(
                 server, mode="legacy") as client:  # declared its working set
             activated = await client.call_tool("activate_tool", {
@@ -125,7 +126,7 @@ async def test_a_blob_ref_keeps_its_meaning_across_a_restart_for_every_client_ge
             return await c.call_tool("call_tool", {"name": name, "arguments": arguments})
 
     blob: Any = None
-    with anyio.fail_after(120), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(120)), world.log.open("a") as errlog:
         for life in ("before", "after"):
             async with await anyio.open_process(
                     [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),

@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from _s3 import moto_s3
+from _waits import scaled
 from byref.conversations import MemoryConversations
 from byref.gateway import Gateway, build_server
 from byref.gateway.config.file import parse_config
@@ -82,7 +83,7 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
     (world.files / "items.json").write_text(json.dumps(items))
     expected = encode([row for row in items if row["status"] == "open"])
     conv = "resumed-conversation"
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with resumed(world, servers, conv, **options) as (gateway, server), Client(
                 server) as client:
             activated = await client.call_tool("activate_tool", {"names": [WRITE]})
@@ -134,7 +135,7 @@ async def test_a_ref_into_an_expired_conversation_is_refused_saying_so(world: Wo
     clock = ManualClock()
     state = MemoryConversations(ttl=600, clock=clock)
     config = parse_config({"mcpServers": servers}, source="test")
-    with anyio.fail_after(60), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(60)), world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog, state=state) as gateway, Client(
                 build_server(gateway)) as client:
             assert await _call(client, READ, {"path": str(world.files / "a.txt")}) == (
@@ -171,7 +172,7 @@ def client(url: str) -> Client:
 
 
 async def _released(gateway: Gateway, count: int) -> None:
-    with anyio.fail_after(10):  # the SDK tears a closed session down in its own task
+    with anyio.fail_after(scaled(10)):  # the SDK tears a closed session down in its own task
         while len(gateway.scopes.all()) != count:
             await anyio.sleep(0.01)
 
@@ -181,7 +182,7 @@ async def test_sessions_have_their_own_conversation_unless_shared(world: World,
                                                                   mode: str) -> None:
     servers = world.need("filesystem")
     (world.files / "n.txt").write_text("one session's note\n")
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers, conversation=mode) as (gateway, url):
             async with client(url) as first, client(url) as second:
                 activated = await first.call_tool("activate_tool", {"names": [READ]})
@@ -234,7 +235,7 @@ async def test_a_failed_save_keeps_the_record_and_goes_with_the_next_call(
     (world.files / "a.txt").write_text("still answered\n")
     state = Flaky()
     config = parse_config({"mcpServers": servers}, source="test")
-    with anyio.fail_after(60), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(60)), world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog, state=state) as gateway, Client(
                 build_server(gateway)) as client:
             state.fail = 1

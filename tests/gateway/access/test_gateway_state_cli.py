@@ -17,6 +17,8 @@ from _gateway_rig import World, text
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 
@@ -36,7 +38,7 @@ async def test_a_new_process_resumes_a_conversation_and_traces(world: World) -> 
                               "--otel", str(spans))
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     ref: dict[str, Any] = {}
-    with anyio.fail_after(120), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(120)), world.log.open("a") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_text_file",
@@ -72,7 +74,8 @@ def test_a_bad_state_url_is_one_line_and_exit_2(world: World) -> None:
     config = world.root / "gateway.json"
     config.write_text(json.dumps({"mcpServers": {"x": {"command": "true"}}}))
     done = subprocess.run(_gateway("--config", str(config), "--state", "redis://x"),
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                          capture_output=True, text=True, timeout=scaled(60),
+                          stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert done.stderr == ("byref gateway: State URL 'redis://x' names no conversation state; "
                            "use one of: memory://, sqlite:///PATH, postgresql://….\n")
@@ -91,7 +94,7 @@ async def test_a_blob_ref_outlives_its_stdio_process(world: World) -> None:
     command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store")
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     stderr = world.root / "first.err"
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         with stderr.open("w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 info = client.server_info

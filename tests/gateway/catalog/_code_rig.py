@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from _gateway_rig import FIXTURES
 
+from _waits import scaled
 from byref.tools.run_python.sandbox import Sandbox
 
 
@@ -23,4 +24,5 @@ def _sandbox() -> None:
 def code_server(tmp_path: Path) -> dict[str, Any]:
     """The `code` upstream over stdio; what it deletes is logged under `tmp_path`."""
     return {"code": {"command": sys.executable, "args": [str(FIXTURES / "code_server.py")],
-                     "env": {"CODE_SERVER_LOG": str(tmp_path / "deleted.log")}, "timeout": 60}}
+                     "env": {"CODE_SERVER_LOG": str(tmp_path / "deleted.log")},
+                     "timeout": scaled(60)}}

@@ -13,6 +13,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway.catalog.convert import distinct_name
 from byref.store import Scope
 
@@ -23,7 +24,7 @@ SCAFFOLDING = ["activate_tool", "call_tool", "present", "read_result", "search_t
 
 async def test_first_turn_is_the_scaffolding_and_search_finds_git_log(world: World) -> None:
     servers = world.need("git", "time")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             await gateway.toolbox()  # listed (a first list does not wait for servers starting)
             listed = await client.list_tools()
@@ -49,7 +50,7 @@ async def test_activation_is_announced_to_a_handshake_era_client(world: World) -
             notices.append(message)
             changed.set()
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_gateway, server), Client(
                 server, mode="legacy", message_handler=on_message) as client:
             assert client.protocol_version not in ("2026-07-28",)
@@ -68,7 +69,7 @@ async def test_activation_is_announced_to_a_handshake_era_client(world: World) -
 async def test_a_2026_07_28_client_is_answered_with_the_declaration_not_a_longer_list(
         world: World) -> None:
     servers = world.need("git")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             assert client.protocol_version == "2026-07-28"
             await gateway.toolbox()  # settled: the search_tools note names no server starting
@@ -84,7 +85,7 @@ async def test_a_2026_07_28_client_is_answered_with_the_declaration_not_a_longer
 
 async def test_an_unknown_name_activates_nothing_and_says_what_is_close(world: World) -> None:
     servers = world.need("git")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             result = await client.call_tool("activate_tool", {"names": ["git__git_logs"]})
             assert result.is_error
@@ -96,7 +97,7 @@ async def test_an_unknown_name_activates_nothing_and_says_what_is_close(world: W
 
 async def test_call_tool_runs_any_catalog_tool_without_activating_it(world: World) -> None:
     servers = world.need("time", "git")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             result = await client.call_tool("call_tool", {
                 "name": "time__convert_time",
@@ -118,7 +119,7 @@ async def test_call_tool_runs_any_catalog_tool_without_activating_it(world: Worl
 
 async def test_proxied_tools_accept_refs_and_drop_their_output_schema(world: World) -> None:
     servers = world.need("filesystem")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(
                 server, mode="legacy") as client:  # the list a handshake-era client is declared
             await client.call_tool("activate_tool", {"names": ["filesystem__write_file"]})
@@ -145,7 +146,7 @@ async def test_an_upstream_list_change_is_reindexed_and_announced(world: World) 
             notices.set()
 
     servers = {"garden": world.fixture("changing.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server):
             async with Client(server, mode="legacy", message_handler=on_message) as client:
                 await client.list_tools()
@@ -176,7 +177,7 @@ async def test_searches_that_end_in_an_activation_teach_the_next_gateway(world: 
     usage = world.root / "usage.jsonl"
     queries = ["recent commits for the changelog", "changelog commits",
                "which commits go in the changelog"]
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers, usage=str(usage)) as (_gateway, server), Client(
                 server) as client:
             before = json.loads(text(await client.call_tool("search_tools",
@@ -205,7 +206,7 @@ async def test_a_damaged_usage_log_is_reported_and_the_gateway_serves_anyway(
     servers = world.need("time")
     usage = world.root / "usage.jsonl"
     usage.write_text('{"query": "x", "tool": "time__get_current_time"}\n{oops\n{}\n', "utf-8")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers, usage=str(usage)) as (_gateway, server), Client(
                 server) as client:
             found = json.loads(text(await client.call_tool(
@@ -221,7 +222,7 @@ async def test_servers_whose_names_join_alike_keep_every_tool(world: World) -> N
                "bad_one": world.fixture("misbehaving.py")}
     second = distinct_name("bad_one", "echo")
     assert second.startswith("bad-one__echo_") and len(second) == len("bad-one__echo_") + 8
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             box = await gateway.toolbox()
             assert {"bad-one__echo", second} <= set(box.catalog.names)

@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway.config.file import ConfigError, parse_config
 
 sys.path.insert(0, str(FIXTURES))
@@ -54,7 +55,7 @@ def test_code_mode_is_off_unless_configured_and_checked() -> None:
 
 async def test_off_by_default_run_code_is_nowhere_and_direct_mode_declares_it(
         world: World, tmp_path: Path) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, code_server(tmp_path)) as (gateway, server), Client(server) as c:
             box = await gateway.toolbox()
             assert "run_code" not in box.catalog
@@ -77,7 +78,7 @@ print(sorted(r["stock"] for r in rows))  # the upstream's structuredContent, as 
 print(repr(tools.code__export(kilobytes=1))[:20])  # a plain text result: its text
 """
     stocks = sorted(sum(map(ord, s)) % 50 for s in ("A-1", "B-22", "C-333"))
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()  # settled: the upstream listed
@@ -133,7 +134,7 @@ print(json.dumps({"handle": type(export).__name__, "bytes": export.bytes,
 """
     expected = export_text(10 * 1024).encode()
     assert len(expected) == 10 << 20
-    with anyio.fail_after(180):
+    with anyio.fail_after(scaled(180)):
         async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
@@ -161,7 +162,7 @@ except tools.ToolError as exc:
     print(exc.reason)
     print(exc.text)
 """
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, code_server(tmp_path), codeMode="all", callTool="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
@@ -189,7 +190,7 @@ except tools.ToolError as exc:
     print(exc.reason, exc.text)
 """
     log = tmp_path / "deleted.log"
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
@@ -218,7 +219,7 @@ import json
 stock = tools.remote__lookup(sku="H-7")["stock"]
 print(stock, len(tools.remote__export(kilobytes=4096).read()))
 """
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with await anyio.open_process(
                 [sys.executable, str(FIXTURES / "code_server.py"), "--http"],
                 stderr=subprocess.PIPE) as upstream:
@@ -226,7 +227,7 @@ print(stock, len(tools.remote__export(kilobytes=4096).read()))
                 assert upstream.stderr is not None
                 remote = await announced_url(upstream.stderr)
                 tokens = {TOKEN: {"tenant": "acme", "principal": "alice"}}
-                async with served(world, {"remote": {"url": remote, "timeout": 30}},
+                async with served(world, {"remote": {"url": remote, "timeout": scaled(30)}},
                                   tokens=tokens, codeMode="readOnly") as (gateway, url):
                     http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
                     async with Client(streamable_http_client(url, http_client=http)) as client:
@@ -261,7 +262,7 @@ for name in ("code__export", "other__lookup"):
         print(name, exc.reason, exc.text.splitlines()[0])
 """
     servers = {"code": code_server(tmp_path)["code"], "other": code_server(tmp_path)["code"]}
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with served(world, servers, tokens=tokens, codeMode="readOnly") as (
                 gateway, url):
             await gateway.toolbox()
@@ -302,12 +303,12 @@ print(len(rows))
 
     def get(url: str) -> str:
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=scaled(60)) as response:
             body: str = response.read().decode()
             return body
 
     tokens = {TOKEN: {"tenant": "acme", "principal": "alice"}}
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with served(world, code_server(tmp_path), tokens=tokens, codeMode="readOnly",
                           store=f"file://{tmp_path / 'store'}") as (gateway, url):
             http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
@@ -342,7 +343,7 @@ import json
 big = tools.code__export(kilobytes=512)
 print(tools.code__digest(text=big)["bytes"], big.bytes)
 """
-    with anyio.fail_after(120), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(120)), world.log.open("a") as errlog:
         async with Client(stdio_client(StdioServerParameters(
                 command=sys.executable, args=["-m", "byref.cli", "gateway", "--config",
                                               str(config), "--loop", loop],

@@ -20,6 +20,7 @@ from _code_rig import _sandbox, code_server  # noqa: F401 (an autouse fixture)
 from _gateway_rig import World, ref_line_of, running, text_blocks
 from mcp import Client
 
+from _waits import scaled
 from byref.dispatch.outbound.reflines import named
 from byref.gateway.catalog import code as gateway_code
 from byref.gateway.core import Gateway
@@ -62,7 +63,7 @@ except tools.ToolError as exc:
     print(exc.reason)
 """
     ran: dict[str, types.CallToolResult] = {}
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()
@@ -128,7 +129,7 @@ try:
 except tools.ToolError as exc:
     print(exc.reason, exc.text)
 """
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, code_server(tmp_path), codeMode="readOnly") as (
                 gateway, server), Client(server) as client:
             await gateway.toolbox()

@@ -18,6 +18,7 @@ import pytest
 from _gateway_rig import OVER, fixtures_gateway, ref_line_of
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway import Gateway
 from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES
 from byref.gateway.catalog.metadata import GATEWAY_EXPLICIT_READ_BYTES as EXPLICIT_READ_BYTES
@@ -61,7 +62,7 @@ def test_the_default_dial_holds_a_typical_screenshot() -> None:
 @pytest.mark.parametrize("over", OVER)
 async def test_an_image_passes_as_image_content_with_its_ref_beside_it(
         over: str, request: pytest.FixtureRequest) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _media(request) as (gateway, server), Client(
                 server) as client:
             result = await _call(client, "screenshot", size=5000)
@@ -95,7 +96,7 @@ async def test_an_image_passes_as_image_content_with_its_ref_beside_it(
 
 
 async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _media(inlineMediaBytes=4000) as (
                 _gateway, server), Client(server) as client:
             small = await _call(client, "screenshot", size=3000)
@@ -110,7 +111,7 @@ async def test_an_image_over_the_dial_is_stored_and_shown_as_its_marker_only() -
 
 async def test_read_result_of_an_image_is_bounded_by_the_explicit_read_limit() -> None:
     size = EXPLICIT_READ_BYTES + 1000
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _media() as (_gateway, server), Client(
                 server) as client:
             big = await _call(client, "screenshot", size=size)
@@ -127,7 +128,7 @@ async def test_read_result_of_an_image_is_bounded_by_the_explicit_read_limit() -
 
 
 async def test_audio_links_and_embedded_text_pass_through() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _media() as (_gateway, server), Client(
                 server) as client:
             beep = await _call(client, "beep")
@@ -154,7 +155,7 @@ async def test_audio_links_and_embedded_text_pass_through() -> None:
 
 
 async def test_structured_content_passes_unless_the_result_is_placed() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _media() as (_gateway, server), Client(
                 server, mode="legacy") as client:  # its declared tools grow by activation
             weather = await _call(client, "weather", city="Oslo")
@@ -173,7 +174,7 @@ async def test_structured_content_passes_unless_the_result_is_placed() -> None:
 
 
 async def test_an_upstream_error_passes_no_content_beside_its_words() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _media() as (_gateway, server), Client(
                 server) as client:
             bad = await client.call_tool("call_tool", {"name": "media__screenshot",

@@ -16,6 +16,8 @@ import pytest
 from _gateway_rig import FIXTURES, World, ref_line_of, running
 from mcp import Client
 
+from _waits import scaled
+
 sys.path.insert(0, str(FIXTURES))
 from blocks_server import REFUSAL
 
@@ -24,9 +26,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_an_upstream_error_carries_a_ref_to_its_own_words(world: World) -> None:
     blocks = {"command": sys.executable, "args": [str(FIXTURES / "blocks_server.py")],
-              "timeout": 30}
+              "timeout": scaled(30)}
     out = world.root / "error.txt"
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"blocks": blocks}) as (_, server), Client(server) as client:
             async def call(name: str, **arguments: Any) -> Any:
                 return await client.call_tool("call_tool", {"name": name,

@@ -15,6 +15,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway.config.file import ConfigError, parse_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(
@@ -27,7 +28,7 @@ async def test_hybrid_search_warms_in_the_background_and_restarts_from_the_cache
         world: World, tmp_path: Path) -> None:
     servers = world.need("git", "time")
     cache = str(tmp_path / "vectors")
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, servers, search="hybrid", vectorCache=cache) as (
                 gateway, server), Client(server) as client:
             ranker = gateway.ranker
@@ -55,7 +56,7 @@ async def _warmed(gateway: Any, ranker: Any) -> Any:
     """The settled toolbox's index, its vectors ready (a server that arrives meanwhile builds a
     new index, which the ranker warms instead: take the newest)."""
     for _ in range(5):
-        index = (await gateway.toolbox(wait=60)).catalog.index()
+        index = (await gateway.toolbox(wait=scaled(60))).catalog.index()
         await anyio.to_thread.run_sync(ranker.warm(index).join, 120)
         if ranker.ready(index):
             return index

@@ -14,6 +14,7 @@ import pytest
 from _gateway_rig import FIXTURES, World, running
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway.catalog.metadata import MAX_RESULT_SIZE_CHARS
 from byref.harness.tokens import count_tokens
 
@@ -28,7 +29,7 @@ ERASE = {"title": "Erase everything",
 
 def _media() -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(FIXTURES / "media_server.py")],
-            "timeout": 30}
+            "timeout": scaled(30)}
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -43,7 +44,7 @@ def _metadata(tool: types.Tool) -> dict[str, Any]:
 
 
 async def test_metadata_passes_on_declarations_and_in_search_rows(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": _media()}) as (_gateway, server), Client(
                 server, mode="legacy") as client:  # its declared tools grow by activation
             found = json.loads(_text(await client.call_tool(
@@ -64,7 +65,7 @@ async def test_metadata_passes_on_declarations_and_in_search_rows(world: World) 
 
 
 async def test_read_tools_declare_max_result_size_and_answer_under_it(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": _media()}) as (_gateway, server), Client(
                 server, mode="legacy") as client:  # its declared tools grow by activation
             declared = {t.name: t for t in (await client.list_tools()).tools}
@@ -87,7 +88,7 @@ async def test_read_tools_declare_max_result_size_and_answer_under_it(world: Wor
 
 
 async def test_call_tool_read_only_runs_only_read_only_tools(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": _media()}, callTool="readOnly") as (
                 _gateway, server), Client(server) as client:
             peek = await client.call_tool("call_tool", {"name": "media__peek"})
@@ -106,7 +107,7 @@ async def test_call_tool_read_only_runs_only_read_only_tools(world: World) -> No
 
 
 async def test_call_tool_off_is_not_declared_and_not_run(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": _media()}, callTool="off") as (
                 _gateway, server), Client(server) as client:
             declared = {t.name for t in (await client.list_tools()).tools}
@@ -117,7 +118,7 @@ async def test_call_tool_off_is_not_declared_and_not_run(world: World) -> None:
 
 async def test_direct_mode_declares_every_upstream_tool_with_its_metadata(
         world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": _media()}, mode="direct") as (
                 gateway, server), Client(
                 server, mode="legacy") as client:  # its declared tools grow with a stored result
@@ -142,7 +143,7 @@ async def test_direct_mode_declares_every_upstream_tool_with_its_metadata(
 
 
 async def test_always_load_pins_tools_in_search_mode(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": _media()}, alwaysLoad=["media__p*",
                                                                    "media__weather"]) as (
                 gateway, server), Client(server) as client:

@@ -14,6 +14,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway.catalog.proxy import ProxiedTool
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +38,7 @@ def validated(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 async def test_a_proxied_call_is_validated_against_each_schema_once(
         world: World, validated: list[Any]) -> None:
     servers = {"flaky": world.fixture("misbehaving.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             assert not (await client.call_tool(ECHO, {"text": "warm"})).is_error
             tool = (await gateway.toolbox()).catalog.tool(ECHO)
@@ -53,7 +54,7 @@ async def test_a_proxied_call_is_validated_against_each_schema_once(
 
 async def test_each_check_still_refuses(world: World) -> None:
     servers = {"flaky": world.fixture("misbehaving.py"), **world.need("git")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             wrong = await client.call_tool(ECHO, {"text": 5})  # not a ref: the same subschema
             assert wrong.is_error

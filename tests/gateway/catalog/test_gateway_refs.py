@@ -18,6 +18,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway.catalog.convert import qualified_name, result_value
 from byref.gateway.edge.answer import call_result
 from byref.jsonview import encode
@@ -39,7 +40,7 @@ async def test_a_5mb_file_is_a_small_substitute_and_its_ref_writes_an_identical_
     original = (line * (5_000_000 // len(line) + 1)).encode()
     source, copy = world.files / "big.log", world.files / "copy.log"
     source.write_bytes(original)
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_text_file", "arguments": {"path": str(source)}})
@@ -76,7 +77,7 @@ async def test_20000_sqlite_rows_are_kept_as_the_servers_text_and_written_byte_i
     # mcp-server-sqlite answers with a Python-literal dump of its rows: that text is the value.
     dump = str(items)
     target = world.files / "rows.txt"
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             queried = await client.call_tool("call_tool", {
                 "name": "sqlite__read_query",
@@ -101,7 +102,7 @@ async def test_20000_json_rows_filtered_by_ref_are_written_byte_identical(
     expected = [row for row in items if row["status"] == "open"]
     source, target = world.files / "items.json", world.files / "open.json"
     source.write_text(json.dumps(items, indent=2, ensure_ascii=False))
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_text_file", "arguments": {"path": str(source)}})
@@ -127,7 +128,7 @@ async def test_20000_json_rows_filtered_by_ref_are_written_byte_identical(
 async def test_a_ref_from_one_scope_does_not_resolve_in_another(world: World) -> None:
     servers = world.need("filesystem")
     (world.files / "note.txt").write_text("x" * 40_000)
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_text_file",
@@ -146,7 +147,7 @@ async def test_binary_content_is_stored_whole_and_shown_as_a_marker(world: World
     servers = world.need("filesystem")
     png = bytes(range(256)) * 40
     (world.files / "pixel.png").write_bytes(png)
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_media_file",

@@ -20,6 +20,7 @@ import pytest
 from _gateway_rig import FIXTURES, OVER, World, fixtures_gateway, ref_line_of, running
 from mcp import Client
 
+from _waits import scaled
 from byref.dispatch.outbound.reflines import EXAMPLE_SEQ, REFS_PROTOCOL, ref_line
 from byref.gateway import Gateway
 from byref.gateway.edge.server import GatewayServer
@@ -56,7 +57,7 @@ async def test_a_196_byte_json_result_is_forwarded_by_its_ref_byte_identical(
         over: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     assert len(DOC.encode()) == 196
     out = tmp_path / "copy.json"
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _blocks(request) as (_gateway, server), Client(server) as client:
             shown = await _call(client, "blocks__doc")
             assert _types(shown) == ["text", "text"]
@@ -73,7 +74,7 @@ async def test_a_196_byte_json_result_is_forwarded_by_its_ref_byte_identical(
 async def test_the_instructions_example_is_a_ref_line_as_results_show_it(
         tmp_path: Path) -> None:
     out = tmp_path / "copy.json"
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _blocks() as (_gateway, server), Client(server) as client:
             found = re.search(r"\[ref: (\{.*?\}\})\]", client.instructions or "")
             assert found is not None, client.instructions
@@ -95,7 +96,7 @@ async def test_the_instructions_example_is_a_ref_line_as_results_show_it(
 
 
 async def test_several_blocks_keep_their_type_and_place() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _blocks() as (_gateway, server), Client(server) as client:
             result = await _call(client, "blocks__mixed")
     # caption, the image's marker (its ref) and the image itself, caption, the ref line
@@ -112,7 +113,7 @@ async def test_a_large_block_is_placed_in_its_place_and_forwards_exactly(
         tmp_path: Path) -> None:
     big = "log line of the long block\n" * 2308
     by_value, by_field = tmp_path / "value.log", tmp_path / "field.log"
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _blocks() as (_gateway, server), Client(server) as client:
             result = await _call(client, "blocks__mixed", big=True)
             assert _types(result) == ["text", "text", "image", "text", "text", "text"]
@@ -134,8 +135,8 @@ async def test_a_large_block_is_placed_in_its_place_and_forwards_exactly(
 async def test_the_everything_servers_mixed_results_keep_their_shape(world: World) -> None:
     if not EVERYTHING.exists():
         pytest.skip("@modelcontextprotocol/server-everything comes from npm: run `make upstreams`")
-    servers = {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": 30}}
-    with anyio.fail_after(90):
+    servers = {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": scaled(30)}}
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             image = await _call(client, "everything__get-tiny-image")
             links = await _call(client, "everything__get-resource-links", count=2)

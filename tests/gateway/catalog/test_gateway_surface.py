@@ -16,6 +16,7 @@ import pytest
 from _gateway_rig import World, running
 from mcp import Client
 
+from _waits import scaled
 from byref.discovery import Catalog, Discovery
 from byref.harness.tokens import count_tokens
 from byref.tools import BUILTIN_JSON_TOOLS, Tool
@@ -29,7 +30,7 @@ TARGET_TOKENS = 1_500
 
 async def _first_turn(world: World) -> tuple[list[dict[str, Any]], str]:
     servers = world.need("time", "git", "sqlite", "filesystem")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             await gateway.toolbox()  # the settled first turn: every server listed
             listed = await client.list_tools()

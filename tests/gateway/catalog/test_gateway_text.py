@@ -14,6 +14,7 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway.catalog.convert import result_value
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +59,7 @@ async def test_json_shaped_text_reaches_the_client_byte_for_byte_and_edits_match
     servers = world.need("filesystem")
     path = world.files / "prices.json"
     path.write_text(PRETTY)
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             read = await client.call_tool("call_tool", {
                 "name": "filesystem__read_text_file", "arguments": {"path": str(path)}})
@@ -91,7 +92,7 @@ async def test_a_140kb_json_file_copied_by_ref_is_byte_identical(world: World) -
     source.write_text(original)
     copies = {"message": world.files / "copy-message.json",
               "blob": world.files / "copy-blob.json"}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(
                 server, mode="legacy") as client:  # its declared tools follow its working set
             declared = {t.name for t in (await client.list_tools()).tools}

@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway.config.file import ConfigError, GatewayConfig, parse_config
 from byref.tools.run_python.sandbox import Sandbox
 
@@ -51,7 +52,7 @@ async def test_runs_at_their_cap_leave_another_principals_reads_fast(
     shared.total_tokens = 4
     ran: list[str] = []
     try:
-        with anyio.fail_after(120):
+        with anyio.fail_after(scaled(120)):
             async with served(world, code_server(tmp_path), tokens=TOKENS, codeMode="readOnly",
                               codeRuns={"maxRuns": 6, "maxPerPrincipal": 4}) as (
                     gateway, url), _client(url, ANNA) as anna, _client(url, BORIS) as boris:
@@ -80,7 +81,7 @@ async def test_runs_at_their_cap_leave_another_principals_reads_fast(
                         "(byref.codeRuns.maxPerPrincipal = 4); try again when one has finished.")
                     # Anna's read runs on a worker thread while Boris's four programs hold theirs.
                     started = time.perf_counter()
-                    with anyio.fail_after(10):
+                    with anyio.fail_after(scaled(10)):
                         read = await _call(anna, "read_json", source=source)
                     took = time.perf_counter() - started
                     assert not read.is_error, text_blocks(read)
@@ -100,7 +101,7 @@ async def test_an_activate_tool_far_past_the_catalog_is_refused_before_a_thread(
         world: World) -> None:
     names = [f"nope_{i}" for i in range(100_000)]
     shared = anyio.to_thread.current_default_thread_limiter()
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"h": world.fixture("hostile.py", 20)}) as (
                 gateway, server), Client(server) as client:
             box = await gateway.toolbox()

@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from _gateway_rig import World, running
 
+from _waits import scaled
 from byref.gateway import Gateway, listen_socket, serve_http
 
 pytestmark = pytest.mark.anyio
@@ -45,9 +46,9 @@ async def serving(world: World, servers: dict[str, Any],
 
 
 async def test_401_with_static_tokens_names_no_authorization_server(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time")) as (gateway, port), httpx2.AsyncClient(
-                timeout=30) as http:
+                timeout=scaled(30)) as http:
             base = f"http://127.0.0.1:{port}"
             missing = await http.post(f"{base}/mcp", json=INIT, headers=ACCEPT)
             assert missing.status_code == 401
@@ -71,9 +72,9 @@ async def test_401_with_a_jwt_issuer_names_the_protected_resource_metadata(
         world: World) -> None:
     jwt = {"issuer": ISSUER, "audience": "byref-gateway", "tenant": "acme",
            "jwksUri": "http://127.0.0.1:9/jwks.json"}  # never fetched: no JWT is presented
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time"), jwt=jwt) as (gateway, port), \
-                httpx2.AsyncClient(timeout=30) as http:
+                httpx2.AsyncClient(timeout=scaled(30)) as http:
             base = f"http://127.0.0.1:{port}"
             metadata = f"{base}/.well-known/oauth-protected-resource/mcp"
             missing = await http.post(f"{base}/mcp", json=INIT, headers=ACCEPT)

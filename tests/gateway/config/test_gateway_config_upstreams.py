@@ -17,6 +17,7 @@ import pytest
 from _gateway_rig import FIXTURES, World
 from mcp import Client
 
+from _waits import scaled
 from byref.gateway import Gateway, build_server
 from byref.gateway.config.file import load_config, parse_config
 
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 def _media(**extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(FIXTURES / "media_server.py")],
-            "timeout": 30, **extra}
+            "timeout": scaled(30), **extra}
 
 
 async def test_disabled_servers_are_not_started_and_tool_globs_filter_the_catalog(
@@ -35,7 +36,7 @@ async def test_disabled_servers_are_not_started_and_tool_globs_filter_the_catalo
         "media": _media(tools={"allow": ["screenshot", "p*", "erase"], "deny": ["erase"]}),
         "off": {"command": sys.executable, "disabled": True,
                 "args": ["-c", f"open({str(marker)!r}, 'w')"]}}}, source="test")
-    with anyio.fail_after(60), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(60)), world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway, Client(
                 build_server(gateway)) as client:
             box = await gateway.toolbox()
@@ -56,8 +57,8 @@ async def test_variables_reach_the_started_server(world: World,
     config = parse_config({"mcpServers": {"probe": {
         "command": "${BYREF_TEST_PY:-" + sys.executable + "}",
         "args": ["-c", script, "${BYREF_TEST_SECRET}"],
-        "env": {"KEY": "k-${BYREF_TEST_SECRET}"}, "timeout": 10}}}, source="test")
-    with anyio.fail_after(30), world.log.open("a") as errlog:
+        "env": {"KEY": "k-${BYREF_TEST_SECRET}"}, "timeout": scaled(10)}}}, source="test")
+    with anyio.fail_after(scaled(30)), world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway:
             box = await gateway.toolbox()
             assert box.unavailable["probe"] == "Server 'probe' exited with code 1."
@@ -89,7 +90,7 @@ def sse_server(world: World) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/sse"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=scaled(10))
 
 
 async def test_a_legacy_sse_upstream_is_served(world: World, sse_server: str) -> None:
@@ -97,7 +98,7 @@ async def test_a_legacy_sse_upstream_is_served(world: World, sse_server: str) ->
     path.write_text(json.dumps({"inputs": [], "servers": {
         "media": {"type": "sse", "url": sse_server}}}))
     config = load_config(path)
-    with anyio.fail_after(60), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(60)), world.log.open("a") as errlog:
         async with Gateway(config, errlog=errlog) as gateway, Client(
                 build_server(gateway)) as client:
             peek = await client.call_tool("call_tool", {"name": "media__peek"})

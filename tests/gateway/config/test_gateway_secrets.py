@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from _tiers import examples
+from _waits import scaled
 from byref.gateway.edge.ops import readiness
 
 LEAKY = '''
@@ -174,7 +175,7 @@ def test_configured_values_never_reach_a_client(world: World, echo_http: int, co
     entry = _entry(world, echo_http, where, failure, value)
 
     async def probe() -> tuple[list[str], dict[str, str]]:
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             return await _client_texts(world, entry)
 
     texts, _ = anyio.run(probe)
@@ -190,7 +191,7 @@ def test_the_header_httpx_refuses_names_the_class_to_clients_and_all_to_the_oper
              "headers": {"Authorization": f"Bearer {token}\n"}, "timeout": 3}
 
     async def probe() -> tuple[list[str], dict[str, str]]:
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             return await _client_texts(world, entry)
 
     texts, failures = anyio.run(probe)

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
 from byref.bench.gateway.run import reference_servers
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,7 +73,7 @@ def config(root: Path, servers: tuple[str, ...] = ("time", "blocks"), **byref: A
     entries = {name: entry for name, entry in {
         "time": {**found.get("time", {}), "share": "all"},
         "blocks": {"command": sys.executable, "args": [str(FIXTURES / "blocks_server.py")],
-                   "timeout": 30, "share": "all"}}.items() if name in servers}
+                   "timeout": scaled(30), "share": "all"}}.items() if name in servers}
     path = root / f"gateway-{'-'.join(servers)}.json"
     path.write_text(json.dumps({"mcpServers": entries, "byref": byref}))
     return path
@@ -127,7 +128,7 @@ def http_gateway(root: Path) -> Iterator[Served]:
     try:
         url = None
         while url is None:
-            line = lines.get(timeout=90)
+            line = lines.get(timeout=scaled(90))
             assert line is not None, log.read_text()
             if "listening on " in line:
                 url = line.split("listening on ", 1)[1].split()[0]
@@ -135,11 +136,11 @@ def http_gateway(root: Path) -> Iterator[Served]:
     finally:
         process.terminate()
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait(timeout=30)
-        reader.join(timeout=30)
+            process.wait(timeout=scaled(30))
+        reader.join(timeout=scaled(30))
 
 
 def node_client(package: Path, what: str) -> str:

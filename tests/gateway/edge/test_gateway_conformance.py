@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from _waits import scaled
+
 ROOT = Path(__file__).resolve().parents[3]
 NODE = ROOT / "node_modules" / ".bin" / "node"
 SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -116,7 +118,7 @@ def _warm(url: str) -> None:
     meta = {"io.modelcontextprotocol/protocolVersion": REVISION,
             "io.modelcontextprotocol/clientInfo": {"name": "warm", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {}}
-    answer = httpx.post(url, timeout=60, json={
+    answer = httpx.post(url, timeout=scaled(60), json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "test_simple_text", "arguments": {}, "_meta": meta}}, headers={
         "Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
@@ -143,10 +145,10 @@ def _announced(proc: subprocess.Popen[str], stream: str, pattern: str) -> str:
 def _stop(proc: subprocess.Popen[str]) -> None:
     proc.terminate()
     try:
-        proc.wait(timeout=15)
+        proc.wait(timeout=scaled(15))
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait(timeout=15)
+        proc.wait(timeout=scaled(15))
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 
 from _tiers import examples
+from _waits import scaled
 from byref.gateway.edge import answer
 from byref.gateway.edge.answer import call_result, sieved, wire_answer
 from byref.gateway.edge.lanes.fastpath import PlainCalls
@@ -46,7 +47,7 @@ def test_the_plain_answer_is_the_sdks_sieve_of_the_handlers_result(
 
 def _media() -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(FIXTURES / "media_server.py")],
-            "timeout": 30}
+            "timeout": scaled(30)}
 
 
 @asynccontextmanager
@@ -96,7 +97,7 @@ async def test_answers_match_the_sdks_path_and_plain_ones_skip_it(
         return real(part)
 
     monkeypatch.setattr(answer, "call_result_wire", counted)
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, mode) as (fast, sdk):
             for name, arguments in CASES:
                 a, b = await fast.call_tool(name, arguments), await sdk.call_tool(name, arguments)
@@ -127,7 +128,7 @@ async def malformed_call_errors(*clients: Client) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 async def test_a_malformed_call_is_the_sdks_error(world: World, mode: str) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, mode) as (fast, sdk):
             errors = await malformed_call_errors(fast, sdk)
             assert errors[0] == errors[1]

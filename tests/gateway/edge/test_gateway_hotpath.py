@@ -16,6 +16,7 @@ from _gateway_rig import World, running, text
 from mcp import Client
 
 import byref.gateway.core as core
+from _waits import scaled
 from byref.discovery.declaring.workingset import Projection
 from byref.transcript import Transcript
 
@@ -55,7 +56,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 async def test_a_proxied_call_makes_no_thread_hop_and_walks_no_transcript(
         world: World, hops: list[str], walks: list[int]) -> None:
     servers = {"flaky": world.fixture("misbehaving.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_gateway, server), Client(
                 server, mode="legacy") as client:  # its declared tools grow by activation
             activated = await client.call_tool("activate_tool", {"names": [ECHO]})
@@ -76,7 +77,7 @@ async def test_a_proxied_call_makes_no_thread_hop_and_walks_no_transcript(
 async def test_a_proxied_call_with_a_ref_reads_it_in_one_hop(world: World,
                                                               hops: list[str]) -> None:
     servers = {"flaky": world.fixture("misbehaving.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             first = await client.call_tool(ECHO, {"text": "original words"})
             assert not first.is_error, text(first)
@@ -104,7 +105,7 @@ async def test_the_working_set_is_computed_once_a_call_and_changes_are_announced
     monkeypatch.setattr(core, "working_set", counting)
     notices = Notices()
     servers = {"flaky": world.fixture("misbehaving.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(
                 server, mode="legacy", message_handler=notices.on_message) as client:
             await client.list_tools()
@@ -136,7 +137,7 @@ class Notices:
             self._arrived.set()
 
     async def wait_for(self, count: int) -> None:
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while self.seen < count:
                 await self._arrived.wait()
                 self._arrived = anyio.Event()

@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway import Gateway, Grant, listen_socket, serve_http
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +57,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 async def test_a_missing_or_wrong_token_is_refused_before_any_upstream(world: World) -> None:
     servers = world.need("time")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, servers) as (gateway, url):
             async with httpx2.AsyncClient() as http:
                 for headers in ({}, {"Authorization": "Bearer not-a-token-of-this-gateway"},
@@ -80,7 +81,7 @@ async def test_a_missing_or_wrong_token_is_refused_before_any_upstream(world: Wo
 async def test_two_tokens_refs_never_cross(world: World, mode: str) -> None:
     servers = world.need("filesystem")
     (world.files / "note.txt").write_text("secret line\n" * 4_000)
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, servers) as (gateway, url), client(
                 url, ALICE, mode=mode) as alice, client(url, BOB, mode=mode) as bob:
             read = await alice.call_tool("call_tool", {
@@ -141,13 +142,13 @@ async def test_a_session_answers_only_its_own_grant_even_when_joined_names_agree
                "MCP-Protocol-Version": "2025-11-25"}
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     config = {"tokens": SLASHED}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, world.need("time"), **config) as (gateway, _server):
             sock = listen_socket("127.0.0.1", 0)
             url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
             async with anyio.create_task_group() as group:
                 group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO()))
-                async with httpx2.AsyncClient(timeout=30) as http:
+                async with httpx2.AsyncClient(timeout=scaled(30)) as http:
                     def auth(token: str, **extra: str) -> dict[str, str]:
                         return {**headers, "Authorization": f"Bearer {token}", **extra}
 

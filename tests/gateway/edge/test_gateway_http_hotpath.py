@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 import byref.gateway.edge.server as server_module
+from _waits import scaled
 from byref.gateway import Gateway, listen_socket, serve_http
 from byref.gateway.edge.server import DeclaredSchemas
 
@@ -57,7 +58,7 @@ def client(url: str, **options: Any) -> Client:
 
 async def test_a_call_over_http_runs_no_listing(world: World,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world) as (gateway, url), client(url) as c:
             assert c.protocol_version == "2026-07-28"
             listings: list[int] = []
@@ -87,7 +88,7 @@ async def test_the_lookup_answers_what_the_listing_declares(
             made.append(self)
 
     monkeypatch.setattr(server_module, "DeclaredSchemas", Recorded)
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world) as (gateway, url), client(url) as c:
             lookup = made[-1]  # the HTTP server's (the rig builds one of its own first)
             assert not (await c.call_tool(ECHO, {"text": "x"})).is_error
@@ -103,7 +104,7 @@ async def test_the_lookup_answers_what_the_listing_declares(
 
 
 async def test_an_answer_is_one_json_body(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world) as (_gateway, url), httpx2.AsyncClient() as http:
             answer = await http.post(url, json=INIT, headers={
                 "Authorization": f"Bearer {TOKEN}",
@@ -120,7 +121,7 @@ async def test_a_list_change_reaches_both_generations_over_http(world: World) ->
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, growing=True) as (gateway, url):
             async with client(url, mode="legacy", message_handler=on_message) as legacy:
                 assert legacy.protocol_version != "2026-07-28"

@@ -23,6 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from test_gateway_fastpath import CASES, MODES, _media, _shape
 
+from _waits import scaled
 from byref.gateway import listen_socket, serve_http
 from byref.gateway.edge.lanes import fastpath
 from byref.gateway.edge.lanes import http as http_lane
@@ -85,7 +86,7 @@ def _client(url: str, mode: str) -> Client:
 @pytest.mark.parametrize("mode", MODES)
 async def test_answers_match_the_sdks_entry_and_plain_calls_take_the_lane(
         world: World, mode: str, lanes: list[HttpLane]) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world) as (fast, sdk), _client(fast, mode) as a, _client(sdk, mode) as b:
             assert len(lanes) == 1, lanes
             for name, args in CASES:
@@ -187,8 +188,8 @@ async def _raw(http: httpx2.AsyncClient, url: str, sent: Any, headers: dict[str,
 
 async def test_every_raw_request_is_answered_as_the_sdks_entry_answers_it(
         world: World, lanes: list[HttpLane]) -> None:
-    with anyio.fail_after(180):
-        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=60) as http:
+    with anyio.fail_after(scaled(180)):
+        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=scaled(60)) as http:
             for sent, headers, method, taken in RAW:
                 before = lanes[0].taken
                 got = await _raw(http, fast, sent, headers, method)
@@ -206,8 +207,8 @@ async def test_a_failing_handler_is_the_sdks_error(
     async def failing(self: Any, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
         raise failure
     monkeypatch.setattr(fastpath.PlainCalls, "answer", failing)
-    with anyio.fail_after(120):
-        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=60) as http:
+    with anyio.fail_after(scaled(120)):
+        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=scaled(60)) as http:
             got = await _raw(http, fast, _call(ECHO), {}, "POST")
             want = await _raw(http, sdk, _call(ECHO), {}, "POST")
     assert got == want
@@ -227,8 +228,8 @@ async def test_a_connections_teardown_runs_as_the_sdks(
         assert len(ran) == before, ran  # not before the call is done
         return out
     monkeypatch.setattr(fastpath.PlainCalls, "answer", pushing)
-    with anyio.fail_after(120):
-        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=60) as http:
+    with anyio.fail_after(scaled(120)):
+        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=scaled(60)) as http:
             got = await _raw(http, fast, _call(ECHO), {}, "POST")
             assert ran == ["torn down"] and lanes[0].taken == 1, (ran, lanes[0].taken)
             want = await _raw(http, sdk, _call(ECHO), {}, "POST")
@@ -275,8 +276,8 @@ async def test_an_annotated_schema_gets_the_sdks_header_check(
     def lookup(self: Any, name: str) -> Any:
         return annotated if name == "call_tool" else declared(self, name)
     monkeypatch.setattr(server_module.DeclaredSchemas, "__call__", lookup)
-    with anyio.fail_after(120):
-        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=60) as http:
+    with anyio.fail_after(scaled(120)):
+        async with _both(world) as (fast, sdk), httpx2.AsyncClient(timeout=scaled(60)) as http:
             sent = _call(ECHO)
             got = await _raw(http, fast, sent, {"Mcp-Param-Tool": header}, "POST")
             want = await _raw(http, sdk, sent, {"Mcp-Param-Tool": header}, "POST")
@@ -292,8 +293,8 @@ async def test_a_call_to_another_path_is_the_stacks_to_answer(
     route, so a plain call posted anywhere else gets the SDK app's own answer (a redirect, the
     ops route's, a 404) and is not taken."""
     answers = []
-    with anyio.fail_after(120):
-        async with _both(world) as urls, httpx2.AsyncClient(timeout=60) as http:
+    with anyio.fail_after(scaled(120)):
+        async with _both(world) as urls, httpx2.AsyncClient(timeout=scaled(60)) as http:
             for url in urls:
                 base = url.removesuffix("/mcp")
                 status, headers, body = await _raw(http, base + path, _call(ECHO), {}, "POST")

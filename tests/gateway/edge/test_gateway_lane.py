@@ -23,6 +23,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from test_gateway_fastpath import CASES, MODES, _media, _shape, malformed_call_errors
 
+from _waits import scaled
 from byref.gateway.core import Gateway
 from byref.gateway.edge.lanes import fastpath
 from byref.gateway.edge.lanes.stdio import StdioLane
@@ -121,7 +122,7 @@ async def _both(world: World, servers: dict[str, Any], mode: str
 @pytest.mark.parametrize("mode", MODES)
 async def test_answers_match_the_sdks_loop_and_plain_calls_take_the_lane(
         world: World, mode: str, taken: list[Any]) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, {"media": _media()}, mode) as (a, b, _lane, _sdk):
             await a.list_tools()
             await b.list_tools()
@@ -135,7 +136,7 @@ async def test_answers_match_the_sdks_loop_and_plain_calls_take_the_lane(
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 async def test_a_malformed_call_is_the_sdks_error(world: World, mode: str,
                                                   taken: list[Any]) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, {"media": _media()}, mode) as (a, b, _lane, _sdk):
             await a.list_tools()
             errors = await malformed_call_errors(a, b)
@@ -153,7 +154,7 @@ async def test_a_failing_handler_is_the_sdks_error(
         raise failure
 
     monkeypatch.setattr(fastpath.PlainCalls, "answer", failing)
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, {"media": _media()}, mode) as (a, b, lane, sdk):
             await a.list_tools()
             await b.list_tools()
@@ -166,13 +167,13 @@ async def test_a_failing_handler_is_the_sdks_error(
 
 
 def _hang(world: World) -> dict[str, Any]:
-    return {"mis": world.fixture("misbehaving.py", timeout=60)}
+    return {"mis": world.fixture("misbehaving.py", timeout=scaled(60))}
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_cancelled_call_is_never_answered_and_the_connection_goes_on(
         world: World, mode: str, taken: list[Any]) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, _hang(world), mode) as (a, b, lane, sdk):
             for client, wire in ((a, lane), (b, sdk)):
                 await wire.gateway.toolbox()  # listed (a first list does not wait for them)
@@ -204,7 +205,7 @@ async def _until_in_flight(gateway: Gateway, calls: int = 1) -> None:
 async def test_a_call_cut_off_by_end_of_input_is_answered_connection_closed(
         world: World, mode: str, taken: list[Any]) -> None:
     errors: list[tuple[int, str]] = []
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with _both(world, _hang(world), mode) as (a, b, lane, sdk):
             for client, wire in ((a, lane), (b, sdk)):
                 await wire.gateway.toolbox()  # listed (a first list does not wait for them)

@@ -29,6 +29,7 @@ from mcp.client.caching import CacheConfig
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway.edge.caching import LIST_TTL_MS
 from byref.gateway.edge.discover import UPSTREAMS_META_KEY
 
@@ -101,7 +102,7 @@ def _names(listed: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_official_client_in_process(world: World, mode: str) -> None:
     servers = world.need("time", "filesystem")
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers) as (gateway, server), Client(
                 server, mode=mode) as client:
             await gateway.toolbox()  # settled: no server starting (that list would change)
@@ -126,7 +127,7 @@ async def test_the_official_client_in_process(world: World, mode: str) -> None:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_official_client_over_http_with_grants(world: World, mode: str) -> None:
     servers = world.need("time", "filesystem")
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with served(world, servers, tokens=TOKENS) as (gateway, url):
             await gateway.toolbox()
             async with _http(url, ALICE, mode=mode) as alice:
@@ -151,7 +152,7 @@ async def test_a_cached_list_stays_correct(world: World,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     servers = {"garden": world.fixture("changing.py"), **world.need("time")}
     now = [1_000_000.0]  # the client cache's clock (CacheConfig takes one), moved by hand
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers) as (gateway, server), Client(
                 server, cache=CacheConfig(clock=lambda: now[0])) as client:
             await gateway.toolbox()
@@ -200,7 +201,7 @@ async def test_the_fastmcp_client_over_stdio(world: World, mode: str) -> None:
     transport = StdioTransport(sys.executable, ["-m", "byref.cli", "gateway", "--config",
                                                 str(config)], env=dict(os.environ),
                                keep_alive=False, log_file=world.log)
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with fastmcp.Client(transport, mode=mode) as client:
             stable = client.protocol_version == "2026-07-28"
             assert stable == (mode == "auto")
@@ -234,7 +235,7 @@ def test_the_mcp_1_client_still_sees_its_list_grow(world: World) -> None:
     done = subprocess.run(
         [str(MCP1), str(FIXTURES / "mcp1_round.py"), sys.executable, str(config), TOOL,
          "current time", json.dumps(ARGS)],
-        capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False)
+        capture_output=True, text=True, timeout=scaled(120), env=dict(os.environ), check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout)
     assert out["protocol_version"] != "2026-07-28"
@@ -247,8 +248,8 @@ def test_the_mcp_1_client_still_sees_its_list_grow(world: World) -> None:
 
 async def test_discover_says_what_the_gateway_relays(world: World) -> None:
     servers = {"time": world.need("time")["time"],
-               "passthrough": world.fixture("passthrough_server.py", timeout=30)}
-    with anyio.fail_after(90):
+               "passthrough": world.fixture("passthrough_server.py", timeout=scaled(30))}
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             await gateway.toolbox()
             for name in servers:  # both known: each listed (its process is up)
@@ -274,8 +275,8 @@ async def test_a_cold_gateway_advertises_all_it_relays(world: World) -> None:
     for them. A cold gateway advertises all it relays; what each server offers follows in its
     lists (announced as servers come up)."""
     servers = {"time": world.need("time")["time"],
-               "passthrough": world.fixture("passthrough_server.py", timeout=30)}
-    with anyio.fail_after(90):
+               "passthrough": world.fixture("passthrough_server.py", timeout=scaled(30))}
+    with anyio.fail_after(scaled(90)):
         async with running(world, servers) as (gateway, server):
             async with Client(server, mode="legacy") as legacy:
                 assert all(u.starts == 0 for u in gateway.upstreams.upstreams.values())  # cold

@@ -11,6 +11,8 @@ import sys
 
 from _gateway_rig import FIXTURES, World
 
+from _waits import scaled
+
 READS = 12
 SIZE = 2_200_000
 
@@ -23,7 +25,7 @@ def test_reads_over_a_closed_session_cost_only_what_the_store_holds(world: World
     with world.log.open("a") as errlog:
         done = subprocess.run(
             [sys.executable, str(FIXTURES / "memory_probe.py"), json.dumps(server), str(path),
-             str(READS)], stdout=subprocess.PIPE, stderr=errlog, text=True, timeout=300,
+             str(READS)], stdout=subprocess.PIPE, stderr=errlog, text=True, timeout=scaled(300),
             stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 0, world.log.read_text()[-3_000:]
     got = json.loads(done.stdout.splitlines()[-1])

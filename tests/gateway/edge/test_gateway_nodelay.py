@@ -14,6 +14,7 @@ import pytest
 from _gateway_rig import World, running
 from anyio.abc import SocketAttribute
 
+from _waits import scaled
 from byref.gateway import listen_socket, serve_http
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +52,7 @@ def accepted_socket_nodelay(server: tuple[str, int], peer: tuple[str, int]) -> i
 
 async def test_an_accepted_http_connection_has_tcp_nodelay(world: World) -> None:
     servers = {"changing": world.fixture("changing.py")}  # never started: no call is made
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with running(world, servers, tokens=TOKENS) as (gateway, _server):
             sock = listen_socket("127.0.0.1", 0)
             address = sock.getsockname()[:2]

@@ -36,6 +36,8 @@ from _real_clients import (
 )
 from _real_clients import gateway as _gateway
 
+from _waits import scaled
+
 __all__ = ["served"]  # the module's shared HTTP gateway (a fixture)
 Run = Callable[..., dict[str, Any]]
 
@@ -47,7 +49,7 @@ def _inspect(cwd: Path, log: Path, *target: str) -> Run:
     def run(*method: str) -> dict[str, Any]:
         with log.open("a") as errlog:
             done = subprocess.run([*command, *method, *target], stdout=subprocess.PIPE,
-                                  stderr=errlog, text=True, timeout=90, cwd=cwd,
+                                  stderr=errlog, text=True, timeout=scaled(90), cwd=cwd,
                                   stdin=subprocess.DEVNULL, env=dict(os.environ))
         assert done.returncode == 0, (done.returncode, done.stdout)
         out: dict[str, Any] = json.loads(done.stdout)
@@ -126,7 +128,7 @@ def test_claude_code_fetches_the_tools_while_a_server_takes_7_s_to_start(
     config = world.root / "slow.json"
     config.write_text(json.dumps({"mcpServers": {
         "late": {"command": sys.executable, "args": [str(FIXTURES / "late.py"), "sleep", "7"],
-                 "timeout": 30}}, "byref": {"mode": mode}}))
+                 "timeout": scaled(30)}}, "byref": {"mode": mode}}))
     home = world.root / "home"
     home.mkdir()
     env = {**os.environ, "HOME": str(home), "DISABLE_AUTOUPDATER": "1",
@@ -137,7 +139,7 @@ def test_claude_code_fetches_the_tools_while_a_server_takes_7_s_to_start(
         with world.log.open("a") as errlog:
             done = subprocess.run([str(CLAUDE), "mcp", *args], stdout=subprocess.PIPE,
                                   stderr=errlog, stdin=subprocess.DEVNULL, text=True,
-                                  timeout=120, cwd=world.root, env=env)
+                                  timeout=scaled(120), cwd=world.root, env=env)
         assert done.returncode == 0, done.stdout
         return done.stdout
 

@@ -31,6 +31,8 @@ from _real_clients import (
     stdio_gateway,
 )
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 __all__ = ["served"]  # the module's shared HTTP gateway (a fixture)
 GENERATIONS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
@@ -104,7 +106,7 @@ async def test_the_fastmcp_client_over_stdio(world: World, generation: str) -> N
     transport = StdioTransport(command, args, env=dict(os.environ), keep_alive=False,
                                log_file=world.log)
     logs, on_log = _logs()
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with fastmcp.Client(transport, log_handler=on_log,
                                   mode=GENERATIONS[generation]) as client:
             assert client.protocol_version == generation
@@ -120,7 +122,7 @@ async def test_the_fastmcp_client_over_http(served: Served, tmp_path: Path,
     mode = GENERATIONS[generation]
     token = TOKENS["fastmcp" if mode == "auto" else "fastmcp-legacy"]
     logs, on_log = _logs()
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with fastmcp.Client(StreamableHttpTransport(served.url, auth=token),
                                   log_handler=on_log, mode=mode) as client:
             assert client.protocol_version == generation
@@ -155,12 +157,12 @@ async def _ts_round(out: Path, *target: str) -> dict[str, Any]:
 
 
 async def test_the_typescript_sdk_client_over_stdio(world: World) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         await _ts_round(world.root / "copy.json", "stdio", *stdio_gateway(world.root))
 
 
 async def test_the_typescript_sdk_client_over_http(served: Served, tmp_path: Path) -> None:
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         await _ts_round(tmp_path / "copy.json", "http", served.url, TOKENS["typescript"])
 
 

@@ -32,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from _s3 import moto_s3
+from _waits import scaled
 from byref.bench.gateway.rig import stop_processes
 
 pytestmark = pytest.mark.anyio
@@ -148,8 +149,8 @@ async def test_three_replicas_behind_haproxy_share_state(
         try:
             haproxy, front = _haproxy(world.root, ports)
             url = f"http://127.0.0.1:{front}/mcp"
-            async with httpx2.AsyncClient(timeout=10) as http:
-                with anyio.fail_after(30):
+            async with httpx2.AsyncClient(timeout=scaled(10)) as http:
+                with anyio.fail_after(scaled(30)):
                     while True:  # HAProxy up, every replica's health check passed
                         try:
                             codes = [(await http.get(f"http://127.0.0.1:{p}/readyz")
@@ -165,7 +166,7 @@ async def test_three_replicas_behind_haproxy_share_state(
                         postgres_state, victim=procs[0])
             await load.run()
             load.check()
-            async with httpx2.AsyncClient(timeout=10) as http:  # round robin: the survivors
+            async with httpx2.AsyncClient(timeout=scaled(10)) as http:  # round robin: the survivors
                 for port in ports[1:]:                          # served calls of the load
                     scraped = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
                     served = sum(float(line.rsplit(" ", 1)[1]) for line in scraped.splitlines()
@@ -207,7 +208,7 @@ class Load:
         self._kill = anyio.Event()
 
     async def run(self) -> None:
-        with anyio.fail_after(240):
+        with anyio.fail_after(scaled(240)):
             async with anyio.create_task_group() as group:
                 group.start_soon(self._killer)
                 async with anyio.create_task_group() as sessions:
@@ -220,7 +221,7 @@ class Load:
         self.victim.kill()  # SIGKILL, mid-load
         # Dead once reaped (its sockets closed): a call that started before then may have
         # reached it alive on a busy box, so that is the time a failed call is held against.
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             await anyio.to_thread.run_sync(self.victim.wait)
         self.killed_at = time.monotonic()
 

@@ -18,6 +18,8 @@ import pytest
 from _gateway_rig import World, text
 from test_gateway_replicas import TOKENS, client, replicas
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 TOKEN = next(iter(TOKENS))
@@ -39,7 +41,7 @@ async def test_a_list_change_on_one_replica_reaches_the_others(
     config = _config(world, postgres_state, world.root / "tools.json")
     with world.log.open("a") as log, replicas(config, log, 3) as (_, ports):
         a, b, c = (f"http://127.0.0.1:{p}/mcp" for p in ports)
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             async with client(a, TOKEN) as on_a, client(b, TOKEN) as on_b, \
                     client(c, TOKEN) as on_c:
                 for other in (on_b, on_c):  # each indexed the list before the change
@@ -63,7 +65,7 @@ async def test_an_activation_on_one_replica_is_declared_on_another(
     config = _config(world, postgres_state, world.root / "tools.json")
     with world.log.open("a") as log, replicas(config, log, 2) as (_, ports):
         a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             async with client(a, TOKEN) as on_a, client(b, TOKEN, mode="legacy") as on_b:
                 # B indexes its catalog first (a call waits for it; a list would not).
                 await on_b.call_tool("search_tools", {"query": "grow"})

@@ -13,6 +13,8 @@ import pytest
 from _gateway_rig import PG_URL, World, text
 from test_gateway_replicas import TOKENS, client, replicas
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 TOKEN = next(iter(TOKENS))
@@ -58,7 +60,7 @@ async def test_an_activation_missed_while_not_listening_is_announced_after_recon
                   "store": f"file://{world.root / 'store'}"}}))
     with world.log.open("a") as log, replicas(config, log, 2) as (_, ports):
         a, b = (f"http://127.0.0.1:{p}/mcp" for p in ports)
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             async with client(a, TOKEN) as on_a, client(b, TOKEN, mode="legacy") as on_b:
                 # B holds the principal's conversation, without the tool; it indexes its
                 # catalog first (a call waits for it; a list would not, and the server's

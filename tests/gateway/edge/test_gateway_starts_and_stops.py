@@ -24,6 +24,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
+
 TOKEN = "a-long-random-token-for-stop-tests-0001"
 LOOPS = ["asyncio", pytest.param("uvloop", marks=pytest.mark.skipif(
     importlib.util.find_spec("uvloop") is None, reason="uvloop is not installed (byref[mcp])"))]
@@ -74,7 +76,7 @@ def test_stdin_or_stdout_not_a_pipe_exits_cleanly(tmp_path: Path, loop: str, wir
     feed.stdin.write(PING)
     feed.stdin.close()
     stderr = subprocess.PIPE if wiring != "all closed" else None
-    done = subprocess.run(_gateway(_config(tmp_path), loop), stderr=stderr, timeout=60,
+    done = subprocess.run(_gateway(_config(tmp_path), loop), stderr=stderr, timeout=scaled(60),
                           **options)
     feed.stdout.close()
     feed.wait(10)
@@ -110,7 +112,7 @@ def test_a_stop_signal_exits_cleanly(tmp_path: Path, loop: str, transport: str,
             process.stdin.flush()
             assert json.loads(process.stdout.readline())["id"] == 1
         process.send_signal(signum)
-        _out, err = process.communicate(timeout=60)
+        _out, err = process.communicate(timeout=scaled(60))
     finally:
         if process.poll() is None:
             process.kill()
@@ -130,7 +132,7 @@ async def test_sigterm_over_http_ends_open_streams_and_exits_quietly(tmp_path: P
         return Client(streamable_http_client(url, http_client=create_mcp_http_client(
             headers=headers)), **options)
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with await anyio.open_process(command, stderr=subprocess.PIPE) as process:
             assert process.stderr is not None
             said = b""

@@ -18,6 +18,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.errors import install_hint
 from byref.gateway.config.file import ConfigError, load_config, parse_config
 
@@ -40,7 +41,7 @@ async def test_the_official_client_over_stdio(world: World, loop: str) -> None:
     config = _config(world, world.need("time", "git"), scope="me")
     command, *args = _gateway("--config", str(config), "--store", f"file://{world.root}/store",
                               "--loop", loop)
-    with anyio.fail_after(60), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(60)), world.log.open("a") as errlog:
         async with Client(stdio_client(StdioServerParameters(
                 command=command, args=args, env=dict(os.environ)), errlog=errlog)) as client:
             names = {t.name for t in (await client.list_tools()).tools}
@@ -72,7 +73,7 @@ def test_asking_for_uvloop_without_it_is_a_one_line_error(world: World) -> None:
     code = ("import sys; sys.modules['uvloop'] = None; from byref.cli import main; "
             f"sys.exit(main(['gateway', '--config', {str(config)!r}, '--loop', 'uvloop']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=scaled(60))
     assert done.returncode == 2, done
     assert done.stderr == ("byref gateway: --loop uvloop needs uvloop (in the mcp extra): "
                            f"{install_hint('mcp')}\n")
@@ -82,7 +83,7 @@ def test_asking_for_uvloop_without_it_is_a_one_line_error(world: World) -> None:
 async def test_the_official_client_over_http(world: World) -> None:
     config = _config(world, world.need("time"),
                      tokens={TOKEN: {"tenant": "t", "principal": "p"}})
-    with anyio.fail_after(60), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(60)), world.log.open("a") as errlog:
         async with await anyio.open_process(
                 _gateway("--config", str(config), "--transport", "http", "--port", "0"),
                 stderr=subprocess.PIPE, stdout=errlog) as process:
@@ -100,7 +101,7 @@ async def test_the_official_client_over_http(world: World) -> None:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_gateway(*args), capture_output=True, text=True, timeout=60,
+    return subprocess.run(_gateway(*args), capture_output=True, text=True, timeout=scaled(60),
                           stdin=subprocess.DEVNULL)
 
 

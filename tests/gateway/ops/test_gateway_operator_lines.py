@@ -19,11 +19,13 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 
 async def _call(world: World, servers: dict[str, dict[str, Any]], name: str) -> str:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_, server), Client(server) as client:
             result = await client.call_tool("call_tool", {"name": name, "arguments": {}})
             assert result.is_error
@@ -79,7 +81,7 @@ def _refusing(status: int) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join(timeout=10)
+        thread.join(timeout=scaled(10))
 
 
 @pytest.mark.parametrize(("status", "reason"), [(401, "Unauthorized"), (403, "Forbidden"),
@@ -87,7 +89,7 @@ def _refusing(status: int) -> Iterator[str]:
 async def test_a_remote_server_refusing_says_its_http_status(
         world: World, status: int, reason: str) -> None:
     with _refusing(status) as url:
-        said = await _call(world, {"remote": {"url": url, "timeout": 10}}, "remote__x")
+        said = await _call(world, {"remote": {"url": url, "timeout": scaled(10)}}, "remote__x")
     why = f"Server returned an error response (HTTP {status} {reason})"
     assert said == (f"'remote__x' cannot run now: Server 'remote' could not be started: it "
                     f"answered HTTP {status} {reason}.")
@@ -101,7 +103,7 @@ async def test_a_remote_server_refusing_a_call_says_its_http_status(
     SDK's words alone were 'Server returned an error response'."""
     token = "a-token-the-server-revokes-0123456789"
     script = str(Path(__file__).parents[1] / "fixtures" / "revoking_server.py")
-    with anyio.fail_after(90), world.log.open("a") as errlog:
+    with anyio.fail_after(scaled(90)), world.log.open("a") as errlog:
         async with await anyio.open_process([sys.executable, script, token],
                                             stderr=errlog) as remote:
             try:
@@ -109,7 +111,7 @@ async def test_a_remote_server_refusing_a_call_says_its_http_status(
                 seen = b""
                 while not seen.endswith(b"\n"):
                     seen += await remote.stdout.receive()
-                entry = {"url": seen.decode().strip(), "timeout": 20,
+                entry = {"url": seen.decode().strip(), "timeout": scaled(20),
                          "headers": {"Authorization": f"Bearer {token}"}}
                 async with running(world, {"remote": entry}) as (_, server), Client(
                         server) as client:
@@ -141,7 +143,7 @@ def test_a_port_in_use_is_named(tmp_path: Path) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),
              "--transport", "http", "--port", str(port)],
-            capture_output=True, text=True, timeout=120)
+            capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 2
     assert done.stderr == (
         f"byref gateway: cannot listen on 127.0.0.1:{port}: Address already in use (another "

@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway import Gateway
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +32,8 @@ def serving(world: World, servers: dict[str, Any], **options: Any
 
 
 async def _ready(http: httpx2.AsyncClient, base: str) -> dict[str, Any]:
-    with anyio.fail_after(30):  # the first probe starts the listing; each later one re-reads
+    # the first probe starts the listing; each later one re-reads
+    with anyio.fail_after(scaled(30)):
         while True:
             answer = await http.get(f"{base}/readyz")
             if answer.status_code == 200:
@@ -42,9 +44,9 @@ async def _ready(http: httpx2.AsyncClient, base: str) -> dict[str, Any]:
 
 
 async def test_health_and_readiness(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time")) as (gateway, base), httpx2.AsyncClient(
-                timeout=10) as http:
+                timeout=scaled(10)) as http:
             health = await http.get(f"{base}/healthz")
             assert (health.status_code, health.json()) == (200, {"ok": True})
             ready = await _ready(http, base)
@@ -60,9 +62,9 @@ async def test_health_and_readiness(world: World) -> None:
 
 async def test_not_ready_names_what_is_not(world: World) -> None:
     dead = "postgresql://root@127.0.0.1:1/test?connect_timeout=2"
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with serving(world, world.need("time"), state=dead) as (_gateway, base), (
-                httpx2.AsyncClient(timeout=10)) as http:
+                httpx2.AsyncClient(timeout=scaled(10))) as http:
             answer = await http.get(f"{base}/readyz")
             assert answer.status_code == 503
             checks = answer.json()["checks"]
@@ -87,7 +89,7 @@ async def test_metrics_count_calls_errors_placements_and_refusals(world: World) 
     big = "a line that is kept out of the context\n" * 2_000
     (world.files / "big.txt").write_text(big)
     read = "filesystem__read_text_file"
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers) as (_gateway, base):
             http_client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
             async with Client(streamable_http_client(f"{base}/mcp", http_client=http_client)
@@ -103,7 +105,7 @@ async def test_metrics_count_calls_errors_placements_and_refusals(world: World) 
                     "name": read, "arguments": {"path": {"$ref": {
                         "type": "Message", "seq": 1, "part": 0}}}})
                 assert refused.is_error
-            async with httpx2.AsyncClient(timeout=10) as http:
+            async with httpx2.AsyncClient(timeout=scaled(10)) as http:
                 scraped = await http.get(f"{base}/metrics")
     assert scraped.status_code == 200
     assert scraped.headers["content-type"].startswith("text/plain; version=")

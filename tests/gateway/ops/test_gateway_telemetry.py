@@ -14,6 +14,8 @@ import pytest
 from _gateway_rig import World, running, text
 from mcp import Client
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 pytest.importorskip("opentelemetry.sdk", reason="byref[otel] is not installed")
 
@@ -42,7 +44,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
 async def test_one_trace_runs_from_client_through_gateway_to_upstream(
         world: World, spans: InMemorySpanExporter) -> None:
     servers = {"echo": world.fixture("meta_echo.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             await client.list_tools()
             spans.clear()
@@ -77,7 +79,7 @@ async def test_one_trace_runs_from_client_through_gateway_to_upstream(
 async def test_a_failed_upstream_call_marks_its_spans(world: World,
                                                       spans: InMemorySpanExporter) -> None:
     servers = world.need("filesystem")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             await client.list_tools()
             spans.clear()

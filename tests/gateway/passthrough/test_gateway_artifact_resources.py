@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from _waits import scaled
 from byref.gateway.passthrough.uris import ARTIFACT_PREFIX, artifact_ref, split
 
 pytestmark = pytest.mark.anyio
@@ -110,7 +111,7 @@ def _as(url: str, token: str, mode: str = "legacy") -> Client:
 
 
 async def test_over_http_each_token_lists_and_reads_only_its_own_artifacts(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _http(world) as url, _as(url, ALICE) as alice, _as(url, BOB) as bob:
             ref, shown = await _screenshot(alice)
             note = await _long_note(alice)
@@ -172,7 +173,7 @@ async def _stdio(world: World, conversation: str, scope: str = "me") -> AsyncIte
 
 
 async def test_over_stdio_an_owner_reads_its_artifacts_and_no_other_scope(world: World) -> None:
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with _stdio(world, "first") as first:
             ref, shown = await _screenshot(first)
             uri = ARTIFACT_PREFIX + ref
@@ -198,7 +199,7 @@ async def test_over_stdio_an_owner_reads_its_artifacts_and_no_other_scope(world:
 
 
 async def test_an_artifact_subscription_is_accepted_for_ones_own_only(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"media": world.fixture("media_server.py")}) as (
                 _gateway, server), Client(server, mode="legacy") as client:
             ref, _ = await _screenshot(client)

@@ -12,6 +12,8 @@ import pytest
 from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client
 
+from _waits import scaled
+
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings(
     "ignore:The logging capability is deprecated")]  # setLevel is the handshake era's
 
@@ -22,9 +24,9 @@ PATIENCE = 4.0
 async def test_set_level_answers_before_a_slow_server_is_up_and_reaches_it_once_it_is(
         world: World) -> None:
     gate = world.root / "gate"
-    late = world.fixture("late.py", timeout=60) | {
+    late = world.fixture("late.py", timeout=scaled(60)) | {
         "args": [str(FIXTURES / "late.py"), "gate", str(gate)]}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"late": late}) as (_gateway, server), Client(
                 server, mode="legacy") as client:
             with anyio.fail_after(PATIENCE):

@@ -22,6 +22,7 @@ from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from _waits import scaled
 from byref.gateway.passthrough.pages import PAGE
 from byref.gateway.passthrough.uris import namespaced
 
@@ -43,11 +44,11 @@ def deprecated_ok() -> Iterator[None]:
 def everything() -> dict[str, Any]:
     if not EVERYTHING.exists():
         pytest.skip("@modelcontextprotocol/server-everything comes from npm: run `make upstreams`")
-    return {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": 30}}
+    return {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": scaled(30)}}
 
 
 def fixture(script: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(FIXTURES / script)], "timeout": 20}
+    return {"command": sys.executable, "args": [str(FIXTURES / script)], "timeout": scaled(20)}
 
 
 async def _all_resources(client: Client) -> list[types.Resource]:
@@ -63,9 +64,10 @@ async def _all_resources(client: Client) -> list[types.Resource]:
 
 @pytest.mark.parametrize("mode", GENERATIONS)
 async def test_resources_are_listed_per_server_and_read_back(world: World, mode: str) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(server, mode=mode) as c:
-            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
+            # every server up: a list answers without one starting
+            await _g.toolbox(wait=scaled(30))
             listed = {str(r.uri) for r in await _all_resources(c)}
             assert namespaced("everything", STATIC) in listed
             assert all(u.startswith("byref://everything/") for u in listed)
@@ -83,7 +85,7 @@ async def test_resources_are_listed_per_server_and_read_back(world: World, mode:
 
 
 async def test_a_uri_no_server_offers_is_refused_saying_how_uris_are_named(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(server, mode="legacy") \
                 as c:
             with pytest.raises(MCPError) as err:
@@ -96,9 +98,10 @@ async def test_a_uri_no_server_offers_is_refused_saying_how_uris_are_named(world
 
 @pytest.mark.parametrize("mode", GENERATIONS)
 async def test_prompts_are_named_like_tools_and_complete(world: World, mode: str) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(server, mode=mode) as c:
-            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
+            # every server up: a list answers without one starting
+            await _g.toolbox(wait=scaled(30))
             names = {p.name for p in (await c.list_prompts()).prompts}
             assert {"everything__simple-prompt", "everything__args-prompt"} <= names
             got = await c.get_prompt("everything__args-prompt", {"city": "Paris"})
@@ -113,7 +116,7 @@ async def test_prompts_are_named_like_tools_and_complete(world: World, mode: str
 
 
 async def test_capability_gated_tools_stay_listed(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (gateway, _server):
             box = await gateway.toolbox()
             own = {e.original_name for e in box.catalog if e.server == "everything"}
@@ -133,7 +136,7 @@ async def test_sampling_and_elicitation_are_answered_by_the_calling_client(world
         asked.append(params)
         return types.ElicitResult(action="decline")
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(
                 server, mode="legacy", sampling_callback=sampling,
                 elicitation_callback=elicitation) as c:
@@ -153,7 +156,7 @@ async def test_sampling_and_elicitation_are_answered_by_the_calling_client(world
 
 async def test_a_client_without_sampling_gets_the_servers_request_refused_saying_so(
         world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": fixture("conformance_server.py")}) as (
                 _g, server), Client(server, mode="legacy") as c:
             result = await c.call_tool("conformance__test_sampling", {"prompt": "x"})
@@ -171,7 +174,7 @@ async def test_roots_and_their_changes_reach_the_server(world: World) -> None:
             asked.set()
         return types.ListRootsResult(roots=roots)
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(
                 server, mode="legacy", list_roots_callback=list_roots) as c:
             first = await c.call_tool("everything__get-roots-list", {})
@@ -192,7 +195,7 @@ async def test_progress_reaches_the_caller(world: World) -> None:
     async def progress(done: float, total: float | None, message: str | None) -> None:
         seen.append(done)
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(server, mode="legacy") \
                 as c:
             result = await c.call_tool("everything__trigger-long-running-operation",
@@ -207,7 +210,7 @@ async def test_logs_are_forwarded_naming_the_server(world: World) -> None:
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append(params)
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": fixture("conformance_server.py")}) as (
                 _g, server), Client(server, mode="legacy", logging_callback=on_log) as c:
             with deprecated_ok():
@@ -229,7 +232,7 @@ async def test_resource_updates_reach_the_subscriber_under_the_uri_it_used(world
             got.set()
 
     uri = namespaced("conformance", "test://watched-resource")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": fixture("conformance_server.py")}) as (
                 _g, server), Client(server, mode="legacy", message_handler=on_message) as c:
             with deprecated_ok():
@@ -241,10 +244,11 @@ async def test_resource_updates_reach_the_subscriber_under_the_uri_it_used(world
 
 
 async def test_the_gateways_lists_paginate_over_the_servers_pages(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, mode="legacy") as c:
-            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
+            # every server up: a list answers without one starting
+            await _g.toolbox(wait=scaled(30))
             first = await c.list_resources()
             assert len(first.resources) == PAGE and first.next_cursor
             every = await _all_resources(c)
@@ -270,7 +274,7 @@ async def test_a_cancelled_call_is_cancelled_upstream(world: World) -> None:
     async def progress(done: float, total: float | None, message: str | None) -> None:
         started.set()
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, mode="legacy") as c:
             async with anyio.create_task_group() as group:
@@ -295,7 +299,7 @@ async def test_a_2026_client_is_asked_through_input_required_results(world: Worl
     async def elicitation(_: Any, params: types.ElicitRequestParams) -> Any:
         return types.ElicitResult(action="accept", content={"username": "u", "email": "e@x"})
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": fixture("conformance_server.py")}) as (
                 _g, server), Client(server, sampling_callback=sampling,
                                     elicitation_callback=elicitation) as c:
@@ -319,7 +323,7 @@ async def test_a_2026_client_is_asked_through_input_required_results(world: Worl
 
 async def test_a_listen_stream_watches_its_resources_upstream(world: World) -> None:
     uri = namespaced("many", "item://3")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server) as c:
             assert c.protocol_version == "2026-07-28"
@@ -332,7 +336,7 @@ async def test_a_listen_stream_watches_its_resources_upstream(world: World) -> N
 
 async def test_unsubscribing_the_last_subscriber_unsubscribes_upstream(world: World) -> None:
     uri = namespaced("many", "item://5")
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, mode="legacy") as c:
             with deprecated_ok():
@@ -344,10 +348,11 @@ async def test_unsubscribing_the_last_subscriber_unsubscribes_upstream(world: Wo
 
 
 async def test_a_template_argument_completes_on_its_server(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, everything()) as (_g, server), Client(server, mode="legacy") \
                 as c:
-            await _g.toolbox(wait=30)  # every server up: a list answers without one starting
+            # every server up: a list answers without one starting
+            await _g.toolbox(wait=scaled(30))
             templates = (await c.list_resource_templates()).resource_templates
             template = next(t.uri_template for t in templates if "dynamic/text" in t.uri_template)
             done = await c.complete(types.ResourceTemplateReference(type="ref/resource",
@@ -367,7 +372,7 @@ async def test_prompts_and_reads_that_ask_their_client_are_answered(world: World
     async def elicitation(_: Any, params: types.ElicitRequestParams) -> Any:
         return types.ElicitResult(action="accept", content={"name": "ada"})
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, mode=mode, sampling_callback=sampling,
                                     elicitation_callback=elicitation) as c:
@@ -385,7 +390,7 @@ async def test_a_servers_prompt_list_change_reaches_a_client_that_listed_tools(
         if isinstance(message, types.PromptListChangedNotification):
             changed.set()
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, mode="legacy", message_handler=on_message) as c:
             await c.list_tools()

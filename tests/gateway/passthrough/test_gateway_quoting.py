@@ -14,6 +14,7 @@ from _gateway_rig import World, running
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from _waits import scaled
 from byref.gateway.edge.lanes.fastpath import ERROR_CHARS
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +28,7 @@ async def _refused(c: Client, uri: str) -> str:
 
 
 async def test_a_megabyte_uri_is_quoted_briefly_on_every_refusal_path(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"labels": world.fixture("labels_server.py", 20)}) as (
                 _g, server), Client(server, mode="legacy") as c:
             nowhere = await _refused(c, "nowhere://" + HUGE)  # no server offers it
@@ -58,7 +59,7 @@ async def test_a_megabyte_uri_is_quoted_briefly_on_every_refusal_path(world: Wor
 
 
 async def test_contents_are_labelled_under_the_server_that_answered(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"labels": world.fixture("labels_server.py", 20)}) as (
                 _g, server), Client(server, mode="legacy") as c:
             for asked in ("note://a", "byref://labels/note://a"):

@@ -17,6 +17,7 @@ import pytest
 from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client, StdioServerParameters
 
+from _waits import scaled
 from byref.gateway import Gateway
 from byref.gateway.config.file import parse_config
 from byref.store.port import StoreUnavailableError
@@ -41,7 +42,7 @@ async def _time_still_served(client: Client) -> None:
 async def test_a_crash_mid_call_is_a_clear_error_and_the_server_is_restarted(
         world: World) -> None:
     servers = {**world.need("time"), "bad": world.fixture("misbehaving.py")}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             first = await _echo(client)
             crashed = await client.call_tool("call_tool", {"name": "bad__crash"})
@@ -60,7 +61,7 @@ async def test_a_crash_mid_call_is_a_clear_error_and_the_server_is_restarted(
 async def test_a_hang_times_out_with_the_server_named_while_others_are_served(
         world: World) -> None:
     servers = {**world.need("time"), "bad": world.fixture("misbehaving.py", timeout=2)}
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             await client.list_tools()
             outcome: list[str] = []
@@ -82,8 +83,8 @@ async def test_a_hang_times_out_with_the_server_named_while_others_are_served(
 
 async def test_malformed_json_rpc_is_a_clear_error_and_the_server_is_restarted(
         world: World) -> None:
-    servers = {**world.need("time"), "bad": world.fixture("misbehaving.py", timeout=30)}
-    with anyio.fail_after(20):  # well under the upstream timeout: the fault is seen at once
+    servers = {**world.need("time"), "bad": world.fixture("misbehaving.py", timeout=scaled(30))}
+    with anyio.fail_after(scaled(20)):  # well under the upstream timeout: the fault is seen at once
         async with running(world, servers) as (gateway, server), Client(server) as client:
             garbled = await client.call_tool("call_tool", {"name": "bad__garble"})
             assert garbled.is_error
@@ -100,7 +101,7 @@ async def test_a_server_that_cannot_start_is_reported_and_the_rest_are_served(
     servers = {**world.need("time"), "ghost": {"command": str(world.root / "no-such-server")},
                "mute": {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"],
                         "timeout": 1}}
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             await gateway.toolbox()  # listed (a first list does not wait for servers starting)
             listed = await client.list_tools()
@@ -138,7 +139,7 @@ def _gone(pid: int) -> bool:
 
 
 async def _until_gone(pids: list[int]) -> None:
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         while not all(_gone(p) for p in pids):
             await anyio.sleep(0.05)
 
@@ -146,7 +147,7 @@ async def _until_gone(pids: list[int]) -> None:
 async def test_a_server_that_exits_at_start_is_named_with_its_exit_code_and_stderr(
         world: World) -> None:
     servers = {**world.need("time"), "crashy": _crashy(world, "exit")}
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             found = await client.call_tool("search_tools", {"query": "current time"})
             assert not found.is_error
@@ -166,7 +167,7 @@ async def test_a_server_that_exits_at_start_is_named_with_its_exit_code_and_stde
 async def test_a_listed_server_that_then_fails_says_why_when_its_tool_is_called(
         world: World) -> None:
     servers = {"crashy": _crashy(world, "once", str(world.root / "started"))}
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             first = await client.call_tool("call_tool", {"name": "crashy__echo",
                                                          "arguments": {"text": "hi"}})
@@ -183,8 +184,9 @@ async def test_a_listed_server_that_then_fails_says_why_when_its_tool_is_called(
 async def test_the_first_listing_does_not_wait_for_a_hung_server_and_its_group_ends(
         world: World) -> None:
     pidfile = world.root / "hung.pids"
-    servers = {**world.need("time"), "hung": _crashy(world, "hang", str(pidfile), timeout=20)}
-    with anyio.fail_after(40):
+    servers = {**world.need("time"),
+               "hung": _crashy(world, "hang", str(pidfile), timeout=scaled(20))}
+    with anyio.fail_after(scaled(40)):
         changed = anyio.Event()
 
         async def on_message(message: Any) -> None:
@@ -199,7 +201,8 @@ async def test_the_first_listing_does_not_wait_for_a_hung_server_and_its_group_e
             assert anyio.current_time() - started < 5  # not the hung server's 20 s
             search = next(t for t in listed.tools if t.name == "search_tools")
             assert "'hung'" in (search.description or "").split("Starting: ")[1]
-            with anyio.fail_after(20):  # the time server arrives on its own and is announced
+            # the time server arrives on its own and is announced
+            with anyio.fail_after(scaled(20)):
                 await changed.wait()
                 while "time__get_current_time" not in (await gateway.toolbox()).catalog:
                     await anyio.sleep(0.05)
@@ -209,7 +212,7 @@ async def test_the_first_listing_does_not_wait_for_a_hung_server_and_its_group_e
                 "<tool_capabilities>data, time</tool_capabilities> Starting: 'hung' (their tools "
                 "are announced when ready).")
             await _time_still_served(client)
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 while not pidfile.exists():
                     await anyio.sleep(0.05)
         # The gateway stopped while the start was still waiting for a handshake: the hung
@@ -221,7 +224,7 @@ async def test_a_start_abandoned_at_its_timeout_ends_the_whole_process_group(
         world: World) -> None:
     pidfile = world.root / "hung.pids"
     servers = {"hung": _crashy(world, "hang", str(pidfile), timeout=1)}
-    with anyio.fail_after(40):
+    with anyio.fail_after(scaled(40)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             listed = await client.call_tool("search_tools", {"query": "echo"})
             assert not listed.is_error
@@ -233,9 +236,9 @@ async def test_a_start_abandoned_at_its_timeout_ends_the_whole_process_group(
 
 async def test_a_handshake_timeout_quotes_what_the_server_wrote(world: World) -> None:
     servers = {"mumble": _crashy(world, "mumble", timeout=1)}
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         async with running(world, servers) as (gateway, _server):
-            box = await gateway.toolbox(wait=20)
+            box = await gateway.toolbox(wait=scaled(20))
             assert box.unavailable == {"mumble": (
                 "Server 'mumble' could not be started: it did not complete the MCP handshake "
                 "within 1 s.")}
@@ -247,7 +250,7 @@ async def test_a_handshake_timeout_quotes_what_the_server_wrote(world: World) ->
 async def test_a_child_the_server_leaves_behind_ends_with_the_gateway(world: World) -> None:
     pidfile = world.root / "leave.pids"
     servers = {"leave": _crashy(world, "leave", str(pidfile))}
-    with anyio.fail_after(40):
+    with anyio.fail_after(scaled(40)):
         async with running(world, servers) as (_gateway, server), Client(server) as client:
             echoed = await client.call_tool("call_tool", {"name": "leave__echo",
                                                           "arguments": {"text": "x"}})
@@ -266,7 +269,7 @@ async def test_sigterm_to_the_gateway_process_ends_every_upstream_group(
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "byref.cli", "gateway", "--config", str(config)])
     gateway_pid: list[int] = []
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with Client(params) as client:
             echoed = await client.call_tool("call_tool", {"name": "leave__echo",
                                                           "arguments": {"text": "x"}})

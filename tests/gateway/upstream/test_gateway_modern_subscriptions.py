@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourceUpdated
 from test_gateway_tenancy import ALICE, MALLORY, client, serving
 
+from _waits import scaled
 from byref.gateway.passthrough.uris import namespaced
 
 pytestmark = pytest.mark.anyio
@@ -80,14 +81,14 @@ async def test_updates_reach_exactly_the_subscribers_on_the_instance_that_announ
         world: World) -> None:
     servers = {"modern": world.fixture("modern_only.py", 20)}
     alice_old, alice_new, mallory = Heard(), Heard(), Heard()
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers, mode="direct") as (gateway, url), _client(
                 url, ALICE, "legacy", alice_old) as old, _client(
                 url, ALICE, "auto", alice_new) as new, _client(
                 url, MALLORY, "legacy", mallory) as evil:
             assert new.protocol_version == "2026-07-28"
             assert old.protocol_version != "2026-07-28"
-            await gateway.toolbox(wait=30)
+            await gateway.toolbox(wait=scaled(30))
             # Alice watches note://a from both generations, Mallory from her own instance.
             await _legacy(lambda: old.subscribe_resource(NOTE_A))
             await _legacy(lambda: evil.subscribe_resource(NOTE_A))
@@ -134,10 +135,10 @@ async def test_the_stream_widens_narrows_and_after_a_drop_tells_every_uri_update
         world: World) -> None:
     servers = {"modern": world.fixture("modern_only.py", 20)}
     heard = Heard()
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers, mode="direct") as (gateway, url), _client(
                 url, ALICE, "legacy", heard) as c:
-            await gateway.toolbox(wait=30)
+            await gateway.toolbox(wait=scaled(30))
             await _legacy(lambda: c.subscribe_resource(NOTE_A))
             (up,) = (u for k, u in gateway.upstreams["modern"].instances.items()
                      if k and k[0] == "acme")
@@ -169,11 +170,11 @@ async def test_log_lines_reach_each_client_at_the_level_its_own_session_asked(
     servers = {"modern": world.fixture("modern_only.py", 20, share="all")}
     alice, mallory = Heard(), Heard()
     alice_level = {} if generation == "legacy" else {"log_level": "warning"}
-    with anyio.fail_after(90):
+    with anyio.fail_after(scaled(90)):
         async with serving(world, servers, mode="direct") as (gateway, url), _client(
                 url, ALICE, generation, alice, **alice_level) as a, _client(
                 url, MALLORY, "legacy", mallory) as m:
-            await gateway.toolbox(wait=30)
+            await gateway.toolbox(wait=scaled(30))
             if generation == "legacy":
                 await _legacy(lambda: a.set_logging_level("warning"))
             await _legacy(lambda: m.set_logging_level("debug"))

@@ -24,6 +24,7 @@ from _gateway_rig import FIXTURES, World, ref_line_of, running, text
 from mcp import Client
 from mcp.server.caching import CacheHint
 
+from _waits import scaled
 from byref.gateway.edge.caching import LIST_TTL_MS
 from byref.gateway.upstream.modern.era import modern_only
 from byref.gateway.upstream.modern.hints import combined, hint_of
@@ -44,10 +45,10 @@ def _served(script: str, *args: str) -> Iterator[str]:
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=scaled(15))
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=15)
+            proc.wait(timeout=scaled(15))
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def dual_era_url() -> Iterator[str]:
 
 
 def _servers(url: str) -> dict[str, dict[str, Any]]:
-    return {"modern": {"url": url, "timeout": 20}}
+    return {"modern": {"url": url, "timeout": scaled(20)}}
 
 
 def _answering(name: str) -> Any:
@@ -90,7 +91,7 @@ async def _call(client: Client, name: str, **arguments: Any) -> types.CallToolRe
 @pytest.mark.parametrize("generation", GENERATIONS)
 async def test_a_modern_only_upstream_is_listed_and_its_header_carries_a_refs_value(
         world: World, modern_url: str, generation: str) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, _servers(modern_url), mode="direct") as (
                 gateway, server), Client(server, mode=generation) as client:
             await gateway.toolbox()
@@ -117,7 +118,7 @@ async def test_its_list_change_on_subscriptions_listen_reaches_clients_of_both_g
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, _servers(modern_url), mode="direct") as (
                 gateway, server), Client(server, mode="legacy",
                                          message_handler=on_message) as old, Client(
@@ -148,7 +149,7 @@ async def test_a_listen_stream_that_ends_is_opened_again_and_the_lists_refetched
         if isinstance(message, types.ToolListChangedNotification):
             await told.send(None)
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, _servers(modern_url), mode="direct") as (
                 gateway, server), Client(server, mode="legacy",
                                          message_handler=on_message) as client:
@@ -165,7 +166,7 @@ async def test_a_listen_stream_that_ends_is_opened_again_and_the_lists_refetched
 async def test_its_input_required_round_is_answered_by_a_client_of_either_generation(
         world: World, modern_url: str, generation: str) -> None:
     who = f"{generation}-client"
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, _servers(modern_url), mode="direct") as (
                 gateway, server), Client(server, mode=generation,
                                          elicitation_callback=_answering(who)) as client:
@@ -179,7 +180,7 @@ async def test_a_modern_client_sees_the_gateways_own_state_never_the_upstreams(
         world: World, modern_url: str) -> None:
     """A 2026-07-28 client is asked through the gateway's parked call: the requestState it holds
     is the gateway's, so the upstream's is never exposed, and the round still completes."""
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, _servers(modern_url), mode="direct") as (
                 gateway, server), Client(server, elicitation_callback=_answering("-")) as client:
             await gateway.toolbox()
@@ -202,11 +203,11 @@ async def test_a_stdio_server_refusing_the_handshake_is_started_again_in_2026_07
         world: World, generation: str) -> None:
     """Over stdio the gateway starts in the handshake era (a dual-era server keeps its mid-call
     requests there); a server that refuses it naming only 2026-07-28 is spoken to in that."""
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"modern": world.fixture("modern_only.py", 20)},
                            mode="direct") as (gateway, server), Client(
                 server, mode=generation, elicitation_callback=_answering("ada")) as client:
-            await gateway.toolbox(wait=30)  # two starts: the refused one, then 2026-07-28
+            await gateway.toolbox(wait=scaled(30))  # two starts: the refused one, then 2026-07-28
             assert text(await _call(client, "modern__pick_region")) == "eu-west-1"
             assert text(await _call(client, "modern__ask")) == "asked by ada; state intact"
             (upstream,) = gateway.upstreams["modern"].instances.values()
@@ -224,11 +225,11 @@ async def test_a_dual_era_server_asking_mid_call_needs_the_handshake_generation(
     async def elicitation(_: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"username": "ada", "email": "a@b"})
 
-    servers = {"dual": {"url": dual_era_url, "timeout": 20, "protocol": protocol}}
-    with anyio.fail_after(60):
+    servers = {"dual": {"url": dual_era_url, "timeout": scaled(20), "protocol": protocol}}
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers, mode="direct") as (gateway, server), Client(
                 server, mode="legacy", elicitation_callback=elicitation) as client:
-            await gateway.toolbox(wait=30)
+            await gateway.toolbox(wait=scaled(30))
             (upstream,) = gateway.upstreams["dual"].instances.values()
             live = upstream.connected
             assert live is not None
@@ -250,9 +251,9 @@ async def test_the_gateways_lists_promise_no_longer_than_its_modern_upstreams_do
     lists of 5 s private: the gateway's tool list promises at most 20 s, private, its resource
     list at most 5 s; its prompt list, which no upstream has, keeps its own minute. A
     modern-only upstream that sets no hint is the SDK's 0 ms, private."""
-    two = {"a": {"url": public_tools_url, "timeout": 20},
-           "b": {"url": private_tools_url, "timeout": 20}}
-    with anyio.fail_after(60):
+    two = {"a": {"url": public_tools_url, "timeout": scaled(20)},
+           "b": {"url": private_tools_url, "timeout": scaled(20)}}
+    with anyio.fail_after(scaled(60)):
         async with running(world, two, mode="direct") as (gateway, server), Client(
                 server) as client:
             await gateway.toolbox()

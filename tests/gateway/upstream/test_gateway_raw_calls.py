@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
+from _waits import scaled
 from byref.gateway.config.servers import ServerConfig
 from byref.gateway.upstream.instance.bounds import UpstreamError
 from byref.gateway.upstream.instance.manager import Upstream
@@ -145,7 +146,7 @@ async def _wire_id(up: Upstream) -> Any:
 
 
 async def test_a_plain_call_goes_byrefs_way_and_answers_as_the_sdk_does() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _upstream() as up:
             first, second = await _wire_id(up), await _wire_id(up)
             assert (first, second) == (-1, -2)  # byref's own id space
@@ -170,7 +171,7 @@ async def test_a_plain_call_goes_byrefs_way_and_answers_as_the_sdk_does() -> Non
 @pytest.mark.parametrize("tool", ["exit", "garble", "malformed"])
 async def test_a_server_that_breaks_mid_call_fails_it_as_the_sdk_path_does(tool: str) -> None:
     outcomes = []
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         for call in (_raw, _sdk):
             async with _upstream() as up:
                 waiting: list[Any] = []
@@ -198,7 +199,7 @@ async def _collect(into: list[Any], outcome: Any) -> None:
 
 
 async def test_a_call_past_its_timeout_fails_as_the_sdk_path_and_is_cancelled_upstream() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _upstream(timeout=0.5) as up:
             ours, theirs = await _raw(up, "hang", {}), await _sdk(up, "hang", {})
             assert ours == theirs == ("upstream-error", "Server 'scripted' did not finish "
@@ -213,7 +214,7 @@ async def test_a_call_past_its_timeout_fails_as_the_sdk_path_and_is_cancelled_up
 
 
 async def test_after_the_upstream_exits_a_call_fails_at_once_and_the_next_restarts_it() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _upstream() as up:
             assert (await _raw(up, "exit", {}))[0] == "upstream-error"
             assert up.starts == 1
@@ -222,7 +223,7 @@ async def test_after_the_upstream_exits_a_call_fails_at_once_and_the_next_restar
 
 
 async def test_server_requests_reach_the_sdk_while_byrefs_calls_wait() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with _upstream() as up:
             # "ask" is answered only after the server's own ping request is answered by the
             # gateway's SDK session; byref's call waits across it.
@@ -247,7 +248,7 @@ def test_concurrent_raw_and_sdk_calls_each_get_their_own_answer(
         got[n] = outcome[1]["content"][0]["text"]
 
     async def run() -> None:
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             async with _upstream() as up, anyio.create_task_group() as group:
                 order = list(enumerate(calls))
                 rng.shuffle(order)

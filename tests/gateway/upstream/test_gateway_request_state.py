@@ -21,6 +21,7 @@ from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from _waits import scaled
 from byref.gateway.passthrough.uris import namespaced
 from byref.gateway.upstream.modern.inputs import binding
 
@@ -31,7 +32,7 @@ OTHER_CALL = (
 
 
 def _fixture(script: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(FIXTURES / script)], "timeout": 20}
+    return {"command": sys.executable, "args": [str(FIXTURES / script)], "timeout": scaled(20)}
 
 
 async def _sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
@@ -49,7 +50,7 @@ def _sampled(text_out: str) -> types.CreateMessageResult:
 
 async def test_a_tool_calls_state_is_refused_for_another_tool_or_other_arguments(
         world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
                 _g, server), Client(server, sampling_callback=_sampling) as c:
             assert c.protocol_version == "2026-07-28"
@@ -76,7 +77,7 @@ async def test_a_tool_calls_state_is_refused_for_another_tool_or_other_arguments
 
 
 async def test_a_reads_state_is_refused_for_another_uri(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"many": _fixture("passthrough_server.py")}) as (
                 _g, server), Client(server, sampling_callback=_sampling,
                                     elicitation_callback=_elicitation) as c:
@@ -110,7 +111,7 @@ NO_STATE = ("This requestState names no call waiting for input here (it finished
 
 
 async def test_a_state_is_good_for_one_retry_and_each_round_has_its_own(world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
                 _g, server), Client(server, elicitation_callback=_elicitation) as c:
             name = "conformance__test_input_required_result_multi_round"
@@ -140,7 +141,7 @@ async def test_a_state_is_good_for_one_retry_and_each_round_has_its_own(world: W
 
 async def test_a_capability_the_client_did_not_declare_fails_the_call_naming_it(
         world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
                 _g, server), Client(server) as c:  # declares neither sampling nor elicitation
             assert c.protocol_version == "2026-07-28"
@@ -156,7 +157,7 @@ async def test_a_capability_the_client_did_not_declare_fails_the_call_naming_it(
 
 async def test_a_call_asleep_on_its_client_leaves_the_next_question_to_the_call_awake(
         world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
                 _g, server), Client(server, sampling_callback=_sampling,
                                     elicitation_callback=_elicitation) as c:
@@ -177,7 +178,7 @@ async def test_a_call_asleep_on_its_client_leaves_the_next_question_to_the_call_
 
 async def test_a_prompt_needing_a_capability_the_client_did_not_declare_fails_naming_it(
         world: World) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"conformance": _fixture("conformance_server.py")}) as (
                 _g, server), Client(server) as c:  # declares no elicitation
             with pytest.raises(MCPError) as err:

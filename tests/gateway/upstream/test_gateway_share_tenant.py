@@ -16,6 +16,8 @@ from _gateway_rig import World, text
 from mcp import Client
 from test_gateway_tenancy import ALICE, BOB, MALLORY, Seen, call, client, serving, until
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 DOCS = Path(__file__).parents[3] / "docs" / "TEAM.md"
 
@@ -25,7 +27,7 @@ async def test_a_tenant_shared_servers_later_traffic_stays_in_its_tenant(
     entry = world.fixture("hostile.py", 20, share="tenant")
     alice_seen, bob_seen, mallory_seen = Seen(), Seen(), Seen()
     d = str(tmp_path)
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, {"h": entry}) as (gateway, url), client(
                 url, ALICE, **alice_seen.options("legacy")) as alice, client(
                 url, BOB, **bob_seen.options("legacy")) as bob, client(

@@ -18,6 +18,8 @@ import pytest
 from _gateway_rig import FIXTURES, World, running
 from mcp import Client
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 PATIENCE = 4.0
@@ -26,7 +28,7 @@ SCAFFOLDING = ["activate_tool", "call_tool", "present", "read_result", "search_t
 
 
 def _late(world: World, gate: Path) -> dict[str, Any]:
-    return world.fixture("late.py", timeout=60) | {
+    return world.fixture("late.py", timeout=scaled(60)) | {
         "args": [str(FIXTURES / "late.py"), "gate", str(gate)]}
 
 
@@ -58,7 +60,7 @@ async def test_tools_list_is_answered_before_a_slow_server_is_up(world: World, m
                                                                  ) -> None:
     gate = world.root / "gate"
     heard = Heard()
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"late": _late(world, gate)}, mode=mode) as (
                 _gateway, server), Client(server, mode="legacy",
                                           message_handler=heard.on_message) as client:
@@ -84,7 +86,7 @@ async def test_servers_arriving_together_are_announced_once(world: World, genera
     gate = world.root / "gate"
     servers = {name: _late(world, gate) for name in ("oolong", "sencha", "assam")}
     heard = Heard()
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, servers, mode="direct") as (gateway, server), Client(
                 server, mode="legacy" if generation == "legacy" else "auto",
                 message_handler=heard.on_message) as client:
@@ -112,7 +114,7 @@ async def test_servers_arriving_together_are_announced_once(world: World, genera
 async def test_resource_and_prompt_lists_do_not_wait_for_a_slow_server(world: World) -> None:
     gate = world.root / "gate"
     heard = Heard()
-    with anyio.fail_after(60):
+    with anyio.fail_after(scaled(60)):
         async with running(world, {"late": _late(world, gate)}) as (_gateway, server), Client(
                 server, mode="legacy", message_handler=heard.on_message) as client:
             with anyio.fail_after(PATIENCE):

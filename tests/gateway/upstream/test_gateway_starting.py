@@ -12,6 +12,8 @@ import pytest
 from _gateway_rig import FIXTURES, World, running, text
 from mcp import Client
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 
 STARTING = ("'hung__echo' cannot run yet: server 'hung' is still starting (its tools are "
@@ -20,7 +22,7 @@ STARTING = ("'hung__echo' cannot run yet: server 'hung' is still starting (its t
 
 def _hung(world: World) -> dict[str, Any]:
     # Never answers the handshake; its start is abandoned only after 20 s.
-    return world.fixture("crashy.py", timeout=20) | {
+    return world.fixture("crashy.py", timeout=scaled(20)) | {
         "args": [str(FIXTURES / "crashy.py"), "hang", str(world.root / "hung.pids")]}
 
 
@@ -31,11 +33,11 @@ async def test_a_call_to_a_starting_servers_tool_says_it_is_starting(
     options: dict[str, Any] = {"mode": mode}
     if mode == "direct":
         options["callTool"] = "all"  # so call_tool is declared there too
-    with anyio.fail_after(40):
+    with anyio.fail_after(scaled(40)):
         async with running(world, servers, **options) as (gateway, server), Client(
                 server) as client:
             gateway.list_grace = 0.2  # a call waits this long for listings in flight, no more
-            with anyio.fail_after(20):  # the time server is listed on its own
+            with anyio.fail_after(scaled(20)):  # the time server is listed on its own
                 while "time__get_current_time" not in (await gateway.toolbox()).catalog:
                     await anyio.sleep(0.05)
             assert (await gateway.toolbox()).starting == ("hung",)
@@ -59,10 +61,10 @@ async def test_a_call_to_a_starting_servers_tool_says_it_is_starting(
 async def test_a_starting_server_delays_only_the_first_call_not_every_call(
         world: World) -> None:
     servers = {**world.need("time"), "hung": _hung(world)}
-    with anyio.fail_after(40):
+    with anyio.fail_after(scaled(40)):
         async with running(world, servers) as (gateway, server), Client(server) as client:
             gateway.list_grace = 3.0
-            with anyio.fail_after(20):  # the time server is listed on its own
+            with anyio.fail_after(scaled(20)):  # the time server is listed on its own
                 while "time__get_current_time" not in (await gateway.toolbox(wait=0)).catalog:
                     await anyio.sleep(0.05)
             await client.list_tools()  # told 'hung' is starting, at once (search mode)

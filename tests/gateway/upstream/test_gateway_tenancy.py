@@ -27,6 +27,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from _waits import scaled
 from byref.gateway import Gateway
 from byref.gateway.config.file import parse_config
 from byref.gateway.upstream.instance.spawn import group_alive
@@ -80,7 +81,7 @@ def test_share_defaults_to_one_process_per_principal_on_a_shared_gateway() -> No
 
 async def test_three_principals_two_servers_run_six_processes(world: World) -> None:
     servers = {"a": world.fixture("misbehaving.py", 20), "b": world.fixture("misbehaving.py", 20)}
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, servers) as (gateway, url):
             pool = gateway.upstreams.pool
             pids: dict[tuple[str, str], int] = {}
@@ -120,7 +121,7 @@ async def test_three_principals_two_servers_run_six_processes(world: World) -> N
 
 async def test_a_start_past_a_cap_is_refused_in_one_line(world: World, tmp_path: Path) -> None:
     servers = {"h": world.fixture("hostile.py", 20)}
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, servers, pool={"maxProcesses": 2, "maxPerTenant": 1}) as (
                 gateway, url), client(url, ALICE) as alice, client(url, BOB) as bob, client(
                 url, MALLORY) as mallory:
@@ -147,7 +148,7 @@ async def test_a_start_past_a_cap_is_refused_in_one_line(world: World, tmp_path:
             # Alice's process is idle now: Bob's start stops it to make room.
             bobs = pid_of(await call(bob, "h__echo"))
             assert not group_alive(first) and group_alive(other) and group_alive(bobs)
-            async with httpx2.AsyncClient(timeout=10) as http:
+            async with httpx2.AsyncClient(timeout=scaled(10)) as http:
                 ready = (await http.get(url.removesuffix("/mcp") + "/readyz")).json()
                 scraped = (await http.get(url.removesuffix("/mcp") + "/metrics")).text
             assert ready["checks"]["pool"]["detail"] == (
@@ -191,7 +192,7 @@ async def _out_of_turn(world: World, tmp_path: Path, mode: str, share: str | Non
     entry = world.fixture("hostile.py", 20, **({"share": share} if share else {}))
     alice_seen, mallory_seen = Seen(), Seen()
     d = str(tmp_path)
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, {"h": entry}) as (gateway, url), client(
                 url, ALICE, **alice_seen.options(mode)) as alice, client(
                 url, MALLORY, **mallory_seen.options(mode)) as mallory:
@@ -277,7 +278,7 @@ async def test_a_parked_call_does_not_block_another_owners_questions(
                 types.TextContent(type="text", text=f"from {who}")))
         return sampling
 
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, {"h": world.fixture("hostile.py", 20)}) as (_g, url), client(
                 url, ALICE, sampling_callback=answering("alice", True)) as alice, client(
                 url, MALLORY, sampling_callback=answering("mallory", False)) as mallory:
@@ -298,14 +299,14 @@ async def test_a_remote_server_gets_one_upstream_session_per_principal(world: Wo
     import subprocess
     import sys
 
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with await anyio.open_process(
                 [sys.executable, "-m", "byref.bench.gateway.upstream", "--http"],
                 stderr=subprocess.PIPE) as upstream:
             try:
                 assert upstream.stderr is not None
                 remote = await announced_url(upstream.stderr)
-                async with serving(world, {"r": {"url": remote, "timeout": 20}}) as (
+                async with serving(world, {"r": {"url": remote, "timeout": scaled(20)}}) as (
                         gateway, url):
                     for token in (ALICE, MALLORY, ALICE):
                         async with client(url, token) as c:

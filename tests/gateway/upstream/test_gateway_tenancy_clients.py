@@ -18,6 +18,8 @@ import pytest
 from _gateway_rig import World, ref_line_of
 from test_gateway_tenancy import ALICE, MALLORY, TOKENS, client, serving
 
+from _waits import scaled
+
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[3]
 EVERYTHING = ROOT / "node_modules" / ".bin" / "mcp-server-everything"
@@ -72,11 +74,11 @@ async def test_each_tenant_sees_only_its_own_roots_whoever_connects_first(
     alice_home, mallory_home = tmp_path / "alice-secret-project", tmp_path / "mallory-project"
     alice_home.mkdir()
     mallory_home.mkdir()
-    servers = {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": 30},
-               "filesystem": {"command": str(FILESYSTEM), "timeout": 30,
+    servers = {"everything": {"command": str(EVERYTHING), "args": ["stdio"], "timeout": scaled(30)},
+               "filesystem": {"command": str(FILESYSTEM), "timeout": scaled(30),
                               "args": [str(alice_home), str(mallory_home)]}}
     seen: dict[str, dict[str, str]] = {}
-    with anyio.fail_after(120):
+    with anyio.fail_after(scaled(120)):
         async with serving(world, servers) as (_gateway, url):
             for who in (first, *({"alice", "mallory"} - {first})):
                 seen[who] = await (_alice(url, alice_home) if who == "alice"
@@ -104,8 +106,9 @@ async def test_logs_reach_a_2026_fastmcp_client_over_http_during_its_call(world:
 
     servers = {"conformance": world.fixture("conformance_server.py", 20)}
     if EVERYTHING.exists():
-        servers["everything"] = {"command": str(EVERYTHING), "args": ["stdio"], "timeout": 30}
-    with anyio.fail_after(120):
+        servers["everything"] = {"command": str(EVERYTHING), "args": ["stdio"],
+                                 "timeout": scaled(30)}
+    with anyio.fail_after(scaled(120)):
         async with serving(world, servers) as (_gateway, url), _fastmcp(
                 url, ALICE, log_handler=on_log) as c:
             assert c.protocol_version == "2026-07-28"

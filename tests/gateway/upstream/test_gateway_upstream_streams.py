@@ -19,6 +19,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 
+from _waits import scaled
 from byref.gateway.upstream.instance.spawn import Spawned, live_groups, stdio_process
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +61,7 @@ async def _read_all(ours: bool, params: StdioServerParameters) -> list[Item]:
     """Every item the session would read, until the server's stdout ends."""
     transport = stdio_process(params, Spawned()) if ours else stdio_client(params)
     got: list[Item] = []
-    with anyio.fail_after(20):
+    with anyio.fail_after(scaled(20)):
         async with transport as (read, _write):
             while True:
                 try:
@@ -121,7 +122,7 @@ async def test_a_long_line_arrives_whole_and_messages_go_out_in_order(tmp_path: 
             + big + '"}]}}\n').encode()
     (tmp_path / "line").write_bytes(line)
     spawned = Spawned()
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         params = _params(tmp_path / "line", [5, 70000, 200001], mode="echo")
         async with stdio_process(params, spawned) as (read, write):
             first = await read.receive()
@@ -148,7 +149,7 @@ async def test_a_long_line_arrives_whole_and_messages_go_out_in_order(tmp_path: 
 async def test_writing_after_the_server_exited_is_a_broken_resource() -> None:
     params = StdioServerParameters(command=sys.executable, args=["-c", "import os; os.close(0)"])
     spawned = Spawned()
-    with anyio.fail_after(20):
+    with anyio.fail_after(scaled(20)):
         async with stdio_process(params, spawned) as (read, write):
             with pytest.raises(anyio.EndOfStream):
                 await read.receive()

@@ -177,13 +177,15 @@ def load_config(path: str | Path) -> GatewayConfig:
         raise ConfigError(f"Config file {where} cannot be read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"Config file {where} is not valid JSON: {exc}") from None
-    return parse_config(raw, source=str(p), base=p.parent)
+    return parse_config(raw, source=str(p), base=p.resolve().parent)
 
 
 def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None,
                  environ: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Check a decoded config; relative `cwd` values are taken from `base`, `${VAR}` from
-    `environ` (default: this process's environment)."""
+    """Check a decoded config; `${VAR}` is taken from `environ` (default: this process's
+    environment). Every relative path in it (a server's `cwd`, `usage`, `vectorCache`, a
+    `file://` or `sqlite:///` store or state URL) is taken from `base`, the config file's
+    folder (`load_config`), else the working directory."""
     where = repr(source)
     env = os.environ if environ is None else environ
     if not isinstance(raw, dict):
@@ -216,6 +218,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
     if store is not None and not isinstance(store, str):
         raise ConfigError(f"Config {where}: byref.store must be a store URL string, got "
                           f"{store!r}.")
+    store = None if store is None else _beside(store, base)
     usage = opts.get("usage")
     if usage is not None and (not isinstance(usage, str) or not usage):
         raise ConfigError(f"Config {where}: byref.usage must be a file path string, got "
@@ -264,7 +267,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
         working_set=int(number(opts.get("workingSet", DEFAULT_BUDGET),
                                 f"{where} byref.workingSet")),
         store=store, tokens=parse_tokens(opts.get("tokens", {}), where), source=source,
-        **_conversations(opts, where), jwt=parse_jwt(opts.get("jwt"), where),
+        **_conversations(opts, where, base), jwt=parse_jwt(opts.get("jwt"), where),
         **_pool(opts.get("pool"), where), **_runs(opts.get("codeRuns"), where),
     )
 
@@ -308,7 +311,20 @@ def _runs(value: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
+def _beside(url: str, base: Path | None) -> str:
+    """A `file://DIR` or `sqlite:///PATH` URL with a relative path, made absolute from `base`
+    (the config's folder), so a config means the same files from any working directory."""
+    if base is None:
+        return url
+    for scheme in ("file://", "sqlite:///"):
+        if url.startswith(scheme):
+            path, sep, query = url[len(scheme):].partition("?")
+            if path and not path.startswith("/"):
+                return f"{scheme}{base.resolve() / path}{sep}{query}"
+    return url
+
+
+def _conversations(opts: dict[str, Any], where: str, base: Path | None) -> dict[str, Any]:
     """byref.state (a state URL), byref.conversation and byref.conversationTtl (seconds, or 0
     for never)."""
     out: dict[str, Any] = {}
@@ -317,7 +333,7 @@ def _conversations(opts: dict[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(state, str) or "://" not in state:
             raise ConfigError(f"Config {where}: byref.state must be a state URL (memory://, "
                               f"sqlite:///state.db, postgresql://…), got {state!r}.")
-        out["state"] = state
+        out["state"] = _beside(state, base)
     mode = opts.get("conversation", "session")
     if mode not in ("session", "principal"):
         raise ConfigError(f"Config {where}: byref.conversation must be 'session' (each MCP "

@@ -237,7 +237,11 @@ class _Tools:
             except ChannelClosed:
                 raise  # not a missing tool: the host stopped answering (a ToolError)
             except ToolError as exc:
-                raise AttributeError(exc.text) from None
+                if exc.reason != "still-starting":
+                    raise AttributeError(exc.text) from None
+                # Its server is still starting: a call says so as `tools.call` would (a
+                # ToolError), or runs the tool once the server is up; described again later.
+                return _function(name, {"description": exc.text}, self._channel)
             made = self._made[name] = _function(name, info, self._channel)
         return made
 

@@ -375,6 +375,10 @@ class CodeHost:
         if not request.tool:
             return Answer(request.id, {"tools": self.calls.names(), "inputs": self.inputs})
         found = self.calls.tool(request.tool)
+        if found is None and (starting := self.calls.unknown(request.tool)) is not None:
+            # The child's `tools.<name>` is then a function that calls it: the words the call
+            # gets now (still starting), or the tool itself once its server is up.
+            return Answer(request.id, error=starting, reason="still-starting")
         if found is None:
             near = [r["name"] for r in self.calls.search(request.tool, 3)]
             return Answer(request.id, error=f"there is no tool {request.tool[:80]!r}; near: "

@@ -265,10 +265,12 @@ def report_run(outcome: RunOutcome, staged: list[StagedInput], ctx: ToolContext,
             f"({_limit_amount(outcome.stopped, limits, unenforced or [])}) and produced no "
             f"result. Make it do less work (sample, aggregate, stream). Last output: "
             f"{(outcome.stderr or stdout)[-600:]!r}", reason)
-    if outcome.exit_code != 0:
+    if outcome.exit_code != 0:  # what it printed before it failed is kept (often the clue)
+        printed = (f" It printed (last 2,000 chars):\n{outcome.stdout[-2_000:]}\n"
+                   if outcome.stdout else " ")
         raise ToolRefusal(
-            f"Your program exited with code {outcome.exit_code}. stderr (last 2,000 chars): "
-            f"{outcome.stderr[-2_000:]}", "code-error")
+            f"Your program exited with code {outcome.exit_code}.{printed}stderr (last 2,000 "
+            f"chars): {outcome.stderr[-2_000:]}", "code-error")
     if outcome.stopped in ("output-files", "output-bytes"):
         reason = _LIMIT_REASONS[outcome.stopped]
         ctx.emit("refused", op="run", tool=tool, reason=reason)
