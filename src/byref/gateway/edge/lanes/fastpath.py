@@ -69,6 +69,8 @@ Run = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[
 Extras = Callable[[ServerRequestContext[Any, Any], Part],
                   Awaitable[tuple[list[types.ContentBlock], Any] | None]]
 """(request, part) → a rich answer's whole content and structuredContent, or None (`content`)."""
+Announce = Callable[[ServerRequestContext[Any, Any], Part], Awaitable[dict[str, Any] | None]]
+"""(request, part) → what the answer's `_meta` adds for a client that declared an extension."""
 
 
 def plain_call(ctx: ServerRequestContext[Any, Any], connection: Connection | None
@@ -98,9 +100,10 @@ class PlainCalls:
     """Server middleware: a plain `tools/call` run by `run` and answered as wire JSON."""
 
     def __init__(self, server: Server[Any], run: Run, extras: Extras,
-                 connection: Callable[[ServerRequestContext[Any, Any]], Connection | None]
-                 ) -> None:
+                 connection: Callable[[ServerRequestContext[Any, Any]], Connection | None],
+                 announce: Announce | None = None) -> None:
         self._server = server
+        self._announce = announce
         self._run = run
         self._extras = extras
         self._connection = connection
@@ -144,6 +147,10 @@ class PlainCalls:
             if modern:
                 dumped["resultType"] = "complete"
             out = methods.serialize_server_result(CALL, version, dumped)
+        extra = None if self._announce is None else await self._announce(ctx, part)
+        if extra is not None:
+            out["_meta"] = extra
         if modern:  # the 2026-07-28 serverInfo stamp the runner puts on every result
-            out["_meta"] = {types.SERVER_INFO_META_KEY: self._server.server_info_stamp}
+            out["_meta"] = {**out.get("_meta", {}),
+                            types.SERVER_INFO_META_KEY: self._server.server_info_stamp}
         return out
