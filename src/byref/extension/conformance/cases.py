@@ -64,7 +64,8 @@ class Case:
 
 def text_of(result: Any) -> str:
     """The text blocks of a `tools/call` result, joined by newlines."""
-    return "\n".join(getattr(b, "text", "") for b in result.content if getattr(b, "type", "") == "text")
+    return "\n".join(getattr(b, "text", "") for b in result.content
+                     if getattr(b, "type", "") == "text")
 
 
 def _meta(result: Any) -> dict[str, Any]:
@@ -82,7 +83,7 @@ async def _placed(s: Session, kit: Kit) -> tuple[Any, dict[str, Any]]:
     return result, refs[0]
 
 
-async def advertised(kit: Kit) -> None:
+async def _advertised(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         check(IDENTIFIER in s.capabilities,
               f"{IDENTIFIER!r} is not among the advertised extensions {sorted(s.capabilities)}")
@@ -91,7 +92,7 @@ async def advertised(kit: Kit) -> None:
                                         f"{s.capabilities[IDENTIFIER]!r}")
 
 
-async def small_inline(kit: Kit) -> None:
+async def _small_inline(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         result = await s.call(kit.emit, {"size": 64})
         text = text_of(result)
@@ -99,7 +100,7 @@ async def small_inline(kit: Kit) -> None:
         equal(announced(_meta(result)), [], "stored refs announced for a 64-byte result")
 
 
-async def placed_announced(kit: Kit) -> None:
+async def _placed_announced(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         result, entry = await _placed(s, kit)
         key = blob_key(entry.get("ref"))
@@ -115,7 +116,7 @@ async def placed_announced(kit: Kit) -> None:
                                            f"{kit.large:,}-byte result: it was not stored")
 
 
-async def resolves_exact(kit: Kit) -> None:
+async def _resolves_exact(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         _, entry = await _placed(s, kit)
         result = await s.call(kit.digest, {"data": entry["ref"]})
@@ -144,7 +145,7 @@ def _refused(result: Any, what: str) -> str:
     return text
 
 
-async def absent_one_way(kit: Kit) -> None:
+async def _absent_one_way(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         one, two = _fresh_key(), _fresh_key()
         first = _refused(await s.call(kit.digest, {"data": _absent(one)}), "an unknown key")
@@ -156,7 +157,7 @@ def _masked(text: str, key: str) -> str:
     return re.sub(r"\[ref:.*\]", "", text.replace(key, "<key>")).strip()
 
 
-async def absent_other_owner(kit: Kit) -> None:
+async def _absent_other_owner(kit: Kit) -> None:
     if not kit.other_owner:
         raise NotApplicable("a second owner is not reachable (over a URL, pass a second token)")
     async with kit.open(declare=True) as s:
@@ -173,7 +174,7 @@ async def absent_other_owner(kit: Kit) -> None:
           "another owner's key and an unknown key refused alike")
 
 
-async def derived_refused(kit: Kit) -> None:
+async def _derived_refused(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         _, entry = await _placed(s, kit)
         body = entry["ref"]["$ref"]
@@ -181,14 +182,14 @@ async def derived_refused(kit: Kit) -> None:
         _refused(await s.call(kit.digest, {"data": recipe}), "a derived ref written by a client")
 
 
-async def near_envelope_refused(kit: Kit) -> None:
+async def _near_envelope_refused(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         _, entry = await _placed(s, kit)
         near = {**entry["ref"], "note": "extra"}
         _refused(await s.call(kit.digest, {"data": near}), "an envelope with a member beside $ref")
 
 
-async def fallback_core(kit: Kit) -> None:
+async def _fallback_core(kit: Kit) -> None:
     async with kit.open(declare=False) as s:
         result = await s.call(kit.emit, {"size": kit.large})
         check(IDENTIFIER not in _meta(result),
@@ -196,7 +197,7 @@ async def fallback_core(kit: Kit) -> None:
         check(not result.is_error, f"an error without the extension: {text_of(result)[:200]!r}")
 
 
-async def schema_accepts(kit: Kit) -> None:
+async def _schema_accepts(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
         tools = {t.name: t for t in await s.list_tools()}
     if kit.digest not in tools:
@@ -209,26 +210,26 @@ async def schema_accepts(kit: Kit) -> None:
 
 CASES: tuple[Case, ...] = (
     Case("advertised", "A server claiming the extension lists dev.byref/refs, with its version, "
-         "in its capabilities (§1).", advertised),
+         "in its capabilities (§1).", _advertised),
     Case("small-inline", "A result under the server's inlineBytes is shown whole and announces "
-         "no stored ref (§6).", small_inline),
+         "no stored ref (§6).", _small_inline),
     Case("placed-announced", "A large result is stored: the text shows a preview and the key, and "
          "_meta announces the Blob ref with its true bytes, sha256, mediaType and expiry (§6).",
-         placed_announced),
+         _placed_announced),
     Case("resolves-exact", "A Blob ref in a top-level argument reaches the tool as the exact "
-         "stored bytes (§3, §4).", resolves_exact),
+         "stored bytes (§3, §4).", _resolves_exact),
     Case("absent-one-way", "Absent keys are refused as tool errors, the tool not run, in the same "
-         "words but for the key (§4, §7).", absent_one_way),
+         "words but for the key (§4, §7).", _absent_one_way),
     Case("absent-other-owner", "A key minted for another owner is refused exactly as a key that "
-         "never existed (§5).", absent_other_owner),
+         "never existed (§5).", _absent_other_owner),
     Case("derived-refused", "A derived ref (JsonPointer, JsonQuery) written by a client is "
-         "refused, the tool not run (§2, §7).", derived_refused),
+         "refused, the tool not run (§2, §7).", _derived_refused),
     Case("near-envelope-refused", "An object with $ref and another member is refused, never "
-         "passed on as data (§2).", near_envelope_refused),
+         "passed on as data (§2).", _near_envelope_refused),
     Case("fallback-core", "A client that did not declare the extension gets no "
-         "_meta[dev.byref/refs] (§9).", fallback_core),
+         "_meta[dev.byref/refs] (§9).", _fallback_core),
     Case("schema-accepts", "A tool that resolves refs says so in its inputSchema: the property "
-         "admits the envelope (§8).", schema_accepts),
+         "admits the envelope (§8).", _schema_accepts),
 )
 """Every case, in the order the report lists them."""
 

@@ -33,10 +33,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from byref.discovery.declaring.declare import PLAIN
+from byref.extension.protocol import IDENTIFIER, declared, settings
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.access.scopes import AccessRefused, owned
 from byref.gateway.access.state import ScopeState
-from byref.extension.protocol import IDENTIFIER, declared, settings
 from byref.gateway.catalog.announce import announce
 from byref.gateway.catalog.content import answer_extras, client_result
 from byref.gateway.catalog.convert import mcp_tool
