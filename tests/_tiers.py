@@ -47,6 +47,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/*/test_gateway_replicas*.py": ("upstreams", "slow"),
     "tests/gateway/*/test_gateway_code_mode.py": ("upstreams", "process"),
     "tests/gateway/*/test_gateway_code_runs.py": ("upstreams", "process"),
+    "tests/extension/test_refs_battery.py": ("process", "slow"),
     "tests/lens/test_lens_browser.py": ("browser", "process"),
     "tests/lens/test_lens_gateway.py": ("upstreams",),
     "tests/lens/test_lens_make.py": ("process",),

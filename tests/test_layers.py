@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"discovery"},
     {"context"},
     {"harness"},
-    {"integrations", "lens", "testing", "demo"},
+    {"integrations", "lens", "testing", "demo", "extension"},
     {"gateway"},
     {"bench"},
     {"cli"},

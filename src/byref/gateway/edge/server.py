@@ -33,9 +33,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from byref.discovery.declaring.declare import PLAIN
+from byref.extension.protocol import IDENTIFIER, declared, settings
 from byref.gateway.access.bearer import BearerVerifier
 from byref.gateway.access.scopes import AccessRefused, owned
 from byref.gateway.access.state import ScopeState
+from byref.gateway.catalog.announce import announce
 from byref.gateway.catalog.convert import mcp_tool
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.auth import JwtConfig
@@ -79,11 +81,13 @@ class GatewayServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        """The SDK's options, with tool, prompt and resource list changes advertised by default."""
+        """The SDK's options, with tool, prompt and resource list changes advertised by default,
+        and the extensions mirrored under `experimental` (where a handshake-era client reads
+        them: its `initialize` result has no `extensions`)."""
         return super().create_initialization_options(
             notification_options or NotificationOptions(
                 tools_changed=True, prompts_changed=True, resources_changed=True),
-            experimental_capabilities, extensions)
+            experimental_capabilities or (dict(self.extensions) or None), extensions)
 
 
 class DeclaredSchemas:
@@ -175,6 +179,21 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                      ) -> tuple[list[types.ContentBlock], Any] | None:
         return await answer_extras(gateway.passed, gateway.store, scope_of(ctx).store_scope, part)
 
+    async def announced(ctx: ServerRequestContext[Any, Any], part: Part) -> dict[str, Any] | None:
+        # `dev.byref/refs`: the result's refs in `_meta`, for a client that declared it alone.
+        connection = connection_of(ctx)
+        if not declared(ctx.meta, None if connection is None else connection.client_capabilities):
+            return None
+        return {IDENTIFIER: await announce(gateway.store, scope_of(ctx).store_scope, part)}
+
+    async def answered(ctx: ServerRequestContext[Any, Any], part: Part,
+                       scope: Any) -> types.CallToolResult:
+        result = await client_result(gateway.passed, gateway.store, scope, part)
+        extra = await announced(ctx, part)
+        if extra is not None:
+            result.meta = {**(result.meta or {}), **extra}
+        return result
+
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
@@ -192,14 +211,14 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                                               connection=connection_of(ctx), stable=True)
                 if part.is_error and caller.missing:
                     raise caller.refusal()
-                return await client_result(gateway.passed, gateway.store, state.store_scope, part)
+                return await answered(ctx, part, state.store_scope)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
                 state, params.request_state, params.input_responses, run,
                 call=binding("tools/call", params))
             return answer
         part = await run_call(ctx, params.name, params.arguments or {})
-        return await client_result(gateway.passed, gateway.store, state.store_scope, part)
+        return await answered(ctx, part, state.store_scope)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
                      params: types.SubscriptionsListenRequestParams
@@ -229,11 +248,12 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
             on_list_prompts=hints.around(p.list_prompts), on_get_prompt=p.get_prompt,
             on_completion=p.complete, on_set_logging_level=p.set_level,
             on_roots_list_changed=p.roots_changed)
+    server.extensions[IDENTIFIER] = settings(inline_bytes=gateway.policy.auto_insert_bytes)
     server.add_request_handler("server/discover", types.RequestParams,
                                discover_handler(server, gateway, scope_of))
     # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
     if lanes:
-        server.middleware.append(PlainCalls(server, run_call, extras, connection_of))
+        server.middleware.append(PlainCalls(server, run_call, extras, connection_of, announced))
     return server
 
 

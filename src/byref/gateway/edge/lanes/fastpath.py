@@ -70,6 +70,8 @@ Extras = Callable[[ServerRequestContext[Any, Any], Part],
                   Awaitable[tuple[list[types.ContentBlock], Any] | None]]
 """(request, part) → a rich answer's whole content and structuredContent, or None
 (`answer.answer_extras`)."""
+Announce = Callable[[ServerRequestContext[Any, Any], Part], Awaitable[dict[str, Any] | None]]
+"""(request, part) → what the answer's `_meta` adds for a client that declared an extension."""
 
 
 def plain_call(ctx: ServerRequestContext[Any, Any], connection: Connection | None
@@ -99,9 +101,10 @@ class PlainCalls:
     """Server middleware: a plain `tools/call` run by `run` and answered as wire JSON."""
 
     def __init__(self, server: Server[Any], run: Run, extras: Extras,
-                 connection: Callable[[ServerRequestContext[Any, Any]], Connection | None]
-                 ) -> None:
+                 connection: Callable[[ServerRequestContext[Any, Any]], Connection | None],
+                 announce: Announce | None = None) -> None:
         self._server = server
+        self._announce = announce
         self._run = run
         self._extras = extras
         self._connection = connection
@@ -130,5 +133,9 @@ class PlainCalls:
                      arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the plain call `name(arguments)`; its wire result is `answer.wire_answer`'s."""
         part = await self._run(ctx, name, arguments)
-        return wire_answer(part, await self._extras(ctx, part), ctx.protocol_version,
-                           self._server)
+        out = wire_answer(part, await self._extras(ctx, part), ctx.protocol_version,
+                          self._server)
+        extra = None if self._announce is None else await self._announce(ctx, part)
+        if extra is not None:
+            out["_meta"] = {**extra, **out.get("_meta", {})}
+        return out

@@ -1,0 +1,26 @@
+"""The probe contract: the two tools a server under the refs battery offers, and their bytes.
+
+Owns what the battery asks of a server beyond the extension itself: a tool that answers with
+exactly `size` bytes of `probe_text` (`emit`), and one that answers with the sha-256 hex of the
+text it was given (`digest`). The law: `probe_text(n)` is the same n ASCII bytes everywhere, so
+the battery knows a placed result's digest without reading it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final
+
+PATTERN: Final = "byref refs probe: the bytes stay in the store. 0123456789\n"
+"""The line `probe_text` repeats (ASCII: one character is one byte)."""
+
+
+def probe_text(size: int) -> str:
+    """Exactly `size` ASCII characters of PATTERN repeated."""
+    whole, rest = divmod(max(0, size), len(PATTERN))
+    return PATTERN * whole + PATTERN[:rest]
+
+
+def probe_digest(size: int) -> str:
+    """The sha-256 hex of `probe_text(size)`."""
+    return hashlib.sha256(probe_text(size).encode()).hexdigest()
