@@ -41,6 +41,8 @@ from byref.gateway.access.state import ScopeState
 EXTENSION = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021
 """SEP-2575's Missing Required Client Capability."""
+HEADER_MISMATCH = -32020
+"""SEP-2243's HeaderMismatch."""
 BEAT = 2.0
 """Seconds between a process's beats on the tasks it runs."""
 STALE = 15.0
@@ -205,6 +207,11 @@ class Tasks:
                 "requiredCapabilities": {"extensions": {EXTENSION: {}}}})
 
     async def _find(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> TaskRecord:
+        named = ctx.request.headers.get("mcp-name") if ctx.request is not None else None
+        if named is not None and named != task_id:  # SEP-2243's routing header, SEP-2663's rule
+            raise MCPError(HEADER_MISMATCH, (
+                f"The Mcp-Name header ({named[:80]!r}) does not name this request's taskId "
+                f"({task_id[:80]!r}); send the same id in both."))
         owner = self._owner(ctx).store_scope.key()
         records = self._records()
         found: TaskRecord | None = await self._state(records.get, task_id, owner)
