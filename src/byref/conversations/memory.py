@@ -26,6 +26,7 @@ from byref.conversations.port import (
     SeqConflict,
     busy_text,
 )
+from byref.conversations.tasks import MemoryTasks, TaskRecords
 from byref.store import Scope
 
 
@@ -105,6 +106,7 @@ class MemoryConversations:
         """Scopes whose record expired → the seq range it held (None: it held nothing)."""
         self._lock = threading.Lock()
         self._held: set[Scope] = set()
+        self.tasks: TaskRecords = MemoryTasks(clock)
 
     def _expires(self, now: float) -> float | None:
         return None if self.ttl is None else now + self.ttl

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from byref.conversations.tasks import TaskRecords
 from byref.errors import OperatorError
 from byref.store import Scope
 
@@ -88,6 +89,8 @@ class ConversationState(Protocol):
     """True when conversations outlive this process (and this instance)."""
     clock: Callable[[], float]
     """Seconds (wall clock) that expiry is measured in."""
+    tasks: TaskRecords
+    """The MCP tasks kept beside the conversations (`byref.conversations.tasks`)."""
 
     def open(self, scope: Scope, origin: int) -> Conversation:
         """The live conversation of `scope`, touched; created starting at `origin` when there is

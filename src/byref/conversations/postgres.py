@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
+from byref.conversations._sql_tasks import SqlTasks, tasks_schema
 from byref.conversations.port import (
     DEFAULT_TTL,
     ConversationBusy,
@@ -24,6 +25,7 @@ from byref.conversations.port import (
     SeqConflict,
     busy_text,
 )
+from byref.conversations.tasks import TaskRecords
 from byref.store import Scope
 from byref.store.adapters.pg import PgTx, first_line, import_psycopg, redact
 
@@ -45,7 +47,8 @@ class PostgresConversations(SqlConversations):
         pg = import_psycopg(ConversationError, "PostgreSQL conversation state")
         self.conninfo, self.table = conninfo, table
         self._tables = {"conv": f"{table}_conversations", "lines": f"{table}_lines",
-                        "usage": f"{table}_usage", "lock": " FOR UPDATE"}
+                        "usage": f"{table}_usage", "tasks": f"{table}_tasks",
+                        "lock": " FOR UPDATE"}
         timeout = max(1, int(connect_timeout))
         try:
             # Autocommit: `_write` opens an explicit transaction; a numbered append is one
@@ -60,8 +63,10 @@ class PostgresConversations(SqlConversations):
         self._wlock, self._rlock = threading.Lock(), threading.Lock()
         with self._write() as tx:
             tx.rows("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            for statement in schema("BYTEA", "DOUBLE PRECISION"):
+            for statement in [*schema("BYTEA", "DOUBLE PRECISION"),
+                              *tasks_schema("DOUBLE PRECISION")]:
                 tx.count(statement)
+        self.tasks: TaskRecords = SqlTasks(self._write, self._read, self.clock)
 
     @property
     def url(self) -> str:
@@ -98,9 +103,9 @@ class PostgresConversations(SqlConversations):
         return int(got[0][0])
 
     def drop_tables(self) -> None:
-        """Remove this state's three tables (test and benchmark clean-up)."""
+        """Remove this state's four tables (test and benchmark clean-up)."""
         with self._write() as tx:
-            for name in ("{conv}", "{lines}", "{usage}"):
+            for name in ("{conv}", "{lines}", "{usage}", "{tasks}"):
                 tx.count(f"DROP TABLE IF EXISTS {name}")
 
     def hold(self, scope: Scope) -> _PgHold:

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
+from byref.conversations._sql_tasks import SqlTasks, tasks_schema
 from byref.conversations.port import (
     DEFAULT_TTL,
     ConversationBusy,
     ConversationError,
     busy_text,
 )
+from byref.conversations.tasks import TaskRecords
 from byref.store import Scope
 from byref.store.adapters.sqlite_file import SqliteFile
 
@@ -35,7 +37,8 @@ class _SqliteTx:
     def _sql(self, sql: str) -> str:
         return sql.replace("{conv}", f"{self._prefix}_conversations").replace(
             "{lines}", f"{self._prefix}_lines").replace(
-            "{usage}", f"{self._prefix}_usage").replace("{lock}", "")
+            "{usage}", f"{self._prefix}_usage").replace(
+            "{tasks}", f"{self._prefix}_tasks").replace("{lock}", "")
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._conn.execute(self._sql(sql), tuple(params)).fetchall()
@@ -62,8 +65,9 @@ class SqliteConversations(SqlConversations):
                 f"Cannot open the conversation state {str(self.path)!r}: {exc}. Check that the "
                 "directory exists and is writable, or choose another state URL.") from exc
         with self._write() as tx:
-            for statement in schema("BLOB", "REAL"):
+            for statement in [*schema("BLOB", "REAL"), *tasks_schema("REAL")]:
                 tx.count(statement)
+        self.tasks: TaskRecords = SqlTasks(self._write, self._read, self.clock)
 
     @property
     def url(self) -> str:

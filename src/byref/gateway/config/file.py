@@ -52,9 +52,17 @@ _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "s
                          "usage", "mode", "alwaysLoad", "callTool", "codeMode", "inlineMediaBytes",
                          "search", "vectorCache", "encoder",
                          "state", "conversation", "conversationTtl", "jwt", "replicas", "pool",
-                         "codeRuns"})
+                         "codeRuns", "tasks"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
 _RUNS_KEYS = frozenset({"maxRuns", "maxPerPrincipal"})
+_TASKS_KEYS = frozenset({"after", "ttlMs", "pollIntervalMs"})
+TASKS_AFTER = 5.0
+"""Seconds a call of a client that declared the tasks extension may take before it becomes a
+task (`byref.tasks.after`)."""
+TASKS_TTL_MS = 3_600_000
+"""How long a task is kept from its creation (`byref.tasks.ttlMs`)."""
+TASKS_POLL_MS = 1_000
+"""The poll interval a task suggests (`byref.tasks.pollIntervalMs`)."""
 MODES = ("search", "direct")
 CALL_TOOL_POLICIES = ("all", "readOnly", "off")
 CODE_MODES = ("off", "readOnly", "all")
@@ -138,6 +146,9 @@ class GatewayConfig:
     pool_max: int = POOL_MAX
     pool_max_per_tenant: int = POOL_MAX_PER_TENANT
     runs_max: int = RUNS_MAX
+    tasks_after: float = TASKS_AFTER
+    tasks_ttl_ms: int = TASKS_TTL_MS
+    tasks_poll_ms: int = TASKS_POLL_MS
     runs_max_per_principal: int = RUNS_MAX_PER_PRINCIPAL
 
     @property
@@ -269,6 +280,7 @@ def parse_config(raw: Any, *, source: str = "<config>", base: Path | None = None
         store=store, tokens=parse_tokens(opts.get("tokens", {}), where), source=source,
         **_conversations(opts, where, base), jwt=parse_jwt(opts.get("jwt"), where),
         **_pool(opts.get("pool"), where), **_runs(opts.get("codeRuns"), where),
+        **_tasks(opts.get("tasks"), where),
     )
 
 
@@ -307,6 +319,26 @@ def _runs(value: Any, where: str) -> dict[str, Any]:
             if isinstance(got, bool) or not isinstance(got, int) or got < 1:
                 raise ConfigError(f"Config {where}: byref.codeRuns.{key} must be a whole number "
                                   f"of programs, 1 or more, got {got!r}.")
+            out[field_name] = got
+    return out
+
+
+def _tasks(value: Any, where: str) -> dict[str, Any]:
+    """byref.tasks: after (seconds), ttlMs, pollIntervalMs."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= _TASKS_KEYS:
+        raise ConfigError(f"Config {where}: byref.tasks must be an object with "
+                          f"{', '.join(map(repr, sorted(_TASKS_KEYS)))}, got {value!r}.")
+    out: dict[str, Any] = {}
+    if "after" in value:
+        out["tasks_after"] = number(value["after"], f"{where} byref.tasks.after")
+    for key, field_name in (("ttlMs", "tasks_ttl_ms"), ("pollIntervalMs", "tasks_poll_ms")):
+        if key in value:
+            got = value[key]
+            if isinstance(got, bool) or not isinstance(got, int) or got < 1:
+                raise ConfigError(f"Config {where}: byref.tasks.{key} must be a whole number "
+                                  f"of milliseconds, 1 or more, got {got!r}.")
             out[field_name] = got
     return out
 

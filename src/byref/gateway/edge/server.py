@@ -16,7 +16,7 @@ import contextlib
 import socket
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, TextIO
 
 import anyio
@@ -49,6 +49,7 @@ from byref.gateway.edge.discover import discover_handler
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.edge.ops import ops_routes
+from byref.gateway.edge.tasks import EXTENSION, TaskParams, Tasks, UpdateParams, declares_tasks
 from byref.gateway.passthrough.handlers import Passthrough
 from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.modern.inputs import Parked, Parking, binding
@@ -195,7 +196,14 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         return result
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult | types.InputRequiredResult:
+                        ) -> Any:
+        if declares_tasks(ctx):  # not done within `byref.tasks.after`: a task (`tasks`)
+            return await tasks.call(ctx, lambda: answer_call(ctx, params))
+        return await answer_call(ctx, params)
+
+    async def answer_call(ctx: ServerRequestContext[Any, Any],
+                          params: types.CallToolRequestParams
+                          ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
             with calling(ctx, owner=state.scope):
@@ -230,6 +238,15 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     from byref import __version__
 
     parking = Parking()
+    config = gateway.config
+    tasks = Tasks(lambda: gateway.scopes.conversations.tasks, scope_of,
+                  after=config.tasks_after, ttl_ms=config.tasks_ttl_ms,
+                  poll_ms=config.tasks_poll_ms)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[dict[str, Any]]:
+        async with parking.running() as kept, tasks.running():
+            yield kept
     hints = ListHints(gateway.config, gateway.indexed, lambda ctx: scope_of(ctx).grant,
                       tools=lambda: [u.tools_hint() for u in gateway.upstreams.upstreams.values()])
     p = Passthrough(lambda: gateway.upstreams.upstreams, gateway.scopes.all, parking=parking,
@@ -238,7 +255,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server = GatewayServer(
             "byref-gateway", version=__version__, instructions=INSTRUCTIONS,
-            lifespan=lambda _: parking.running(),
+            lifespan=lifespan,
             on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen,
             get_tool_input_schema=schemas,
             on_list_resources=hints.around(p.list_resources, data=True),
@@ -251,6 +268,11 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     server.extensions[IDENTIFIER] = settings(inline_bytes=gateway.policy.auto_insert_bytes)
     server.add_request_handler("server/discover", types.RequestParams,
                                discover_handler(server, gateway, scope_of))
+    server.extensions[EXTENSION] = {}
+    server.add_request_handler("tasks/get", TaskParams, tasks.get)
+    server.add_request_handler("tasks/cancel", TaskParams, tasks.cancel)
+    server.add_request_handler("tasks/update", UpdateParams, tasks.update)
+    server.tasks = tasks  # type: ignore[attr-defined]
     # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
     if lanes:
         server.middleware.append(PlainCalls(server, run_call, extras, connection_of, announced))

@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 
 from byref.gateway.edge.answer import wire_answer
+from byref.gateway.edge.tasks import declares_tasks
 from byref.gateway.upstream.relay import may_ask
 from byref.transcript import Part
 
@@ -92,8 +93,9 @@ def plain_call(ctx: ServerRequestContext[Any, Any], connection: Connection | Non
         return None
     if connection is None or not connection.initialize_accepted:
         return None
-    if version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
-        return None  # a 2026-07-28 call that may be asked for input runs parked (the handler)
+    if version in MODERN_PROTOCOL_VERSIONS and (may_ask(ctx) or declares_tasks(ctx)):
+        return None  # a 2026-07-28 call that may be asked for input runs parked, or that may
+        # become a task (`tasks`): the handler's
     return name, {} if arguments is None else arguments
 
 
