@@ -29,7 +29,7 @@ def test_containerfile_contract() -> None:
     assert len(re.findall(r"^FROM \$\{BASE\}", text, re.M)) == 2  # multi-stage, same base
     assert "USER 10001" in text and 'ENTRYPOINT ["byref"]' in text
     assert re.search(r"HEALTHCHECK .*\n.*/healthz", text)
-    assert "ARG EMBEDDINGS" in text and "ARG EXTRAS=mcp,postgres,s3" in text
+    assert "ARG EMBEDDINGS" in text and "ARG EXTRAS=mcp,postgres,s3,metrics,auth" in text
     ignored = (ROOT / ".containerignore").read_text().split()
     assert ignored[ignored.index("*"):][:4] == ["*", "!pyproject.toml", "!README.md", "!src"]
 
