@@ -26,6 +26,8 @@ NEEDS = {
     "node": "runs a Node.js client or server from node_modules (make upstreams)",
     "browser": "drives Debian's chromium",
     "process": "starts a process of its own (the CLI, the sandbox, a fixture server)",
+    "container": "builds and runs the image with podman (runc) on a local debootstrapped base "
+                 "(tests/_podman.py; skips without podman, runc, debootstrap or root)",
     "slow": "takes more than a few seconds on this machine for another reason",
 }
 """Every tier marker and what it means; a test with none of them is in the fast tier."""
@@ -49,6 +51,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/*/test_gateway_code_mode.py": ("upstreams", "process"),
     "tests/gateway/*/test_gateway_code_runs.py": ("upstreams", "process"),
     "tests/extension/test_refs_battery.py": ("process", "slow"),
+    "tests/container/test_container_*.py": ("container", "process", "slow"),
     "tests/lens/test_lens_browser.py": ("browser", "process"),
     "tests/lens/test_lens_gateway.py": ("upstreams",),
     "tests/lens/test_lens_make.py": ("process",),
