@@ -66,7 +66,7 @@ check: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	BYREF_FAST_TIER=1 $(BIN)/pytest -m fast -n 2 -p no:cacheprovider --timeout=30 \
-	  -W error::pytest.PytestUnraisableExceptionWarning --durations=20
+	  -W error::pytest.PytestUnraisableExceptionWarning -W error::ResourceWarning --durations=20
 
 upstreams:
 	test -x .venv-sqlite/bin/mcp-server-sqlite || ($(PYTHON) -m venv .venv-sqlite && \

@@ -37,4 +37,17 @@ if ! command -v haproxy >/dev/null 2>&1; then
     echo "haproxy: no apt-get as root here; the replica tests will skip"
   fi
 fi
+# podman, runc and debootstrap for the container tests (tests/container/), from Debian. The
+# debootstrapped base and the image are cached in podman's own storage after the first run.
+if ! command -v podman >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1 \
+    || ! command -v runc >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "services: installing Debian's podman, runc and debootstrap with apt-get, as root" \
+      "(the container tests build the image on a debootstrapped base)"
+    apt-get install -y -q podman runc debootstrap >/dev/null 2>&1 || \
+      echo "podman not installed: the container tests will skip"
+  else
+    echo "podman: no apt-get as root here; the container tests will skip"
+  fi
+fi
 exit 0

@@ -38,6 +38,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/edge/test_gateway_starts_and_stops.py": ("process",),
     "tests/gateway/ops/test_gateway_operator_lines.py": ("process",),
     "tests/gateway/upstream/test_gateway_raw_calls.py": ("upstreams",),
+    "tests/gateway/upstream/test_gateway_kill9.py": ("process",),
     "tests/gateway/config/test_gateway_example_config.py": ("upstreams",),
     "tests/gateway/upstream/test_gateway_upstream_streams.py": ("upstreams",),
     "tests/gateway/upstream/test_gateway_modern_subscriptions.py": ("upstreams",),

@@ -83,6 +83,8 @@ STDLIB_RAISES = {
     ("byref/tools/code_mode/code_child.py", "*"): "runs in the sandbox, where byref is absent",
     ("byref/gateway/wire/stdio.py", "BrokenPipeError"): "a closed pipe, as the stream's reader "
                                                         "expects it",
+    ("byref/gateway/wire/deepjson.py", "ValueError"): "a JSON reader's error, as json.loads "
+                                                      "raises it; malformed.py answers it",
     ("byref/bench/*", "*"): "a bench's failed setup; `byref bench` prints it in one line",
 }
 """Where byref's own code may raise a stdlib exception, and why; anything else is a ByrefError."""

@@ -42,7 +42,7 @@ from byref.discovery.declaring.usage import UsageLog
 from byref.discovery.declaring.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
 from byref.dispatch.nested import InnerDone, InnerOutcome
-from byref.errors import MisuseError
+from byref.errors import MissingExtra, MisuseError
 from byref.events import Emitter
 from byref.gateway.access.scopes import Scopes
 from byref.gateway.access.state import ScopeState
@@ -364,5 +364,5 @@ def _metrics(gateway: Gateway) -> GatewayMetrics | None:
     try:
         return GatewayMetrics(conversations=lambda: len(gateway.scopes.all()),
                               pool=lambda: gateway._upstreams.pool if gateway._upstreams else None)
-    except RuntimeError:  # prometheus-client is not installed: no metrics, nothing else lost
+    except MissingExtra:  # prometheus-client is not installed: no metrics, nothing else lost
         return None

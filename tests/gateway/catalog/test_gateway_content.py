@@ -78,7 +78,7 @@ async def test_an_image_passes_as_image_content_with_its_ref_beside_it(
             assert marker["opaque"] is True and marker["mediaType"] == "image/png"
             assert marker["bytes"] == 5000
             ref = marker["value"]["$ref"]["key"]
-            stored = gateway.store.get(gateway.scopes.stdio_scope, ref)
+            stored = gateway.store.get(gateway.scopes.stdio_owner, ref)
             assert stored is not None and stored.data == _png(5000)  # routable by its ref
 
             shown = await client.call_tool("present", {"ref": ref, "as": "image"})

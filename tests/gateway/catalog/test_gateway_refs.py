@@ -158,8 +158,8 @@ async def test_binary_content_is_stored_whole_and_shown_as_a_marker(world: World
             marker = json.loads(read.content[0].text)  # type: ignore[union-attr]
             assert marker["opaque"] is True and marker["mediaType"] == "image/png"
             assert marker["bytes"] == len(png)
-            state = gateway.scopes.state(gateway.scopes.stdio_scope)
-            stored = gateway.store.get(state.scope, marker["value"]["$ref"]["key"])
+            # Stored under the one local owner, not the conversation (refs outlive the process).
+            stored = gateway.store.get(gateway.scopes.stdio_owner, marker["value"]["$ref"]["key"])
             assert stored is not None and stored.data == png
 
 
