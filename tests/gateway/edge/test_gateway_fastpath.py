@@ -6,6 +6,7 @@ structuredContent) goes the SDK's way."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -82,6 +83,9 @@ def _shape(result: types.CallToolResult) -> dict[str, Any]:
     for block in out["content"]:  # call ids and refs differ between two gateways
         if block.get("type") == "text":
             block["text"] = len(block["text"])
+    info = out.get("_meta", {}).get(types.SERVER_INFO_META_KEY, {})
+    if "description" in info:  # names each gateway's own stdio conversation
+        info["description"] = re.sub(r"stdio-[0-9a-f]+", "stdio-…", info["description"])
     return out
 
 
