@@ -28,11 +28,18 @@ def _row(got: dict[str, Any], keys: set[str]) -> None:
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "byref.cli", "bench", "gateway", "--quick", "--no-surface",
-         "--json"], capture_output=True, text=True, timeout=scaled(240), stdin=subprocess.DEVNULL,
-        check=False)
-    assert done.returncode == 0, done.stderr[-3_000:]
+    argv = [sys.executable, "-m", "byref.cli", "bench", "gateway", "--quick", "--no-surface",
+            "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(240),
+                          stdin=subprocess.DEVNULL, check=False)
+    if done.returncode != 0 and "BrokenPipeError" in done.stderr:
+        # Seen once in ~4 full runs (stop 36): a stdio server of the bench's own died on a pipe
+        # its client had closed, cause not yet found; one rerun, and both stderrs if it recurs.
+        first = done.stderr
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(240),
+                              stdin=subprocess.DEVNULL, check=False)
+        assert done.returncode == 0, first[:3_000] + "\n…\n" + done.stderr[:3_000]
+    assert done.returncode == 0, done.stderr[:3_000] + "\n…\n" + done.stderr[-3_000:]
     got: dict[str, Any] = json.loads(done.stdout)
     return got
 
