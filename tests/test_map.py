@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,7 +108,7 @@ def _docstrings(tree: ast.Module) -> Iterator[tuple[int, str]]:
             doc = ast.get_docstring(node)
             if doc:
                 yield getattr(node, "lineno", 1), doc
-            for before, after in zip(body, body[1:], strict=False):
+            for before, after in itertools.pairwise(body):
                 if (isinstance(before, (ast.Assign, ast.AnnAssign)) and isinstance(after, ast.Expr)
                         and isinstance(after.value, ast.Constant)
                         and isinstance(after.value.value, str)):
