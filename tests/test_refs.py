@@ -62,7 +62,10 @@ def test_refuses_recipes_from_the_model(kind: str) -> None:
         ({"type": "Message"}, "needs 'part'"),
         ({"type": "Blob", "key": "secret.txt"}, "A 'Blob' key looks like 'art_'"),
         ({"type": "Blob"}, "needs exactly one of 'key'"),
-        ("Message", "must be an object, got a string"),
+        ("Message", "written as a string must be a handle copied from a result's ref line"),
+        ("r1234567890", "written as a string must be a handle"),  # ten digits: not one
+        ("[ref r12]", 'write the handle alone, exactly as the ref line shows it inside [ref …]: '
+                      '{"$ref": "r12"}'),
     ],
 )
 def test_refusals_name_the_problem(body: Any, message: str) -> None:

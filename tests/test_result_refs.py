@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import byref
-from byref.dispatch.outbound.reflines import moved, named, ref_line, split
+from byref.dispatch.outbound.reflines import copied, long_ref_line, moved, named, ref_line, split
 from byref.testing import last_ref
 from byref.tools import Blocks
 from byref.transcript import Part
@@ -40,8 +40,7 @@ def _session(received: list[Any]) -> byref.Session:
 def _ref(content: str) -> dict[str, Any]:
     _, line = split(content)
     assert line is not None, content
-    found: dict[str, Any] = json.loads(line[len("[ref: "):-1])
-    return found
+    return copied(line)
 
 
 def test_a_session_result_is_forwarded_by_its_ref_line_byte_identical() -> None:
@@ -50,7 +49,8 @@ def test_a_session_result_is_forwarded_by_its_ref_line_byte_identical() -> None:
     session = _session(received)
     [shown] = session.handle_sync([{"type": "tool_use", "id": "a", "name": "doc", "input": {}}])
     body, line = split(shown["content"])
-    assert body == DOC and line == ref_line(1, 0)
+    assert body == DOC and line == ref_line(1, 0) == "[ref r1]"
+    assert _ref(shown["content"]) == {"$ref": "r1"}
     [kept] = session.handle_sync([{"type": "tool_use", "id": "b", "name": "save",
                                    "input": {"text": _ref(shown["content"])}}])
     assert split(kept["content"])[0] == "kept 196 bytes"
@@ -67,7 +67,7 @@ def test_blocks_are_shown_in_place_and_a_long_one_is_placed_there() -> None:
     assert (first, last) == ("before", "after")
     substitute = json.loads(placed)
     assert substitute["placed"] is True and "block 1 of its result" in substitute["note"]
-    field = {"$ref": {**_ref(shown["content"])["$ref"], "field": "1"}}
+    field = {"$ref": f'{_ref(shown["content"])["$ref"]}.1'}
     session.handle_sync([{"type": "tool_use", "id": "b", "name": "save",
                           "input": {"text": field}}])
     session.handle_sync([{"type": "tool_use", "id": "c", "name": "save",
@@ -77,8 +77,19 @@ def test_blocks_are_shown_in_place_and_a_long_one_is_placed_there() -> None:
 
 def test_a_moved_line_names_where_the_result_landed() -> None:
     part = Part(type="tool_result", value="x", rendered=f"x\n{ref_line(5, 0)}")
-    assert named(moved(part, 9, 0).rendered) == (9, 0)
+    assert named(moved(part, 9, 0).rendered, 9) == (9, 0)
     assert moved(part, 9, 0).rendered == f"x\n{ref_line(9, 0)}"
+    seq = 29_075_061_770
+    landed = moved(part, seq, 2)
+    assert landed.rendered == "x\n[ref r75061770p2]"
+    assert named(landed.rendered, seq + 40) == (seq, 2)
+    # A rendering recorded before handles keeps its long line, read as one.
+    old = Part(type="tool_result", value="x", rendered=f"x\n{long_ref_line(seq, 1)}")
+    assert split(old.rendered or "") == ("x", long_ref_line(seq, 1))
+    assert named(old.rendered, 0) == (seq, 1)
+    assert copied(long_ref_line(seq, 1)) == {
+        "$ref": {"type": "Message", "seq": seq, "part": 1}}
+    assert moved(old, 9, 0).rendered == f"x\n{ref_line(9, 0)}"
     plain = Part(type="tool_result", value="x", rendered="x")
     assert moved(plain, 9, 0) is plain  # no line, nothing to move
     # A tool's own text that merely mentions a ref is not a line of ours.

@@ -304,6 +304,7 @@ def test_almost_envelopes_are_refused_with_the_valid_form(value: dict[str, Any])
     _, out = rig.call("echo", {"x": value})
     assert out.is_error and rig.received == []
     assert "almost a reference" in text_of(out) and '{"$ref": {"type": "Message"' in text_of(out)
+    assert '{"$ref": "r<digits>"}' in text_of(out)
     _, whole = rig.call("echo", value)
     assert whole.is_error and "the input is almost a reference" in text_of(whole)
 
@@ -315,7 +316,8 @@ def test_padded_look_alike_envelopes_are_refused_with_the_valid_form(key: str) -
     _, out = rig.call("echo", {"x": {key: BODY}})
     assert out.is_error and rig.received == []
     assert (f"argument 'x' is almost a reference, but not quite. It has the key {key!r}, which "
-            'looks like \'$ref\' but is not it. Write {"$ref": {"type": "Message"') in text_of(out)
+            'looks like \'$ref\' but is not it. Write {"$ref": "r<digits>"} with the handle '
+            'of a result\'s ref line, {"$ref": {"type": "Message"') in text_of(out)
     _, whole = rig.call("echo", {key: BODY})
     assert whole.is_error and "the input is almost a reference" in text_of(whole)
     assert rig.received == []

@@ -32,6 +32,12 @@ INDEX_MAX: Final = 2**53 - 1
 index is never a thousand-digit number quoted back or carried into a lookup."""
 QUOTE_CHARS: Final = 100
 """At most this many characters of any offending value are quoted back in a refusal."""
+HANDLE_DIGITS: Final = 9
+"""A handle names a message by the last this-many digits of its seq (`handle`)."""
+HANDLE_SPAN: Final = 10**HANDLE_DIGITS
+_HANDLE_RE: Final = re.compile(
+    rf"r([0-9]{{1,{HANDLE_DIGITS}}})(?:p([0-9]{{1,16}}))?(?:\.([^.\s]+(?:\.[^.\s]+)*))?")
+_LINE_WRAP: Final = re.compile(r"\s*(?:\[\s*ref\b\s*:?\s*(.*?)\s*\]|(.*?))\s*", re.S)
 
 
 def quote(value: object, limit: int = QUOTE_CHARS) -> str:
@@ -62,14 +68,39 @@ class RefRefusal(Refused, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MessageRef:
-    """A part of the transcript: message `seq` (None = the current turn), part, dot-path field."""
+    """A part of the transcript: message `seq` (None = the current turn), part, dot-path field.
+
+    `tail` is set when the model wrote a handle (`"r75061770"`): the message is the latest one,
+    at or before the turn it is read in, whose seq ends in those digits (`at` pins it; the seq,
+    once pinned, is kept beside the tail so a refusal can name the handle the model wrote).
+    """
 
     part: int
     seq: int | None = None
     field: str | None = None
+    tail: int | None = None
+
+    def at(self, current: int) -> MessageRef:
+        """This ref with its seq fixed as read in turn `current` (itself when it has one)."""
+        if self.seq is not None:
+            return self
+        if self.tail is None:
+            return MessageRef(part=self.part, seq=current, field=self.field)
+        return MessageRef(part=self.part, seq=current - (current - self.tail) % HANDLE_SPAN,
+                          field=self.field, tail=self.tail)
+
+    @property
+    def handle(self) -> str | None:
+        """The handle the model wrote for this ref, or None for the long form."""
+        if self.tail is None:
+            return None
+        return handle(self.tail, self.part) + ("" if self.field is None else f".{self.field}")
 
     def to_json(self) -> dict[str, Any]:
-        """This address in its wire form (`{"type": "Message", ...}`)."""
+        """This address in its wire form (`{"type": "Message", ...}`); a handle's once pinned."""
+        if self.tail is not None and self.seq is None:
+            raise InvalidValue(f"The handle {self.handle!r} has no seq yet: pin it with "
+                               "MessageRef.at(current_seq) before writing it out.")
         out: dict[str, Any] = {"type": "Message"}
         if self.seq is not None:
             out["seq"] = self.seq
@@ -164,6 +195,57 @@ def envelope(ref: Ref) -> dict[str, Any]:
     return {ENVELOPE_KEY: ref.to_json()}
 
 
+def handle(seq: int, part: int = 0) -> str:
+    """The short form of message `seq`, part `part`: `r` and the seq's last nine digits, then
+    `p` and the part unless it is 0 (`"r75061770"`, `"r75061770p2"`).
+
+    Nine digits are three o200k tokens, and resolution picks the latest seq ending in them, so
+    a handle names one message of a record shorter than a billion messages; seqs are
+    milliseconds-since-2026 origins, so a handle shown by a process that has since restarted
+    (and kept no state) names no message of the new record for a billion milliseconds (11.6
+    days), and after that only if one of the new record's seqs ends in the same nine digits.
+    """
+    tail = seq % HANDLE_SPAN
+    return f"r{tail}" if part == 0 else f"r{tail}p{part}"
+
+
+def handle_envelope(seq: int, part: int = 0) -> dict[str, Any]:
+    """`{"$ref": "r…"}`: the envelope a model writes for message `seq`, part `part`."""
+    return {ENVELOPE_KEY: handle(seq, part)}
+
+
+def _unwrapped(text: str) -> str:
+    """`text` without surrounding spaces and the ref line's `[ref …]` around it."""
+    found = _LINE_WRAP.fullmatch(text[:QUOTE_CHARS])
+    if found is None:  # pragma: no cover - the pattern matches any string
+        return text
+    return found.group(1) if found.group(1) is not None else found.group(2)
+
+
+def is_handle_like(text: object) -> bool:
+    """Whether `text` is a handle, or one as the ref line shows it (`[ref r75061770]`, spaced)."""
+    return isinstance(text, str) and _HANDLE_RE.fullmatch(_unwrapped(text)) is not None
+
+
+def parse_handle(text: object) -> MessageRef:
+    """The ref a handle string stands for (not yet pinned: `MessageRef.at`); raises
+    `RefRefusal` saying the form for anything else."""
+    found = _HANDLE_RE.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        if is_handle_like(text):
+            assert isinstance(text, str)
+            raise RefRefusal(
+                f"The handle is written {quote(text)}; write the handle alone, exactly as "
+                f'the ref line shows it inside [ref …]: {{"$ref": "{_unwrapped(text)}"}}.')
+        raise RefRefusal(
+            f"A reference written as a string must be a handle copied from a result's ref line, "
+            f"such as \"r75061770\" (or \"r75061770.rows.0\" for a part of it), got "
+            f"{quote(text)}. {_MODEL_HINT}")
+    tail, part, fld = found.groups()
+    return MessageRef(part=0 if part is None else _index(int(part), "part"), field=fld,
+                      tail=int(tail))
+
+
 def is_envelope(value: object) -> bool:
     """True when `value` is shaped like a `$ref` envelope (a dict whose only key is `$ref`)."""
     return isinstance(value, dict) and ENVELOPE_KEY in value and len(value) == 1
@@ -220,7 +302,7 @@ def near_envelope(value: object) -> str | None:
     if not isinstance(value, dict) or is_envelope(value):
         return None
     for key, body in value.items():
-        if isinstance(body, dict) and looks_like_ref_key(key):
+        if (isinstance(body, dict) or is_handle_like(body)) and looks_like_ref_key(key):
             if key != ENVELOPE_KEY:
                 return (f"It has the key {quote(key)}, which looks like '$ref' but is not it. "
                         f"{_MODEL_HINT}")
@@ -261,21 +343,25 @@ _ALLOWED_KEYS: Final[dict[str, frozenset[str]]] = {
 }
 
 _MODEL_HINT: Final = (
-    'Write {"$ref": {"type": "Message", "seq": <int>, "part": <int>, "field": "<dot.path>"}} '
-    'or {"$ref": {"type": "Blob", "key": "art_…"}}, copying the ref from an earlier result.'
+    'Write {"$ref": "r<digits>"} with the handle of a result\'s ref line, {"$ref": {"type": '
+    '"Message", "seq": <int>, "part": <int>, "field": "<dot.path>"}} or {"$ref": {"type": '
+    '"Blob", "key": "art_…"}}, copying the ref from an earlier result.'
 )
 
 
 def parse_model_envelope(value: object, *, cap: int = DEFAULT_VALIDATION_CAP) -> Ref:
-    """Parse a `$ref` envelope the model wrote. Raises `RefRefusal` with model-facing text."""
+    """Parse a `$ref` envelope the model wrote (an object body, or a handle string). Raises
+    `RefRefusal` with model-facing text."""
     if not is_envelope(value):
         raise RefRefusal(f"A reference must be an object with the single key '$ref'. {_MODEL_HINT}")
     assert isinstance(value, dict)
-    return _parse(value[ENVELOPE_KEY], model=True, cap=cap, level=1)
+    return parse_model_ref(value[ENVELOPE_KEY], cap=cap)
 
 
 def parse_model_ref(body: object, *, cap: int = DEFAULT_VALIDATION_CAP) -> Ref:
-    """Parse the body of an envelope (the object under `$ref`) written by the model."""
+    """Parse the body of an envelope (the object or handle under `$ref`) written by the model."""
+    if isinstance(body, str):
+        return parse_handle(body)
     return _parse(body, model=True, cap=cap, level=1)
 
 
@@ -416,7 +502,8 @@ def _kind(value: object) -> str:
 MODEL_REF_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        ENVELOPE_KEY: {"type": "object", "properties": {"type": {"enum": list(MODEL_TYPES)}}}
+        ENVELOPE_KEY: {"type": ["string", "object"],
+                       "properties": {"type": {"enum": list(MODEL_TYPES)}}}
     },
     "required": [ENVELOPE_KEY],
     "additionalProperties": False,

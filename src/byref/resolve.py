@@ -32,7 +32,7 @@ from byref.media import base, is_json, is_plain_text
 from byref.refs import Blob, JsonPointer, JsonQuery, MessageRef, Ref, RefRefusal, quote
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
-from byref.transcript import Transcript, walk
+from byref.transcript import Transcript, TranscriptLookupError, walk
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +177,22 @@ class Resolver:
         value that contains such fields has each replaced by the value it stands for, so a ref
         to a whole `read_json` result never delivers the `{"derived": true}` placeholder.
         """
-        seq = ref.seq if ref.seq is not None else current
-        if seq is None:
-            seq = self.transcript.last_seq
-            if seq is None:
+        if ref.seq is None:
+            if current is None:
+                current = self.transcript.last_seq
+            if current is None:
+                if ref.handle is not None:
+                    raise ResolveError(handle_absent(ref.handle))
                 raise ResolveError("The transcript is empty; there is no current message.")
-        part = self.transcript.part(seq, ref.part)
+            ref = ref.at(current)
+        seq = ref.seq
+        assert seq is not None
+        try:
+            part = self.transcript.part(seq, ref.part)
+        except TranscriptLookupError as exc:
+            if ref.handle is None:
+                raise
+            raise ResolveError(handle_absent(ref.handle)) from exc
         where = f"message {seq} part {ref.part}"
         path = ref.field or ""
         derived = part.derived
@@ -317,6 +327,14 @@ def _replace_at(value: Any, segments: list[str], new: Any) -> Any:
         out[int(head)] = _replace_at(out[int(head)], rest, new)
         return out
     return value
+
+
+def handle_absent(handle: str) -> str:
+    """The one refusal for a handle that names no result here: however it is absent (from an
+    earlier session or before a restart, not yet shown, another conversation's, no such part),
+    the same words but for the handle."""
+    return (f"The handle {handle!r} names no result of this conversation: copy a handle from a "
+            "ref line you were shown here, or call the tool that produced it again.")
 
 
 def _gone(ref: str) -> str:

@@ -24,7 +24,7 @@ _ids = itertools.count(1)
 
 REF_SCHEMA = {
     "type": "object",
-    "properties": {"$ref": {"type": "object",
+    "properties": {"$ref": {"type": ["string", "object"],
                             "properties": {"type": {"enum": ["Message", "Blob"]}}}},
     "required": ["$ref"],
     "additionalProperties": False,

@@ -130,9 +130,9 @@ class Dispatcher:
             for name, value in call.input.items():
                 # A ref that does not parse is recorded verbatim and refused at dispatch.
                 if is_envelope(value):
-                    with contextlib.suppress(RefRefusal):
+                    with contextlib.suppress(RefRefusal):  # a handle as read at the next seq
                         derived[f"input.{name}"] = self.arguments.parse_ref(
-                            value, name in call.server_refs)
+                            value, name in call.server_refs, self.transcript.next_seq)
         return Part(
             type="tool_call", value={"name": call.name, "id": call.id, "input": call.input},
             tool=call.name, call_id=call.id, derived=derived,

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from byref.dispatch.outbound.reflines import split
+from byref.dispatch.outbound.reflines import copied, split
 from byref.errors import DeveloperError, MisuseError
 from byref.harness.messages import Block, OnDelta, Request, Response, deltas
 from byref.jsonview import decode
@@ -88,8 +88,7 @@ def last_ref(request: Request) -> dict[str, Any]:
     _, line = split(text)
     if line is None:
         raise MisuseError("the last tool result the model was shown has no ref line")
-    ref: dict[str, Any] = decode(line[len("[ref: "):-1])
-    return ref
+    return copied(line)
 
 
 def _last_result_text(request: Request) -> str:

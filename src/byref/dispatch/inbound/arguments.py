@@ -95,12 +95,16 @@ class Arguments:
             )
         return without_absent_nulls(tool, raw)
 
-    def parse_ref(self, value: Any, server: bool) -> Ref:
-        """The ref an argument's envelope holds: the model's (recipes refused), or, for an
-        argument in `Call.server_refs`, the server's own (recipes too)."""
+    def parse_ref(self, value: Any, server: bool, current: int | None = None) -> Ref:
+        """The ref an argument's envelope holds: the model's (recipes refused; a handle pinned
+        as read in turn `current`, when given), or, for an argument in `Call.server_refs`, the
+        server's own (recipes too)."""
         if server:
             return parse_server_ref(value[ENVELOPE_KEY], cap=self._owner.caps.validation)
-        return parse_model_envelope(value, cap=self._owner.caps.validation)
+        ref = parse_model_envelope(value, cap=self._owner.caps.validation)
+        if current is not None and isinstance(ref, MessageRef) and ref.tail is not None:
+            return ref.at(current)
+        return ref
 
     def _parse_refs(self, tool: Tool, raw: dict[str, Any],
                     server: frozenset[str] = frozenset()) -> None:
@@ -187,9 +191,10 @@ _A_REF: dict[str, Any] = {ENVELOPE_KEY: {"type": "Message", "part": 0}}
 
 
 def _pin(ref: Ref, current: int) -> Ref:
-    """Give a Message ref written without `seq` the seq of the turn it was written in."""
-    if isinstance(ref, MessageRef) and ref.seq is None:
-        return MessageRef(part=ref.part, seq=current, field=ref.field)
+    """Give a Message ref written without `seq` (or as a handle) its seq, as read in the turn
+    it was written in."""
+    if isinstance(ref, MessageRef):
+        return ref.at(current)
     if isinstance(ref, Blob) and ref.source is not None:
         return Blob(source=_pin(ref.source, current))
     if isinstance(ref, JsonPointer):

@@ -89,8 +89,9 @@ def _key(value: Any, resolver: Resolver, call_seq: int, cap: int) -> str | None:
     if isinstance(ref, MessageRef):
         # A Message ref to an opaque marker's `value` (or to a bare ref) names the artifact too.
         try:
-            found = resolver.transcript.field(ref.seq if ref.seq is not None else call_seq,
-                                              ref.part, ref.field)
+            at = ref.at(call_seq)
+            assert at.seq is not None
+            found = resolver.transcript.field(at.seq, ref.part, ref.field)
         except RefRefusal:
             return None
         return _key(found, resolver, call_seq, cap)

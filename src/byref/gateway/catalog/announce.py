@@ -50,8 +50,11 @@ def _walk(value: Any, block: int, found: list[tuple[int, str, str | None]], dept
             _walk(item, block, found, depth + 1)
 
 
-async def announce(store: ArtifactStore, scope: Scope, part: Part) -> dict[str, Any]:
-    """`_meta[IDENTIFIER]` of a result part (its stored values' records read in `scope`)."""
+async def announce(store: ArtifactStore, scope: Scope, part: Part, latest: int
+                   ) -> dict[str, Any]:
+    """`_meta[IDENTIFIER]` of a result part (its stored values' records read in `scope`);
+    `latest`: the record's last seq, which the ref line's handle is read back by (the
+    announcement carries the full Message ref)."""
     blocks = isinstance(part.value, list) and not part.is_error
     values = [] if part.is_error else stored_values(part.value, blocks=blocks)
 
@@ -64,6 +67,6 @@ async def announce(store: ArtifactStore, scope: Scope, part: Part) -> dict[str, 
         return out
 
     entries = await anyio.to_thread.run_sync(heads) if values else []
-    at = named(part.rendered)
+    at = named(part.rendered, latest)
     own = None if at is None else envelope(MessageRef(seq=at[0], part=at[1]))
     return announcement(entries, own)

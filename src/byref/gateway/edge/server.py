@@ -185,7 +185,9 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         connection = connection_of(ctx)
         if not declared(ctx.meta, None if connection is None else connection.client_capabilities):
             return None
-        return {IDENTIFIER: await announce(gateway.store, scope_of(ctx).store_scope, part)}
+        state = scope_of(ctx)
+        return {IDENTIFIER: await announce(gateway.store, state.store_scope, part,
+                                           state.transcript.next_seq - 1)}
 
     async def answered(ctx: ServerRequestContext[Any, Any], part: Part,
                        scope: Any) -> types.CallToolResult:

@@ -61,10 +61,12 @@ def _key(value: Any, ctx: ToolContext) -> str | None:
     if isinstance(value, Blob) and value.key is not None:
         return value.key
     if isinstance(value, MessageRef):
-        seq = value.seq if value.seq is not None else ctx.transcript.last_seq
-        if seq is None:
+        last = ctx.transcript.last_seq
+        if value.seq is None and last is None:
             raise ToolRefusal("There is nothing to present yet: the conversation is empty.",
                               "bad-ref")
+        seq = value.at(last if last is not None else 0).seq
+        assert seq is not None
         # A stand-in recorded for that field (a placed result, a marker) names its artifact.
         stand_in = ctx.transcript.part(seq, value.part).derived.get(value.field or "")
         if isinstance(stand_in, Blob) and stand_in.key is not None:
