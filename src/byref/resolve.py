@@ -29,7 +29,7 @@ from byref.jsonview import (
 )
 from byref.jsonview.codec import LITERAL_MAX
 from byref.media import base, is_json, is_plain_text
-from byref.refs import Blob, JsonPointer, JsonQuery, MessageRef, Ref, RefRefusal, quote
+from byref.refs import Blob, JsonPointer, JsonQuery, MessageRef, Ref, RefRefusal, handle, quote
 from byref.store import ArtifactMeta, ArtifactStore, Scope
 from byref.store.port import ArtifactError, ArtifactIntegrityError, CanGetStream
 from byref.transcript import Transcript, TranscriptLookupError, walk
@@ -193,7 +193,9 @@ class Resolver:
             if ref.handle is None:
                 raise
             raise ResolveError(handle_absent(ref.handle)) from exc
-        where = f"message {seq} part {ref.part}"
+        # A handle's miss names the handle the model wrote, not a seq it never saw.
+        where = (f"message {seq} part {ref.part}" if ref.tail is None
+                 else f"result {handle(seq, ref.part)!r}")
         path = ref.field or ""
         derived = part.derived
         # The deepest recorded stand-in at or above the path wins ("" stands for the whole part).

@@ -157,9 +157,7 @@ def text_blocks(result: Any) -> list[str]:
 
 def ref_line_of(result: Any) -> dict[str, Any] | None:
     """The `$ref` of a CallToolResult's ref line (its last block), or None without one."""
-    import json
-
-    from byref.dispatch.outbound.reflines import split
+    from byref.dispatch.outbound.reflines import copied, split
 
     last = result.content[-1] if result.content else None
     if getattr(last, "type", None) != "text":
@@ -167,5 +165,4 @@ def ref_line_of(result: Any) -> dict[str, Any] | None:
     body, line = split("\n" + last.text)
     if body or line is None:
         return None
-    found: dict[str, Any] = json.loads(line[len("[ref: "):-1])
-    return found
+    return copied(line)

@@ -24,6 +24,7 @@ from _waits import scaled
 from byref.dispatch.outbound.reflines import named
 from byref.gateway.catalog import code as gateway_code
 from byref.gateway.core import Gateway
+from byref.refs import handle_envelope
 from byref.tools.code_mode.run_code import CodeMode
 
 pytestmark = pytest.mark.anyio
@@ -97,7 +98,8 @@ except tools.ToolError as exc:
             for message in messages:
                 for index, part in enumerate(message.parts):
                     if part.type == "tool_result":
-                        assert named(part.rendered) in (None, (message.seq, index)), message
+                        assert named(part.rendered, message.seq) in (
+                            None, (message.seq, index)), message
             seq_of = {(p.type, p.call_id): m.seq for m in messages for p in m.parts}
             made = {p.tool: p.call_id for m in messages for p in m.parts if p.type == "tool_call"}
             search_id, run_id = made["search_tools"], made["run_code"]
@@ -106,7 +108,7 @@ except tools.ToolError as exc:
             landed_between = [m.seq for m in messages if run_call < m.seq < run_result]
             assert len(landed_between) >= 6, messages  # two releases, the search, the lookup
             line = ref_line_of(result)
-            assert line is not None and line["$ref"]["seq"] == run_result
+            assert line == handle_envelope(run_result)
 
             # The calls code made are counted beside the client's, told apart by `via`; a name
             # no tool has is counted as `unknown`, never as the name the program wrote.

@@ -21,10 +21,10 @@ from _gateway_rig import FIXTURES, OVER, World, fixtures_gateway, ref_line_of, r
 from mcp import Client
 
 from _waits import scaled
-from byref.dispatch.outbound.reflines import EXAMPLE_SEQ, REFS_PROTOCOL, ref_line
+from byref.dispatch.outbound.reflines import EXAMPLE_SEQ, ref_line
 from byref.gateway import Gateway
 from byref.gateway.edge.server import GatewayServer
-from byref.refs import parse_model_envelope
+from byref.refs import handle, parse_model_envelope
 
 sys.path.insert(0, str(FIXTURES))
 from blocks_server import DOC
@@ -65,7 +65,7 @@ async def test_a_196_byte_json_result_is_forwarded_by_its_ref_byte_identical(
             ref = ref_line_of(shown)
             assert ref is not None
             line = _texts(shown)[1]
-            assert len(line) <= 70  # what passing it on costs the model: tens of characters
+            assert len(line) <= 16  # "[ref r" + at most nine digits + "]"
             saved = await _call(client, "blocks__save", path=str(out), text=ref)
             assert _texts(saved)[0] == "wrote 196 bytes"
     assert out.read_bytes() == DOC.encode()  # 1.50, 1e2 and \u00e9 as the server wrote them
@@ -76,23 +76,24 @@ async def test_the_instructions_example_is_a_ref_line_as_results_show_it(
     out = tmp_path / "copy.json"
     with anyio.fail_after(scaled(60)):
         async with _blocks() as (_gateway, server), Client(server) as client:
-            found = re.search(r"\[ref: (\{.*?\}\})\]", client.instructions or "")
-            assert found is not None, client.instructions
-            example = json.loads(found.group(1))
+            instructions = client.instructions or ""
+            line = re.search(r"\[ref (r\d+)\]", instructions)
+            written = re.search(r'\{"\$ref":"(r\d+)"\}', instructions)
+            assert line is not None and written is not None, instructions
+            assert line.group(0) == ref_line(EXAMPLE_SEQ, 0)
+            # The envelope the instructions tell the model to write holds the line's handle.
+            example = json.loads(written.group(0))
+            assert written.group(1) == line.group(1) == handle(EXAMPLE_SEQ)
             parse_model_envelope(example)  # a ref the model may write, as written
-            assert found.group(0) == ref_line(EXAMPLE_SEQ, 0)
             shown = await _call(client, "blocks__doc")
             real = ref_line_of(shown)
-            assert real is not None
-            seq = real["$ref"]["seq"]
-            # The example is the very line a result shows, its seq of the same size; with the
-            # seq a real result shows, it resolves and delivers the result exactly.
-            assert len(str(seq)) == len(str(EXAMPLE_SEQ))
-            assert _texts(shown)[-1] == found.group(0).replace(str(EXAMPLE_SEQ), str(seq))
-            example["$ref"]["seq"] = seq
+            assert real is not None and re.fullmatch(r"r\d{1,9}", real["$ref"])
+            # The example is the very line a result shows; with the handle a real result shows,
+            # written as the instructions say, it resolves and delivers the result exactly.
+            assert _texts(shown)[-1] == line.group(0).replace(line.group(1), real["$ref"])
+            example["$ref"] = real["$ref"]
             await _call(client, "blocks__save", path=str(out), text=example)
     assert out.read_bytes() == DOC.encode()
-    assert '"seq": 4' not in REFS_PROTOCOL
 
 
 async def test_several_blocks_keep_their_type_and_place() -> None:
@@ -126,7 +127,7 @@ async def test_a_large_block_is_placed_in_its_place_and_forwards_exactly(
             ref = ref_line_of(result)
             assert ref is not None
             await _call(client, "blocks__save", path=str(by_value), text=placed["value"])
-            field = {"$ref": {**ref["$ref"], "field": "3"}}
+            field = {"$ref": f"{ref['$ref']}.3"}  # the handle and a field
             await _call(client, "blocks__save", path=str(by_field), text=field)
     assert by_value.read_text() == big
     assert by_field.read_text() == big

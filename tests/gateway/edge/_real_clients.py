@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ import pytest
 
 from _waits import scaled
 from byref.bench.gateway.run import reference_servers
+from byref.dispatch.outbound.reflines import copied
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -166,16 +168,15 @@ def inspector() -> list[str]:
 def ref_of(result: dict[str, Any]) -> dict[str, Any]:
     """The `$ref` object of a tools/call result's ref line (its last block)."""
     line = result["content"][-1]["text"]
-    assert line.startswith('[ref: {"$ref":{"type":"Message","seq":'), result
-    found: dict[str, Any] = json.loads(line[len("[ref: "):-1])
-    return found
+    assert re.fullmatch(r"\[ref r\d{1,9}\]", line), result
+    return copied(line)
 
 
 def body(result: dict[str, Any]) -> Any:
     """The JSON a byref tool answered with (its first block; the ref line after it)."""
     assert result.get("isError") is False, result
     block, *line = result["content"]
-    assert not line or line[0]["text"].startswith('[ref: {"$ref":{"type":"Message","seq":')
+    assert not line or re.fullmatch(r"\[ref r\d{1,9}\]", line[0]["text"])
     return json.loads(block["text"])
 
 

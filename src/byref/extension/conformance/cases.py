@@ -139,7 +139,7 @@ def _fresh_key() -> str:
 def _refused(result: Any, what: str) -> str:
     text = text_of(result)
     check(bool(result.is_error), f"{what} was not refused (isError false): {text[:200]!r}")
-    check(re.fullmatch(r"[0-9a-f]{64}\s*(\[ref:.*)?", text.strip(), re.S) is None,
+    check(re.fullmatch(r"[0-9a-f]{64}\s*(\[ref[: ].*)?", text.strip(), re.S) is None,
           f"{what}: the tool ran (its digest came back)")
     check(0 < len(text) <= 4_000, f"{what}: a refusal of {len(text):,} characters")
     return text
@@ -154,7 +154,7 @@ async def _absent_one_way(kit: Kit) -> None:
 
 
 def _masked(text: str, key: str) -> str:
-    return re.sub(r"\[ref:.*\]", "", text.replace(key, "<key>")).strip()
+    return re.sub(r"\[ref[: ].*\]", "", text.replace(key, "<key>")).strip()
 
 
 async def _absent_other_owner(kit: Kit) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 import mcp_types as types
 
@@ -182,15 +182,24 @@ def _pair(catalog: Catalog, name: str) -> tuple[str | None, str]:
     return entry.server, entry.original_name
 
 
+THROUGH_CALL_TOOL: Final = (
+    "Run them with call_tool(name, arguments): one round trip (called by its own name, a tool "
+    "not in your client's list makes it list tools first: two). Any argument may be a $ref.")
+"""A declaring activate_tool's answer when call_tool runs every named tool."""
+
+
 def how_to_run(call_tool: str, catalog: Catalog, names: Sequence[str]) -> str:
     """What a declaring activate_tool tells the model about running `names` (through call_tool
-    where `call_tool` — 'all', 'readOnly' or 'off' — lets it, else by their own names)."""
+    where `call_tool` — 'all', 'readOnly' or 'off' — lets it, else by their own names), and
+    which way is one round trip: a 2026-07-28 SDK client lists tools again before calling a name
+    its list lacks, so a call by the tool's own name is two."""
     if call_tool == "all":
-        return "Run them with call_tool(name, arguments); any argument may be a $ref."
+        return THROUGH_CALL_TOOL
     through = [n for n in names if call_tool == "readOnly" and is_read_only(catalog.tool(n))]
     if len(through) == len(names):
-        return "Run them with call_tool(name, arguments); any argument may be a $ref."
+        return THROUGH_CALL_TOOL
     direct = ", ".join(repr(n) for n in names if n not in through)
-    tail = " Run the others with call_tool(name, arguments)." if through else ""
-    return (f"Call {direct} by its own name (call_tool does not run it here); any argument may "
-            f"be a $ref.{tail}")
+    tail = (" Run the others with call_tool(name, arguments): one round trip."
+            if through else "")
+    return (f"Call {direct} by its own name (call_tool does not run it here; your client may "
+            f"list tools first, a second round trip). Any argument may be a $ref.{tail}")
