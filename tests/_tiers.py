@@ -70,6 +70,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/test_tool_sources.py": ("process",),
     "tests/test_bench_gateway.py": ("upstreams", "slow"),
     "tests/test_bench_gateway_code.py": ("upstreams", "process"),
+    "tests/test_bench_refline.py": ("process",),
     "tests/test_bench_dispatch_store.py": ("slow",),
     "tests/test_trace_cli.py": ("process",),
     "tests/store/test_kill_mid_put.py": ("process",),
