@@ -17,7 +17,7 @@ from byref.store import ArtifactMeta
 
 IDENTIFIER: Final = "dev.byref/refs"
 """The extension's SEP-2133 identifier (`{vendor-prefix}/{name}`)."""
-VERSION: Final = "0.1"
+VERSION: Final = "0.2"
 """The version of docs/extensions/refs.md this code implements."""
 CLIENT_CAPABILITIES_META_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 """Where a 2026-07-28 request carries its client's capabilities (`_meta`)."""
