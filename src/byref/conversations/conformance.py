@@ -30,8 +30,11 @@ from byref.conversations.conformance_processes import (
     numbered_writers,
     two_writers,
 )
+from byref.conversations.lines import ConversationTranscript
 from byref.conversations.port import ConversationState, SeqConflict
+from byref.refs import handle, parse_handle
 from byref.store import Scope
+from byref.transcript import Part, TranscriptLookupError
 
 __all__ = ["CASES", "PROCESS_TIMEOUT", "TTL", "Case", "CaseFailed", "Kit", "Result",
            "StateBattery", "battery_for_url", "run_battery", "run_case"]
@@ -249,6 +252,37 @@ def numbered(kit: Kit) -> None:
     equal(s.open(scope, 0).origin, 503, "a new record after the expired one")
 
 
+def handles(kit: Kit) -> None:
+    """A result's handle (its seq's last nine digits) names the same message when the record is
+    opened again; one into a record that expired names nothing of the record after it."""
+    s, scope = kit.state, kit.scope()
+    origin = 29_999_999_998  # a gateway's seqs are this long; its handles cross a 10^9 boundary
+    first = ConversationTranscript(s, s.open(scope, origin))
+    for i in range(4):
+        first.append("tool", [Part(type="tool_result", value=f"result {i}")])
+    first.lines.flush()
+    shown = [handle(origin + i) for i in range(4)]
+    equal(shown[1:3], ["r999999999", "r0"], "handles across the boundary")
+    again = ConversationTranscript(s, s.open(scope, 0))
+    for i, written in enumerate(shown):
+        at = parse_handle(written).at(again.next_seq - 1)
+        equal(at.seq, origin + i, f"the seq {written!r} names when opened again")
+        assert at.seq is not None
+        equal(again.part(at.seq, 0).value, f"result {i}", f"the message {written!r} names")
+    kit.advance(TTL + 1)
+    after = ConversationTranscript(s, s.open(scope, 0))
+    after.append("tool", [Part(type="tool_result", value="newer")])
+    after.lines.flush()
+    at = parse_handle(shown[0]).at(after.next_seq - 1)
+    check(at.seq == origin, f"an expired record's handle read as seq {at.seq}, not {origin}")
+    assert at.seq is not None
+    try:
+        got = after.part(at.seq, 0).value
+    except TranscriptLookupError:
+        return
+    raise CaseFailed(f"a handle into the expired record answered {got!r}")
+
+
 CASES: tuple[Case, ...] = (
     Case("round-trip", "Lines appended are read back byte for byte under their seqs.",
          round_trip),
@@ -280,6 +314,8 @@ CASES: tuple[Case, ...] = (
          "its holder is killed with SIGKILL.", holds, True),
     Case("kill-mid-write", "A writer killed with SIGKILL mid-write leaves whole batches only; "
          "nothing torn is ever read back, and the record continues.", kill_mid_write, True),
+    Case("handles", "A result's handle names the same message when the record is opened again; "
+         "one into an expired record names nothing of the record after it.", handles),
 )
 
 
