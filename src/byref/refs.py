@@ -5,7 +5,8 @@ Owns the vocabulary the model routes instead of bytes. Pure: no I/O, imports onl
 The law: the model may author `Message` and `Blob` refs and nothing else. `JsonPointer` and
 `JsonQuery` are recipes only server code constructs (with the constructors below); the model-input
 parser refuses them, so a fabricated ref fails validation instead of fabricating data. Every refusal
-is a `RefRefusal` whose text says what was wrong and what would fit.
+is a `RefRefusal` whose text says what was wrong and what would fit. A `Message` ref may also be
+written as a handle, the string a result's ref line shows (`{"$ref": "r75061770"}`, `handle`).
 """
 
 from __future__ import annotations
@@ -191,7 +192,9 @@ RECIPE_TYPES: Final = ("JsonPointer", "JsonQuery")
 
 
 def envelope(ref: Ref) -> dict[str, Any]:
-    """The JSON form `{"$ref": {...}}`."""
+    """The JSON form `{"$ref": {...}}` (a handle not yet pinned: `{"$ref": "r…"}`, as written)."""
+    if isinstance(ref, MessageRef) and ref.seq is None and ref.handle is not None:
+        return {ENVELOPE_KEY: ref.handle}
     return {ENVELOPE_KEY: ref.to_json()}
 
 

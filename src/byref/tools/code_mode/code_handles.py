@@ -24,6 +24,7 @@ from typing import Any
 from byref.errors import Refused
 from byref.jsonview import bounded, dumps, encode, shape_hint
 from byref.refs import (
+    ENVELOPE_KEY,
     Blob,
     Ref,
     RefRefusal,
@@ -112,11 +113,12 @@ class Handles:
             found = derived.get(path) if path else None
             if found is not None and (value == _PLACEHOLDER or is_envelope(value)):
                 return self.handle(found)
-            if is_envelope(value):
+            if is_envelope(value) and isinstance(value[ENVELOPE_KEY], dict):
                 try:
                     return self.handle(parse_model_envelope(value))
                 except RefRefusal:
                     return value  # data that only looks like a ref: passed on as data
+            # A result never records a handle (`{"$ref": "r…"}`): one in a value is its data.
             return {k: self._walk(v, derived, f"{path}.{k}" if path else str(k))
                     for k, v in value.items()}
         if isinstance(value, list):
