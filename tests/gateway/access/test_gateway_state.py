@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _gateway_rig import World, served, text
+from _gateway_rig import World, ref_line_of, served, text
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -25,6 +25,8 @@ from byref.conversations import MemoryConversations
 from byref.gateway import Gateway, build_server
 from byref.gateway.config.file import parse_config
 from byref.jsonview import encode
+from byref.refs import handle_envelope
+from byref.resolve import handle_absent
 from doubles.clock import ManualClock
 
 pytestmark = pytest.mark.anyio
@@ -88,8 +90,12 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
                 server) as client:
             activated = await client.call_tool("activate_tool", {"names": [WRITE]})
             assert not activated.is_error, text(activated)
-            assert await _call(client, READ, {"path": str(world.files / "small.txt")}) == small
+            read = await client.call_tool("call_tool", {
+                "name": READ, "arguments": {"path": str(world.files / "small.txt")}})
+            assert text(read) == small
             inline = {"$ref": {"type": "Message", "seq": _last_seq(gateway), "part": 0}}
+            shown = ref_line_of(read)  # the handle its ref line shows: durable as the record
+            assert shown == handle_envelope(_last_seq(gateway))
             placed = json.loads(await _call(client, READ, {"path": str(world.files / "big.txt")}))
             through = {"$ref": {"type": "Message", "seq": _last_seq(gateway), "part": 0,
                                 "field": "value"}}
@@ -113,7 +119,8 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
             assert state.declared == declared  # the working set came back with the record
             assert WRITE in {t.name for t in (await client.list_tools()).tools}
             for n, (ref, want) in enumerate([(inline, small.encode()), (through, big.encode()),
-                                              (blob, big.encode()), (recipe, expected)]):
+                                              (blob, big.encode()), (recipe, expected),
+                                              (shown, small.encode())]):
                 target = world.files / f"copy{n}.txt"
                 result = await client.call_tool(WRITE, {"path": str(target), "content": ref})
                 assert not result.is_error, text(result)
@@ -126,6 +133,9 @@ async def test_refs_of_every_kind_resolve_after_a_restart(
             assert stale.is_error
             assert f"message {inline['$ref']['seq']} is not in this conversation's record" in (
                 text(stale))
+            gone = await client.call_tool("call_tool", {"name": WRITE, "arguments": {
+                "path": str(world.files / "stale.txt"), "content": shown}})
+            assert gone.is_error and handle_absent(shown["$ref"]) in text(gone)
             assert not (world.files / "stale.txt").exists()
 
 
