@@ -77,13 +77,14 @@ upstreams:
 	  else echo "npm not found: gateway tests that need the filesystem server will skip"; fi
 
 bench: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[pdf,postgres,s3]'
+	$(BIN)/python -m pip install --quiet -e '.[pdf,postgres,s3,bench]'
 	$(BIN)/byref bench context --sizes 2MB,20MB,200MB
 	$(BIN)/byref bench dispatch
 	$(BIN)/byref bench store
 	$(BIN)/byref bench search
 	$(BIN)/byref bench run-python
 	$(BIN)/byref bench gateway
+	$(BIN)/byref bench refline
 
 clean:
 	rm -rf $(VENV) .venv-sqlite node_modules .byref byref-demo .pytest_cache .mypy_cache \
