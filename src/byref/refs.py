@@ -259,7 +259,9 @@ ENVELOPE_RULE: Final = (
     "a Cyrillic letter, or '$ref' padded with spaces or invisible characters) holds an object is "
     'always read as a reference, and must then be exactly {"$ref": {...}} with no other keys. A '
     "tool whose own schema accepts such an object receives it only nested below the top level "
-    "of an argument; an object whose '$ref' holds a string (as in JSON Schema) is plain data."
+    "of an argument. A '$ref' holding a handle string (\"r75061770\", from a result's ref line) "
+    "is a reference too and must also stand alone; one holding any other string beside other "
+    "keys (as in JSON Schema) is plain data."
 )
 LOOK_ALIKE_CHARS: Final = 64
 """Longer keys are never taken for `$ref` (padding past this is not a plausible slip)."""
