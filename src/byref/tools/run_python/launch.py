@@ -3,7 +3,8 @@
 A launch is started either with its program already in the seed (cold: the init copies it and
 the code's interpreter starts), or warm: the code's interpreter starts, imports what its
 bootstrap imports, compiles the bootstrap, says it is ready on a pipe, and waits on another for
-`go`; only then is the program written to the seed, which the code copies into its work
+`go` (answering pings, so one that died or hangs is never handed out); only then is the
+program written to the seed, which the code copies into its work
 directory before the bootstrap runs it. Either way the sandbox, its tmpfs, its rlimits, its
 syscall filter and its pipes are this launch's alone, and a launch runs one program: warmth
 moves the start ahead of the call, it shares nothing between runs. The wall clock starts at
@@ -55,9 +56,10 @@ _go, _ready = int(os.environ.pop("BYREF_GO_FD")), int(os.environ.pop("BYREF_READ
 _seed = os.environ.pop("BYREF_SEED")
 _code = compile({source!r}, "<string>", "exec")
 os.write(_ready, b"r")
-os.close(_ready)
-_said = os.read(_go, 1)
+while (_said := os.read(_go, 1)) == b"p":
+    os.write(_ready, b"p")
 os.close(_go)
+os.close(_ready)
 if _said != b"g":
     os._exit(0)
 for _m in ("main.py", "inputs.json"):
@@ -154,15 +156,28 @@ class Launch:
     # -- warm ----------------------------------------------------------------------------------
     def ready(self, timeout: float) -> bool:
         """Wait at most `timeout` seconds for the warm child to say it is ready."""
+        return self._heard(b"r", timeout) and self.alive()
+
+    def ping(self, timeout: float) -> bool:
+        """Whether the warm child answers now (within `timeout` seconds): alive, not stopped,
+        still waiting for its program."""
+        if self._go < 0:
+            return False
+        try:
+            os.write(self._go, b"p")
+        except OSError:
+            return False  # it is gone: its end of the pipe is closed
+        return self._heard(b"p", timeout)
+
+    def _heard(self, word: bytes, timeout: float) -> bool:
         if self._ready < 0:
             return False
         try:
-            said = (os.read(self._ready, 1)
-                    if select.select([self._ready], [], [], timeout)[0] else b"")
-        finally:
-            os.close(self._ready)
-            self._ready = -1
-        return said == b"r" and self.alive()
+            if select.select([self._ready], [], [], timeout)[0]:
+                return os.read(self._ready, 1) == word
+        except OSError:
+            pass
+        return False
 
     def alive(self) -> bool:
         """Whether the sandbox still runs and its init has not reported (its code not dead)."""

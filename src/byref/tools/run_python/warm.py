@@ -33,6 +33,8 @@ log = logging.getLogger("byref.tools")
 
 Key = tuple[Limits, str, bool]
 """What a warm sandbox was started for: the run's limits, its bootstrap, a tool channel or not."""
+PING_SECONDS = 5.0
+"""How long a warm child taken for a run has to answer that it is alive (else: discarded)."""
 WATCH_SECONDS = 0.5
 """How often an idle warm sandbox is checked for death and idleness."""
 _FAILURES = 3
@@ -75,8 +77,11 @@ class WarmPool:
         """Warm sandboxes started (replacements included)."""
         self.discarded = 0
         """Warm sandboxes stopped unused: found dead, idle too long, failed, or closed."""
+        self.taken = 0
+        """Warm sandboxes handed to a run."""
         self._start = start
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
         self._entries: list[Warm] = []
         self._wanted: set[Key] = set()
         self._failures = 0
@@ -108,9 +113,12 @@ class WarmPool:
         if pick is None:
             return None
         if not pick.up.wait(self.ready_timeout) or not pick.ok or pick.launch is None \
-                or not pick.launch.alive():
-            self._discard(pick)  # never handed out dead
+                or not pick.launch.alive() or not pick.launch.ping(PING_SECONDS):
+            self._discard(pick)  # never handed out dead (nor hung)
             return None
+        with self._changed:
+            self.taken += 1
+            self._changed.notify_all()
         return pick
 
     def release(self, entry: Warm) -> None:
@@ -143,18 +151,13 @@ class WarmPool:
 
     def wait_ready(self, key: Key, timeout: float) -> bool:
         """Wait at most `timeout` seconds until one is ready for `key` (benches and tests)."""
-        deadline = time.monotonic() + timeout
-        while self.ready(key) < 1:
-            with self._lock:
-                starting = [e for e in self._entries if e.key == key and not e.up.is_set()]
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if starting:
-                starting[0].up.wait(left)
-            else:
-                time.sleep(min(left, 0.01))  # one is about to be queued by a refill
-        return True
+        return self.wait_for(lambda: self.ready(key) >= 1, timeout)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait at most `timeout` seconds until `predicate()` (asked whenever the pool's state
+        changes) holds; whether it does."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
 
     def close(self) -> None:
         """Stop every warm sandbox not yet taken, and warm no more."""
@@ -211,6 +214,8 @@ class WarmPool:
                     if entry in self._entries:
                         self._entries.remove(entry)
             entry.up.set()
+            with self._changed:
+                self._changed.notify_all()
             if orphan:
                 self._discard(entry)
                 self._refill(entry.key)
@@ -248,6 +253,8 @@ class WarmPool:
             if not used:
                 self.discarded += 1
         stop(entry)
+        with self._changed:
+            self._changed.notify_all()
 
 
 def stop(entry: Warm) -> None:
