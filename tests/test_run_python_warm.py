@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
 import threading
 from collections.abc import Iterator
@@ -165,8 +166,8 @@ def test_a_warm_sandbox_carries_nothing_from_one_scope_to_another(
     started = pool.started
     part = _run([run_python], write, store, inputs={"doc": secret.ref}, scope=alice)
     assert _stdout(part)["cwd"]
-    # Her run's replacement sandbox was started while her data was in hers.
-    assert pool.started == started + 1
+    # Her run's sandbox is replaced once her run is over; Bob gets the replacement.
+    assert pool.wait_for(lambda: pool.started == started + 1, scaled(20))
     seen = _stdout(_warm_run(runner, KEY, lambda: _run([run_python], LOOK, store, scope=bob)))
     assert seen["inputs"] == [] and seen["files"] == []
     assert seen["cwd"] != _stdout(part)["cwd"]
@@ -193,8 +194,13 @@ def test_a_killed_warm_child_is_replaced_never_reused(runner: SubprocessRunner) 
     assert pool is not None and pool.wait_ready(KEY, scaled(20))
     [entry] = pool._entries
     assert entry.launch is not None and entry.launch.proc is not None
-    os.kill(_code_child(entry.launch.proc.pid), signal.SIGKILL)
-    # Whether or not the pool has noticed yet, the next run works and never gets the dead one.
+    child = os.pidfd_open(_code_child(entry.launch.proc.pid))
+    try:
+        signal.pidfd_send_signal(child, signal.SIGKILL)
+        assert select.select([child], [], [], scaled(20))[0], "the warm child did not die"
+    finally:
+        os.close(child)
+    # Dead, whether or not the pool's watch has noticed yet: the next run never gets it.
     assert _stdout(_run([run_python], "print(6 * 7)")) == 42
     assert pool.wait_for(lambda: pool.discarded == 1 and pool.ready(KEY) == 1, scaled(20))
     assert entry.gone and entry not in pool._entries

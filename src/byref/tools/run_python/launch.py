@@ -3,8 +3,8 @@
 A launch is started either with its program already in the seed (cold: the init copies it and
 the code's interpreter starts), or warm: the code's interpreter starts, imports what its
 bootstrap imports, compiles the bootstrap, says it is ready on a pipe, and waits on another for
-`go` (answering pings, so one that died or hangs is never handed out); only then is the
-program written to the seed, which the code copies into its work
+`go` (the host holds a pidfd of it, so one that died or was stopped is never handed out); only
+then is the program written to the seed, which the code copies into its work
 directory before the bootstrap runs it. Either way the sandbox, its tmpfs, its rlimits, its
 syscall filter and its pipes are this launch's alone, and a launch runs one program: warmth
 moves the start ahead of the call, it shares nothing between runs. The wall clock starts at
@@ -56,10 +56,9 @@ _go, _ready = int(os.environ.pop("BYREF_GO_FD")), int(os.environ.pop("BYREF_READ
 _seed = os.environ.pop("BYREF_SEED")
 _code = compile({source!r}, "<string>", "exec")
 os.write(_ready, b"r")
-while (_said := os.read(_go, 1)) == b"p":
-    os.write(_ready, b"p")
-os.close(_go)
 os.close(_ready)
+_said = os.read(_go, 1)
+os.close(_go)
 if _said != b"g":
     os._exit(0)
 for _m in ("main.py", "inputs.json"):
@@ -99,6 +98,8 @@ class Launch:
         self._status = -1
         self._go = -1
         self._ready = -1
+        self._child = -1
+        self._child_pid = 0
         self._paths = [stage.base / name for name in ("stdout", "stderr", "launcher")]
 
     def start(self, channel: int | None = None) -> None:
@@ -155,29 +156,39 @@ class Launch:
 
     # -- warm ----------------------------------------------------------------------------------
     def ready(self, timeout: float) -> bool:
-        """Wait at most `timeout` seconds for the warm child to say it is ready."""
-        return self._heard(b"r", timeout) and self.alive()
-
-    def ping(self, timeout: float) -> bool:
-        """Whether the warm child answers now (within `timeout` seconds): alive, not stopped,
-        still waiting for its program."""
-        if self._go < 0:
+        """Wait at most `timeout` seconds for the warm child to say it is ready; then hold a
+        pidfd of it, so `waiting` can tell at once whether it still is."""
+        if self._ready < 0 or self.proc is None:
             return False
         try:
-            os.write(self._go, b"p")
-        except OSError:
-            return False  # it is gone: its end of the pipe is closed
-        return self._heard(b"p", timeout)
-
-    def _heard(self, word: bytes, timeout: float) -> bool:
-        if self._ready < 0:
+            said = (os.read(self._ready, 1)
+                    if select.select([self._ready], [], [], timeout)[0] else b"")
+        finally:
+            os.close(self._ready)
+            self._ready = -1
+        if said != b"r":
+            return False
+        pid = _warm_child(self.proc.pid)
+        if pid is None:
             return False
         try:
-            if select.select([self._ready], [], [], timeout)[0]:
-                return os.read(self._ready, 1) == word
+            self._child = os.pidfd_open(pid)
         except OSError:
-            pass
-        return False
+            return False
+        self._child_pid = pid
+        return self.waiting()
+
+    def waiting(self) -> bool:
+        """Whether the warm child is alive, not stopped, and its init has not reported: still
+        waiting for its program. Asks the kernel, never the child (no wakeup, no round trip)."""
+        if not self.alive() or self._child < 0 or select.select([self._child], [], [], 0)[0]:
+            return False  # the pidfd is readable once the child has exited
+        try:  # the pidfd is not readable: the pid is still this child's
+            stat = Path(f"/proc/{self._child_pid}/stat").read_bytes()
+        except OSError:
+            return False
+        # Asleep on its pipe (S) or about to be (R); not stopped (T, t) nor a zombie (Z).
+        return stat[stat.rindex(b")") + 2:][:1] in (b"S", b"R")
 
     def alive(self) -> bool:
         """Whether the sandbox still runs and its init has not reported (its code not dead)."""
@@ -270,12 +281,29 @@ class Launch:
 
     def close_pipes(self) -> None:
         """Close the host's ends of the launch's pipes (idempotent)."""
-        for name in ("_status", "_go", "_ready"):
+        for name in ("_status", "_go", "_ready", "_child"):
             fd = getattr(self, name)
             if fd >= 0:
                 setattr(self, name, -1)
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+
+def _warm_child(launcher: int) -> int | None:
+    """The pid (as this host sees it) of the launcher's descendant that is the warm child:
+    the only one holding a `go` pipe in its environment's prelude, found by its command line."""
+    todo, seen = [launcher], 0
+    while todo and seen < 64:
+        pid, seen = todo.pop(), seen + 1
+        try:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and b"BYREF_GO_FD" in argv[3]:
+            return pid
+    return None
 
 
 @functools.cache

@@ -2,12 +2,13 @@
 
 The law: a warm sandbox is a whole `Launch` — its own namespaces, tmpfs, rlimits, syscall
 filter, pipes and tool channel — started with no program and no one's data, and given to
-exactly one run; it is never reused: the run that takes it has a replacement started in the
-background. The pool keeps at most `size` ready or starting for each kind of run asked for
-(limits, bootstrap, with or without a channel), and never more sandboxes alive — ready,
-starting and running, cold runs included — than `cap`. A run that finds none ready takes one
-still starting (sooner than a cold start), else starts cold. A warm sandbox found dead (killed,
-its code gone) is discarded and replaced, never handed out; one idle past `idle` seconds is
+exactly one run; it is never reused: a replacement is started in the background once that run
+is over (not during it, where its start would take the run's CPU). The pool keeps at most
+`size` ready or starting for each kind of run asked for (limits, bootstrap, with or without a
+channel), and never more sandboxes alive — ready, starting and running, cold runs included —
+than `cap`. A run that finds none ready takes one still starting (sooner than a cold start),
+else starts cold. A warm sandbox found dead or stopped (the kernel asked through a pidfd, the
+child never woken) is discarded and replaced, never handed out; one idle past `idle` seconds is
 stopped. Warm starts that keep failing stop the warming; runs then start cold, which says why.
 
 Every warm sandbox is started by the pool's one thread: a sandbox's parent-death signal follows
@@ -33,8 +34,6 @@ log = logging.getLogger("byref.tools")
 
 Key = tuple[Limits, str, bool]
 """What a warm sandbox was started for: the run's limits, its bootstrap, a tool channel or not."""
-PING_SECONDS = 5.0
-"""How long a warm child taken for a run has to answer that it is alive (else: discarded)."""
 WATCH_SECONDS = 0.5
 """How often an idle warm sandbox is checked for death and idleness."""
 _FAILURES = 3
@@ -109,12 +108,13 @@ class WarmPool:
             if pick is not None:
                 pick.claimed = True
                 self._entries.remove(pick)
-        self._refill(key)
-        if pick is None:
+        if pick is None:  # this run starts cold; the next finds one warm
+            self._refill(key)
             return None
         if not pick.up.wait(self.ready_timeout) or not pick.ok or pick.launch is None \
-                or not pick.launch.alive() or not pick.launch.ping(PING_SECONDS):
-            self._discard(pick)  # never handed out dead (nor hung)
+                or not pick.launch.waiting():
+            self._discard(pick)  # never handed out dead (nor stopped)
+            self._refill(key)
             return None
         with self._changed:
             self.taken += 1
@@ -144,10 +144,11 @@ class WarmPool:
             with self._lock:
                 self.live -= 1
 
-    def ready(self, key: Key) -> int:
-        """Warm sandboxes ready now for `key`."""
+    def ready(self, key: Key | None = None) -> int:
+        """Warm sandboxes ready now for `key` (None: for any)."""
         with self._lock:
-            return sum(1 for e in self._entries if e.key == key and e.up.is_set() and e.ok)
+            return sum(1 for e in self._entries
+                       if (key is None or e.key == key) and e.up.is_set() and e.ok)
 
     def wait_ready(self, key: Key, timeout: float) -> bool:
         """Wait at most `timeout` seconds until one is ready for `key` (benches and tests)."""
@@ -231,7 +232,7 @@ class WarmPool:
             with self._lock:
                 if entry.claimed:
                     return
-                dead = entry.launch is None or not entry.launch.alive()
+                dead = entry.launch is None or not entry.launch.waiting()
                 if not dead and time.monotonic() < until:
                     continue
                 entry.claimed = True
