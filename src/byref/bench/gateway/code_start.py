@@ -61,12 +61,13 @@ async def _measure(rounds: int, calls: tuple[int, ...]) -> dict[str, Any]:
             "command": _upstream()[0], "args": _upstream()[1:], "timeout": 120}},
             "byref": {"codeMode": "all", **runs}}, source="bench")
 
+    sizes = tuple(dict.fromkeys((0, *calls)))
     cold_gw = Gateway(config(False))
     # No runner of the gateway's: each run_code tool starts a sandbox per call, as before.
     cold_gw.code_runner = None
     warm_gw = Gateway(config(True))
     times: dict[str, dict[int, list[float]]] = {
-        way: {n: [] for n in (0, *calls)} for way in ("cold", "warm", "fastmcp")}
+        way: {n: [] for n in sizes} for way in ("cold", "warm", "fastmcp")}
     async with cold_gw, warm_gw, Client(build_server(cold_gw)) as cold, \
             Client(build_server(warm_gw)) as warm, _fastmcp() as monty:
         for gateway, client in ((cold_gw, cold), (warm_gw, warm)):
@@ -90,7 +91,7 @@ async def _measure(rounds: int, calls: tuple[int, ...]) -> dict[str, Any]:
             "fastmcp": lambda n: _execute(monty, _monty_program(n)),
         }
         for round_ in range(rounds):
-            for n in (0, *calls) if round_ < max(3, rounds // 4) else (0,):
+            for n in sizes if round_ < max(3, rounds // 4) else (0,):
                 for way, run in ways.items():
                     if way == "warm":
                         await ready()

@@ -34,6 +34,8 @@ log = logging.getLogger("byref.tools")
 
 Key = tuple[Limits, str, bool]
 """What a warm sandbox was started for: the run's limits, its bootstrap, a tool channel or not."""
+CLOSE_SECONDS = 15.0
+"""How long `close` waits for each used sandbox still being stopped (and one starting)."""
 WATCH_SECONDS = 0.5
 """How often an idle warm sandbox is checked for death and idleness."""
 _FAILURES = 3
@@ -87,6 +89,7 @@ class WarmPool:
         self._closed = False
         self._queue: queue.SimpleQueue[Warm | None] = queue.SimpleQueue()
         self._starter: threading.Thread | None = None
+        self._ending: list[threading.Thread] = []
 
     # -- taking --------------------------------------------------------------------------------
     def want(self, key: Key) -> None:
@@ -130,7 +133,10 @@ class WarmPool:
             except OSError as exc:  # its files could not all be removed: said, not raised
                 log.warning("byref: a used sandbox's files were left (%s)", exc)
             self._refill(entry.key)
-        threading.Thread(target=end, name="byref-warm-end", daemon=True).start()
+        ending = threading.Thread(target=end, name="byref-warm-end", daemon=True)
+        with self._lock:
+            self._ending = [t for t in self._ending if t.is_alive()] + [ending]
+        ending.start()
 
     @contextlib.contextmanager
     def counted(self) -> Iterator[None]:
@@ -161,7 +167,8 @@ class WarmPool:
             return self._changed.wait_for(predicate, timeout)
 
     def close(self) -> None:
-        """Stop every warm sandbox not yet taken, and warm no more."""
+        """Stop every warm sandbox not yet taken, wait for the used ones being stopped, and
+        warm no more."""
         with self._lock:
             self._closed = True
             idle = [e for e in self._entries if e.up.is_set()]
@@ -171,6 +178,10 @@ class WarmPool:
         for entry in idle:
             self._discard(entry)
         self._queue.put(None)
+        with self._lock:
+            waited = [*self._ending, *([self._starter] if self._starter is not None else [])]
+        for thread in waited:  # used ones being stopped, one starting: each bounded
+            thread.join(CLOSE_SECONDS)
 
     # -- keeping -------------------------------------------------------------------------------
     def _refill(self, key: Key) -> None:
