@@ -36,7 +36,8 @@ def code_runner(config: GatewayConfig) -> SubprocessRunner | None:
     sandboxes kept started ahead, never more than `codeRuns.maxRuns` alive, warm or running."""
     if config.code_mode == "off":
         return None
-    return SubprocessRunner(warm=config.runs_warm, cap=config.runs_max)
+    # Kept however long the gateway idles: the next run, whenever it comes, starts warm.
+    return SubprocessRunner(warm=config.runs_warm, cap=config.runs_max, idle=None)
 
 
 def code_tool(config: GatewayConfig, runner: CodeRunner | None = None) -> Tool | None:

@@ -51,13 +51,14 @@ class SubprocessRunner:
     IsolationUnavailable; `isolation="none"` runs the code as a plain child process that can
     read what this process can read — for trusted local use only. `warm`: sandboxes kept
     started ahead for each kind of run `prepare` is asked for (0: none); `cap`: sandboxes
-    alive at once, warm and running, at most; `idle`: seconds an unused warm one is kept.
+    alive at once, warm and running, at most; `idle`: seconds an unused warm one is kept (None:
+    until `close`).
     """
 
     def __init__(self, python: str = sys.executable, *,
                  isolation: Literal["required", "none"] = "required",
                  sandbox: Sandbox | None = None, warm: int = 0, cap: int | None = None,
-                 idle: float = 300.0) -> None:
+                 idle: float | None = 300.0) -> None:
         if isolation not in ("required", "none"):
             raise InvalidValue(f"isolation must be 'required' or 'none', not {isolation!r}")
         if isinstance(warm, bool) or not isinstance(warm, int) or warm < 0:

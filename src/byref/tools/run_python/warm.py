@@ -9,7 +9,8 @@ channel), and never more sandboxes alive — ready, starting and running, cold r
 than `cap`. A run that finds none ready takes one still starting (sooner than a cold start),
 else starts cold. A warm sandbox found dead or stopped (the kernel asked through a pidfd, the
 child never woken) is discarded and replaced, never handed out; one idle past `idle` seconds is
-stopped. Warm starts that keep failing stop the warming; runs then start cold, which says why.
+stopped (None: kept until the pool closes). Warm starts that keep failing stop the warming;
+runs then start cold, which says why.
 
 Every warm sandbox is started by the pool's one thread: a sandbox's parent-death signal follows
 the thread that started it, so that thread lives as long as the pool.
@@ -65,7 +66,7 @@ class WarmPool:
     """Warm sandboxes by `Key`, at most `size` a key and `cap` alive in all (see the module)."""
 
     def __init__(self, start: Start, *, size: int, cap: int | None = None,
-                 idle: float = 300.0, ready_timeout: float = 60.0) -> None:
+                 idle: float | None = 300.0, ready_timeout: float = 60.0) -> None:
         self.size = size
         self.cap = cap
         self.idle = idle
@@ -237,7 +238,7 @@ class WarmPool:
 
     def _watch(self, entry: Warm) -> None:
         """While `entry` waits unclaimed: discard it if it dies (then replace it) or idles."""
-        until = time.monotonic() + self.idle
+        until = time.monotonic() + (self.idle if self.idle is not None else float("inf"))
         while True:
             time.sleep(WATCH_SECONDS)
             with self._lock:
