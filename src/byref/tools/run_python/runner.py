@@ -134,8 +134,9 @@ class SubprocessRunner:
 
     def warm_up(self, limits: Limits, *, bootstrap: str | None = None,
                 channel: bool = False) -> None:
-        """Start warming sandboxes for runs of this kind now (no-op without a pool)."""
-        if self.pool is not None and self.unavailable() is None:
+        """Start warming sandboxes for runs of this kind now (no-op without a pool). Returns at
+        once: whether a sandbox can be made here is found by the pool's thread."""
+        if self.pool is not None:
             self.pool.want((limits, bootstrap or BOOTSTRAP, channel))
 
     def unavailable(self) -> str | None:
@@ -166,6 +167,8 @@ def prepare(runner: CodeRunner, limits: Limits, *, bootstrap: str | None = None,
 def _start_warm(python: str, sandbox: Sandbox | None, entry: Warm) -> None:
     """Start `entry`'s sandbox warm: its stage, its channel, its launch."""
     limits, bootstrap, channel = entry.key
+    if sandbox is not None:
+        sandbox.backend(python)  # IsolationUnavailable: no warming here (runs refuse, saying why)
     entry.stage = StagingArea()
     child: socket.socket | None = None
     if channel:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from byref.errors import MisuseError
 from byref.tools.run_python.launch import Launch
+from byref.tools.run_python.sandbox import IsolationUnavailable
 from byref.tools.run_python.stage import CodeRunner, Limits, RunOutcome, StagingArea
 
 log = logging.getLogger("byref.tools")
@@ -215,12 +216,15 @@ class WarmPool:
                 if not wasted:
                     self._start(entry)
                     ok = entry.launch is not None and entry.launch.ready(self.ready_timeout)
-            except Exception as exc:  # no sandbox here, no descriptors left: runs start cold
+            except IsolationUnavailable:
+                with self._lock:
+                    self._failures = _FAILURES  # never here: each run refuses, saying why
+            except Exception as exc:  # no descriptors left, say: runs start cold
                 log.warning("byref: a warm sandbox could not start (%s: %s)",
                             type(exc).__name__, exc)
             with self._lock:
                 entry.ok = ok
-                self._failures = 0 if ok else self._failures + 1
+                self._failures = 0 if ok else min(_FAILURES, self._failures + 1)
                 orphan = not entry.claimed and (not ok or self._closed)
                 if orphan:
                     entry.claimed = True
