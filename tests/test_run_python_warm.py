@@ -1,4 +1,6 @@
-"""Warm sandboxes (`run_python.warm`): started ahead, each used by one run, never reused.
+"""Warm sandboxes (`run_python.warm`): started ahead, each used by one run, never reused, under
+every limit a cold run is under (the same rlimits, syscall filter, mounts and pids, read from
+inside both), its wall clock starting with its program.
 
 What a run leaves behind — a global, a builtin, a patched module, an environment variable, a
 module in sys.modules, files in /tmp, /dev/shm and its work directory, descriptors — is looked
@@ -250,3 +252,60 @@ def test_the_warm_child_is_code_childs_own_program() -> None:
 
     source = warm_source(Path(code_child.__file__).read_text())
     assert "'msgspec'" in source and "byref" not in source.split("_code = compile")[0]
+
+
+# Every limit the code's process is under, read from inside; the same for a cold and a warm run.
+PROBE = """
+import errno, json, os, resource, socket
+seen = {name: resource.getrlimit(getattr(resource, name)) for name in (
+    "RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CORE")}
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+for key in ("Seccomp", "NoNewPrivs", "CapEff", "CapBnd", "Uid", "Gid"):
+    seen[key] = status[key].split()
+def attempt(name, fn):
+    try:
+        fn()
+        seen[name] = "allowed"
+    except OSError as exc:
+        seen[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+attempt("fork", lambda: os._exit(0) if os.fork() == 0 else None)
+attempt("memfd", lambda: os.memfd_create("x"))
+attempt("socketpair", lambda: socket.socketpair())
+seen["disk"] = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in ("/tmp", ".")}
+stage = os.path.dirname(os.getcwd())  # the staging area's own path differs run to run
+seen["mounts"] = sorted(line.split()[4].replace(stage, "<stage>")
+                        for line in open("/proc/self/mountinfo"))
+seen["pids"] = sorted(p for p in os.listdir("/proc") if p.isdigit())
+print(json.dumps(seen))
+"""
+
+
+def test_a_warm_run_is_under_every_limit_a_cold_one_is(runner: SubprocessRunner) -> None:
+    limits = Limits(wall_seconds=60, memory_bytes=512 << 20, cpu_seconds=7, max_open_files=99,
+                    disk_bytes=48 << 20)
+    cold = _stdout(_run([make_run_python_tool(runner=SubprocessRunner(), limits=limits)], PROBE))
+    warm_tool = make_run_python_tool(runner=runner, limits=limits)
+    warm = _stdout(_warm_run(runner, (limits, BOOTSTRAP, False),
+                             lambda: _run([warm_tool], PROBE)))
+    assert warm == cold
+    assert warm["RLIMIT_NOFILE"] == [99, 99] and warm["RLIMIT_AS"] == [512 << 20] * 2
+    assert warm["Seccomp"] == ["2"] and warm["fork"] == "EAGAIN"
+    assert warm["memfd"] == "ENOSYS" and warm["socketpair"] == "EPERM"
+
+
+def test_a_warm_runs_wall_clock_starts_with_its_program(runner: SubprocessRunner) -> None:
+    limits = Limits(wall_seconds=2)
+    run_python = make_run_python_tool(runner=runner, limits=limits)
+    key: Key = (limits, BOOTSTRAP, False)
+    # However long the sandbox waited for its program, the clock starts with the program.
+    part = _warm_run(runner, key, lambda: _run([run_python], "print('in time')"))
+    assert _stdout_text(part) == "in time"
+    stopped = _warm_run(runner, key, lambda: _run([run_python], "import time\ntime.sleep(60)"))
+    assert stopped.is_error
+    assert "Your program was stopped at its wall-clock limit (2s)" in str(stopped.rendered)
+
+
+def _stdout_text(part: Part) -> str:
+    assert not part.is_error, part.rendered
+    text: str = decode(result_text(part))["stdout"]
+    return text.strip()
