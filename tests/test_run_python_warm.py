@@ -4,9 +4,9 @@ inside both), its wall clock starting with its program.
 
 What a run leaves behind — a global, a builtin, a patched module, an environment variable, a
 module in sys.modules, files in /tmp, /dev/shm and its work directory, descriptors — is looked
-for by the next run on the same runner, which took a warm sandbox; a warm sandbox started while
-one scope's run went on carries nothing of it to another scope's run; a warm child killed while
-it waits is replaced, never handed out; warm and running sandboxes stay within the runner's cap.
+for by the next run on the same runner, which took a warm sandbox; the sandbox that replaces one
+scope's run carries nothing of it to another scope's run; a warm child killed while it waits is
+replaced, never handed out; warm and running sandboxes stay within the runner's cap.
 """
 
 from __future__ import annotations
