@@ -16,7 +16,7 @@ def test_the_code_start_bench_reports_cold_warm_and_fastmcp() -> None:
     if reason is not None:
         pytest.skip(f"no sandbox on this host: {reason}")
     report = bench_code_start(rounds=4, calls=(0, 1, 3))
-    assert set(report["empty"]) == {"cold", "warm", "fastmcp"}
+    assert set(report["empty"]) == {"cold", "warm", "fastmcp", "fastmcp_local"}
     for way in report["empty"].values():
         assert way["runs"] == 4 and 0 < way["p50_ms"] <= way["p90_ms"]
     assert set(report["by_calls"]["warm"]) == {0, 1, 3}
@@ -27,3 +27,4 @@ def test_the_code_start_bench_reports_cold_warm_and_fastmcp() -> None:
     assert pool["peak_live"] <= 2
     said = format_report(report)
     assert "FastMCP CodeMode" in said and "break-even, warm byref vs FastMCP" in said
+    assert set(report["break_even"]) == {"fastmcp", "fastmcp_local"}

@@ -1,14 +1,15 @@
 """`byref bench code-start`: what a run_code costs at the gateway, cold and warm, against FastMCP's
 CodeMode (pydantic-monty) in the same run.
 
-Three servers over one upstream command (the bench upstream, stdio), each driven by an MCP client
-in memory: a byref gateway whose run_code starts a sandbox per call (cold: no warm pool, as before
-warm sandboxes), one that keeps a warm sandbox (`byref.codeRuns.warm: 1`; before each timed run
-the bench waits, untimed, until one is ready, as a model's turn gives it time to), and FastMCP
-4's `CodeMode` over a FastMCP proxy of the same upstream. Rounds are interleaved. Printed: an
-empty program's p50 and p90 on each, then the p50 end to end for 0, 1, 3 and 10 inner echo
-calls on each, and where warm byref draws level with FastMCP (measured, and from each side's
-fitted start + per-call cost).
+Four servers, each driven by an MCP client in memory, three of them over one upstream command
+(the bench upstream, stdio): a byref gateway whose run_code starts a sandbox per call (cold: no
+warm pool, as before warm sandboxes), one that keeps a warm sandbox (`byref.codeRuns.warm: 1`;
+before each timed run the bench waits, untimed, until one is ready, as a model's turn gives it
+time to), FastMCP 4's `CodeMode` over a FastMCP proxy of the same upstream, and (the strictest
+baseline) FastMCP's `CodeMode` over an echo tool of its own, in process. Rounds are
+interleaved. Printed: an empty program's p50 and p90 on each, then the p50 end to end for 0, 1,
+3 and 10 inner echo calls on each, and where warm byref draws level with each FastMCP (measured,
+and from each side's fitted start + per-call cost).
 """
 
 from __future__ import annotations
@@ -67,13 +68,15 @@ async def _measure(rounds: int, calls: tuple[int, ...]) -> dict[str, Any]:
     cold_gw.code_runner = None
     warm_gw = Gateway(config(True))
     times: dict[str, dict[int, list[float]]] = {
-        way: {n: [] for n in sizes} for way in ("cold", "warm", "fastmcp")}
+        way: {n: [] for n in sizes} for way in ("cold", "warm", "fastmcp", "fastmcp_local")}
     async with cold_gw, warm_gw, Client(build_server(cold_gw)) as cold, \
-            Client(build_server(warm_gw)) as warm, _fastmcp() as monty:
+            Client(build_server(warm_gw)) as warm, _fastmcp(proxy=True) as monty, \
+            _fastmcp(proxy=False) as local:
         for gateway, client in ((cold_gw, cold), (warm_gw, warm)):
             await gateway.toolbox()
             await _run_code(client, _program(1))  # the upstream up, every path warmed once
         await _execute(monty, _monty_program(1))
+        await _execute(local, _monty_program(1))
         runner = warm_gw.code_runner
         pool = getattr(runner, "pool", None)
         if pool is None:
@@ -89,6 +92,7 @@ async def _measure(rounds: int, calls: tuple[int, ...]) -> dict[str, Any]:
             "cold": lambda n: _run_code(cold, _program(n)),
             "warm": lambda n: _run_code(warm, _program(n)),
             "fastmcp": lambda n: _execute(monty, _monty_program(n)),
+            "fastmcp_local": lambda n: _execute(local, _monty_program(n)),
         }
         for round_ in range(rounds):
             for n in sizes if round_ < max(3, rounds // 4) else (0,):
@@ -114,18 +118,26 @@ def _report(times: dict[str, dict[int, list[float]]], rounds: int, calls: tuple[
                 for way, t in times.items()}
     fits = {way: _fit([(n, statistics.median(times[way][n])) for n in calls])
             for way in times}
-    measured = next((n for n in calls if by_calls["warm"][n] <= by_calls["fastmcp"][n]), None)
-    (a_w, b_w), (a_f, b_f) = fits["warm"], fits["fastmcp"]
-    fitted = (0.0 if a_w <= a_f else (a_w - a_f) / (b_f - b_w) if b_f > b_w else None)
+    even = {base: _break_even(calls, by_calls["warm"], by_calls[base], fits["warm"], fits[base])
+            for base in ("fastmcp", "fastmcp_local")}
     return {
         "rounds": rounds, "empty": empty, "calls": list(calls), "by_calls": by_calls,
         "fits": {way: {"start_ms": round(a, 1), "per_call_ms": round(b, 2)}
                  for way, (a, b) in fits.items()},
-        "break_even_measured": measured,
-        "break_even_fitted": None if fitted is None else round(fitted, 1),
+        "break_even": even,
         "pool": {"started": pool.started, "taken": pool.taken, "discarded": pool.discarded,
                  "peak_live": pool.peak},
     }
+
+
+def _break_even(calls: tuple[int, ...], warm: dict[int, float], base: dict[int, float],
+                warm_fit: tuple[float, float], base_fit: tuple[float, float]) -> dict[str, Any]:
+    """The fewest inner calls at which warm byref is as fast as `base`: measured, and from the
+    fitted lines (0 when warm starts sooner; None when it never catches up)."""
+    measured = next((n for n in calls if warm[n] <= base[n]), None)
+    (a_w, b_w), (a_f, b_f) = warm_fit, base_fit
+    fitted = 0.0 if a_w <= a_f else (a_w - a_f) / (b_f - b_w) if b_f > b_w else None
+    return {"measured": measured, "fitted": None if fitted is None else round(fitted, 1)}
 
 
 def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
@@ -138,7 +150,11 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 
 class _fastmcp:
-    """FastMCP's CodeMode over a FastMCP proxy of the bench upstream, with a client in memory."""
+    """FastMCP's CodeMode with a client in memory: over a FastMCP proxy of the bench upstream
+    (`proxy`, the same upstream byref calls), or over an echo tool of its own, in process."""
+
+    def __init__(self, *, proxy: bool) -> None:
+        self.proxy = proxy
 
     async def __aenter__(self) -> Any:
         try:
@@ -154,9 +170,20 @@ class _fastmcp:
         except ImportError as exc:
             raise RuntimeError("FastMCP's CodeMode needs pydantic-monty; "
                                "pip install 'byref[bench]'") from exc
-        proxy = create_proxy(StdioTransport(_upstream()[0], _upstream()[1:]), name="bench")
-        proxy.add_transform(CodeMode())
-        self._client: Any = Client(proxy)
+        if self.proxy:
+            server: Any = create_proxy(StdioTransport(_upstream()[0], _upstream()[1:]),
+                                       name="bench")
+        else:
+            from fastmcp import FastMCP
+
+            def echo(text: str) -> str:
+                """Return `text` unchanged."""
+                return text
+
+            server = FastMCP("bench")
+            server.tool(echo)
+        server.add_transform(CodeMode())
+        self._client: Any = Client(server)
         return await self._client.__aenter__()  # type: ignore[no-untyped-call]
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -179,7 +206,8 @@ async def _execute(client: Any, code: str) -> None:
 def format_report(report: dict[str, Any]) -> str:
     """The figures as the CLI prints them."""
     e, c, f = report["empty"], report["by_calls"], report["fits"]
-    names = {"cold": "byref cold", "warm": "byref warm", "fastmcp": "FastMCP CodeMode"}
+    names = {"cold": "byref cold", "warm": "byref warm", "fastmcp": "FastMCP CodeMode",
+             "fastmcp_local": "FastMCP, local"}
     lines = [f"an empty program at the server, {report['rounds']} rounds interleaved:"]
     for way, got in e.items():
         lines.append(f"  {names[way]:<17} p50 {got['p50_ms']:>7.1f} ms  p90 {got['p90_ms']:>7.1f}"
@@ -189,11 +217,14 @@ def format_report(report: dict[str, Any]) -> str:
     for way, got in c.items():
         lines.append(f"  {names[way]:<17}" + "".join(f"{got[n]:>9.1f}" for n in report["calls"])
                      + f"   {f[way]['start_ms']:.1f} + {f[way]['per_call_ms']:.2f}/call")
-    measured, fitted = report["break_even_measured"], report["break_even_fitted"]
-    lines.append("break-even, warm byref vs FastMCP: "
-                 + (f"at {measured} inner calls measured" if measured is not None
-                    else "not within the calls measured")
-                 + ("" if fitted is None else f"; {fitted:g} from the fits"))
+    for base, said in (("fastmcp", "FastMCP (the same upstream, through its proxy)"),
+                       ("fastmcp_local", "FastMCP with its echo tool in process")):
+        measured, fitted = report["break_even"][base]["measured"], \
+            report["break_even"][base]["fitted"]
+        lines.append(f"break-even, warm byref vs {said}: "
+                     + (f"at {measured} inner calls measured" if measured is not None
+                        else "not within the calls measured")
+                     + ("" if fitted is None else f"; {fitted:g} from the fits"))
     p = report["pool"]
     lines.append(f"warm pool: {p['started']} started, {p['taken']} taken, {p['discarded']} "
                  f"discarded, at most {p['peak_live']} alive")
