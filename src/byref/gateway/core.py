@@ -49,6 +49,7 @@ from byref.gateway.access.scopes import Scopes
 from byref.gateway.access.state import ScopeState
 from byref.gateway.access.threads import Threads
 from byref.gateway.catalog.build import build_toolbox, hybrid_ranker, refuse_call_tool
+from byref.gateway.catalog.code import code_runner
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.listchanges import ListChanges
 from byref.gateway.catalog.listing import Listing
@@ -97,6 +98,8 @@ class Gateway:
                                        placed_preview_chars=PLACED_PREVIEW_CHARS)
         self.scopes = Scopes(config, state=state)
         self.threads = Threads(config)
+        self.code_runner = code_runner(config)
+        """run_code's sandboxes, warm ones included (`catalog.code`; None when codeMode is off)."""
         """Worker threads by owner: run_code's own, a lane per principal (`access.threads`)."""
         self._granted: dict[Grant, Toolbox] = {}
         self._owned: dict[tuple[Grant | None, tuple[tuple[str, Key], ...]], Toolbox] = {}
@@ -161,6 +164,8 @@ class Gateway:
             await self._stack.__aexit__(None, None, None)
         self._stack = self._group = self._upstreams = None
         self._listing.stop()
+        if self.code_runner is not None:
+            self.code_runner.close()  # the warm sandboxes no run took
         self.scopes.close()  # saves every conversation and releases its memory
 
     def start_soon(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -202,6 +207,7 @@ class Gateway:
             self.config, version, listings, errors, starting, invoke=self._invoke,
             passed=self.passed, usage=self.usage, emit=self.emit, errlog=self._errlog,
             read_limits=self._read_limits, grant=grant, ranker=self.ranker,
+            runner=self.code_runner,
             call_tool=lambda name, arguments=None: self._call_tool_refusal(name, grant))
 
     def _rebuilt(self, version: int) -> None:

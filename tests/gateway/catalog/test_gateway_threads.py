@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from _waits import scaled
+from byref.gateway.catalog.code import code_runner
 from byref.gateway.config.file import ConfigError, GatewayConfig, parse_config
 from byref.tools.run_python.sandbox import Sandbox
 
@@ -131,5 +132,25 @@ def test_code_runs_settings_are_checked() -> None:
                                           r"number of programs, 1 or more, got 0\."):
         config({"maxPerPrincipal": 0})
     with pytest.raises(ConfigError, match=r"byref.codeRuns must be an object with "
-                                          r"'maxPerPrincipal', 'maxRuns', got \{'max': 1\}\."):
+                                          r"'maxPerPrincipal', 'maxRuns', 'warm', got "
+                                          r"\{'max': 1\}\."):
         config({"max": 1})
+    assert (config({}).runs_warm, config({"warm": 0}).runs_warm) == (1, 0)
+    with pytest.raises(ConfigError, match=r"byref.codeRuns.warm must be a whole number of "
+                                          r"sandboxes, 0 or more, got -1\."):
+        config({"warm": -1})
+
+
+def test_the_gateways_warm_sandboxes_count_against_max_runs() -> None:
+    # One runner for the gateway: its pool keeps `warm` a kind of run, within maxRuns alive.
+    config = parse_config({"mcpServers": {"x": {"command": "x"}}, "byref": {
+        "codeMode": "all", "codeRuns": {"maxRuns": 3, "warm": 2}}})
+    runner = code_runner(config)
+    assert runner is not None and runner.pool is not None
+    assert (runner.pool.size, runner.pool.cap) == (2, 3)
+    runner.close()
+    off = parse_config({"mcpServers": {"x": {"command": "x"}}, "byref": {
+        "codeMode": "all", "codeRuns": {"warm": 0}}})
+    runner = code_runner(off)
+    assert runner is not None and runner.pool is None
+    assert code_runner(parse_config({"mcpServers": {"x": {"command": "x"}}})) is None

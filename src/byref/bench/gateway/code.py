@@ -1,11 +1,12 @@
 """`byref bench gateway-code`: code mode at the gateway, against the same calls made one by one.
 
-An in-process gateway over the bench upstream (stdio), `byref.codeMode: all`, driven by the
-official MCP client in memory. Measured in one run: N echo calls made by the client through
-call_tool (one model turn each) against one run_code whose program makes the same N calls —
-wall time per call and the characters the client receives on each side; and a 10 MiB upstream
-text passed from one inner call to the next by handle, with the sandboxed program's own peak RSS
-before and after (and after reading it whole, the control).
+An in-process gateway over the bench upstream (stdio), `byref.codeMode: all` (its warm sandbox
+ready before each timed run), driven by the official MCP client in memory. Measured in one run:
+N echo calls made by the client through call_tool (one model turn each) against one run_code
+whose program makes the same N calls — wall time per call and the characters the client
+receives on each side; and a 10 MiB upstream text passed from one inner call to the next by
+handle, with the sandboxed program's own peak RSS before and after (and after reading it whole,
+the control).
 """
 
 from __future__ import annotations
@@ -64,9 +65,11 @@ async def _measure(calls: int, rounds: int) -> dict[str, Any]:
             for _ in range(calls):
                 one_chars += await _call(client, "bench__echo", {"text": "x"})
             one.append((time.perf_counter() - started) / calls)
+            await _warm(gateway)
             started = time.perf_counter()
             await _call(client, "run_code", {"code": "print(0)"})
             empty.append(time.perf_counter() - started)
+            await _warm(gateway)
             started = time.perf_counter()
             code_chars = await _call(client, "run_code", {"code": loop})
             code.append(time.perf_counter() - started)
@@ -83,6 +86,14 @@ async def _measure(calls: int, rounds: int) -> dict[str, Any]:
         "child_kib": {"baseline": seen["base"], "after_pass": seen["peak"],
                       "after_reading_whole": seen["after_read"]},
     }
+
+
+async def _warm(gateway: Any) -> None:
+    """Wait, untimed, until the gateway's warm sandbox is ready (as a model's turn gives it
+    time to), so both runs start alike and their difference is the calls'."""
+    pool = getattr(gateway.code_runner, "pool", None)
+    if pool is not None:
+        await anyio.to_thread.run_sync(lambda: pool.wait_for(lambda: pool.ready() >= 1, 120))
 
 
 async def _call(client: Any, name: str, args: dict[str, Any]) -> int:

@@ -45,6 +45,7 @@ from byref.reads import ReadLimits
 from byref.tools import Tool, ToolRefusal
 from byref.tools.readers.present import make_present_tool
 from byref.tools.readers.read_result import make_read_result
+from byref.tools.run_python.runner import CodeRunner
 
 
 def build_toolbox(config: GatewayConfig, version: int,
@@ -52,12 +53,14 @@ def build_toolbox(config: GatewayConfig, version: int,
                   starting: Sequence[str], *, invoke: Invoke, passed: Passed,
                   usage: UsageLog | None, emit: Emitter, errlog: TextIO | None,
                   read_limits: ReadLimits, call_tool: Callable[..., Any],
-                  grant: Grant | None = None, ranker: Ranker | None = None) -> Toolbox:
+                  grant: Grant | None = None, ranker: Ranker | None = None,
+                  runner: CodeRunner | None = None) -> Toolbox:
     """Toolbox `version` over `listings` (servers in `errors` unavailable, those in `starting`
     still starting), seen through `grant`; `call_tool` is call_tool's own function; `ranker`:
-    search_tools' hybrid ranker (`hybrid_ranker`), None for lexical."""
+    search_tools' hybrid ranker (`hybrid_ranker`), None for lexical; `runner`: run_code's
+    sandbox runner (the gateway's `code_runner`)."""
     catalog = upstream_catalog(config, listings, invoke, passed, grant)
-    run_code = code_tool(config)
+    run_code = code_tool(config, runner)
     if run_code is not None and permits_tool(grant, run_code.name):  # behind search
         catalog.add(run_code)  # its calls reach only this catalog: the grant's
     if usage is not None:

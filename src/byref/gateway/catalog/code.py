@@ -9,7 +9,9 @@ offers no run_code; 'readOnly' lets code call tools annotated readOnlyHint and b
 'all' every catalog tool — except that under `callTool: readOnly` code is refused, with the words
 call_tool gives the model, any tool call_tool would refuse. The scaffolding is the model's, not
 code's (code has `tools.search` and `help`). run_code sits behind search like a catalog tool
-(declared from the start in direct mode).
+(declared from the start in direct mode). One runner serves the gateway (`code_runner`), so its
+warm sandboxes are counted once, against `codeRuns.maxRuns`: a warm sandbox holds no one's data
+and is given to one run, of whichever principal asks next.
 """
 
 from __future__ import annotations
@@ -23,16 +25,28 @@ from byref.gateway.config.file import GatewayConfig
 from byref.tools import Tool
 from byref.tools.code_mode.run_code import CodeMode, make_run_code_tool
 from byref.tools.readers.present import PRESENT_TOOL_NAME
+from byref.tools.run_python.runner import CodeRunner, SubprocessRunner
 
 _MODEL_ONLY = frozenset({SEARCH, ACTIVATE, CALL_TOOL, PRESENT_TOOL_NAME})
 """Scaffolding code does not call: it finds tools with tools.search and calls them by name."""
 
 
-def code_tool(config: GatewayConfig) -> Tool | None:
-    """The run_code tool `config` offers, or None ('off')."""
+def code_runner(config: GatewayConfig) -> SubprocessRunner | None:
+    """The gateway's one sandbox runner for run_code (None when 'off'): `codeRuns.warm`
+    sandboxes kept started ahead, never more than `codeRuns.maxRuns` alive, warm or running."""
     if config.code_mode == "off":
         return None
-    return make_run_code_tool(mode=CodeMode(read_only=is_read_only, refuse=_gate(config)))
+    # Kept however long the gateway idles: the next run, whenever it comes, starts warm.
+    return SubprocessRunner(warm=config.runs_warm, cap=config.runs_max, idle=None)
+
+
+def code_tool(config: GatewayConfig, runner: CodeRunner | None = None) -> Tool | None:
+    """The run_code tool `config` offers, or None ('off'); its programs run through `runner`
+    (the gateway's `code_runner`; default: one of the tool's own)."""
+    if config.code_mode == "off":
+        return None
+    return make_run_code_tool(mode=CodeMode(read_only=is_read_only, refuse=_gate(config),
+                                            runner=runner))
 
 
 def _gate(config: GatewayConfig) -> Callable[[Tool], str | None]:

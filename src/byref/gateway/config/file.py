@@ -20,7 +20,7 @@ VS Code's `"servers"` file is read like `"mcpServers"`; the pool's limits are `b
                        "jwksUri": "https://login.example/jwks", "tenant": "acme",
                        "jwksTimeout": 5, "sameAs": {"alice@example.com": "alice"}},
                "pool": {"idleSeconds": 600, "maxProcesses": 64, "maxPerTenant": 16},
-               "codeRuns": {"maxRuns": 16, "maxPerPrincipal": 4}}}
+               "codeRuns": {"maxRuns": 16, "maxPerPrincipal": 4, "warm": 1}}}
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ _BYREF_KEYS = frozenset({"scope", "timeout", "autoInsertBytes", "workingSet", "s
                          "state", "conversation", "conversationTtl", "jwt", "replicas", "pool",
                          "codeRuns", "tasks"})
 _POOL_KEYS = frozenset({"idleSeconds", "maxProcesses", "maxPerTenant"})
-_RUNS_KEYS = frozenset({"maxRuns", "maxPerPrincipal"})
+_RUNS_KEYS = frozenset({"maxRuns", "maxPerPrincipal", "warm"})
 _TASKS_KEYS = frozenset({"after", "ttlMs", "pollIntervalMs"})
 TASKS_AFTER = 5.0
 """Seconds a call of a client that declared the tasks extension may take before it becomes a
@@ -80,6 +80,9 @@ RUNS_MAX = 16
 """run_code programs running at once, per gateway (`byref.codeRuns.maxRuns`)."""
 RUNS_MAX_PER_PRINCIPAL = 4
 """run_code programs running at once, per principal (`byref.codeRuns.maxPerPrincipal`)."""
+RUNS_WARM = 1
+"""Sandboxes kept started ahead for run_code (`byref.codeRuns.warm`; each used by one run, then
+replaced), within `maxRuns` sandboxes alive in all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,7 @@ class GatewayConfig:
     tasks_ttl_ms: int = TASKS_TTL_MS
     tasks_poll_ms: int = TASKS_POLL_MS
     runs_max_per_principal: int = RUNS_MAX_PER_PRINCIPAL
+    runs_warm: int = RUNS_WARM
 
     @property
     def principals(self) -> int:
@@ -305,7 +309,7 @@ def _pool(value: Any, where: str) -> dict[str, Any]:
 
 
 def _runs(value: Any, where: str) -> dict[str, Any]:
-    """byref.codeRuns: maxRuns, maxPerPrincipal."""
+    """byref.codeRuns: maxRuns, maxPerPrincipal, warm."""
     if value is None:
         return {}
     if not isinstance(value, dict) or not set(value) <= _RUNS_KEYS:
@@ -320,6 +324,12 @@ def _runs(value: Any, where: str) -> dict[str, Any]:
                 raise ConfigError(f"Config {where}: byref.codeRuns.{key} must be a whole number "
                                   f"of programs, 1 or more, got {got!r}.")
             out[field_name] = got
+    if "warm" in value:
+        got = value["warm"]
+        if isinstance(got, bool) or not isinstance(got, int) or got < 0:
+            raise ConfigError(f"Config {where}: byref.codeRuns.warm must be a whole number of "
+                              f"sandboxes, 0 or more, got {got!r}.")
+        out["runs_warm"] = got
     return out
 
 

@@ -305,6 +305,8 @@ def _run(path: str, namespace: dict[str, Any], channel: _Channel) -> None:
         if value is not None:
             print(f"run_code: the return value was dropped: {channel.closed}", file=sys.stderr)
         return
+    if value is None:  # nothing to return (a print() last, say): no round trip for it
+        return
     try:
         channel.request("done", value=value)
     except TypeError as exc:

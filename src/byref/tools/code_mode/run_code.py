@@ -54,7 +54,7 @@ from byref.tools.code_mode.code_host import (
     signature,
 )
 from byref.tools.run_python.code import report_run
-from byref.tools.run_python.runner import CodeRunner, Limits, StagingArea, SubprocessRunner
+from byref.tools.run_python.runner import CodeRunner, Limits, SubprocessRunner, prepare
 from byref.tools.run_python.sandbox import IsolationUnavailable
 from byref.tools.tool import Tool, ToolRefusal
 
@@ -106,6 +106,9 @@ def make_run_code_tool(*, runner: CodeRunner | None = None,
     mode = mode or CodeMode()
     runner = runner or mode.runner or SubprocessRunner()
     limits = mode.limits
+    warm_up = getattr(runner, "warm_up", None)
+    if callable(warm_up):  # a runner that keeps sandboxes warm starts one for the first run
+        warm_up(limits, bootstrap=_child_source(), channel=True)
 
     def run_code(ctx: ToolContext, code: str, inputs: dict[str, Any] | None = None) -> Any:
         if ctx.calls is None:  # a Tool copied without calls_tools, or called outside dispatch
@@ -113,15 +116,17 @@ def make_run_code_tool(*, runner: CodeRunner | None = None,
                               "tool-refused")
         host = CodeHost(ctx, ctx.calls, mode)
         parents = host.take_inputs(inputs or {})
-        host_end, child_end = socket.socketpair()
-        with StagingArea() as stage, host_end:
-            stage.manifest.write_bytes(b"{}")
+        with prepare(runner, limits, bootstrap=_child_source(), channel=True) as sandbox:
+            host_end = sandbox.channel
+            if host_end is None:  # asked for above: a runner's defect
+                raise ToolRefusal(f"Tool {RUN_CODE!r} could not open its tool channel.",
+                                  "internal-error")
+            sandbox.stage.manifest.write_bytes(b"{}")
             server = threading.Thread(target=host.serve, args=(host_end,),
                                       name=f"byref-code-{ctx.call_id}", daemon=True)
             server.start()
             try:
-                outcome = runner.run(code, stage, limits, channel=child_end.detach(),
-                                     bootstrap=_child_source())
+                outcome = sandbox.run(code)
             except IsolationUnavailable as exc:
                 ctx.emit("refused", op="run", tool=RUN_CODE, reason="isolation-unavailable")
                 raise ToolRefusal(

@@ -30,6 +30,7 @@ from byref.tools.run_python.runner import (
     StagedInput,
     StagingArea,
     SubprocessRunner,
+    prepare,
 )
 from byref.tools.run_python.sandbox import IsolationUnavailable
 from byref.tools.tool import Tool, ToolRefusal
@@ -136,15 +137,19 @@ def make_run_python_tool(
     inventory = inventory or PackageInventory()
     says = getattr(runner, "unenforced", None)
     unenforced: list[str] = says() if callable(says) else []
+    warm_up = getattr(runner, "warm_up", None)
+    if callable(warm_up):  # a runner that keeps sandboxes warm starts one for the first run
+        warm_up(limits)
 
     def run_python(ctx: ToolContext, code: str, inputs: dict[str, Any] | None = None) -> Any:
-        with StagingArea() as stage:
+        with prepare(runner, limits) as sandbox:
+            stage = sandbox.stage
             staged = [_stage(name, value, ctx, stage) for name, value in (inputs or {}).items()]
             stage.manifest.write_bytes(encode({s.name: {
                 "path": str(s.path), "mediaType": s.media_type, "bytes": s.bytes}
                 for s in staged}))
             try:
-                outcome = runner.run(code, stage, limits)
+                outcome = sandbox.run(code)
             except IsolationUnavailable as exc:
                 # The developer's message (naming the opt-out) is logged by the runner.
                 ctx.emit("refused", op="run", tool=RUN_PYTHON, reason="isolation-unavailable")

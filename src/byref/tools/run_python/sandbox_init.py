@@ -2,7 +2,8 @@
 
 It imports nothing of byref, and no json (its `re` would cost ~25 ms a run): its config comes
 as hex of `marshal` data (plain ints, strs, lists and dicts), and so goes its report. The law:
-it copies main.py and the manifest from the read-only seed into the work directory, makes
+it copies main.py and the manifest from the read-only seed into the work directory (a warm
+child, started before its program is known, copies them itself once given it), makes
 itself untraceable (not dumpable: the code can neither ptrace it nor open its /proc files),
 forks the code's process under the run's rlimits and syscall filter, and reaps orphans. When
 the code's process has exited it kills whatever is left in the namespace, copies the output
@@ -48,9 +49,10 @@ def main(argv: list[str]) -> None:
     if fds["filter"] >= 0:
         program = _read_all(fds["filter"])
         keep.remove(fds["filter"])
-    for name in ("main.py", "inputs.json"):
-        with open(os.path.join(c["seed"], name), "rb") as src, open(name, "wb") as dst:
-            dst.write(src.read())
+    if not c["warm"]:  # a warm child copies them itself once it is given its program
+        for name in ("main.py", "inputs.json"):
+            with open(os.path.join(c["seed"], name), "rb") as src, open(name, "wb") as dst:
+                dst.write(src.read())
     os.makedirs(c["outputs"], exist_ok=True)
     _limit(c, own=True)
     pid = os.fork()
@@ -58,8 +60,8 @@ def main(argv: list[str]) -> None:
         _become_code(c, fds, keep, libc, program, inner)
     os.close(fds["out"])
     os.close(fds["err"])
-    if fds.get("channel", -1) >= 0:  # the code's alone: its end closes when the code exits
-        os.close(fds["channel"])
+    for fd in _code_only(fds):  # the code's alone: the channel closes when the code exits
+        os.close(fd)
     while True:
         got, wait_status = os.wait()
         if got == pid:
@@ -82,8 +84,9 @@ def _become_code(c: dict[str, Any], fds: dict[str, int], keep: list[int], libc: 
                  program: bytes, inner: list[str]) -> None:
     os.dup2(fds["out"], 1)
     os.dup2(fds["err"], 2)
+    mine = _code_only(fds)
     for fd in keep:
-        if fd != fds.get("channel", -1):  # code mode's tool channel stays open for the code
+        if fd not in mine:  # code mode's tool channel (and a warm child's pipes) stay open
             os.close(fd)
     for name in ("PWD", "OLDPWD"):  # set by the shells and bwrap on the way: not the allowlist
         os.environ.pop(name, None)
@@ -97,6 +100,11 @@ def _become_code(c: dict[str, Any], fds: dict[str, int], keep: list[int], libc: 
                      % ctypes.get_errno())
             os._exit(126)
     os.execv(inner[0], inner)
+
+
+def _code_only(fds: dict[str, int]) -> list[int]:
+    """The descriptors only the code's process keeps: its tool channel, a warm child's pipes."""
+    return [fds[name] for name in ("channel", "go", "ready") if fds.get(name, -1) >= 0]
 
 
 def _limit(c: dict[str, Any], *, own: bool) -> None:
