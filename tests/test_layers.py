@@ -14,7 +14,7 @@ SRC = Path(byref.__file__).parent
 
 # Lowest first; a package may import only packages of a lower rank (and itself).
 LAYERS: list[set[str]] = [
-    {"errors", "__version__"},
+    {"errors", "__version__", "defaults"},
     {"refs", "media", "battery"},
     {"events", "jsonview"},
     {"store", "transcript_lines"},
