@@ -46,6 +46,7 @@ import sniffio
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from byref.errors import MisuseError
 from byref.gateway.wire.front import Replay
 from byref.gateway.wire.lines import READ_CHUNK as READ_CHUNK  # re-exported: their old home
 from byref.gateway.wire.lines import ChunkSource as ChunkSource
@@ -262,8 +263,9 @@ async def stdio_streams(replay: Replay | None = None) -> AsyncIterator[Streams]:
     (`replay`: what `front` read and answered, read first; its answers not sent again)."""
     if not CLAIMS or sys.platform == "win32" or _backend() != "asyncio":
         if replay is not None:
-            raise RuntimeError("a stdio front's replay needs stdin and stdout on pipes, an "
-                               "asyncio loop and the SDK pieces `wire.sdk_server` reads")
+            raise MisuseError("a stdio front's replay needs stdin and stdout on pipes, an "
+                              "asyncio loop and the SDK pieces `wire.sdk_server` reads: serve "
+                              "without one where `front.usable()` is false")
         async with stdio_server() as streams:
             yield streams
         return
@@ -282,7 +284,8 @@ async def stdio_streams(replay: Replay | None = None) -> AsyncIterator[Streams]:
             yield MessageReader(lines, refuse=answer_malformed(out)), out
             return
         if replay is not None:
-            raise RuntimeError("a stdio front's replay needs stdin and stdout on pipes")
+            raise MisuseError("a stdio front's replay needs stdin and stdout on pipes: serve "
+                              "without one where `front.usable()` is false")
         # One side is not a pipe: the SDK's own loop, on whatever side is one.
         stdin = (anyio.wrap_file(_UnownedTextWrapper(stdin_buffer, encoding="utf-8",
                                                      errors="replace"))

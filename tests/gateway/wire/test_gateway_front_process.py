@@ -1,0 +1,158 @@
+"""`byref gateway` over stdio with its front (`wire.front`) against the same gateway with the
+switch on (`BYREF_SDK_PATHS_ONLY=1`: every answer the SDK's, as before the front): the same
+answers in both generations, bad lines included; the recording is what the full gateway answers
+now; and whole sessions of the official client through the front."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _gateway_rig import FIXTURES, text
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from _waits import scaled
+from byref.gateway.edge.front_answers import dumps, record
+from byref.gateway.wire import front
+
+CONVERSATION = "stdio-front-test-0001"
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"mcpServers": {"echo": {
+        "command": sys.executable, "args": [str(FIXTURES / "meta_echo.py")]}}}))
+    return path
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode()
+
+
+def _exchange(config: Path, lines: list[bytes], answers: int, *, front_on: bool
+              ) -> tuple[list[dict[str, Any]], str]:
+    """The first `answers` answers `byref gateway` gives to `lines` (sent at once), and its
+    stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "BYREF_SDK_PATHS_ONLY"}
+    if not front_on:
+        env["BYREF_SDK_PATHS_ONLY"] = "1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),
+         "--conversation", CONVERSATION], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    got: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            got.put(json.loads(line))
+        got.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        proc.stdin.write(b"".join(line + b"\n" for line in lines))
+        proc.stdin.flush()
+        out = []
+        for _ in range(answers):
+            answer = got.get(timeout=scaled(60))
+            assert answer is not None, f"the gateway exited after {out}"
+            out.append(answer)
+        proc.stdin.close()
+        proc.wait(scaled(30))
+        said = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(scaled(30))
+        proc.stdout.close()
+        proc.stderr.close()
+    return out, said
+
+
+def _same(config: Path, lines: list[bytes], answers: int) -> list[dict[str, Any]]:
+    with_front, said = _exchange(config, lines, answers, front_on=True)
+    without, _ = _exchange(config, lines, answers, front_on=False)
+
+    def key(a: dict[str, Any]) -> str:
+        return json.dumps(a, sort_keys=True)
+    assert sorted(map(key, with_front)) == sorted(map(key, without))
+    # The front said the conversation once; the full gateway it handed over to did not again.
+    assert said.count(f"stdio conversation {CONVERSATION!r}") == 1, said
+    return with_front
+
+
+INITIALIZE = _line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"}}})
+INITIALIZED = _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+DISCOVER = _line({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                  "params": {"_meta": META}})
+DEEP = b'{"jsonrpc":"2.0","id":4,"method":"ping","params":' + b"[" * 3000 + b"]" * 3000 + b"}"
+
+
+def test_the_recording_is_what_the_full_gateway_answers() -> None:
+    recorded = anyio.run(record)
+    assert dumps(recorded) == front.ANSWERS.read_text(encoding="utf-8"), (
+        "the gateway's first answers changed: re-record them with "
+        "python -m byref.gateway.edge.front_answers")
+
+
+def test_a_handshake_session_is_answered_as_without_the_front(tmp_path: Path) -> None:
+    answers = _same(_config(tmp_path), [
+        INITIALIZE, INITIALIZED, _line({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        _line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})], 3)
+    assert {a["id"] for a in answers} == {1, 2, 3}
+    assert CONVERSATION in answers[0]["result"]["serverInfo"]["description"]
+
+
+def test_a_2026_07_28_session_is_answered_as_without_the_front(tmp_path: Path) -> None:
+    answers = _same(_config(tmp_path), [
+        DISCOVER, _line({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": META}}),
+        INITIALIZE.replace(b'"id": 1', b'"id": 3')], 3)
+    discovered = next(a for a in answers if a["id"] == 1)["result"]
+    assert discovered["supportedVersions"][0] == "2026-07-28"
+    assert CONVERSATION in discovered["_meta"]["io.modelcontextprotocol/serverInfo"][
+        "description"]
+
+
+def test_bad_lines_get_the_errors_they_get_without_the_front(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    answers = _same(config, [
+        INITIALIZE, INITIALIZED, DEEP, b"\xef\xbb\xbf" + _line(
+            {"jsonrpc": "2.0", "id": 5, "method": "ping"}), b'{"jsonrpc": "2.0", "id": 6,',
+        _line({"jsonrpc": "2.0", "id": 7, "method": "ping"})], 5)
+    errors = {a["id"]: a["error"]["code"] for a in answers if "error" in a}
+    assert errors == {4: -32600, 5: -32600, None: -32700}
+    # First lines the front does not take: everything is the full gateway's.
+    _same(config, [b"\xef\xbb\xbf" + DISCOVER, DISCOVER.replace(b'"id": 1', b'"id": 2')], 2)
+    _same(config, [DEEP, INITIALIZE], 2)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_official_client_works_through_the_front(tmp_path: Path, mode: str) -> None:
+    config = _config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "BYREF_SDK_PATHS_ONLY"}
+    with anyio.fail_after(scaled(60)), (tmp_path / "err.log").open("a") as errlog:
+        async with Client(stdio_client(StdioServerParameters(
+                command=sys.executable, args=["-m", "byref.cli", "gateway", "--config",
+                                              str(config)], env=env), errlog=errlog),
+                mode=mode) as client:  # type: ignore[arg-type]
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"search_tools", "activate_tool", "call_tool"} <= names
+            result = await client.call_tool("call_tool", {"name": "echo__echo_meta",
+                                                          "arguments": {}})
+            assert not result.is_error, text(result)
