@@ -192,7 +192,7 @@ def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
         try:
             for name in HEAVY:
                 importlib.import_module(name)
-        except BaseException:  # noqa: BLE001, S110 -- imported again below, where it raises
+        except BaseException:
             pass
         finally:
             os.write(ready_w, b"x")

@@ -141,7 +141,7 @@ def startup_bench(spawns: int, tick: Callable[[int], None] = lambda _n: None) ->
     for name, runs in samples.items():
         rows[name] = {key: _median([r[key] for r in runs])
                       for key in ("init_wall", "init_cpu", "list_wall", "list_cpu")}
-    for name, r in rows.items():
+    for r in rows.values():
         for base in BASELINES:
             r[f"init_cpu_vs_{base.split()[0]}"] = _ratio(r["init_cpu"], rows[base]["init_cpu"])
             r[f"init_wall_vs_{base.split()[0]}"] = _ratio(r["init_wall"],

@@ -23,8 +23,8 @@ import weakref
 from collections.abc import Container, Iterable, Iterator
 from typing import Any, ClassVar
 
-from byref.discovery.catalog.catalog import Catalog
 from byref.defaults import WORKING_SET
+from byref.discovery.catalog.catalog import Catalog
 from byref.errors import InvalidValue, MisuseError
 from byref.refs import Blob
 from byref.transcript import Part, Transcript

@@ -55,6 +55,8 @@ from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.modern.inputs import Parked, Parking, binding
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.bypass import lane_usable, lanes_on
+from byref.gateway.wire.front import Replay
+from byref.gateway.wire.front import stdio_said as stdio_said
 from byref.gateway.wire.sdk_server import (
     ReadStream,
     WriteStream,
@@ -62,8 +64,6 @@ from byref.gateway.wire.sdk_server import (
     session_manager,
     session_transports,
 )
-from byref.gateway.wire.front import Replay
-from byref.gateway.wire.front import stdio_said as stdio_said
 from byref.gateway.wire.stdio import stdio_streams
 from byref.harness import REFS_PROTOCOL
 from byref.lens.serving.gateway import lens_route

@@ -120,9 +120,13 @@ class Front:
         """The answer line (with its newline) to `line` (without it), None when there is none
         to send; a line this front does not take closes it."""
         message = _request(line) if self.open else None
-        answer = None if message is None else self._answer(message)
+        if message is None:
+            self.open = False
+            return None
+        answer = self._answer(message)
         if answer is None:
-            if message is None or message.get("method") != INITIALIZED or self._era != "handshake":
+            if (message.get("method") != INITIALIZED or "id" in message
+                    or self._era != "handshake"):
                 self.open = False
             return None
         rid = message["id"]
