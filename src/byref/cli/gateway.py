@@ -166,15 +166,16 @@ HEAVY = ("anyio", "byref.events", "byref.store", "byref.conversations", "byref.g
 
 def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
     """(config, replay): over stdio, the first requests answered by `gateway.wire.front` while
-    `HEAVY` is imported on a thread; the config then names the conversation the front announced.
-    (config, None) where the front does not apply (HTTP, the SDK-only switch, stdio not on
-    pipes, no recording for this SDK, one conversation per principal)."""
+    `HEAVY` is imported on a thread; the config then names the new conversation the front
+    announced. (config, None) where the front does not apply: HTTP, the SDK-only switch, stdio
+    not on pipes, no recording for this SDK, one conversation per principal, and a resumed
+    conversation (`--conversation`: it is held, or refused as in use, before any answer)."""
     from byref.gateway.config.file import restricts
     from byref.gateway.wire import front
     from byref.gateway.wire.bypass import lanes_on
 
     if (args.transport != "stdio" or not lanes_on() or config.conversation != "session"
-            or not front.usable()):
+            or config.stdio_conversation is not None or not front.usable()):
         return config, None
     recorded = front.load()
     if recorded is None:
@@ -182,8 +183,8 @@ def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
     import threading
     import uuid
 
-    if config.stdio_conversation is None:  # as `Scopes` names a new one
-        config = dataclasses.replace(config, stdio_conversation=f"stdio-{uuid.uuid4().hex[:16]}")
+    # A new conversation, named as `Scopes` names one: no other process can hold it.
+    config = dataclasses.replace(config, stdio_conversation=f"stdio-{uuid.uuid4().hex[:16]}")
     ready_r, ready_w = os.pipe()
 
     def load() -> None:

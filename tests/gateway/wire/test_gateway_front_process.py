@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -24,7 +25,7 @@ from _waits import scaled
 from byref.gateway.edge.front_answers import dumps, record
 from byref.gateway.wire import front
 
-CONVERSATION = "stdio-front-test-0001"
+CONVERSATION = "stdio-conversation-of-this-test"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {}}
@@ -49,9 +50,8 @@ def _exchange(config: Path, lines: list[bytes], answers: int, *, front_on: bool
     if not front_on:
         env["BYREF_SDK_PATHS_ONLY"] = "1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config),
-         "--conversation", CONVERSATION], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env)
+        [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     got: queue.Queue[dict[str, Any] | None] = queue.Queue()
 
@@ -84,14 +84,23 @@ def _exchange(config: Path, lines: list[bytes], answers: int, *, front_on: bool
 
 def _same(config: Path, lines: list[bytes], answers: int) -> list[dict[str, Any]]:
     with_front, said = _exchange(config, lines, answers, front_on=True)
-    without, _ = _exchange(config, lines, answers, front_on=False)
+    without, said_without = _exchange(config, lines, answers, front_on=False)
+    # Each process names a new conversation: the same text but for its id.
+    ours, theirs = _conversation(said), _conversation(said_without)
 
-    def key(a: dict[str, Any]) -> str:
-        return json.dumps(a, sort_keys=True)
-    assert sorted(map(key, with_front)) == sorted(map(key, without))
-    # The front said the conversation once; the full gateway it handed over to did not again.
-    assert said.count(f"stdio conversation {CONVERSATION!r}") == 1, said
-    return with_front
+    def key(a: dict[str, Any], conversation: str) -> str:
+        return json.dumps(a, sort_keys=True).replace(conversation, CONVERSATION)
+    assert (sorted(key(a, ours) for a in with_front)
+            == sorted(key(a, theirs) for a in without))
+    return [json.loads(key(a, ours)) for a in with_front]
+
+
+def _conversation(stderr: str) -> str:
+    """The conversation a stdio gateway said it started, once (the front said it; the full
+    gateway it handed over to did not again)."""
+    found = re.findall(r"stdio conversation '(stdio-[0-9a-f]{16})'", stderr)
+    assert len(found) == 1, stderr
+    return str(found[0])
 
 
 INITIALIZE = _line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
