@@ -167,15 +167,15 @@ HEAVY = ("anyio", "byref.events", "byref.store", "byref.conversations", "byref.g
 def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
     """(config, replay): over stdio, the first requests answered by `gateway.wire.front` while
     `HEAVY` is imported on a thread; the config then names the new conversation the front
-    announced. (config, None) where the front does not apply: HTTP, the SDK-only switch, stdio
-    not on pipes, no recording for this SDK, one conversation per principal, and a resumed
-    conversation (`--conversation`: it is held, or refused as in use, before any answer)."""
+    announced, unless it resumes one (`--conversation`, held by then: `_held`). (config, None)
+    where the front does not apply: HTTP, the SDK-only switch, stdio not on pipes, no recording
+    for this SDK, one conversation per principal."""
     from byref.gateway.config.file import restricts
     from byref.gateway.wire import front
     from byref.gateway.wire.bypass import lanes_on
 
     if (args.transport != "stdio" or not lanes_on() or config.conversation != "session"
-            or config.stdio_conversation is not None or not front.usable()):
+            or not front.usable()):
         return config, None
     recorded = front.load()
     if recorded is None:
@@ -183,8 +183,9 @@ def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
     import threading
     import uuid
 
-    # A new conversation, named as `Scopes` names one: no other process can hold it.
-    config = dataclasses.replace(config, stdio_conversation=f"stdio-{uuid.uuid4().hex[:16]}")
+    if config.stdio_conversation is None:  # a new one, named as `Scopes` names one
+        config = dataclasses.replace(config,
+                                     stdio_conversation=f"stdio-{uuid.uuid4().hex[:16]}")
     ready_r, ready_w = os.pipe()
 
     def load() -> None:
@@ -211,7 +212,42 @@ def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
     return config, replay
 
 
+def _held(config: Any) -> tuple[Any, Any]:
+    """(state, hold): a resumed stdio conversation's state, held before anything is answered (a
+    second gateway on it is refused with nothing answered). Raises ConversationError,
+    RuntimeError or OSError."""
+    from byref.gateway.access.held import open_conversations, stdio_scope
+
+    state = open_conversations(config)
+    try:
+        return state, state.hold(stdio_scope(config, config.stdio_conversation))
+    except BaseException:
+        state.close()
+        raise
+
+
 def _serve(args: argparse.Namespace, config: Any, options: dict[str, Any]) -> int:
+    state = held = None
+    if args.transport == "stdio" and config.stdio_conversation is not None and not (
+            config.replicas):  # replicas hold nothing; a new conversation no one else can
+        from byref.conversations import ConversationError
+
+        try:
+            state, held = _held(config)
+        except (ConversationError, RuntimeError, OSError) as exc:
+            print(f"byref gateway: {exc}", file=sys.stderr)
+            return 2
+    try:
+        return _started(args, config, options, state, held)
+    finally:
+        if held is not None:
+            held.release()
+        if state is not None:
+            state.close()
+
+
+def _started(args: argparse.Namespace, config: Any, options: dict[str, Any], state: Any,
+             held: Any) -> int:
     config, replay = _front(args, config)
     import anyio
 
@@ -224,7 +260,7 @@ def _serve(args: argparse.Namespace, config: Any, options: dict[str, Any]) -> in
     try:
         emit = Emitter(JsonLinesSink(args.trace)) if args.trace else Emitter()
         store = open_store(config.store, emit=emit)
-        gateway = Gateway(config, store=store, emit=emit)
+        gateway = Gateway(config, store=store, emit=emit, state=state)
         if args.otel:
             from byref.gateway.ops.telemetry import trace_to_file
 
@@ -232,8 +268,8 @@ def _serve(args: argparse.Namespace, config: Any, options: dict[str, Any]) -> in
         gateway.scopes.conversations  # noqa: B018 -- opened now: a bad state URL exits here
         # One process writes a stdio conversation: a second gateway resuming the same one is
         # refused here (replicas share records by design and hold nothing).
-        held = (gateway.scopes.conversations.hold(gateway.scopes.stdio_scope)
-                if args.transport == "stdio" and not config.replicas else None)
+        if held is None and args.transport == "stdio" and not config.replicas:
+            held = gateway.scopes.conversations.hold(gateway.scopes.stdio_scope)
     except (StoreURLError, ConversationError, RuntimeError, OSError) as exc:
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
@@ -283,7 +319,7 @@ def _serve(args: argparse.Namespace, config: Any, options: dict[str, Any]) -> in
         if sock is not None:
             sock.close()
         if held is not None:
-            held.release()
+            held.release()  # (a resumed one's again in `_serve`: releasing is idempotent)
     return 0
 
 
