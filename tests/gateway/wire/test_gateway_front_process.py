@@ -165,3 +165,26 @@ async def test_the_official_client_works_through_the_front(tmp_path: Path, mode:
             result = await client.call_tool("call_tool", {"name": "echo__echo_meta",
                                                           "arguments": {}})
             assert not result.is_error, text(result)
+
+
+def test_a_resumed_conversation_is_held_before_the_front_answers(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    command = [sys.executable, "-m", "byref.cli", "gateway", "--config", str(config), "--store",
+               f"file://{tmp_path / 'store'}", "--conversation", "resumed"]
+    first = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    assert first.stdin is not None and first.stdout is not None
+    try:
+        first.stdin.write(INITIALIZE + b"\n")
+        first.stdin.flush()
+        answer = json.loads(first.stdout.readline())  # bounded: it answers, or exits (EOF)
+        assert "'resumed'" in answer["result"]["serverInfo"]["description"]
+        # Answered means held: a second gateway on it answers nothing and exits 2.
+        second = subprocess.run(command, input=INITIALIZE + b"\n", capture_output=True,
+                                timeout=scaled(60))
+        assert (second.returncode, second.stdout) == (2, b""), second
+        assert b"is in use by another byref gateway" in second.stderr
+    finally:
+        first.stdin.close()
+        first.wait(scaled(30))
+        first.stdout.close()
