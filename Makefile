@@ -85,6 +85,7 @@ bench: $(BIN)/python
 	$(BIN)/byref bench run-python
 	$(BIN)/byref bench gateway
 	$(BIN)/byref bench refline
+	$(BIN)/byref bench startup
 
 clean:
 	rm -rf $(VENV) .venv-sqlite node_modules .byref byref-demo .pytest_cache .mypy_cache \

@@ -62,6 +62,10 @@ def test_every_error_has_one_audience() -> None:
 
 STDLIB_RAISES = {
     ("byref/__init__.py", "AttributeError"): "a module's __getattr__ must raise AttributeError",
+    ("byref/gateway/__init__.py", "AttributeError"): "a module's __getattr__ must raise "
+                                                     "AttributeError",
+    ("byref/gateway/wire/front.py", "ValueError"): "json.loads's parse_constant refusing NaN, "
+                                                   "caught where it parses",
     ("byref/jsonview/select.py", "ImportError"): "ijson is no extra: its C backend is missing",
     ("byref/discovery/hybrid/encoder.py", "ImportError"):
         "the PyTorch reference encoder is the bench's, no extra of byref's",

@@ -14,7 +14,7 @@ SRC = Path(byref.__file__).parent
 
 # Lowest first; a package may import only packages of a lower rank (and itself).
 LAYERS: list[set[str]] = [
-    {"errors", "__version__"},
+    {"errors", "__version__", "defaults"},
     {"refs", "media", "battery"},
     {"events", "jsonview"},
     {"store", "transcript_lines"},
@@ -210,8 +210,7 @@ def test_the_architecture_page_names_every_layer_and_wing() -> None:
     page = (SRC.parents[1] / "docs" / "ARCHITECTURE.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| ")]
     for rank, names in enumerate(LAYERS):
-        if names <= {"errors", "__version__"}:
-            names = {"errors"}
+        names = names - {"__version__"}
         row = next((r for r in rows if r.startswith(f"| {rank} |")), None)
         assert row is not None, f"docs/ARCHITECTURE.md has no row for layer {rank}"
         assert all(f"`{n}`" in row for n in names), (rank, names, row)

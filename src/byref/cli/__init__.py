@@ -18,15 +18,22 @@ _COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.
              "byref.cli.conformance")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `byref` argument parser, with every command module's subcommands."""
+_ALONE = {"gateway": "byref.cli.gateway"}
+"""Commands parsed with their own module only: `byref gateway` answers its client's first request
+before the rest of byref is imported (`byref.gateway.wire.front`), and every command module
+imports some of it."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `byref` argument parser, with every command module's subcommands (or, for a command
+    in `_ALONE`, that one's)."""
     parser = argparse.ArgumentParser(
         prog="byref",
         description="The model routes references; the bytes stay below the context boundary.",
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in plugins(_COMMANDS):
+    for module in plugins((_ALONE[command],) if command in _ALONE else _COMMANDS):
         module.register(sub)
     _name_choices(parser)
     return parser
@@ -64,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     any byref error (a store that cannot be opened, a bad config, a missing extra…)."""
     from byref.errors import ByrefError
 
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(given[0] if given else None).parse_args(given)
     try:
         code: int = args.run(args)
     except ByrefError as exc:

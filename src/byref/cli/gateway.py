@@ -109,19 +109,16 @@ def loop_options(choice: str = "auto") -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """`byref gateway`: serve the configured MCP servers through byref until stopped; returns the
     exit code, 2 when the MCP SDK is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ModuleNotFoundError:
+    import signal
+    import threading
+    from importlib.util import find_spec
+
+    if find_spec("mcp") is None:
         from byref.errors import install_hint
 
         print(f"byref gateway: the MCP SDK is not installed; run: {install_hint('mcp')}",
               file=sys.stderr)
         return 2
-    import signal
-    import threading
-
-    import anyio
-
     if args.sdk_paths_only:  # the one switch (`gateway.wire.bypass`), read by both edges
         os.environ["BYREF_SDK_PATHS_ONLY"] = "1"
     _standard_streams()
@@ -133,12 +130,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"byref gateway: --loop uvloop needs uvloop (in the mcp extra): "
               f"{install_hint('mcp')}", file=sys.stderr)
         return 2
-
-    from byref.conversations import ConversationError
-    from byref.events import Emitter, JsonLinesSink
-    from byref.gateway import ConfigError, Gateway, listen_socket, load_config
-    from byref.gateway.edge.server import http_app, serve_http, serve_stdio
-    from byref.store import StoreURLError, open_store
+    # The config is read before the heavy imports (light: `byref.gateway.config`), so a bad one
+    # is refused before the front answers anything.
+    from byref.gateway.config.file import ConfigError, load_config
 
     try:
         config = load_config(args.config)
@@ -150,9 +144,123 @@ def run(args: argparse.Namespace) -> int:
             config = dataclasses.replace(config, state=args.state)
         url = args.store or config.store or "memory://"
         config = dataclasses.replace(config, store=url)  # conversation state goes beside it
+    except (ConfigError, RuntimeError, OSError) as exc:
+        print(f"byref gateway: {exc}", file=sys.stderr)
+        return 2
+    # Until the event loop listens (`_on_signals`), SIGTERM is Ctrl-C: a quiet exit.
+    previous = (signal.signal(signal.SIGTERM, _interrupt)
+                if threading.current_thread() is threading.main_thread() else None)
+    try:
+        return _serve(args, config, options)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+HEAVY = ("anyio", "byref.events", "byref.store", "byref.conversations", "byref.gateway.core",
+         "byref.gateway.edge.server", "byref.gateway.upstream.instance.spawn")
+"""What `byref gateway` imports before it serves (on a thread while the stdio front answers)."""
+
+
+def _front(args: argparse.Namespace, config: Any) -> tuple[Any, Any]:
+    """(config, replay): over stdio, the first requests answered by `gateway.wire.front` while
+    `HEAVY` is imported on a thread; the config then names the new conversation the front
+    announced, unless it resumes one (`--conversation`, held by then: `_held`). (config, None)
+    where the front does not apply: HTTP, the SDK-only switch, stdio not on pipes, no recording
+    for this SDK, one conversation per principal."""
+    from byref.gateway.config.file import restricts
+    from byref.gateway.wire import front
+    from byref.gateway.wire.bypass import lanes_on
+
+    if (args.transport != "stdio" or not lanes_on() or config.conversation != "session"
+            or not front.usable()):
+        return config, None
+    recorded = front.load()
+    if recorded is None:
+        return config, None
+    import threading
+    import uuid
+
+    if config.stdio_conversation is None:  # a new one, named as `Scopes` names one
+        config = dataclasses.replace(config,
+                                     stdio_conversation=f"stdio-{uuid.uuid4().hex[:16]}")
+    ready_r, ready_w = os.pipe()
+
+    def load() -> None:
+        import importlib
+
+        try:
+            for name in HEAVY:
+                importlib.import_module(name)
+        except BaseException:
+            pass
+        finally:
+            os.write(ready_w, b"x")
+
+    threading.Thread(target=load, name="byref-imports", daemon=True).start()
+    print(f"byref gateway: {front.stdio_said(config.stdio_conversation)}", file=sys.stderr,
+          flush=True)
+    facts = front.Facts(config.stdio_conversation, config.auto_insert_bytes, restricts(config),
+                        len(config.servers))
+    try:
+        replay = front.serve(front.Front(recorded, facts), ready_r)
+    finally:
+        os.close(ready_r)
+        os.close(ready_w)
+    return config, replay
+
+
+def _held(config: Any) -> tuple[Any, Any]:
+    """(state, hold): a resumed stdio conversation's state, held before anything is answered (a
+    second gateway on it is refused with nothing answered). Raises ConversationError,
+    RuntimeError or OSError."""
+    from byref.gateway.access.held import open_conversations, stdio_scope
+
+    state = open_conversations(config)
+    try:
+        return state, state.hold(stdio_scope(config, config.stdio_conversation))
+    except BaseException:
+        state.close()
+        raise
+
+
+def _serve(args: argparse.Namespace, config: Any, options: dict[str, Any]) -> int:
+    state = held = None
+    if args.transport == "stdio" and config.stdio_conversation is not None and not (
+            config.replicas):  # replicas hold nothing; a new conversation no one else can
+        from byref.conversations import ConversationError
+
+        try:
+            state, held = _held(config)
+        except (ConversationError, RuntimeError, OSError) as exc:
+            print(f"byref gateway: {exc}", file=sys.stderr)
+            return 2
+    try:
+        return _started(args, config, options, state, held)
+    finally:
+        if held is not None:
+            held.release()
+        if state is not None:
+            state.close()
+
+
+def _started(args: argparse.Namespace, config: Any, options: dict[str, Any], state: Any,
+             held: Any) -> int:
+    config, replay = _front(args, config)
+    import anyio
+
+    from byref.conversations import ConversationError
+    from byref.events import Emitter, JsonLinesSink
+    from byref.gateway import Gateway, listen_socket
+    from byref.gateway.edge.server import http_app, serve_http, serve_stdio
+    from byref.store import StoreURLError, open_store
+
+    try:
         emit = Emitter(JsonLinesSink(args.trace)) if args.trace else Emitter()
-        store = open_store(url, emit=emit)
-        gateway = Gateway(config, store=store, emit=emit)
+        store = open_store(config.store, emit=emit)
+        gateway = Gateway(config, store=store, emit=emit, state=state)
         if args.otel:
             from byref.gateway.ops.telemetry import trace_to_file
 
@@ -160,12 +268,12 @@ def run(args: argparse.Namespace) -> int:
         gateway.scopes.conversations  # noqa: B018 -- opened now: a bad state URL exits here
         # One process writes a stdio conversation: a second gateway resuming the same one is
         # refused here (replicas share records by design and hold nothing).
-        held = (gateway.scopes.conversations.hold(gateway.scopes.stdio_scope)
-                if args.transport == "stdio" and not config.replicas else None)
-    except (ConfigError, StoreURLError, ConversationError, RuntimeError, OSError) as exc:
+        if held is None and args.transport == "stdio" and not config.replicas:
+            held = gateway.scopes.conversations.hold(gateway.scopes.stdio_scope)
+    except (StoreURLError, ConversationError, RuntimeError, OSError) as exc:
         print(f"byref gateway: {exc}", file=sys.stderr)
         return 2
-    if args.transport == "stdio":
+    if args.transport == "stdio" and replay is None:
         from byref.gateway.edge.server import stdio_said
 
         print(f"byref gateway: {stdio_said(gateway.scopes.stdio_scope.conversation)}",
@@ -190,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
             async with anyio.create_task_group() as group:
                 if sock is None:  # stdio: a stop is the end of stdin, said sooner
                     group.start_soon(_cancel_when, stopping, group.cancel_scope)
-                    await serve_stdio(gateway)
+                    await serve_stdio(gateway, replay=replay)
                 else:
                     await serve_http(gateway, sock, stop=stopping)
                 group.cancel_scope.cancel()
@@ -199,9 +307,6 @@ def run(args: argparse.Namespace) -> int:
     from byref.gateway.upstream.instance.spawn import end_all
     from byref.store.port import StoreUnavailableError
 
-    # Until the event loop listens (`_on_signals`), SIGTERM is Ctrl-C: a quiet exit.
-    previous = (signal.signal(signal.SIGTERM, _interrupt)
-                if threading.current_thread() is threading.main_thread() else None)
     try:
         anyio.run(main, backend_options=options)
     except KeyboardInterrupt:
@@ -214,9 +319,7 @@ def run(args: argparse.Namespace) -> int:
         if sock is not None:
             sock.close()
         if held is not None:
-            held.release()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            held.release()  # (a resumed one's again in `_serve`: releasing is idempotent)
     return 0
 
 

@@ -26,15 +26,52 @@ tools/call answered wrongly over HTTP → `edge/` (and `edge/lanes/http.py`); re
 `byref.bench.gateway.run`.
 """
 
-from byref.gateway.catalog.toolbox import CALL_TOOL, Toolbox
-from byref.gateway.config.file import ConfigError, GatewayConfig, Grant, load_config
-from byref.gateway.config.servers import ServerConfig
-from byref.gateway.core import Gateway
-from byref.gateway.edge.server import build_server, http_app, listen_socket, serve_http, serve_stdio
-from byref.gateway.upstream.instance.bounds import UpstreamError
+from __future__ import annotations
 
-__all__ = [
-    "CALL_TOOL", "ConfigError", "Gateway", "GatewayConfig", "Grant", "ServerConfig", "Toolbox",
-    "UpstreamError", "build_server", "http_app", "listen_socket", "load_config", "serve_http",
-    "serve_stdio",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use (PEP 562), so `byref.gateway.config` and the stdio front
+# (`wire.front`) import without the MCP SDK: `byref gateway` answers its first request first.
+_EXPORTS: dict[str, str] = {
+    "CALL_TOOL": "byref.gateway.catalog.toolbox", "Toolbox": "byref.gateway.catalog.toolbox",
+    "ConfigError": "byref.gateway.config.file", "GatewayConfig": "byref.gateway.config.file",
+    "Grant": "byref.gateway.config.file", "load_config": "byref.gateway.config.file",
+    "ServerConfig": "byref.gateway.config.servers", "Gateway": "byref.gateway.core",
+    "build_server": "byref.gateway.edge.server", "http_app": "byref.gateway.edge.server",
+    "listen_socket": "byref.gateway.edge.server", "serve_http": "byref.gateway.edge.server",
+    "serve_stdio": "byref.gateway.edge.server",
+    "UpstreamError": "byref.gateway.upstream.instance.bounds",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'byref.gateway' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers (`as`: explicit re-exports)
+    from byref.gateway.catalog.toolbox import CALL_TOOL as CALL_TOOL
+    from byref.gateway.catalog.toolbox import Toolbox as Toolbox
+    from byref.gateway.config.file import ConfigError as ConfigError
+    from byref.gateway.config.file import GatewayConfig as GatewayConfig
+    from byref.gateway.config.file import Grant as Grant
+    from byref.gateway.config.file import load_config as load_config
+    from byref.gateway.config.servers import ServerConfig as ServerConfig
+    from byref.gateway.core import Gateway as Gateway
+    from byref.gateway.edge.server import build_server as build_server
+    from byref.gateway.edge.server import http_app as http_app
+    from byref.gateway.edge.server import listen_socket as listen_socket
+    from byref.gateway.edge.server import serve_http as serve_http
+    from byref.gateway.edge.server import serve_stdio as serve_stdio
+    from byref.gateway.upstream.instance.bounds import UpstreamError as UpstreamError

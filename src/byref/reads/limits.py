@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
+from byref.defaults import AUTO_INSERT_BYTES as AUTO_INSERT_BYTES
 from byref.errors import InvalidValue
 
-AUTO_INSERT_BYTES: Final = 24 * 1024
-"""Equal to `byref.dispatch.AUTO_INSERT_BYTES` (pinned by a test): one dial, two readers."""
 EXPLICIT_READ_BYTES: Final = 128 * 1024
 EXPLICIT_READ_ENTRIES: Final = 1_000
 STORAGE_BYTES: Final = 64 * 1024 * 1024

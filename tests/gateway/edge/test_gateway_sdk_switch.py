@@ -25,7 +25,7 @@ def _config(tmp_path: Path) -> Gateway:
 
 
 def test_every_lane_is_listed_once() -> None:
-    assert set(bypass.LANES) == {"raw_calls", "fastpath", "stdio", "http"}
+    assert set(bypass.LANES) == {"raw_calls", "fastpath", "stdio", "http", "front"}
 
 
 @pytest.mark.parametrize("value", ["1", "true", "YES", " on "])

@@ -18,7 +18,8 @@ from byref.demo.data import parse_size
 _PLUGINS = ("byref.cli.bench.store", "byref.cli.bench.search", "byref.cli.bench.gateway",
             "byref.cli.bench.conversations", "byref.cli.bench.run_python",
             "byref.cli.bench.code_mode", "byref.cli.bench.gateway_code",
-            "byref.cli.bench.refline", "byref.cli.bench.code_start")
+            "byref.cli.bench.refline", "byref.cli.bench.code_start",
+            "byref.cli.bench.startup")
 
 
 def register(sub: Any) -> None:

@@ -23,12 +23,13 @@ import weakref
 from collections.abc import Container, Iterable, Iterator
 from typing import Any, ClassVar
 
+from byref.defaults import WORKING_SET
 from byref.discovery.catalog.catalog import Catalog
 from byref.errors import InvalidValue, MisuseError
 from byref.refs import Blob
 from byref.transcript import Part, Transcript
 
-DEFAULT_BUDGET = 8
+DEFAULT_BUDGET = WORKING_SET
 ACTIVATE = "activate_tool"
 SEARCH = "search_tools"
 

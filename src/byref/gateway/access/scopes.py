@@ -31,9 +31,7 @@ import hashlib
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.connection import Connection
@@ -43,11 +41,12 @@ from byref.conversations import (
     ConversationError,
     ConversationState,
     ConversationTranscript,
-    default_state_url,
-    open_state,
 )
 from byref.errors import OperatorError
 from byref.gateway.access.bearer import BearerVerifier, owner, restriction
+from byref.gateway.access.held import STDIO_PRINCIPAL as STDIO_PRINCIPAL
+from byref.gateway.access.held import open_conversations, stdio_scope
+from byref.gateway.access.held import spill_directory as spill_directory
 from byref.gateway.access.state import TRANSCRIPT_CACHE, ScopeState
 from byref.gateway.config.file import GatewayConfig, Grant
 from byref.store import Scope
@@ -56,7 +55,6 @@ from byref.transcript import fresh_origin
 CONVERSATION = SHARED_CONVERSATION
 """The conversation id a principal's sessions share (`"conversation": "principal"`)."""
 SESSION_PREFIX = "session-"
-STDIO_PRINCIPAL = "stdio"
 SWEEP_EVERY = 60.0
 """Seconds between sweeps of expired conversations (run when a conversation is opened)."""
 
@@ -73,19 +71,6 @@ def owned(tenant: str, principal: str, grant: Grant | None) -> Scope:
 
 class AccessRefused(OperatorError):
     """A request reached a handler without a grant (the HTTP layer should have refused it)."""
-
-
-def spill_directory(store: str | None) -> Path | None:
-    """Where memory state spills: beside a file store (on its disk), else the temp dir."""
-    if store is None:
-        return None
-    parts = urlsplit(store)
-    if parts.scheme != "file":
-        return None
-    # As `open_store` reads it: file://.byref is relative (netloc holds the first segment).
-    root = Path(parts.netloc + parts.path or ".byref")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 class Scopes:
@@ -109,10 +94,7 @@ class Scopes:
         """The state port: the config's byref.state, else SQLite beside a file store, else
         memory (spilled beside a file store or in the temp directory)."""
         if self._conversations is None:
-            url = self.config.state or default_state_url(self.config.store)
-            spill = spill_directory(self.config.store)
-            self._conversations = open_state(url, ttl=self.config.conversation_ttl,
-                                             spill=True if spill is None else spill)
+            self._conversations = open_conversations(self.config)
         return self._conversations
 
     @property
@@ -122,7 +104,7 @@ class Scopes:
         held = self._stdio_scope
         if (held is None or held.tenant != self.config.scope
                 or held.conversation != self._stdio_id):
-            held = self._stdio_scope = Scope(self.config.scope, STDIO_PRINCIPAL, self._stdio_id)
+            held = self._stdio_scope = stdio_scope(self.config, self._stdio_id)
         return held
 
     @property

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from byref.discovery import DEFAULT_BUDGET
-from byref.dispatch import AUTO_INSERT_BYTES
+from byref.defaults import AUTO_INSERT_BYTES
+from byref.defaults import WORKING_SET as DEFAULT_BUDGET
 from byref.errors import UnknownName
 from byref.gateway.config.auth import Grant as Grant
 from byref.gateway.config.auth import JwtConfig as JwtConfig
@@ -178,6 +178,13 @@ class GatewayConfig:
                 return s
         raise UnknownName(f"No upstream server {name!r}; configured: "
                        f"{', '.join(repr(s.name) for s in self.servers) or 'none'}.")
+
+
+def restricts(config: GatewayConfig) -> bool:
+    """Whether some caller may see less than another: a restricting static token, or JWTs
+    (whose claims may restrict)."""
+    return config.jwt is not None or any(
+        g.servers is not None or g.tools is not None for g in config.tokens.values())
 
 
 def load_config(path: str | Path) -> GatewayConfig:

@@ -23,6 +23,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 
 from byref.gateway.config.file import GatewayConfig, Grant
+from byref.gateway.config.file import restricts as restricts
 from byref.gateway.upstream.modern.hints import combined
 
 Ctx = ServerRequestContext[Any, Any]
@@ -31,13 +32,6 @@ R = TypeVar("R", bound=types.CacheableResult)
 LIST_TTL_MS = 60_000
 """How long a settled list stays fresh: a change before then reaches a listening client on its
 `subscriptions/listen` stream (which evicts its cached list), one not listening within a minute."""
-
-
-def restricts(config: GatewayConfig) -> bool:
-    """Whether some caller may see less than another: a restricting static token, or JWTs
-    (whose claims may restrict)."""
-    return config.jwt is not None or any(
-        g.servers is not None or g.tools is not None for g in config.tokens.values())
 
 
 def per_caller(config: GatewayConfig) -> bool:

@@ -55,6 +55,8 @@ from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.modern.inputs import Parked, Parking, binding
 from byref.gateway.upstream.relay import calling, may_ask
 from byref.gateway.wire.bypass import lane_usable, lanes_on
+from byref.gateway.wire.front import Replay
+from byref.gateway.wire.front import stdio_said as stdio_said
 from byref.gateway.wire.sdk_server import (
     ReadStream,
     WriteStream,
@@ -300,10 +302,12 @@ def own_name(box: Toolbox, name: str) -> str:
     return found[0] if len(found) == 1 else name
 
 
-async def serve_stdio(gateway: Gateway, *, lane: bool = True) -> None:
+async def serve_stdio(gateway: Gateway, *, lane: bool = True, replay: Replay | None = None
+                      ) -> None:
     """Serve one client on this process's stdin/stdout until it disconnects (reads and writes on
-    the event loop: `wire.stdio`; `lane=False`: every request through the SDK's loop)."""
-    async with stdio_streams() as (read, write):
+    the event loop: `wire.stdio`; `lane=False`: every request through the SDK's loop; `replay`:
+    what `wire.front` read and answered before, served first)."""
+    async with stdio_streams(replay) as (read, write):
         await serve_streams(gateway, read, write, lane=lane)
 
 
@@ -320,13 +324,6 @@ async def serve_streams(gateway: Gateway, read: ReadStream[SessionMessage | Exce
         await server.run(read, write, options)
     else:
         await fast.run(lambda: server.run(read, write, options))
-
-
-def stdio_said(conversation: str) -> str:
-    """What a stdio gateway says of its conversation (on stderr at start-up and in its
-    `serverInfo.description`)."""
-    return (f"stdio conversation {conversation!r}; resume it with --conversation {conversation} "
-            "(Message refs address it; Blob refs outlive it)")
 
 
 def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,

@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 import os
 
-from byref.gateway.wire.sdk_server import lane_gaps
-
 LANES: dict[str, str] = {
     "raw_calls": "plain tools/call requests written straight to a stdio upstream's pipes "
                  "(upstream/instance/raw_calls.py)",
@@ -23,6 +21,8 @@ LANES: dict[str, str] = {
              "(edge/lanes/stdio.py)",
     "http": "plain 2026-07-28 calls answered at the HTTP app's edge after the bearer check "
             "(edge/lanes/http.py)",
+    "front": "a stdio client's first initialize, ping or server/discover answered before the "
+             "SDK is imported, from the full gateway's recorded answers (wire/front.py)",
 }
 """Every bypass, by name: the switch turns all of them off."""
 
@@ -40,6 +40,8 @@ def lanes_on(requested: bool = True) -> bool:
 
 def lane_usable(name: str) -> bool:
     """Whether this SDK release has what lane `name` needs; if not, say so once (operator)."""
+    from byref.gateway.wire.sdk_server import lane_gaps  # here: `front` reads this module first
+
     gap = lane_gaps().get(name)
     if gap is None:
         return True

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import stat
@@ -45,6 +46,8 @@ import sniffio
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from byref.errors import MisuseError
+from byref.gateway.wire.front import Replay
 from byref.gateway.wire.lines import READ_CHUNK as READ_CHUNK  # re-exported: their old home
 from byref.gateway.wire.lines import ChunkSource as ChunkSource
 from byref.gateway.wire.lines import PipeLines as PipeLines
@@ -255,9 +258,14 @@ class MessageWriter:
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[Streams]:
-    """`mcp.server.stdio.stdio_server()`'s streams, read and written on the event loop."""
+async def stdio_streams(replay: Replay | None = None) -> AsyncIterator[Streams]:
+    """`mcp.server.stdio.stdio_server()`'s streams, read and written on the event loop
+    (`replay`: what `front` read and answered, read first; its answers not sent again)."""
     if not CLAIMS or sys.platform == "win32" or _backend() != "asyncio":
+        if replay is not None:
+            raise MisuseError("a stdio front's replay needs stdin and stdout on pipes, an "
+                              "asyncio loop and the SDK pieces `wire.sdk_server` reads: serve "
+                              "without one where `front.usable()` is false")
         async with stdio_server() as streams:
             yield streams
         return
@@ -268,12 +276,16 @@ async def stdio_streams() -> AsyncIterator[Streams]:
         stdout_buffer, release_stdout = _claim_fd(1, sys.stdout, "wb", _open_stdout_diversion)
         if release_stdout is not None:
             stack.callback(release_stdout)
-        lines = await _reading(stack, stdin_buffer)
+        gate = asyncio.Event()
+        lines = await _reading(stack, stdin_buffer, replay, gate)
         writer = await _writing(stack, stdout_buffer)
         if lines is not None and writer is not None:
-            out = MessageWriter(writer)
+            out = MessageWriter(writer) if replay is None else ReplayWriter(writer, replay, gate)
             yield MessageReader(lines, refuse=answer_malformed(out)), out
             return
+        if replay is not None:
+            raise MisuseError("a stdio front's replay needs stdin and stdout on pipes: serve "
+                              "without one where `front.usable()` is false")
         # One side is not a pipe: the SDK's own loop, on whatever side is one.
         stdin = (anyio.wrap_file(_UnownedTextWrapper(stdin_buffer, encoding="utf-8",
                                                      errors="replace"))
@@ -282,6 +294,69 @@ async def stdio_streams() -> AsyncIterator[Streams]:
                   if writer is None else cast("anyio.AsyncFile[str]", PipeText(writer)))
         async with stdio_server(stdin, stdout) as streams:
             yield streams
+
+
+REPLAY_WAIT = 60.0
+"""Seconds the lines after a replayed head wait for the full gateway's answers to it (it always
+answers; the bound only keeps a session from hanging on a bug)."""
+
+
+class Replayed:
+    """The bytes `front` read, then the pipe's: the lines after the replay's head wait until
+    `gate` is set (the full gateway has answered the head's requests)."""
+
+    def __init__(self, replay: Replay, pipe: ChunkSource, gate: asyncio.Event) -> None:
+        self._head, self._tail, self._pipe, self._gate = replay.head, replay.tail, pipe, gate
+
+    async def read(self, n: int, /) -> bytes:
+        """Up to `n` bytes (the head and tail whole); b"" at end of file."""
+        if self._head:
+            head, self._head = self._head, b""
+            return head
+        if not self._gate.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._gate.wait(), REPLAY_WAIT)
+        if self._tail:
+            tail, self._tail = self._tail, b""
+            return tail
+        return await self._pipe.read(n)
+
+
+class ReplayWriter(MessageWriter):
+    """A `MessageWriter` that does not send the full gateway's answers to the requests `front`
+    answered (it sets `gate` once all are seen); an answer that differs from the front's is
+    logged (a recording out of date: `edge/front_answers.py`)."""
+
+    def __init__(self, writer: asyncio.StreamWriter, replay: Replay, gate: asyncio.Event
+                 ) -> None:
+        super().__init__(writer)
+        self._pending = list(replay.answered)
+        self._gate = gate
+        if not self._pending:
+            gate.set()
+
+    async def send(self, item: SessionMessage, /) -> None:
+        """Write one message as a line, unless it answers a request the front answered."""
+        message = item.message
+        if self._pending and isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            for i, (rid, sent) in enumerate(self._pending):
+                if type(rid) is type(message.id) and rid == message.id:
+                    del self._pending[i]
+                    if not self._pending:
+                        self._gate.set()
+                    self._check(sent, message)
+                    return
+        await super().send(item)
+
+    @staticmethod
+    def _check(sent: bytes, message: types.JSONRPCResponse | types.JSONRPCError) -> None:
+        if b'"supportedVersions"' in sent:
+            return  # a discover's answer changes as servers come up: the front's was the cold one
+        full = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))
+        if json.loads(sent) != full:
+            logger.warning("the stdio front answered request %r unlike the full gateway; "
+                           "re-record its answers (python -m byref.gateway.edge.front_answers)",
+                           message.id)
 
 
 def answer_malformed(writer: MessageWriter) -> Callable[[str], Awaitable[None]]:
@@ -312,7 +387,8 @@ def _backend() -> str | None:
         return None
 
 
-async def _reading(stack: AsyncExitStack, buffer: BinaryIO) -> PipeLines | None:
+async def _reading(stack: AsyncExitStack, buffer: BinaryIO, replay: Replay | None = None,
+                   gate: asyncio.Event | None = None) -> PipeLines | None:
     pipe = _pipe(stack, buffer, "rb")
     if pipe is None:
         return None
@@ -321,6 +397,8 @@ async def _reading(stack: AsyncExitStack, buffer: BinaryIO) -> PipeLines | None:
     transport, _ = await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     stack.callback(transport.close)
+    if replay is not None and gate is not None:
+        return PipeLines(Replayed(replay, reader, gate))
     return PipeLines(reader)
 
 
