@@ -1,17 +1,25 @@
 """What the refs extension's tests start: the gateway over a probe upstream (stdio or HTTP) and
-the fixture servers, each as its own process; an HTTP one is yielded once it says `listening on`."""
+the fixture servers, each as its own process (an HTTP one yielded once it says `listening on`),
+or the gateway and the SDK extension's server in this process on a store the test holds."""
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from _waits import scaled
+from byref.gateway import Gateway, listen_socket, serve_http
+from byref.gateway.config.file import parse_config
+from byref.store import ArtifactStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "gateway" / "fixtures"
@@ -41,7 +49,7 @@ def gateway_argv(config: Path, *extra: str) -> list[str]:
 @asynccontextmanager
 async def listening(argv: Sequence[str]) -> AsyncIterator[str]:
     """Start `argv` and yield the URL it says it is `listening on` (killed after)."""
-    async with await anyio.open_process(list(argv), env={**__import__("os").environ, **ENV},
+    async with await anyio.open_process(list(argv), env={**os.environ, **ENV},
                                         stderr=-1) as process:
         try:
             said = b""
@@ -58,3 +66,58 @@ async def listening(argv: Sequence[str]) -> AsyncIterator[str]:
                 await process.wait()
             if process.returncode is None:
                 process.kill()
+
+
+def _refs_http() -> Any:
+    """`fixtures/_refs_http.py` (the fixtures' tokens and auth), loaded from its file."""
+    name = "refs_fixture_http"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, FIXTURES / "_refs_http.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+@asynccontextmanager
+async def gateway_http(store: ArtifactStore) -> AsyncIterator[tuple[Gateway, str]]:
+    """A gateway in this process over the probe upstream (a process), on `store`, served over
+    streamable HTTP on a free loopback port with ALICE's and BOB's tokens; yields it and its
+    URL."""
+    config = parse_config({"mcpServers": {"probe": {
+        "command": sys.executable, "args": [str(FIXTURES / "refs_probe.py")], "env": ENV,
+        "timeout": scaled(30)}},
+        "byref": {"tokens": {ALICE: {"tenant": "t", "principal": "alice"},
+                             BOB: {"tenant": "t", "principal": "bob"}}}}, source="test")
+    async with Gateway(config, store=store) as gateway:
+        sock = listen_socket("127.0.0.1", 0)
+        stop = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: serve_http(gateway, sock, announce=io.StringIO(), stop=stop))
+            try:
+                yield gateway, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+            finally:
+                stop.set()  # a graceful stop (the caller bounds the whole test)
+        sock.close()
+
+
+@asynccontextmanager
+async def sdk_http(store: ArtifactStore) -> AsyncIterator[str]:
+    """The SDK extension's server (`refs_server` + the probe tools) in this process on `store`,
+    served over streamable HTTP on a free loopback port with ALICE's and BOB's tokens."""
+    import uvicorn
+
+    from byref.extension.conformance.probe import add_probe_tools
+    from byref.extension.server import refs_server
+
+    server = add_probe_tools(refs_server("refs-sdk", store=store, **_refs_http().auth_options()))
+    sock = listen_socket("127.0.0.1", 0)
+    web = uvicorn.Server(uvicorn.Config(server.streamable_http_app(json_response=True),
+                                        log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: web.serve(sockets=[sock]))
+        try:
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        finally:
+            web.should_exit = True  # a graceful stop (the caller bounds the whole test)
+    sock.close()

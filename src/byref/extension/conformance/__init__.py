@@ -18,6 +18,16 @@ from byref.extension.conformance.runner import (
 )
 
 __all__ = [
-    "CASES", "Case", "CaseName", "CaseResult", "NotApplicable", "Report", "RefsTarget",
-    "add_probe_tools", "format_refs_report", "probe_digest", "probe_text", "run_refs_conformance",
+    "CASES",
+    "Case",
+    "CaseName",
+    "CaseResult",
+    "NotApplicable",
+    "RefsTarget",
+    "Report",
+    "add_probe_tools",
+    "format_refs_report",
+    "probe_digest",
+    "probe_text",
+    "run_refs_conformance",
 ]

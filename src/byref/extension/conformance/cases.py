@@ -3,9 +3,10 @@ server.
 
 Owns the cases of §1–§9 (`CORE_CASES`; the host methods' are `host_cases`) and what every case
 needs (`Kit`: connections that declare the extension or not, a second owner's, the probe tools'
-names, the large size, an HTTP GET with the target's credentials). The law: a case reads only what the wire shows (the
-capabilities, the content blocks, `_meta`) and raises `CaseFailed` saying what it saw; a case
-that needs what the target cannot give raises `NotApplicable` with the reason.
+names, the large size, an HTTP GET with the target's credentials). The law: a case reads only
+what the wire shows (the capabilities, the content blocks, `_meta`) and raises `CaseFailed`
+saying what it saw; a case that needs what the target cannot give raises `NotApplicable` with
+the reason.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from typing import Any, get_args
 
 import anyio
 import mcp_types as types
+from pydantic import BaseModel, ConfigDict
 
 from byref.battery import CaseResult, Report, format_report, outcome
 from byref.errors import InvalidValue
@@ -90,8 +91,19 @@ def _capabilities(caps: Any) -> dict[str, Any]:
     return found
 
 
-def _headers(token: str | None) -> dict[str, str] | None:
-    return None if token is None else {"Authorization": f"Bearer {token}"}
+class _Answer(BaseModel):
+    """Any request's result, every member kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _http(token: str | None) -> Any:
+    """An HTTP client (the SDK's own, httpx2) sending `token` as its bearer, every wait bounded."""
+    import httpx2
+
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return httpx2.AsyncClient(headers=headers, follow_redirects=True,
+                              timeout=httpx2.Timeout(CALL_SECONDS))
 
 
 @asynccontextmanager
@@ -103,7 +115,6 @@ async def connect(target: RefsTarget, *, declare: bool, other: bool = False
     from mcp.client import Client, advertise
     from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     server: Any
     if target.command is not None:
@@ -113,8 +124,7 @@ async def connect(target: RefsTarget, *, declare: bool, other: bool = False
     else:
         assert target.url is not None
         token = target.other_token if other else target.token
-        server = streamable_http_client(target.url, http_client=create_mcp_http_client(
-            headers=_headers(token)))
+        server = streamable_http_client(target.url, http_client=_http(token))
     extensions = [advertise(IDENTIFIER, {})] if declare else None
     mode = "2026-07-28" if target.modern else "legacy"
     # The handshake is a request, so `read_timeout_seconds` bounds the start too.
@@ -142,17 +152,15 @@ async def connect(target: RefsTarget, *, declare: bool, other: bool = False
 
         async def request(method: str, params: dict[str, Any]) -> Reply:
             from mcp.shared.exceptions import MCPError
-            from pydantic import TypeAdapter
 
             sent = types.Request[dict[str, Any], str](method=method, params=params)
             try:
                 with anyio.fail_after(CALL_SECONDS):
                     got = await client.session.send_request(
-                        sent, TypeAdapter(dict[str, Any]),
-                        request_read_timeout_seconds=CALL_SECONDS)
+                        sent, _Answer, request_read_timeout_seconds=CALL_SECONDS)
             except MCPError as exc:
                 return Reply(None, exc.error.code, exc.error.message)
-            return Reply(got, None, "")
+            return Reply(dict(got.model_extra or {}), None, "")
 
         yield Session(call=call, list_tools=list_tools, capabilities=_capabilities(caps),
                       request=request)
@@ -160,10 +168,8 @@ async def connect(target: RefsTarget, *, declare: bool, other: bool = False
 
 async def fetch(target: RefsTarget, url: str, *, other: bool = False) -> tuple[int, bytes]:
     """GET `url` with the target's credentials (`other`: the second owner's): status, body."""
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     token = target.other_token if other else target.token
-    async with create_mcp_http_client(headers=_headers(token)) as http:
+    async with _http(token) as http:
         with anyio.fail_after(CALL_SECONDS):
             answer = await http.get(url)
             return answer.status_code, answer.content

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import get_args
 
 from byref.battery import CaseResult, OffsetClock, Outcome, Report, outcome
 from byref.battery import format_report as _format
