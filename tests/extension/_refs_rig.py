@@ -15,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client import advertise
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from _waits import scaled
+from byref.extension.protocol import IDENTIFIER
 from byref.gateway import Gateway, listen_socket, serve_http
 from byref.gateway.config.file import parse_config
 from byref.store import ArtifactStore
+from byref.store.adapters.memory import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "gateway" / "fixtures"
@@ -121,3 +131,48 @@ async def sdk_http(store: ArtifactStore) -> AsyncIterator[str]:
         finally:
             web.should_exit = True  # a graceful stop (the caller bounds the whole test)
     sock.close()
+
+
+def client(url: str, token: str, *, declare: bool = True) -> Client:
+    """A client over HTTP with `token`, declaring the extension (or not), handshake era."""
+    return Client(streamable_http_client(url, http_client=create_mcp_http_client(
+        headers={"Authorization": f"Bearer {token}"})), mode="legacy",
+        extensions=[advertise(IDENTIFIER, {})] if declare else None,
+        read_timeout_seconds=scaled(60))
+
+
+async def ask(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A host method's answer (`method` under the extension's identifier unless it has a /)."""
+    name = method if method.startswith("files/") else f"{IDENTIFIER}/{method}"
+    sent = types.Request[dict[str, Any], str](method=name, params=params)
+    return await client.session.send_request(sent, TypeAdapter(dict[str, Any]))
+
+
+async def refused_as(client: Client, method: str, params: dict[str, Any]) -> str:
+    """A host method's refusal as `"<code> <message>"` (fails the test if it was answered)."""
+    with pytest.raises(MCPError) as caught:
+        await ask(client, method, params)
+    return f"{caught.value.error.code} {caught.value.error.message}"
+
+
+async def get(url: str, token: str) -> tuple[int, bytes]:
+    """GET `url` with `token`: status, body."""
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+        answer = await http.get(url)
+        return answer.status_code, answer.content
+
+
+def text(result: Any) -> str:
+    """A tool result's text blocks, joined."""
+    return "\n".join(b.text for b in result.content if getattr(b, "type", "") == "text")
+
+
+@asynccontextmanager
+async def serving(impl: str, store: MemoryStore) -> AsyncIterator[tuple[str, str, str]]:
+    """`gateway_http` or `sdk_http` on `store`: its URL and its probe tools' names."""
+    if impl == "gateway":
+        async with gateway_http(store) as (_gateway, url):
+            yield url, "probe__emit", "probe__digest"
+    else:
+        async with sdk_http(store) as url:
+            yield url, "emit", "digest"

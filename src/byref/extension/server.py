@@ -32,8 +32,16 @@ from mcp.shared.exceptions import MCPError
 
 from byref.dispatch.outbound.placement import settle
 from byref.dispatch.policy import Policy
-from byref.extension.host import METHODS, HostRefused, handle, undeclared
-from byref.extension.host_http import ROUTE_PATH, HostParams, download_endpoint
+from byref.extension.host import HostRefused, undeclared
+from byref.extension.host_http import (
+    METHODS,
+    ROUTE_PATH,
+    UPLOAD_ROUTE_PATH,
+    HostParams,
+    answer,
+    download_endpoint,
+    upload_endpoint,
+)
 from byref.extension.protocol import IDENTIFIER, announcement, declared, entry, settings
 from byref.media import is_text
 from byref.refs import (
@@ -86,7 +94,8 @@ class RefsExtension(Extension):
         return settings(inline_bytes=self.policy.auto_insert_bytes)
 
     def methods(self) -> list[MethodBinding]:
-        """The host methods (stat, read, upload, authorizeDownload: `byref.extension.host`)."""
+        """The host methods (stat, read, upload, authorizeDownload: `byref.extension.host`) and
+        SEP-2631's `files/authorizeDownload` / `files/authorizeUpload` (`.files`)."""
         return [MethodBinding(m, HostParams, self._host(m)) for m in METHODS]
 
     def _host(self, method: str) -> Any:
@@ -106,13 +115,17 @@ class RefsExtension(Extension):
             raise undeclared(method)
         base = None if ctx.request is None else str(ctx.request.base_url)
         answered: dict[str, Any] = await anyio.to_thread.run_sync(
-            handle, method, self.store, self.owner(ctx), params, base)
+            answer, method, self.store, self.owner(ctx), params, base)
         return answered
 
     def download(self) -> Any:
         """The download URLs' endpoint, for an HTTP app's `ROUTE_PATH` (`refs_server` adds it):
         owned as the bearer token says (`token_owner`)."""
         return download_endpoint(lambda: self.store, lambda request: token_owner())
+
+    def upload(self) -> Any:
+        """The upload URLs' endpoint, for an HTTP app's `UPLOAD_ROUTE_PATH` (as `download`)."""
+        return upload_endpoint(lambda: self.store, lambda request: token_owner())
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams,
                                   ctx: ServerRequestContext[Any, Any],
@@ -248,4 +261,5 @@ def refs_server(name: str, *, store: ArtifactStore | None = None, policy: Policy
     extensions = [*kwargs.pop("extensions", ()), refs]
     server = MCPServer(name, extensions=extensions, middleware=middleware, **kwargs)
     server.custom_route(ROUTE_PATH, methods=["GET"])(refs.download())
+    server.custom_route(UPLOAD_ROUTE_PATH, methods=["PUT"])(refs.upload())
     return server

@@ -1,10 +1,11 @@
-"""The gateway's `dev.byref/refs` host methods and download route (`byref.extension.host`).
+"""The gateway's `dev.byref/refs` host methods and transfer routes (`byref.extension.host`).
 
-Owns installing the four host methods on the gateway's server and the route its download URLs
-point at. The law: a host method answers only a client that declared the extension, in the scope
-its request runs as (the artifacts the caller's own tool results were stored in), and a download
-URL answers only the bearer it was issued to (the route reads the same token claims the MCP
-route does); a refusal is a JSON-RPC error in words, an absent ref one set of words.
+Owns installing the host methods (the four `dev.byref/refs/*` and SEP-2631's two `files/*`) on
+the gateway's server and the routes its download and upload URLs point at. The law: a host
+method answers only a client that declared the extension, in the scope its request runs as (the
+artifacts the caller's own tool results were stored in), and a transfer URL answers only the
+bearer it was issued to (the route reads the same token claims the MCP route does); a refusal
+is a JSON-RPC error in words, an absent ref one set of words.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from byref.extension.host import METHODS, HostRefused, handle, undeclared
-from byref.extension.host_http import HostParams, download_route
+from byref.extension.host import HostRefused, undeclared
+from byref.extension.host_http import METHODS, HostParams, routes
+from byref.extension.host_http import answer as answer_host
 from byref.extension.protocol import declared
 from byref.gateway.access.bearer import restriction
 from byref.gateway.access.scopes import owned
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 def install_host_methods(server: GatewayServer, gateway: Gateway,
                          scope_of: Callable[[ServerRequestContext[Any, Any]], ScopeState]) -> None:
-    """Serve stat, read, upload and authorizeDownload on `server`."""
+    """Serve the host methods (`byref.extension.host_http.METHODS`) on `server`."""
     for method in METHODS:
         server.add_request_handler(method, HostParams, _answer(method, gateway, scope_of))
 
@@ -48,8 +50,9 @@ def _answer(method: str, gateway: Gateway,
                 raise undeclared(method)
             scope = scope_of(ctx).store_scope
             base = None if ctx.request is None else str(ctx.request.base_url)
-            return await anyio.to_thread.run_sync(handle, method, gateway.store, scope,
-                                                  params.members(), base)
+            answered: dict[str, Any] = await anyio.to_thread.run_sync(
+                answer_host, method, gateway.store, scope, params.members(), base)
+            return answered
         except HostRefused as exc:
             raise MCPError(exc.code, str(exc)) from None
     return answer
@@ -64,6 +67,7 @@ def request_owner(request: Any) -> Scope | None:
     return owned(str(claims["tenant"]), str(claims["principal"]), restriction(claims))
 
 
-def download(gateway: Gateway) -> Any:
-    """The download URLs' route (`/refs/download/{grant}`), behind the bearer check."""
-    return download_route(lambda: gateway.store, request_owner)
+def transfer_routes(gateway: Gateway) -> list[Any]:
+    """The download and upload URLs' routes (`/refs/download/…`, `/refs/upload/…`), behind the
+    bearer check."""
+    return routes(lambda: gateway.store, request_owner)
