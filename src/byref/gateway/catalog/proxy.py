@@ -5,7 +5,8 @@ Owns what happens between dispatch and the upstream call. Dispatch does the rest
 and marked lazy, so the tool receives a ref as a `Ref` and delivers it here in the form the
 upstream parameter declares. The law: a ref reaches the upstream exact — for a parameter typed
 `string`, stored text is sent byte for byte (its stored bytes, not a re-encoding) and a structured
-value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
+value is sent as its JSON text; for a file input (`x-mcp-file`, SEP-2631) the bytes go as a
+`data:` URI; for any other parameter the resolved value is sent as is. Then the
 arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
 refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
 words, naming the server. Code mode receives a result's structuredContent
@@ -202,6 +203,8 @@ def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:
         if not is_envelope(src):
             break
         src = ctx.resolver.source(parse_model_envelope(src))
+    if isinstance(prop, Mapping) and isinstance(prop.get(FILE_KEYWORD), Mapping):
+        return file_input(src, prop[FILE_KEYWORD])
     if isinstance(src, BytesSource):
         if not _wants_text(prop):
             return ctx.resolver.value(Blob(key=src.meta.ref))
@@ -211,6 +214,40 @@ def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:
     if _wants_text(prop) and not isinstance(src, str):
         return dumps(src)
     return src
+
+
+FILE_KEYWORD = "x-mcp-file"
+"""SEP-2356 / SEP-2631's mark of a file input: a URI string property."""
+
+
+def file_input(src: Any, declared: Mapping[str, Any]) -> str:
+    """A resolved ref for a file input (`x-mcp-file`), as the drafts name it: an RFC 2397
+    `data:` URI of the exact bytes (stored bytes with their media type; a structured value as
+    JSON). Refused in words when the input takes uploads only, or the value is over `maxSize`
+    or of a media type it does not `accept`."""
+    if isinstance(src, BytesSource):
+        data, media = b"".join(src.chunks()), src.meta.media_type
+    elif isinstance(src, bytes):
+        data, media = src, "application/octet-stream"
+    elif isinstance(src, str):
+        data, media = src.encode(), "text/plain"
+    else:
+        data, media = dumps(src).encode(), "application/json"
+    modes = declared.get("transferModes")
+    if isinstance(modes, list) and "inline" not in modes:
+        raise ToolRefusal(f"This file input takes {modes!r} transfers only; byref hands files "
+                          "to servers inline (a data: URI), so it cannot fill it.", "invalid-input")
+    limit = declared.get("maxSize")
+    if isinstance(limit, int) and len(data) > limit:
+        raise ToolRefusal(f"The file is {len(data):,} bytes; this file input takes at most "
+                          f"{limit:,}.", "invalid-input")
+    accept = declared.get("accept")
+    if isinstance(accept, list) and accept and not any(
+            isinstance(a, str) and (a == media or (a.endswith("/*") and media.startswith(a[:-1])))
+            for a in accept):
+        raise ToolRefusal(f"The file's media type {media!r} is not one this file input accepts "
+                          f"({', '.join(map(str, accept))}).", "invalid-input")
+    return f"data:{media};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _wants_text(prop: Mapping[str, Any] | None) -> bool:

@@ -1,0 +1,40 @@
+"""SEP-2631 file inputs behind the gateway: a Blob ref the model routes into an `x-mcp-file`
+input reaches the upstream as a `data:` URI of the exact stored bytes with their media type; an
+input that takes uploads only, or fewer bytes, or other media types, refuses it in words, the
+upstream not called."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from _gateway_rig import fixtures_gateway, text
+from mcp import Client
+
+from _waits import scaled
+from byref.extension.conformance.probe import probe_digest
+
+pytestmark = pytest.mark.anyio
+
+
+async def _call(client: Client, name: str, arguments: dict[str, Any]) -> Any:
+    return await client.call_tool("call_tool", {"name": name, "arguments": arguments})
+
+
+async def test_a_blob_ref_reaches_a_file_input_as_a_data_uri_of_its_bytes() -> None:
+    size = 100_000
+    with anyio.fail_after(scaled(60)):
+        async with fixtures_gateway(None, {"files": "files_server.py"}) as (_g, server), \
+                Client(server) as client:
+            placed = json.loads(text(await _call(client, "files__emit", {"size": size})))
+            ref = placed["value"]
+            got = await _call(client, "files__checksum", {"document": ref})
+            assert not got.is_error, text(got)
+            assert text(got) == f"text/plain {size} {probe_digest(size)}"
+            for tool, why in (("files__upload_only", "takes ['upload'] transfers only"),
+                              ("files__tiny", f"is {size:,} bytes; this file input takes at "
+                                              "most 1,000")):
+                refused = await _call(client, tool, {"document": ref})
+                assert refused.is_error and why in text(refused), text(refused)
