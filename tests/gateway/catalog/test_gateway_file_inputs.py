@@ -5,7 +5,10 @@ not called; and an upstream's `FileValue` output becomes a Blob ref, its bytes n
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import sys
 from typing import Any
 
 import anyio
@@ -41,9 +44,6 @@ async def test_a_blob_ref_reaches_a_file_input_as_a_data_uri_of_its_bytes() -> N
 
 
 async def test_an_upstreams_file_output_is_a_blob_ref() -> None:
-    import hashlib
-    import re
-
     with anyio.fail_after(scaled(60)):
         async with fixtures_gateway(None, {"files": "files_server.py"}) as (_g, server), \
                 Client(server) as client:
@@ -55,6 +55,5 @@ async def test_an_upstreams_file_output_is_a_blob_ref() -> None:
             (key,) = set(re.findall(r"art_[0-9A-Za-z]{22}", shown))
             ref = {"$ref": {"type": "Blob", "key": key}}
             got = await _call(client, "files__checksum", {"document": ref})
-    from gateway_fixture_files_server import REPORT  # loaded by `fixtures_gateway`
-
-    assert text(got) == f"text/csv {len(REPORT)} {hashlib.sha256(REPORT).hexdigest()}"
+    report = sys.modules["gateway_fixture_files_server"].REPORT  # loaded by `fixtures_gateway`
+    assert text(got) == f"text/csv {len(report)} {hashlib.sha256(report).hexdigest()}"
