@@ -53,6 +53,9 @@ from byref.store import PutOptions
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 
 _FOLLOW = 3
+MAX_ANNOUNCED = 64
+"""The most refs one upstream result may announce for the gateway to pass back (the rest are
+refused as absent if the model routes them)."""
 FOREIGN_KIND = "refs/upstream/"
 """A record's kind naming a ref an upstream minted for the caller: this, `<server>/<key>`."""
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -145,7 +148,8 @@ class _UpstreamCall:
                 f"{error_text(result)}", "upstream-error", result=error_content(result))
         if self.passed is not None:
             self.passed.keep(ctx.call_id, result)
-        minted = [k for k in (blob_key(e.get("ref")) for e in announced(result.meta)) if k]
+        minted = [k for k in (blob_key(e.get("ref"))
+                              for e in announced(result.meta)[:MAX_ANNOUNCED]) if k]
         if minted and ctx.store is not None:
             await anyio.to_thread.run_sync(self.remember, ctx, minted)
         return result_value(result, server=self.server, tool=self.tool)
