@@ -144,7 +144,7 @@ def read(store: ArtifactStore, scope: Scope, params: Mapping[str, Any]) -> dict[
     """`read`: at most `MAX_READ_BYTES` of the ref's bytes from `offset` (base64), whether they
     end it (`eof`) and its whole size."""
     key = _key(params)
-    offset = _int(params, "offset", 0, 0, MAX_UPLOAD_BYTES * 1024)
+    offset = _int(params, "offset", 0, 0, 2**53 - 1)
     length = _int(params, "length", MAX_READ_BYTES, 1, MAX_READ_BYTES)
     meta = _meta_of(store, scope, key)
     if offset > meta.bytes:
