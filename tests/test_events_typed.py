@@ -27,7 +27,7 @@ from byref.events import (
     ResolvedEvent,
     SearchedEvent,
 )
-from byref.harness import Harness, ScriptedModel, call, last_result, say
+from byref.harness import Harness, Limits, ScriptedModel, call, last_result, say
 from byref.store import MemoryStore, PutOptions, Retention, Scope
 
 ROWS = [{"id": i, "pad": "x" * 80} for i in range(600)]
@@ -58,8 +58,8 @@ def test_a_run_emits_only_events_its_dataclasses_fully_describe() -> None:
         call("count", {"rows": "not rows"}),
         say("done"),
     ])
-    h = Harness(model, [export], emit=emit, budget=200_000,
-                discovery=Discovery(catalog, emit=emit))
+    h = Harness(model, [export], emit=emit,
+                discovery=Discovery(catalog, emit=emit), limits=Limits(budget=200_000))
     assert h.run_sync("go").text == "done"
     clock = [1000.0]
     store = MemoryStore(retention=Retention(max_count_per_scope=1), clock=lambda: clock[0],

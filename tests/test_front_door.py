@@ -12,8 +12,8 @@ from _waits import scaled
 
 FRONT_DOOR = [
     "Blob", "ByrefError", "Catalog", "DeveloperError", "Discovery", "Gateway", "Harness",
-    "InvalidValue", "MessageRef", "OperatorError", "Payload", "Policy", "Refused", "Scope",
-    "ScriptedModel", "Session", "Tool", "ToolRefusal", "ToolSource", "__version__",
+    "InvalidValue", "Limits", "MessageRef", "OperatorError", "Payload", "Policy", "Refused",
+    "Scope", "ScriptedModel", "Session", "Tool", "ToolRefusal", "ToolSource", "__version__",
     "builtin_tools", "call", "load_config", "model_from_id", "open_store", "say", "tool",
 ]
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+import byref
 from byref.harness import (
     Harness,
     Ledger,
+    Limits,
     ScriptedModel,
     ScriptExhaustedError,
     StepLimitError,
@@ -43,9 +45,20 @@ def test_script_exhaustion_and_step_limit_are_clear() -> None:
         Harness(ScriptedModel([call("echo", {"text": "x"})]), [echo]).run_sync("go")
     looping = ScriptedModel([call("echo", {"text": "x"})] * 5)
     with pytest.raises(StepLimitError, match="still calling tools after 3 steps"):
-        Harness(looping, [echo], max_steps=3).run_sync("go")
+        Harness(looping, [echo], limits=Limits(max_steps=3)).run_sync("go")
 
 
 def test_duplicate_tool_names_are_a_developer_error() -> None:
     with pytest.raises(ValueError, match="Tool names must be unique; repeated: \\['echo'\\]"):
         Harness(ScriptedModel([]), [echo, echo])
+
+
+def test_the_flat_keywords_of_the_last_release_still_work_and_say_where_they_went() -> None:
+    looping = ScriptedModel([call("echo", {"text": str(i)}) for i in range(5)])
+    with pytest.warns(DeprecationWarning, match=r"Harness\(max_steps=\.\.\.\) is deprecated .* "
+                      r"pass limits=Limits\(max_steps=\.\.\.\) instead\."):
+        h = Harness(looping, [echo], max_steps=3)
+    assert h.max_steps == 3
+    with pytest.warns(DeprecationWarning, match=r"hosting=Hosting\(hooks=Hooks\(unknown_tool"):
+        session = byref.Session([], unknown_tool=lambda name: "starting")
+    assert session.dispatcher.unknown_tool is not None

@@ -11,7 +11,7 @@ import pytest
 
 import byref
 from _waits import scaled
-from byref.harness import Harness, ScriptedModel, call, say
+from byref.harness import Harness, Limits, ScriptedModel, call, say
 from byref.harness.messages import Block, Delta, Request, Response, TextDelta, ToolCallDelta
 from byref.testing import result_text
 from byref.transcript import Message, Transcript
@@ -148,7 +148,8 @@ def test_each_turn_renders_only_the_messages_new_since_the_last(budget: int | No
     transcript = Counting()
     turns = 12
     script = ScriptedModel([*[call("echo", {"text": str(i)}) for i in range(turns)], say("end")])
-    run = Harness(script, [echo], transcript=transcript, budget=budget).run_sync("go")
+    run = Harness(script, [echo], transcript=transcript,
+                  limits=Limits(budget=budget)).run_sync("go")
     assert run.steps == turns + 1 and len(transcript) == 1 + 2 * turns + 1
     # Each message is read once when first rendered (the last assistant turn never is):
     # re-rendering the whole transcript each turn would read ~n²/2 = 300 messages.

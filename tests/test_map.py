@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,3 +94,31 @@ def test_every_module_a_docstring_names_exists() -> None:
                 stale += [f"{where} {m}" for m in _PATH.findall(text)
                           if not any(f == m or f.endswith(f"/{m}") for f in files)]
     assert stale == [], "\n".join(stale)
+
+
+# A measured result in a docstring: a recall figure, a before → after figure, a ×ratio.
+_FIGURE = re.compile(r"recall@\d|\d\s*(?:ms|µs|%)?\s*→\s*[−-]?\d|×\s?\d+\.\d+")
+
+
+def _docstrings(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Every docstring of a module: its own, its classes' and functions', and its attributes'."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            doc = ast.get_docstring(node)
+            if doc:
+                yield getattr(node, "lineno", 1), doc
+            for before, after in itertools.pairwise(body):
+                if (isinstance(before, (ast.Assign, ast.AnnAssign)) and isinstance(after, ast.Expr)
+                        and isinstance(after.value, ast.Constant)
+                        and isinstance(after.value.value, str)):
+                    yield after.lineno, after.value.value
+
+
+def test_figures_live_in_benches_and_the_notes_not_in_docstrings() -> None:
+    """A docstring says what code owns and the law it keeps; how a choice was measured goes to
+    docs/NOTES.md (or the bench that measures it), where it can be rerun and updated."""
+    found = [f"{path.relative_to(SRC)}:{line}"
+             for path in sorted(SRC.rglob("*.py")) if "bench" not in path.relative_to(SRC).parts
+             for line, doc in _docstrings(parse(path)) if _FIGURE.search(doc)]
+    assert found == [], f"figures in docstrings (move them to docs/NOTES.md): {found}"

@@ -11,6 +11,8 @@ from typing import Any
 
 import byref
 from byref.dispatch import Call
+from byref.dispatch.hooks import Hooks
+from byref.harness import Hosting
 from byref.transcript import Part, Transcript
 
 
@@ -103,8 +105,11 @@ def test_run_records_the_call_as_written_and_runs_the_named_tool() -> None:
 
 
 def test_the_unknown_tool_hint_replaces_the_usual_refusal_only_when_it_speaks() -> None:
-    session = byref.Session([], unknown_tool=lambda name: (
-        f"{name!r} cannot run yet: its server is starting." if name.startswith("s__") else None))
+    def starting(name: str) -> str | None:
+        return (f"{name!r} cannot run yet: its server is starting." if name.startswith("s__")
+                else None)
+
+    session = byref.Session([], hosting=Hosting(hooks=Hooks(unknown_tool=starting)))
     starting = asyncio.run(session.run_call(Call("c1", "s__echo", {})))
     unknown = asyncio.run(session.run_call(Call("c2", "nope", {})))
     assert starting.is_error and starting.value.endswith(

@@ -17,7 +17,7 @@ _EXPORTS: dict[str, str] = {  # name → the module that defines it; the one lis
     "tool": "byref.tools", "Tool": "byref.tools", "ToolRefusal": "byref.tools",
     "Payload": "byref.tools", "builtin_tools": "byref.tools", "ToolSource": "byref.tools",
     "Harness": "byref.harness", "Session": "byref.harness", "ScriptedModel": "byref.harness",
-    "call": "byref.harness",
+    "call": "byref.harness", "Limits": "byref.harness",
     "say": "byref.harness", "model_from_id": "byref.harness.providers",
     "Policy": "byref.dispatch",
     # references and storage
@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers (`as`: explicit 
     from byref.gateway import Gateway as Gateway
     from byref.gateway import load_config as load_config
     from byref.harness import Harness as Harness
+    from byref.harness import Limits as Limits
     from byref.harness import ScriptedModel as ScriptedModel
     from byref.harness import Session as Session
     from byref.harness import call as call

@@ -11,7 +11,7 @@ import pytest
 
 from byref.cli import main
 from byref.context import ContextAssembler, ContextBudgetError, RequestBudget
-from byref.harness import Harness, ScriptedModel, call, last_result, say
+from byref.harness import Harness, Limits, ScriptedModel, call, last_result, say
 from byref.harness.loop import render, request_bytes
 from byref.harness.messages import Request
 from byref.reads import ResultVersions
@@ -36,7 +36,7 @@ def kept(ctx: ToolContext) -> dict[str, Any]:
 
 def test_a_current_result_that_cannot_fit_fails_loudly_instead_of_being_cut() -> None:
     model = ScriptedModel([call("big", {"n": 20}), say("never reached")])
-    h = Harness(model, [big], budget=12_000)
+    h = Harness(model, [big], limits=Limits(budget=12_000))
     with pytest.raises(ContextBudgetError) as err:
         h.run_sync("go")
     fixed = request_bytes(Request(h.system, h.requests[0].tools, ()))
@@ -77,7 +77,7 @@ def test_an_explicit_read_is_bounded_by_the_room_left_in_the_request() -> None:
              call("read_result", lambda r: {"ref": last_result(r)["table"]}),
              call("read_result", read_on),
              say("done")]
-    h = Harness(ScriptedModel(steps), [kept], budget=40_000)
+    h = Harness(ScriptedModel(steps), [kept], limits=Limits(budget=40_000))
     run = h.run_sync("read it all")
     first, second = last_result(run.requests[2]), last_result(run.requests[3])
     assert first["byteBudget"]["limitedBy"] == "request_room"
@@ -97,7 +97,7 @@ def test_a_replaced_result_rereads_exactly_through_its_stub(store: Any) -> None:
 
     steps = [call("big", {"n": 6}), call("big", {"n": 6}), call("big", {"n": 6}),
              call("read_result", reread), say("done")]
-    h = Harness(ScriptedModel(steps), [big], budget=16_000, store=store)
+    h = Harness(ScriptedModel(steps), [big], store=store, limits=Limits(budget=16_000))
     run = h.run_sync("go")
     answer = last_result(run.requests[-1])
     assert answer["text"] == "word " * 1_200 and answer["coverage"]["inputComplete"] is True

@@ -9,7 +9,7 @@ import pytest
 from byref.bench.library.context import BUDGET_BYTES, bench_tools, plan, prepare, wire
 from byref.context import NOTE_HEAD
 from byref.events import Emitter, MemorySink
-from byref.harness import Harness, RunResult, ScriptedModel, call, say
+from byref.harness import Harness, Limits, RunResult, ScriptedModel, call, say
 from byref.harness.loop import render, request_bytes
 from byref.harness.messages import Request
 from byref.jsonview import decode
@@ -23,7 +23,7 @@ def session() -> tuple[Harness, RunResult, MemorySink]:
     store, scope, sink = MemoryStore(), Scope("test", conversation="forty"), MemorySink()
     steps: list[Any] = [call(c.tool, c.input) for c in plan(TURNS, prepare(store, scope))]
     h = Harness(ScriptedModel([*steps, say("Done.")]), bench_tools(), store=store, scope=scope,
-                budget=BUDGET_BYTES, emit=Emitter(sink), max_steps=TURNS)
+                emit=Emitter(sink), limits=Limits(budget=BUDGET_BYTES, max_steps=TURNS))
     run = h.run_sync("Are my technology funds too concentrated?")
     return h, run, sink
 

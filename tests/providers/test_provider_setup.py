@@ -15,9 +15,9 @@ from byref.harness.providers import (
     model_from_id,
     parse_model_id,
 )
-from byref.harness.providers._common import split_system
 from byref.harness.providers.anthropic import AnthropicModel
 from byref.harness.providers.openai import OpenAIModel
+from byref.harness.providers.setup import split_system
 from byref.harness.tokens import (
     O200K,
     count_tokens,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from byref.harness import Harness, ScriptedModel, call, last_result, say
+from byref.harness import Harness, Limits, ScriptedModel, call, last_result, say
 from byref.reads import ReadLimits, ResultVersions
 from byref.refs import Blob
 from byref.tools import Tool, ToolContext, tool
@@ -55,7 +55,8 @@ def scripted_reads(source: Tool, reads: Sequence[dict[str, Any]], *,
     for args in reads[1:]:
         steps.append(call("read_result", lambda _r, a=args: {"ref": ref["value"], **a}))
     steps.append(say("done"))
-    h = Harness(ScriptedModel(steps), [source, make_read_result(limits)], read_limits=limits)
+    h = Harness(ScriptedModel(steps), [source, make_read_result(limits)],
+                limits=Limits(read_limits=limits))
     run = h.run_sync("Read the records.")
     answers = [last_result(request) for request in run.requests[2:]]
     return answers, h

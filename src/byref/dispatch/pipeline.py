@@ -26,6 +26,7 @@ from byref.dispatch.calls import REFUSAL_MAX as REFUSAL_MAX
 from byref.dispatch.calls import Call as Call
 from byref.dispatch.calls import Refusal as Refusal
 from byref.dispatch.calls import clip, escaped
+from byref.dispatch.hooks import Hooks
 from byref.dispatch.inbound.arguments import Arguments
 from byref.dispatch.nested import InnerDone, NestedCalls, Search
 from byref.dispatch.outbound.placement import settle
@@ -74,12 +75,14 @@ class Dispatcher:
         policy: Policy | None = None,
         caps: Caps | None = None,
         emit: Emitter | None = None,
-        unknown_tool: Callable[[str], str | None] | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
-        # What to say of a name no tool has (e.g. "its server is still starting"); None from
-        # it, or no hint, gives the usual "There is no tool ..." refusal.
-        self.unknown_tool = unknown_tool
+        hooks = hooks or Hooks()
+        self.unknown_tool = hooks.unknown_tool
+        self.search: Search | None = hooks.search
+        self.inner_done: InnerDone | None = hooks.inner_done
+        self.threads: Threads | None = hooks.threads
         if len(self.tools) != len(tools):
             names = [t.name for t in tools]
             dupes = sorted({n for n in names if names.count(n) > 1})
@@ -99,12 +102,6 @@ class Dispatcher:
         self.resolver = Resolver(transcript, store, scope, caps=self.caps, emit=self.emit)
         self.recorder = Recorder(self.policy, store, scope, self.emit)
         self.arguments = Arguments(self)
-        self.search: Search | None = None
-        """The catalog search code mode's `tools.search` uses (the session sets it)."""
-        self.inner_done: InnerDone | None = None
-        """Told of each call code made as it ends (the gateway's metrics set it)."""
-        self.threads: Threads | None = None
-        """The lanes `adispatch`'s blocking stages run in (None: anyio's default limiter)."""
         self._async: dict[str, tuple[Any, bool]] = {}
         """Tool name → (its function, whether it is async), see `_is_async`."""
 

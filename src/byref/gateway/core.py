@@ -41,6 +41,7 @@ from byref.discovery.declaring.declare import declare
 from byref.discovery.declaring.usage import UsageLog
 from byref.discovery.declaring.workingset import ACTIVATE, working_set
 from byref.dispatch import Call, Policy
+from byref.dispatch.hooks import Hooks
 from byref.dispatch.nested import InnerDone, InnerOutcome
 from byref.errors import MissingExtra, MisuseError
 from byref.events import Emitter
@@ -59,6 +60,7 @@ from byref.gateway.ops.metrics import GatewayMetrics, MetricsSink
 from byref.gateway.upstream.instance.manager import LIST_READY
 from byref.gateway.upstream.pool import Key
 from byref.gateway.upstream.pooled import UpstreamManager
+from byref.harness.options import Hosting
 from byref.harness.session import Session
 from byref.store import ArtifactStore, open_store
 from byref.transcript import Part
@@ -336,16 +338,17 @@ class Gateway:
         readers are in the catalog), the scope's transcript and lock."""
         cached = state.stable_session if box.stable_lists else state.call_session
         if cached is None or cached[0] != box.version:
+            owner = state.scope
+            hooks = Hooks(unknown_tool=lambda name: box.still_starting(name),
+                          search=box.search,  # code mode's tools.search: the catalog's
+                          threads=self.threads.of((owner.tenant, owner.principal),
+                                                  len(box.catalog)),
+                          # the calls code makes count as the client's do
+                          inner_done=(_inner_metrics(self.metrics, box)
+                                      if self.metrics is not None else None))
             session = Session(box.tools, store=self.store, scope=state.store_scope,
                               policy=self.policy, transcript=state.transcript, emit=self.emit,
-                              readers=(), lock=state.lock,
-                              unknown_tool=lambda name: box.still_starting(name))
-            session.dispatcher.search = box.search  # code mode's tools.search: the catalog's
-            owner = state.scope
-            session.dispatcher.threads = self.threads.of((owner.tenant, owner.principal),
-                                                         len(box.catalog))
-            if self.metrics is not None:  # the calls code makes count as the client's do
-                session.dispatcher.inner_done = _inner_metrics(self.metrics, box)
+                              hosting=Hosting(readers=(), lock=state.lock, hooks=hooks))
             cached = (box.version, session)
             if box.stable_lists:
                 state.stable_session = cached

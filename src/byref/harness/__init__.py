@@ -23,6 +23,7 @@ from byref.harness.messages import (
     Usage,
     deltas,
 )
+from byref.harness.options import Hosting, Limits
 from byref.harness.providers import model_from_id
 from byref.harness.scripted import (
     ScriptedModel,
@@ -43,7 +44,9 @@ __all__ = [
     "ChatMessage",
     "Delta",
     "Harness",
+    "Hosting",
     "Ledger",
+    "Limits",
     "Model",
     "OnDelta",
     "Provider",

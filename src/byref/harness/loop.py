@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from byref.context import Assembled, ContextAssembler, RequestBudget
@@ -36,6 +36,7 @@ from byref.harness.messages import (
     SyncModel,
     deltas,
 )
+from byref.harness.options import Limits, legacy
 from byref.harness.session import Session, run_blocking
 from byref.jsonview import dumps
 from byref.reads import ReadLimits
@@ -74,7 +75,8 @@ class Harness:
     id such as `"anthropic:claude-sonnet-4-6"`. `tools` are `Tool`s or `ToolSource`s. `on_delta`
     receives the model's text and tool-call fragments as they stream (per run, too).
     `code_mode` (True or a `CodeMode`) adds `run_code`: one program calls many tools, and only
-    what it prints or returns comes back (`byref.tools.code_mode.run_code`).
+    what it prints or returns comes back (`byref.tools.code_mode.run_code`). `limits`
+    (`Limits`): turns, the request budget, ref-resolution caps and read limits.
     """
 
     def __init__(
@@ -87,15 +89,20 @@ class Harness:
         store: ArtifactStore | Literal["memory"] | None = "memory",
         scope: Scope | None = None,
         policy: Policy | None = None,
-        caps: Caps | None = None,
         emit: Emitter | None = None,
-        max_steps: int = 32,
+        discovery: Discovery | None = None,
+        code_mode: CodeMode | bool = False,
+        limits: Limits | None = None,
+        on_delta: OnDelta | None = None,
+        caps: Caps | None = None,
+        max_steps: int | None = None,
         budget: RequestBudget | int | None = None,
         read_limits: ReadLimits | None = None,
-        discovery: Discovery | None = None,
-        on_delta: OnDelta | None = None,
-        code_mode: CodeMode | bool = False,
     ) -> None:
+        old = legacy("Harness", {"caps": caps, "max_steps": max_steps, "budget": budget,
+                                 "read_limits": read_limits})
+        limits = replace(limits or Limits(), **old)
+        budget, read_limits = limits.budget, limits.read_limits
         if isinstance(model, str):  # a model id such as "anthropic:claude-sonnet-4-6"
             from byref.harness.providers import model_from_id
 
@@ -122,17 +129,16 @@ class Harness:
             # room (unless the caller brought their own). Storeless runs get it too: a stub's
             # reread ref is a Message ref into the transcript.
             if refs and all(t.name != READ_RESULT_NAME for t in listed):
-                limits = read_limits or grounds.policy.read_limits()
-                listed.append(make_read_result(limits, room=self.assembler.room))
+                reads = read_limits or grounds.policy.read_limits()
+                listed.append(make_read_result(reads, room=self.assembler.room))
         self.session = Session(listed, store=kept, scope=scope, policy=grounds.policy,
-                               transcript=transcript, emit=grounds.emit, caps=caps,
-                               read_limits=read_limits, discovery=discovery,
-                               code_mode=code_mode)
+                               transcript=transcript, emit=grounds.emit, discovery=discovery,
+                               code_mode=code_mode, limits=limits)
         self.assembled: list[Assembled[Request]] = []
         """One entry per request when a budget is in force: its bytes and replacements."""
         default = f"{PLAIN_SYSTEM}\n\n{REFS_PROTOCOL}" if self.policy.refs else PLAIN_SYSTEM
         self.system = system if system is not None else default
-        self.max_steps = max_steps
+        self.max_steps = limits.max_steps
         self.requests: list[Request] = []
         self._tools = self.session.surface().declarations
         # A recorded message never changes, so each turn reads and renders only the ones

@@ -19,7 +19,7 @@ import json
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from byref.dispatch import Call, Dispatcher, Policy
 from byref.dispatch.grounds import Grounds
@@ -27,6 +27,7 @@ from byref.dispatch.outbound.reflines import REFS_PROTOCOL, moved, without
 from byref.dispatch.policy import EXPLICIT_READ_FRAME
 from byref.errors import InvalidValue
 from byref.events import Emitter
+from byref.harness.options import AsyncLock, Hosting, Limits, legacy
 from byref.reads import ReadLimits
 from byref.refs import is_recipe
 from byref.resolve import Caps
@@ -55,18 +56,6 @@ OnResult = Callable[[Call, Part], None]
 """Called with each result of a turn as it is recorded (in call order)."""
 
 
-class AsyncLock(Protocol):
-    """The lock a session records exclusive calls under (`asyncio.Lock`, `anyio.Lock`)."""
-
-    def locked(self) -> bool:
-        """True while some task holds it."""
-        ...
-
-    async def __aenter__(self) -> Any: ...
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any, /) -> Any: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Surface:
     """What the model is offered for the next request: byref-neutral declarations (`name`,
@@ -84,21 +73,31 @@ class Session:
     those are the scaffolding, always declared; the catalog's tools are declared while the
     working set holds them and are callable throughout. `code_mode` (True or a `CodeMode`)
     adds `run_code`, a sandboxed program that calls these tools through this session
-    (`byref.tools.code_mode.run_code`). `readers`: the built-in read tools
-    (default: `builtin_tools()` whenever a result can be stored); callable throughout, each is
-    declared from the first request after a stored result needs it (`readers_for`), so a
-    conversation that stores nothing is never declared them.
+    (`byref.tools.code_mode.run_code`). The built-in read tools (`Hosting.readers`) are
+    callable throughout; each is declared from the first request after a stored result needs
+    it (`readers_for`), so a conversation that stores nothing is never declared them. `limits`
+    (`Limits`): ref-resolution caps and read limits; `hosting` (`Hosting`): for a host such as
+    the gateway.
     """
 
     def __init__(self, tools: Sequence[Tool | ToolSource] = (), *,
                  store: ArtifactStore | Literal["memory"] | None = "memory",
                  scope: Scope | None = None, policy: Policy | None = None,
                  transcript: Transcript | None = None, emit: Emitter | None = None,
+                 discovery: Discovery | None = None, code_mode: CodeMode | bool = False,
+                 limits: Limits | None = None, hosting: Hosting | None = None,
                  caps: Caps | None = None, read_limits: ReadLimits | None = None,
-                 discovery: Discovery | None = None,
                  readers: Sequence[Tool] | None = None, lock: AsyncLock | None = None,
-                 unknown_tool: Callable[[str], str | None] | None = None,
-                 code_mode: CodeMode | bool = False) -> None:
+                 unknown_tool: Callable[[str], str | None] | None = None) -> None:
+        old = legacy("Session", {"caps": caps, "read_limits": read_limits, "readers": readers,
+                                 "lock": lock, "unknown_tool": unknown_tool})
+        limits = replace(limits or Limits(), **{k: v for k, v in old.items()
+                                                if k in ("caps", "read_limits")})
+        hosting = hosting or Hosting()
+        if "unknown_tool" in old:
+            hosting = replace(hosting, hooks=replace(hosting.hooks, unknown_tool=unknown_tool))
+        hosting = replace(hosting, **{k: v for k, v in old.items() if k in ("readers", "lock")})
+        caps, read_limits, readers = limits.caps, limits.read_limits, hosting.readers
         grounds = Grounds.make(store=store, scope=scope, policy=policy, emit=emit)
         self.policy, emit = grounds.policy, grounds.emit
         if read_limits is not None:
@@ -132,13 +131,14 @@ class Session:
         callable_tools = [*self.scaffolding, *self.readers] + (
             [t for t in discovery.catalog.tools() if t.name not in mine]
             if discovery is not None else [])
+        hooks = hosting.hooks
+        if hooks.search is None and discovery is not None:
+            hooks = replace(hooks, search=_catalog_search(discovery))
         self.dispatcher = Dispatcher(callable_tools, transcript=self.transcript,
                                      store=self.store, scope=self.scope, policy=self.policy,
-                                     caps=caps, emit=emit, unknown_tool=unknown_tool)
-        if discovery is not None:
-            self.dispatcher.search = _catalog_search(discovery)
+                                     caps=caps, emit=emit, hooks=hooks)
         # Shared with whoever else writes this transcript (the gateway passes its scope's).
-        self.lock: AsyncLock = lock if lock is not None else asyncio.Lock()
+        self.lock: AsyncLock = hosting.lock if hosting.lock is not None else asyncio.Lock()
 
     # -- what the model is declared ------------------------------------------------------------
     @property

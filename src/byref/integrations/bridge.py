@@ -32,6 +32,7 @@ from byref.dispatch import Call, Policy
 from byref.dispatch.grounds import Grounds
 from byref.errors import InvalidValue, MisuseError
 from byref.events import Emitter
+from byref.harness.options import Hosting, Limits
 from byref.harness.session import SYSTEM_NOTE, Session, Surface
 from byref.integrations.turns import Batch, TurnRecord
 from byref.store import ArtifactStore, Scope
@@ -154,8 +155,9 @@ class Bridge:
         # byref's own half is a Session (transcript, store, scope, dispatcher): the framework's
         # tools join its dispatcher as they are adopted.
         self.session = Session(store=own_store, scope=scope, policy=policy, emit=emit,
-                               read_limits=self.limits, discovery=self.discovery,
-                               readers=builtins, code_mode=mode or False)
+                               discovery=self.discovery, code_mode=mode or False,
+                               limits=Limits(read_limits=self.limits),
+                               hosting=Hosting(readers=builtins))
         self.policy = self.session.policy
         self.transcript = self.session.transcript
         self.store = self.session.store

@@ -20,7 +20,7 @@ from typing import Any
 
 from byref.dispatch import Call
 from byref.dispatch.outbound.reflines import split
-from byref.harness import Harness, ScriptedModel, call, say
+from byref.harness import Harness, Limits, ScriptedModel, call, say
 from byref.harness.loop import request_bytes
 from byref.harness.messages import Request
 from byref.harness.scripted import Step
@@ -136,7 +136,7 @@ def run_sequential() -> PathFigures:
     """The scenario call by call, each call a model turn."""
     reports: list[bytes] = []
     h = Harness(ScriptedModel([*_sequential_steps(), say("Report written.")]),
-                scenario_tools(reports), store=MemoryStore(), max_steps=ITEMS + 8)
+                scenario_tools(reports), store=MemoryStore(), limits=Limits(max_steps=ITEMS + 8))
     h.run_sync("Write the reorder report: every item whose stock is below the quantity ordered.")
     return _figures(h, reports)
 

@@ -80,7 +80,7 @@ def run_context(args: argparse.Namespace) -> int:
 def context_turns(turns: int, budget: int | None = None) -> dict[str, Any]:
     """Play the context bench's session through the real harness and measure its requests."""
     from byref.bench.library import context as bench
-    from byref.harness import Harness, ScriptedModel, call, say
+    from byref.harness import Harness, Limits, ScriptedModel, call, say
     from byref.harness.loop import render, request_bytes
     from byref.harness.messages import Request
     from byref.store import MemoryStore, Scope
@@ -89,7 +89,7 @@ def context_turns(turns: int, budget: int | None = None) -> dict[str, Any]:
     store, scope = MemoryStore(), Scope("bench", conversation="context-turns")
     steps = [call(c.tool, c.input) for c in bench.plan(turns, bench.prepare(store, scope))]
     h = Harness(ScriptedModel([*steps, say("Done.")]), bench.bench_tools(), store=store,
-                scope=scope, budget=limit, max_steps=turns)
+                scope=scope, limits=Limits(budget=limit, max_steps=turns))
     h.run_sync("Are my technology funds too concentrated? Read the holdings and the research.")
     raw = request_bytes(Request(h.system, h.requests[-1].tools, tuple(render(h.transcript))))
     return bench.figures(h.requests, h.assembled, budget=limit, raw_bytes=raw)

@@ -28,10 +28,8 @@ from byref.transcript import Transcript
 
 MIN_SUPPORT = 3
 MAX_TERMS = 40
-"""Chosen on MetaTool rows outside the reported sample (learned from 15,591 rows, scored on
-2,000 others): recall@5 0.859 / 0.888 / 0.904 at 20 / 40 / 80 terms with support 2 and one
-mention each; 0.871 / 0.893 / 0.904 with support 3 and mentions ∝ log₂ support. 40 terms at
-support 3 keeps the index small and a word needs three separate searches to count."""
+"""The most words a tool's usage entry keeps (each seen in at least three searches). How it was
+chosen: docs/NOTES.md#max-terms."""
 
 
 class UsageError(OperatorError, ValueError):

@@ -14,8 +14,7 @@ from byref.discovery.lexical.text import split_words
 
 def document_text(index: SearchIndex, doc: int) -> str:
     """`name: description`, then the glossary's words once each: the curated (or learned)
-    synonyms help the sentence model as they help BM25 (MetaTool rows outside the sample,
-    learned glossary: recall@1/@5 0.634/0.860 without them in the vector, 0.696/0.903 with)."""
+    synonyms help the sentence model as they help BM25 (docs/NOTES.md#document-text)."""
     entry = index.entries[doc]
     text = f"{split_words(entry.original_name)}: {entry.description}"
     words = " ".join(dict.fromkeys(" ".join(entry.glossary_text()).split()))
@@ -23,25 +22,14 @@ def document_text(index: SearchIndex, doc: int) -> str:
 
 
 DESCRIPTION_SHARE = 0.5
-"""A document's vector is the normalised mix of `document_text`'s vector and, by this share, its
-description's alone (the name and glossary words pull the full text's vector their way; the
-description alone says what the tool does). Chosen on MetaTool dev split A over 0 (the full text
-only), 0.3–0.7 (with the BM25F description boost then at 1.5): hybrid recall@1/@5 0.594/0.814 →
-0.607/0.827 (0.6: 0.608/0.827, within one query), confirmed on B 0.582/0.800 → 0.595/0.807. In
-the final run (`byref.bench.search.retrieval.hybrid_sweep`) 0 vs 0.5: A 0.595/0.811 vs
-0.604/0.825, B 0.578/0.802 vs 0.590/0.805, the real catalog's task queries 0.344/0.594 vs
-0.344/0.625 and vocabulary queries 0.433/0.657 vs 0.463/0.672 (0.3–0.7 within 0.003 of each other on
-A). Costs a second encode per document, once (cached like the first)."""
+"""A document's vector mixes `document_text`'s vector with its description's alone, by this share
+(the description alone says what the tool does; the name and glossary pull the full text's way).
+How it was chosen: docs/NOTES.md#description-share."""
 
 
 NAME_SHARE = 0.2
 """A third view in a document's vector: the tool's name as words alone ("create refund"), at this
-weight beside the full text's 1 − DESCRIPTION_SHARE and the description's DESCRIPTION_SHARE
-(the mix is normalised). Chosen on MetaTool dev split A over 0.1–0.25 (with description shares
-0.3 and 0.5): hybrid recall@1/@5 A 0.604/0.825 → 0.611/0.828, confirmed on B 0.590/0.805 →
-0.594/0.808; the real catalog's task queries 0.344/0.625 → 0.375/0.656 and vocabulary queries
-0.463/0.672 → 0.448/0.687 (one query down at @1, one up at @5)
-(`byref.bench.search.retrieval.hybrid_sweep`). Costs a third, short encode per document, once."""
+weight (the mix is normalised). How it was chosen: docs/NOTES.md#name-share."""
 
 
 def document_views(index: SearchIndex, doc: int, share: float = DESCRIPTION_SHARE,

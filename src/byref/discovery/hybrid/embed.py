@@ -49,28 +49,20 @@ from byref.errors import InvalidValue
 __all__ = ["INSTALL_HINT", "LEXICAL_WEIGHT", "Encoder", "HybridRanker"]
 
 LEXICAL_WEIGHT = 0.3
-"""The lexical share of the fused score (the embedding's is 1 − it). Chosen on MetaTool dev split
-A (best recall@1 + recall@5 over 0–1), confirmed on split B and re-checked after each later
-ranking change (`byref.bench.search.retrieval.fusion_sweep`): A 0.610/0.828, B 0.595/0.809, against
-embedding alone 0.527/0.765 and lexical alone 0.486/0.713 on A. Other normalisations were within
-0.01; rank fusion (RRF) lost 1–4 points of recall@5. Leads tried over it and not taken
-(`retrieval_leads`): pseudo-relevance feedback, the max over a document's views, rarity coverage
-as a third feature, a per-query weight, centred vectors: each within 0.005 on A or a loss on the
-real catalog's task and vocabulary queries. fp32 weights gave the same recall as int8."""
+"""The lexical share of the fused score (the embedding's is 1 − it). How it was chosen:
+docs/NOTES.md#lexical-weight."""
 HYBRID_K1 = 2.0
 """The lexical side of the hybrid keeps k1 2.0 (an index variant built once per catalog version)
 while lexical search alone moved to 6 (`index.K1`): fused with the embedding at weight 0.3, k1 6
 gave A 0.604/0.825 and the real catalog's task queries 0.312/0.594 against 0.610/0.828 and
 0.375/0.656 at k1 2.0."""
 HYBRID_RERANK: Rerank = "none"
-"""Seed 001's keys over the fused order: re-ordering the top 5 by them costs 13 (A) and 11 (B)
-points of recall@1 at equal recall@5; ties-only equals none (fused scores do not tie)."""
+"""Seed 001's keys do not re-order the fused order (fused scores do not tie). How it was chosen:
+docs/NOTES.md#hybrid-rerank."""
 DENSITY_WEIGHT = 0.0
-"""How much a tool's neighbourhood density (its mean cosine to its `DENSITY_K` nearest tools)
-adds to its query similarity. Off: on MetaTool 0.6 lifts hybrid recall@1/@5 by ~1.5 points (a
-crowded region holds the broader tool), but on the real catalog, where a crowded region is one
-server's family of narrow tools, it costs the task queries 0.375/0.594 → 0.219/0.531
-(`byref.bench.search.retrieval.hybrid_sweep`): a benchmark's artefact, not a law of catalogs."""
+"""How much a tool's neighbourhood density (its mean cosine to its `DENSITY_K` nearest tools) adds
+to its query similarity: off, since a crowded region of a real catalog is one server's family of
+narrow tools. How it was chosen: docs/NOTES.md#density-weight."""
 DENSITY_K = 10
 WARM_WAIT_S = 0.1
 """How long a search in `background` mode waits for the document vectors to be read from the

@@ -56,19 +56,8 @@ BOOSTS: Mapping[str, float] = {
 below the glossary because parameter text is generic ("id", "limit", "page") — see the note in
 `byref.bench.search.discovery.param_boost_sweep` for the measurement."""
 K1 = 6.0
-"""Chosen on MetaTool dev split A with the near words in, over k1 1.5–20 × name boost 2–8 ×
-description boost 1–2.5 (b 0.6/0.75): lexical recall@1/@5 A 0.503/0.735 at k1 2.0 → 0.508/0.743
-at k1 6, confirmed on B 0.484/0.702 → 0.492/0.710; the fixed sample (reported only) 0.496/0.697
-→ 0.501/0.706; the real catalog's task queries 0.062/0.406 → 0.094/0.438 and vocabulary queries
-0.358/0.537 → 0.343/0.582; then NEAR_WEIGHT re-chosen (0.2 → 0.3) and name words counted once: A
-0.505/0.748, B 0.498/0.712, sample 0.501/0.709 (`byref.bench.search.retrieval.near_sweep`). Every
-setting within 0.005 of the best on A had k1 3–6: with synonyms and near words, a term matched
-twice should keep counting. The best on A, k1 6 with name boost 5 (0.505/0.748, 0.002 above),
-turns "show recent commits" from git_log to git_show on the git server (the gateway's worked
-example), as name 4 nearly does; the seed's name 3 keeps git_log first. The description boost
-stays at 2.0 (1.5 was within 0.002 on A and earlier also turned that query to git_show). The
-hybrid's lexical side keeps k1 2.0 (`embed.HYBRID_K1`). Earlier, without near words: k1 2.0 best
-over 0.6–2.5 (A 0.494/0.721, B 0.481/0.677)."""
+"""BM25F's term-frequency saturation: high, since with synonyms and near words a term matched twice
+should keep counting. How it was chosen: docs/NOTES.md#k1."""
 B = 0.75
 
 

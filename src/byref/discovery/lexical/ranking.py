@@ -22,14 +22,11 @@ Rerank = Literal["seed", "ties", "none"]
 RERANK: Rerank = "ties"
 """How the coverage-then-rarity keys (coverage, then Σ w) order the matches: "seed" re-orders the
 first `RERANK_DEPTH` BM25F leaders by them, "ties" lets them break equal scores only, "none" is
-score order alone. Measured on two disjoint MetaTool dev splits outside the reported sample
-(`byref.bench.search.retrieval.rerank_table`), recall@1/@5: seed 0.415/0.712 and 0.427/0.682, ties
-0.486/0.712 and 0.479/0.682, none the same as ties; so ties: the BM25F order, with the keys
-deciding only what BM25F cannot (its worked example still holds there)."""
+score order alone. How it was chosen: docs/NOTES.md#rerank."""
 RERANK_DEPTH = 5
-"""Over the whole match list, coverage-first lets a tool that matches many filler words of a
-long request outrank the one matching its rare word (MetaTool rows outside the reported sample:
-recall@5 0.599 re-ranking every match, 0.628 BM25F alone, 0.628 re-ranking the top 5)."""
+"""How many BM25F leaders "seed" re-orders: over the whole match list, coverage-first lets a tool
+matching many filler words of a long request outrank the one matching its rare word. How it was
+chosen: docs/NOTES.md#rerank-depth."""
 
 
 class Indexed(Protocol):

@@ -16,9 +16,8 @@ from pathlib import Path
 from byref.discovery.lexical.text import ANALYZER, Analyzer
 
 SYNONYM_WEIGHT = 0.5
-"""A query word's related words (synonyms.txt) search at half their BM25F score. Chosen on rows
-outside the sample: recall@5 0.648 / 0.683 / 0.699 / 0.701 / 0.701 / 0.685 at 0 / 0.2 / 0.35 /
-0.5 / 0.7 / 1."""
+"""A query word's related words (synonyms.txt) search at this share of their BM25F score. How it
+was chosen: docs/NOTES.md#synonym-weight."""
 SYNONYMS_FILE = Path(__file__).with_name("synonyms.txt")
 SYNONYM_STEMS_FILE = Path(__file__).with_name("synonym_stems.txt")
 """synonyms.txt as the default analyzer stems it (`write_synonym_stems`; a test keeps it equal
@@ -26,20 +25,9 @@ to `Related` of synonyms.txt): a line a term and its group mates, or a phrase (i
 by `_`) and its groups' terms. A first search reads it instead of stemming every group."""
 NEAR_WEIGHT = 0.3
 """A query word's near words (near_words.txt: the sentence model's nearest words, made offline by
-scripts/near_words.py from the model's own vocabulary) search at 0.3 of their BM25F score,
-below synonyms, since the model's neighbours are looser ("bill" → "charge", "payment"; "file" →
-"lodge"). First chosen at k1 2.0 on MetaTool dev split A over cosine thresholds 0.45–0.8,
-weights 0.15–0.5 and 2–8 words each (best lexical recall@1 + recall@5; the stricter table
-within 0.005 of it): 0.2, A 0.500/0.724 → 0.503/0.735, confirmed on B 0.482/0.680 → 0.484/0.702
-(sample, reported only, 0.496/0.685 → 0.496/0.697; the real catalog's vocabulary dev queries
-0.343/0.552 → 0.358/0.537, task queries unchanged). Re-chosen at k1 6 (`index.K1`) over
-0.1–0.4 (SYNONYM_WEIGHT 0.35–0.7; 0.5 stays): 0.3; without → with near words A 0.500/0.729 →
-0.505/0.749, B 0.490/0.692 → 0.497/0.712, sample 0.495/0.694 → 0.501/0.709, the real catalog's
-task queries 0.094/0.438 both, vocabulary queries 0.343/0.567 → 0.343/0.582 (0.4 ties on A and
-loses a task and a vocabulary query). Dropping hub targets or the most frequent words did not
-help (`byref.bench.search.retrieval.near_sweep`). The hybrid leaves them out: with them (k1 2.0) A
-0.604/0.825 → 0.611/0.825 but B 0.590/0.805 → 0.589/0.808 and the task queries' recall@1 0.344
-→ 0.312, not confirmed."""
+scripts/near_words.py) search at this share of their BM25F score, below synonyms, since the
+model's neighbours are looser ("bill" → "charge"; "file" → "lodge"). The hybrid leaves them out.
+How it was chosen: docs/NOTES.md#near-weight."""
 NEAR_KEEP = 2
 """Near words a query word adds at most: the nearest ones that the catalog's documents have."""
 NEAR_FILE = Path(__file__).with_name("near_words.txt")

@@ -4,33 +4,12 @@ The law: the decision is the rankers' own evidence, never a list of topics. A hy
 abstains when the best row covers less than `MIN_COVERAGE` of the query's rarity weight
 (`ranking`'s w(t); an unknown word weighs the most) and the query's vector meets the catalog
 weakly (`Evidence.affinity` below `MIN_AFFINITY`), or when most of the query's weight is words
-no leading tool has a word near (`wordnear`: the need's object is foreign to the tools found,
-whatever its verb matched) and the affinity is below `WEAK_AFFINITY`; a lexical ranking when
-most of the query's weight is words no tool's text contains and the best row covers little of
-it. An exact tool name, a filter-only browse and a query of only stop words never abstain.
-
-Chosen on the even lines of `bench/search/unanswerable_queries.txt` against the even rows of
-MetaTool's sample and the real catalog's task and vocabulary queries (the most needs abstained with
-at most 2% of each answerable set, no task query, and recall@5 lost on at most 1% of the rows),
-reported on the odd ones and on `bench/search/unanswerable_fresh.txt`, written after
-(`byref.bench.search.abstention`).
-Page-level evidence alone (coverage, unknown share, cosines, agreement, a logistic combination)
-found nothing past the first clause; of the word-level evidence tried, static word vectors
-against the leading tools' words beat the whole catalog's words, logistic combinations, and
-contextual token MaxSim against the leading tools' texts (weaker, and an encode of each leading
-text per search), and leave-one-out attribution (how much removing each query word lowers its
-cosine to the leading tool: under sign constraints a logistic gave it no weight; free, it
-learned longer queries as answerable, a trait of the sets, not of needs), the query's cosine to
-the catalog's regions (server or k-means centroids: clear on the real catalog's small answerable
-sets, 2–4 points once MetaTool's 3,500 tuning rows bind), and a per-tool word share (each
-leading tool alone; ≤ 1 point). The issue's goal (80% at 3%) is not reached: the needs kept
-mostly pair a verb a tool has with an object the catalog knows in another sense ("arm the home
-alarm", "the hearing aid volume") or with words near some tool's ("robot" in "start the robot
-lawnmower"); allowing 3% of MetaTool's tuning rows, the clause reached about 80% and 73% of the
-tuning needs.
-
-The query words no tool's text contains are named either way (`unmatched`), so the model can
-reword before concluding the capability is missing.
+no leading tool has a word near (`wordnear`) and the affinity is below `WEAK_AFFINITY`; a
+lexical ranking when most of the query's weight is words no tool's text contains and the best
+row covers little of it. An exact tool name, a filter-only browse and a query of only stop words
+never abstain. The query words no tool's text contains are named either way (`unmatched`), so
+the model can reword before concluding the capability is missing. How the rule was chosen, and
+what was tried: docs/NOTES.md#abstention.
 """
 
 from __future__ import annotations

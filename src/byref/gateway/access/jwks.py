@@ -1,13 +1,12 @@
 """The JWKS's signing keys, fetched off every request's path: one fetch at a time, bounded in
 time and size, cached, and refreshed ahead of expiry.
 
-Owns `JwksKeys`. Why not PyJWKClient: its fetch blocks a thread behind a lock, so JWT checks ran on
-the shared worker pool, and a hanging JWKS endpoint parked every pool thread — stalling requests
-that never needed a key (a static token's artifact read: 3 ms → 30 s). The law: a request whose key
-is cached never waits (a refresh due soon runs in the background, `spawn`); one that needs a fetch
-waits for the single fetch in flight at most `timeout` seconds, then is refused; at most one fetch
-runs at a time, on the event loop (no worker thread); an unknown key id refetches at most once a
-`cooldown` (a flood of made-up key ids costs one fetch); a set older than `lifespan` is not used.
+Owns `JwksKeys`. Why not PyJWKClient: its fetch blocks a thread behind a lock, so a hanging JWKS
+endpoint parked every worker thread, stalling requests that never needed a key
+(docs/NOTES.md#jwks). The law: a request whose key is cached never waits (a refresh due soon
+runs in the background, `spawn`); one that needs a fetch waits for the single fetch in flight
+at most `timeout` seconds, then is refused; at most one fetch runs at a time, on the event loop;
+an unknown key id refetches at most once a `cooldown`; a set older than `lifespan` is not used.
 """
 
 from __future__ import annotations

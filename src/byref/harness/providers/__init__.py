@@ -13,17 +13,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from byref.errors import InvalidValue
-from byref.harness.providers._common import (
-    MissingKeyError,
-    MissingSDKError,
-    ProviderError,
-    ProviderSetupError,
-)
 from byref.harness.providers.deferral import (
     NativeDeferral,
     SearchFn,
     discovery_search,
     native_search_tool,
+)
+from byref.harness.providers.setup import (
+    MissingKeyError,
+    MissingSDKError,
+    ProviderError,
+    ProviderSetupError,
 )
 
 if TYPE_CHECKING:

@@ -27,15 +27,15 @@ from byref.harness.messages import (
     ToolCallDelta,
     Usage,
 )
-from byref.harness.providers._common import (
+from byref.harness.providers.adapter import ProviderModel
+from byref.harness.providers.deferral import NativeDeferral
+from byref.harness.providers.setup import (
     MissingKeyError,
     ProviderError,
     call_names,
     client_class,
     split_system,
 )
-from byref.harness.providers._shared import ProviderModel
-from byref.harness.providers.deferral import NativeDeferral
 
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 EMPTY_TEXT = "(no text)"

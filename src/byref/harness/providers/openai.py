@@ -29,9 +29,9 @@ from byref.harness.messages import (
     ToolCallDelta,
     Usage,
 )
-from byref.harness.providers._common import ProviderError, call_names, openai_client
-from byref.harness.providers._shared import ProviderModel
+from byref.harness.providers.adapter import ProviderModel
 from byref.harness.providers.deferral import NativeDeferral
+from byref.harness.providers.setup import ProviderError, call_names, openai_client
 from byref.jsonview import decode, dumps
 
 KEY_VARIABLE = "OPENAI_API_KEY"

@@ -31,8 +31,8 @@ from byref.harness.messages import (
     ToolCallDelta,
     Usage,
 )
-from byref.harness.providers._common import NO_KEY, ProviderError, openai_client
-from byref.harness.providers._shared import ProviderModel
+from byref.harness.providers.adapter import ProviderModel
+from byref.harness.providers.setup import NO_KEY, ProviderError, openai_client
 from byref.jsonview import decode, dumps
 
 KEY_VARIABLE = "OPENAI_API_KEY"

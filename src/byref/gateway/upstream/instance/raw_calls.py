@@ -1,31 +1,22 @@
 """Plain `tools/call` requests on a stdio upstream's pipes, written and matched by byref itself.
 
-Why this hand-writes part of what the SDK's `ClientSession` does: a proxy made of nothing but the
-SDK's Server and Client measures ×1.55–1.79 of a direct call, and the gateway sits at that floor.
-On the client edge each call pays the SDK's request path: a request model built and dumped, the
-dispatcher's stream hop, a pending-response stream, and three result validations. Here a *plain*
-call (no progress token, no forwarded `_meta`, no trace context to carry, a handshake-era
-connection) is one JSON line written through the connection's own `MessageWriter`, its response
-taken off the connection's own `MessageReader` by id, and its result validated as the SDK validates
-it: the negotiated version's result surface (`mcp_types.methods.validate_server_result`), a later
-revision's fields dropped, one `CallToolResult.model_validate`, and the tool's output schema
-through the session's public `validate_tool_result` (which also lists the tools when it has not
-seen this one yet). Measured (interleaved with the code before): the gateway process's CPU per
-proxied call 1.11–1.13 → 0.99–1.05 ms, its stdio p50 −0.06 to −0.11 ms, `byref bench gateway` stdio
-×1.60–1.67 → ×1.54–1.64.
+Why this hand-writes part of what the SDK's `ClientSession` does: each call on the SDK's request
+path pays a request model built and dumped, the dispatcher's stream hop, a pending-response
+stream and three result validations (docs/NOTES.md#raw-calls). Here a *plain* call (no progress
+token, no forwarded `_meta`, no trace context, a handshake-era connection) is one JSON line
+written through the connection's own `MessageWriter`, its response taken off its own
+`MessageReader` by id, and its result validated as the SDK validates it (the negotiated
+version's result surface, one `CallToolResult.model_validate`, the output schema through the
+session's public `validate_tool_result`).
 
 The law: ids are the negative integers -1, -2, …, which the SDK's dispatcher (it counts up from 1)
-never mints — integers, not strings such as "byref-<n>", because pydantic caches the short strings
-it parses, which would keep one per call; a line is taken only when it parsed as the SDK's reader
-parses it (the same adapter) into a response or error whose id (a string holding an integer
-correlates as that integer, as in the SDK) is one waiting here. Everything else — the server's
-requests (sampling, elicitation, roots), notifications, responses to the SDK's ids, a late answer
-to a call that gave up, a line that is not JSON-RPC — reaches the SDK's session exactly as before.
-A waiting call ends as the SDK's would: a JSON-RPC error response is `MCPError(code, message,
-data)`; the pipe's end (EOF, the reader closed, a write to a stdin that is gone) is
-`MCPError(CONNECTION_CLOSED, "Connection closed")` for every waiting and every later call; a caller
-that gives up (the upstream's timeout scope) sends the SDK's courtesy `notifications/cancelled`,
-shielded and bounded, and stops waiting.
+never mints (integers: pydantic caches the short strings it parses); a line is taken only when it
+parsed as the SDK's reader parses it into a response or error whose id is one waiting here.
+Everything else (the server's requests, notifications, responses to the SDK's ids, a late answer,
+a line that is not JSON-RPC) reaches the SDK's session exactly as before. A waiting call ends as
+the SDK's would: an error response is `MCPError(code, message, data)`; the pipe's end is
+`MCPError(CONNECTION_CLOSED, "Connection closed")` for every waiting and later call; a caller
+that gives up sends the SDK's courtesy `notifications/cancelled`, shielded and bounded.
 """
 
 from __future__ import annotations

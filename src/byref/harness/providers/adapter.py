@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from byref.harness.messages import OnDelta, Request, Response, Usage
-from byref.harness.providers._common import (
+from byref.harness.providers.setup import (
     ProviderError,
     is_async_client,
     require_sdk,

@@ -28,6 +28,8 @@ class MissingSDKError(ProviderSetupError, MissingExtra):
 
 
 class MissingKeyError(ProviderSetupError):
+    """No API key for the provider: the message names the variable to set."""
+
     def __init__(self, message: str, variable: str) -> None:
         super().__init__(message)
         self.variable = variable
@@ -47,6 +49,7 @@ class ProviderError(OperatorError, RuntimeError):
 
 
 def require_sdk(module: str, extra: str) -> ModuleType:
+    """The provider SDK `module`, or `MissingSDKError` naming the extra that installs it."""
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
