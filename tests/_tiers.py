@@ -53,6 +53,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/*/test_gateway_code_mode.py": ("upstreams", "process"),
     "tests/gateway/*/test_gateway_code_runs.py": ("upstreams", "process"),
     "tests/extension/test_refs_battery.py": ("process", "slow"),
+    "tests/extension/test_refs_host.py": ("process",),
+    "tests/extension/test_refs_files.py": ("process",),
     "tests/container/test_container_*.py": ("container", "process", "slow"),
     "tests/lens/test_lens_browser.py": ("browser", "process"),
     "tests/lens/test_lens_gateway.py": ("upstreams",),

@@ -21,12 +21,16 @@ VERSION: Final = "0.2"
 """The version of docs/extensions/refs.md this code implements."""
 CLIENT_CAPABILITIES_META_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 """Where a 2026-07-28 request carries its client's capabilities (`_meta`)."""
+FILE_URI_PREFIX: Final = "mcp-file://byref/"
+"""A stored value's SEP-2631 file URI: this, then its key."""
 
 
 def settings(*, inline_bytes: int) -> dict[str, Any]:
-    """What a server advertises under `capabilities.extensions[IDENTIFIER]`: the version and the
-    size above which its results are stored and announced rather than inserted."""
-    return {"version": VERSION, "inlineBytes": inline_bytes}
+    """What a server advertises under `capabilities.extensions[IDENTIFIER]`: the version, the
+    size above which its results are stored and announced rather than inserted, and the
+    SEP-2631 `files` capability its `files/*` methods serve."""
+    return {"version": VERSION, "inlineBytes": inline_bytes,
+            "files": {"upload": {}, "download": {}, "transports": {"https": {}}}}
 
 
 def _lists(capabilities: object) -> bool:
@@ -55,15 +59,36 @@ def declared(request_meta: object, session_capabilities: object) -> bool:
 
 def entry(meta: ArtifactMeta, *, block: int, shape: str | None) -> dict[str, Any]:
     """One stored ref as a result announces it: the ref, where it stands in the content
-    (`block`), its size, media type, sha-256 (hex), shape and expiry (ISO-8601 UTC or null)."""
+    (`block`), its size, media type, sha-256 (hex), shape, expiry (ISO-8601 UTC or null) and,
+    when it has a digest, the same value as a SEP-2631 `FileValue` (`file`)."""
     from datetime import UTC, datetime
 
     expires = None if meta.expires_at is None else datetime.fromtimestamp(
         meta.expires_at, UTC).isoformat().replace("+00:00", "Z")
     digest = meta.digest.removeprefix("sha256:") if meta.digest is not None else None
-    return {"ref": envelope(Blob(key=meta.ref)), "block": block, "bytes": meta.bytes,
-            "mediaType": meta.media_type, "sha256": digest, "shape": shape,
-            "expiresAt": expires}
+    out = {"ref": envelope(Blob(key=meta.ref)), "block": block, "bytes": meta.bytes,
+           "mediaType": meta.media_type, "sha256": digest, "shape": shape,
+           "expiresAt": expires}
+    if digest is not None:
+        out["file"] = file_value(meta, digest)
+    return out
+
+
+def b64url(hex_digest: str) -> str:
+    """A hex sha-256 as SEP-2631 writes digests: unpadded base64url of the raw bytes."""
+    import base64
+
+    return base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).decode().rstrip("=")
+
+
+def file_value(meta: ArtifactMeta, sha256_hex: str) -> dict[str, Any]:
+    """A stored value as SEP-2631's `FileValue`: its file URI, name, media type, size, digest."""
+    out: dict[str, Any] = {"uri": FILE_URI_PREFIX + meta.ref, "mimeType": meta.media_type,
+                           "size": meta.bytes,
+                           "digest": {"algorithm": "sha-256", "value": b64url(sha256_hex)}}
+    if meta.label:
+        out["name"] = meta.label
+    return out
 
 
 def announcement(entries: list[dict[str, Any]], result_ref: dict[str, Any] | None = None

@@ -6,7 +6,9 @@ input) that is a `$ref` envelope is resolved from byref's store under the caller
 it ran, each text block over the policy's insertion limit is placed by byref's own placement
 (`dispatch.outbound.placement.settle`: preview, shape, ref) and, for a client that declared the
 extension, announced in `_meta`. The extension's middleware (`listing`) advertises it to
-handshake-era clients (`experimental`) and marks every tool property as accepting a ref.
+handshake-era clients (`experimental`) and marks every tool property as accepting a ref. Its
+host methods (`byref.extension.host`) answer a client that declared it, under the same owner;
+`refs_server` also serves the download URLs' route over HTTP.
 
 The law: what docs/extensions/refs.md says of a server, with byref's refusals — the tool does
 not run on a refused ref, an absent key is refused in one set of words whatever the reason, and a
@@ -24,11 +26,22 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.extension import Extension
+from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 
 from byref.dispatch.outbound.placement import settle
 from byref.dispatch.policy import Policy
+from byref.extension.host import HostRefused, undeclared
+from byref.extension.host_http import (
+    METHODS,
+    ROUTE_PATH,
+    UPLOAD_ROUTE_PATH,
+    HostParams,
+    answer,
+    download_endpoint,
+    upload_endpoint,
+)
 from byref.extension.protocol import IDENTIFIER, announcement, declared, entry, settings
 from byref.media import is_text
 from byref.refs import (
@@ -46,12 +59,17 @@ OwnerOf = Callable[[ServerRequestContext[Any, Any]], Scope]
 """A request → the scope its refs are minted and resolved in (its owner)."""
 
 
-def process_owner(ctx: ServerRequestContext[Any, Any]) -> Scope:
-    """The default owner: the bearer token's client over HTTP, else this process (stdio)."""
+def token_owner() -> Scope:
+    """The bearer token's client over HTTP, else this process (stdio, or HTTP without auth)."""
     from mcp.server.auth.middleware.auth_context import get_access_token
 
     token = get_access_token()
     return Scope("mcp", token.client_id if token is not None else "local")
+
+
+def process_owner(ctx: ServerRequestContext[Any, Any]) -> Scope:
+    """The default owner of a request (`token_owner`)."""
+    return token_owner()
 
 
 def absent(key: str) -> str:
@@ -74,6 +92,40 @@ class RefsExtension(Extension):
     def settings(self) -> dict[str, Any]:
         """The version and the insertion limit, advertised under the identifier."""
         return settings(inline_bytes=self.policy.auto_insert_bytes)
+
+    def methods(self) -> list[MethodBinding]:
+        """The host methods (stat, read, upload, authorizeDownload: `byref.extension.host`) and
+        SEP-2631's `files/authorizeDownload` / `files/authorizeUpload` (`.files`)."""
+        return [MethodBinding(m, HostParams, self._host(m)) for m in METHODS]
+
+    def _host(self, method: str) -> Any:
+        async def answer(ctx: ServerRequestContext[Any, Any], params: HostParams
+                         ) -> dict[str, Any]:
+            try:
+                return await self.answer_host(method, ctx, params.members())
+            except HostRefused as exc:
+                raise MCPError(exc.code, str(exc)) from None
+        return answer
+
+    async def answer_host(self, method: str, ctx: ServerRequestContext[Any, Any],
+                          params: dict[str, Any]) -> dict[str, Any]:
+        """One host method's answer for a client that declared the extension, in its owner's
+        scope (raises `HostRefused`)."""
+        if not declared(ctx.meta, ctx.session.client_capabilities):
+            raise undeclared(method)
+        base = None if ctx.request is None else str(ctx.request.base_url)
+        answered: dict[str, Any] = await anyio.to_thread.run_sync(
+            answer, method, self.store, self.owner(ctx), params, base)
+        return answered
+
+    def download(self) -> Any:
+        """The download URLs' endpoint, for an HTTP app's `ROUTE_PATH` (`refs_server` adds it):
+        owned as the bearer token says (`token_owner`)."""
+        return download_endpoint(lambda: self.store, lambda request: token_owner())
+
+    def upload(self) -> Any:
+        """The upload URLs' endpoint, for an HTTP app's `UPLOAD_ROUTE_PATH` (as `download`)."""
+        return upload_endpoint(lambda: self.store, lambda request: token_owner())
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams,
                                   ctx: ServerRequestContext[Any, Any],
@@ -207,4 +259,7 @@ def refs_server(name: str, *, store: ArtifactStore | None = None, policy: Policy
     refs = RefsExtension(store, policy=policy, owner=owner)
     middleware = [*kwargs.pop("middleware", ()), refs.listing]
     extensions = [*kwargs.pop("extensions", ()), refs]
-    return MCPServer(name, extensions=extensions, middleware=middleware, **kwargs)
+    server = MCPServer(name, extensions=extensions, middleware=middleware, **kwargs)
+    server.custom_route(ROUTE_PATH, methods=["GET"])(refs.download())
+    server.custom_route(UPLOAD_ROUTE_PATH, methods=["PUT"])(refs.upload())
+    return server

@@ -1,9 +1,12 @@
-"""The refs battery's cases: each holds one law of docs/extensions/refs.md against a live server.
+"""The refs battery's core cases: each holds one law of docs/extensions/refs.md against a live
+server.
 
-Owns the cases and what they need (`Kit`: fresh connections that declare the extension or not,
-the probe tools' names, the large size). The law: a case reads only what the wire shows (the
-capabilities, the content blocks, `_meta`) and raises `CaseFailed` saying what it saw; a case
-that needs what the target cannot give raises `NotApplicable` with the reason.
+Owns the cases of §1–§9 (`CORE_CASES`; the host methods' are `host_cases`) and what every case
+needs (`Kit`: connections that declare the extension or not, a second owner's, the probe tools'
+names, the large size, an HTTP GET with the target's credentials). The law: a case reads only
+what the wire shows (the capabilities, the content blocks, `_meta`) and raises `CaseFailed`
+saying what it saw; a case that needs what the target cannot give raises `NotApplicable` with
+the reason.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from byref.extension.protocol import IDENTIFIER, accepts_refs, announced, blob_k
 CaseName = Literal[
     "advertised", "small-inline", "placed-announced", "resolves-exact", "absent-one-way",
     "absent-other-owner", "derived-refused", "near-envelope-refused", "fallback-core",
-    "schema-accepts",
+    "schema-accepts", "host-stat", "host-read-ranges", "host-upload", "host-absent",
+    "host-download", "host-undeclared",
 ]
 
 
@@ -32,25 +36,39 @@ class NotApplicable(DeveloperError):
 
 
 @dataclass(frozen=True)
+class Reply:
+    """A request's answer: its result, or its JSON-RPC error's code and message."""
+
+    result: dict[str, Any] | None
+    code: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Session:
-    """One open connection: call a tool, list tools, and what the server advertised."""
+    """One open connection: call a tool, list tools, send any request, and what the server
+    advertised."""
 
     call: Callable[[str, dict[str, Any]], Awaitable[Any]]
     list_tools: Callable[[], Awaitable[list[Any]]]
     capabilities: dict[str, Any]
+    request: Callable[[str, dict[str, Any]], Awaitable[Reply]]
 
 
 @dataclass(frozen=True)
 class Kit:
     """What a case gets: connections (`open(declare=..., fresh=...)`: the run's shared one, or
-    with `fresh` a new one of its own), the probe names and sizes."""
+    with `fresh` a new one as the other owner), the probe names and sizes, and `fetch(url,
+    other)`, an HTTP GET as the target's owner or the other one (None over stdio)."""
 
     open: Callable[..., AbstractAsyncContextManager[Session]]
     emit: str
     digest: str
     large: int
     other_owner: bool
-    """Whether a second connection is another owner (a fresh process over stdio)."""
+    """Whether a fresh connection is another owner (a fresh process over stdio, the second
+    token over a URL)."""
+    fetch: Callable[[str, bool], Awaitable[tuple[int, bytes]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +91,8 @@ def _meta(result: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-async def _placed(s: Session, kit: Kit) -> tuple[Any, dict[str, Any]]:
+async def placed(s: Session, kit: Kit) -> tuple[Any, dict[str, Any]]:
+    """Ask `emit` for a large result: the result and the one ref its `_meta` announced."""
     result = await s.call(kit.emit, {"size": kit.large})
     check(not result.is_error, f"{kit.emit}(size={kit.large}) answered an error: "
                                f"{text_of(result)[:200]!r}")
@@ -102,7 +121,7 @@ async def _small_inline(kit: Kit) -> None:
 
 async def _placed_announced(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
-        result, entry = await _placed(s, kit)
+        result, entry = await placed(s, kit)
         key = blob_key(entry.get("ref"))
         check(key is not None, f"the announced ref is not a Blob envelope: {entry.get('ref')!r}")
         assert key is not None
@@ -118,7 +137,7 @@ async def _placed_announced(kit: Kit) -> None:
 
 async def _resolves_exact(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
-        _, entry = await _placed(s, kit)
+        _, entry = await placed(s, kit)
         result = await s.call(kit.digest, {"data": entry["ref"]})
         got = text_of(result)
         check(not result.is_error, f"the ref was refused: {got[:300]!r}")
@@ -127,11 +146,13 @@ async def _resolves_exact(kit: Kit) -> None:
               f"{probe_digest(kit.large)!r}")
 
 
-def _absent(key: str) -> dict[str, Any]:
+def absent_ref(key: str) -> dict[str, Any]:
+    """A Blob ref to `key`."""
     return {"$ref": {"type": "Blob", "key": key}}
 
 
-def _fresh_key() -> str:
+def fresh_key() -> str:
+    """A well-formed key no server minted."""
     alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
     return "art_" + "".join(secrets.choice(alphabet) for _ in range(22))
 
@@ -147,13 +168,14 @@ def _refused(result: Any, what: str) -> str:
 
 async def _absent_one_way(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
-        one, two = _fresh_key(), _fresh_key()
-        first = _refused(await s.call(kit.digest, {"data": _absent(one)}), "an unknown key")
-        second = _refused(await s.call(kit.digest, {"data": _absent(two)}), "an unknown key")
-        equal(_masked(second, two), _masked(first, one), "two unknown keys' refusals")
+        one, two = fresh_key(), fresh_key()
+        first = _refused(await s.call(kit.digest, {"data": absent_ref(one)}), "an unknown key")
+        second = _refused(await s.call(kit.digest, {"data": absent_ref(two)}), "an unknown key")
+        equal(masked(second, two), masked(first, one), "two unknown keys' refusals")
 
 
-def _masked(text: str, key: str) -> str:
+def masked(text: str, key: str) -> str:
+    """`text` with `key` (and a trailing ref line) taken out: what two refusals share."""
     return re.sub(r"\[ref[: ].*\]", "", text.replace(key, "<key>")).strip()
 
 
@@ -161,22 +183,22 @@ async def _absent_other_owner(kit: Kit) -> None:
     if not kit.other_owner:
         raise NotApplicable("a second owner is not reachable (over a URL, pass a second token)")
     async with kit.open(declare=True) as s:
-        _, entry = await _placed(s, kit)
+        _, entry = await placed(s, kit)
     key = blob_key(entry["ref"])
     assert key is not None
-    never = _fresh_key()
+    never = fresh_key()
     async with kit.open(declare=True, fresh=True) as other:
         foreign = _refused(await other.call(kit.digest, {"data": entry["ref"]}),
                            "another owner's key")
-        unknown = _refused(await other.call(kit.digest, {"data": _absent(never)}),
+        unknown = _refused(await other.call(kit.digest, {"data": absent_ref(never)}),
                            "an unknown key")
-    equal(_masked(foreign, key), _masked(unknown, never),
+    equal(masked(foreign, key), masked(unknown, never),
           "another owner's key and an unknown key refused alike")
 
 
 async def _derived_refused(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
-        _, entry = await _placed(s, kit)
+        _, entry = await placed(s, kit)
         body = entry["ref"]["$ref"]
         recipe = {"$ref": {"type": "JsonPointer", "source": body, "path": ""}}
         _refused(await s.call(kit.digest, {"data": recipe}), "a derived ref written by a client")
@@ -184,7 +206,7 @@ async def _derived_refused(kit: Kit) -> None:
 
 async def _near_envelope_refused(kit: Kit) -> None:
     async with kit.open(declare=True) as s:
-        _, entry = await _placed(s, kit)
+        _, entry = await placed(s, kit)
         near = {**entry["ref"], "note": "extra"}
         _refused(await s.call(kit.digest, {"data": near}), "an envelope with a member beside $ref")
 
@@ -208,7 +230,7 @@ async def _schema_accepts(kit: Kit) -> None:
           f"{kit.digest!r}'s inputSchema property 'data' admits no $ref envelope: {prop!r}")
 
 
-CASES: tuple[Case, ...] = (
+CORE_CASES: tuple[Case, ...] = (
     Case("advertised", "A server claiming the extension lists dev.byref/refs, with its version, "
          "in its capabilities (§1).", _advertised),
     Case("small-inline", "A result under the server's inlineBytes is shown whole and announces "
@@ -231,5 +253,5 @@ CASES: tuple[Case, ...] = (
     Case("schema-accepts", "A tool that resolves refs says so in its inputSchema: the property "
          "admits the envelope (§8).", _schema_accepts),
 )
-"""Every case, in the order the report lists them."""
+"""The cases of §1–§9, in the order the report lists them."""
 

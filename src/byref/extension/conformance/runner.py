@@ -19,11 +19,24 @@ from typing import Any, get_args
 
 import anyio
 import mcp_types as types
+from pydantic import BaseModel, ConfigDict
 
-from byref.battery import Outcome, outcome
+from byref.battery import CaseResult, Report, format_report, outcome
 from byref.errors import InvalidValue
-from byref.extension.conformance.cases import CASES, Case, CaseName, Kit, NotApplicable, Session
+from byref.extension.conformance.cases import (
+    CORE_CASES,
+    Case,
+    CaseName,
+    Kit,
+    NotApplicable,
+    Reply,
+    Session,
+)
+from byref.extension.conformance.host_cases import HOST_CASES
 from byref.extension.protocol import IDENTIFIER
+
+CASES: tuple[Case, ...] = (*CORE_CASES, *HOST_CASES)
+"""Every case, in the order the report lists them."""
 
 CONNECT_SECONDS = 60.0
 """How long a connection's handshake (and so a process's start) may take."""
@@ -48,10 +61,18 @@ class RefsTarget:
     env: Mapping[str, str] | None = None
     large: int = LARGE_BYTES
     declared: Mapping[CaseName, str] = field(default_factory=dict)
+    token: str | None = None
+    """Over a URL: the bearer token every request carries."""
+    other_token: str | None = None
+    """Over a URL: a second owner's token (the other-owner cases); over stdio a second process
+    is the other owner."""
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
             raise InvalidValue("A refs battery target needs exactly one of command= or url=.")
+        if self.command is not None and (self.token or self.other_token):
+            raise InvalidValue(f"Target {self.name!r}: tokens are for a url= target; a stdio "
+                               "server's owner is its process.")
         known = set(get_args(CaseName))
         for name, reason in self.declared.items():
             if name not in known:
@@ -59,51 +80,6 @@ class RefsTarget:
                                    f"names are: {', '.join(sorted(known))}.")
             if not reason.strip():
                 raise InvalidValue(f"Target {self.name!r} declares {name!r} without a reason.")
-
-
-@dataclass(frozen=True)
-class RefsCaseResult:
-    """One case's outcome, with the law it holds and why it did not pass."""
-
-    name: CaseName
-    law: str
-    outcome: Outcome
-    detail: str = ""
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """This result as JSON."""
-        return {"case": self.name, "law": self.law, "outcome": self.outcome,
-                "detail": self.detail, "seconds": round(self.seconds, 3)}
-
-
-@dataclass(frozen=True)
-class RefsReport:
-    """Every case's result for one target."""
-
-    target: str
-    results: tuple[RefsCaseResult, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no case failed or went stale."""
-        return all(r.outcome not in ("failed", "stale") for r in self.results)
-
-    def counts(self) -> dict[str, int]:
-        """How many cases had each outcome."""
-        out: dict[str, int] = {}
-        for r in self.results:
-            out[r.outcome] = out.get(r.outcome, 0) + 1
-        return out
-
-    def outcomes(self) -> dict[str, str]:
-        """Case name → outcome."""
-        return {r.name: r.outcome for r in self.results}
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as JSON: counts and every case."""
-        return {"target": self.target, "ok": self.ok, "counts": self.counts(),
-                "cases": [r.to_json() for r in self.results]}
 
 
 def _capabilities(caps: Any) -> dict[str, Any]:
@@ -115,12 +91,30 @@ def _capabilities(caps: Any) -> dict[str, Any]:
     return found
 
 
+class _Answer(BaseModel):
+    """Any request's result, every member kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _http(token: str | None) -> Any:
+    """An HTTP client (the SDK's own, httpx2) sending `token` as its bearer, every wait bounded."""
+    import httpx2
+
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return httpx2.AsyncClient(headers=headers, follow_redirects=True,
+                              timeout=httpx2.Timeout(CALL_SECONDS))
+
+
 @asynccontextmanager
-async def connect(target: RefsTarget, *, declare: bool) -> AsyncIterator[Session]:
+async def connect(target: RefsTarget, *, declare: bool, other: bool = False
+                  ) -> AsyncIterator[Session]:
     """One connection to the target as the official SDK's client, declaring the extension (or
-    not), its capabilities read from `initialize` or `server/discover`."""
+    not), its capabilities read from `initialize` or `server/discover` (`other`: as the second
+    owner, over a URL with `other_token`)."""
     from mcp.client import Client, advertise
     from mcp.client.stdio import StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
 
     server: Any
     if target.command is not None:
@@ -128,7 +122,9 @@ async def connect(target: RefsTarget, *, declare: bool) -> AsyncIterator[Session
         server = StdioServerParameters(command=argv[0], args=argv[1:],
                                        env={**os.environ, **(target.env or {})})
     else:
-        server = target.url
+        assert target.url is not None
+        token = target.other_token if other else target.token
+        server = streamable_http_client(target.url, http_client=_http(token))
     extensions = [advertise(IDENTIFIER, {})] if declare else None
     mode = "2026-07-28" if target.modern else "legacy"
     # The handshake is a request, so `read_timeout_seconds` bounds the start too.
@@ -154,10 +150,32 @@ async def connect(target: RefsTarget, *, declare: bool) -> AsyncIterator[Session
             with anyio.fail_after(CALL_SECONDS):
                 return list((await client.list_tools()).tools)
 
-        yield Session(call=call, list_tools=list_tools, capabilities=_capabilities(caps))
+        async def request(method: str, params: dict[str, Any]) -> Reply:
+            from mcp.shared.exceptions import MCPError
+
+            sent = types.Request[dict[str, Any], str](method=method, params=params)
+            try:
+                with anyio.fail_after(CALL_SECONDS):
+                    got = await client.session.send_request(
+                        sent, _Answer, request_read_timeout_seconds=CALL_SECONDS)
+            except MCPError as exc:
+                return Reply(None, exc.error.code, exc.error.message)
+            return Reply(dict(got.model_extra or {}), None, "")
+
+        yield Session(call=call, list_tools=list_tools, capabilities=_capabilities(caps),
+                      request=request)
+
+
+async def fetch(target: RefsTarget, url: str, *, other: bool = False) -> tuple[int, bytes]:
+    """GET `url` with the target's credentials (`other`: the second owner's): status, body."""
+    token = target.other_token if other else target.token
+    async with _http(token) as http:
+        with anyio.fail_after(CALL_SECONDS):
+            answer = await http.get(url)
+            return answer.status_code, answer.content
 
 async def run_case(case: Case, target: RefsTarget,
-                   shared: Callable[[bool], Any] | None = None) -> RefsCaseResult:
+                   shared: Callable[[bool], Any] | None = None) -> CaseResult:
     """Run one case against the target and classify its outcome (`shared`: declare → an open
     session the run keeps, used unless a case asks for a fresh connection)."""
     started = time.perf_counter()
@@ -165,23 +183,27 @@ async def run_case(case: Case, target: RefsTarget,
     def opener(*, declare: bool = True, fresh: bool = False) -> Any:
         if shared is not None and not fresh:
             return _borrowed(shared(declare))
-        return connect(target, declare=declare)
+        return connect(target, declare=declare, other=fresh)
+
+    async def get(url: str, other: bool = False) -> tuple[int, bytes]:
+        return await fetch(target, url, other=other)
 
     kit = Kit(open=opener, emit=target.emit, digest=target.digest, large=target.large,
-              other_owner=target.command is not None)
+              other_owner=target.command is not None or target.other_token is not None,
+              fetch=get if target.url is not None else None)
     error: str | None
     try:
         await case.run(kit)
     except Exception as exc:  # a case fails by raising; so does a server that broke the wire
         leaf = _leaf(exc)
         if isinstance(leaf, NotApplicable):
-            return RefsCaseResult(case.name, case.law, "not-applicable", str(leaf),
+            return CaseResult(case.name, case.law, "not-applicable", str(leaf),
                                   time.perf_counter() - started)
         error = f"{type(leaf).__name__}: {leaf}"
     else:
         error = None
     got, detail = outcome(error, target.declared.get(case.name))
-    return RefsCaseResult(case.name, case.law, got, detail, time.perf_counter() - started)
+    return CaseResult(case.name, case.law, got, detail, time.perf_counter() - started)
 
 
 @asynccontextmanager
@@ -198,8 +220,8 @@ def _leaf(exc: BaseException) -> BaseException:
 
 async def run_refs_conformance(
     target: RefsTarget, cases: Sequence[Case] = CASES,
-    on_result: Callable[[RefsCaseResult], None] | None = None,
-) -> RefsReport:
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> Report:
     """Run `cases` in order against the target (`on_result` told after each). The run keeps one
     connection that declares the extension and one that does not, opened when first asked for;
     a case that needs its own (another owner) opens it."""
@@ -218,20 +240,9 @@ async def run_refs_conformance(
             if on_result is not None:
                 on_result(result)
             results.append(result)
-    return RefsReport(target.name, tuple(results))
+    return Report(target.name, tuple(results))
 
 
-def format_refs_report(report: RefsReport) -> str:
+def format_refs_report(report: Report) -> str:
     """The report as text: one line a case, the law and reason under each that did not pass."""
-    marks = {"passed": "ok  ", "failed": "FAIL", "not-applicable": "n/a ", "declared": "decl",
-             "stale": "STALE"}
-    lines = [f"{IDENTIFIER} conformance: {report.target}"]
-    for r in report.results:
-        lines.append(f"  {marks[r.outcome]:5} {r.name}  ({r.seconds:.2f}s)")
-        if r.outcome != "passed":
-            lines.append(f"        law: {r.law}")
-            if r.detail:
-                lines.append(f"        why: {r.detail[:500]}")
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts().items()))
-    lines.append(f"{'PASS' if report.ok else 'FAIL'}: {counts}")
-    return "\n".join(lines)
+    return format_report(report, f"{IDENTIFIER} conformance", detail_chars=500)

@@ -14,7 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
-from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES
+from byref.gateway.catalog.convert import INLINE_TEXT_RESOURCE_BYTES, file_outputs
 from byref.gateway.config.file import INLINE_MEDIA_BYTES
 
 KEPT_CALLS = 256
@@ -44,9 +44,14 @@ class Passed:
 
     def keep(self, call_id: str, result: types.CallToolResult) -> None:
         """Keep a result's images, links, structuredContent and block count for `call_id`
-        (nothing when it is one text block and no more; the oldest dropped past KEPT_CALLS)."""
+        (nothing when it is one text block and no more; the oldest dropped past KEPT_CALLS). A
+        structuredContent holding inline SEP-2631 files (`convert.file_outputs`, stored as Blob
+        refs) is not kept: the refs stand for it."""
+        structured = result.structured_content
+        if file_outputs(structured):  # its inline files are stored: not sent again whole
+            structured = None
         extras = Extras(blocks=passed_blocks(result, self.inline_media_bytes),
-                        structured=result.structured_content, count=len(result.content))
+                        structured=structured, count=len(result.content))
         if not extras.blocks and extras.structured is None and extras.count <= 1:
             return
         self._extras[call_id] = extras

@@ -9,7 +9,8 @@ resource over `INLINE_TEXT_RESOURCE_BYTES` becomes a `Payload`, so it is stored 
 a marker with its ref, and a small embedded text resource is kept inline (`{"type": "resource",
 "uri", "mimeType", "text"}`) — each block by `tools.mcp_content`, the library's conversion too;
 what passes to the client beside the text (images, links, structuredContent) is `content`'s;
-several blocks are `Blocks`, one value each, in order.
+several blocks are `Blocks`, one value each, in order; a SEP-2631 `FileValue` with inline
+bytes (a `data:` URI) in structuredContent becomes one more `Payload` after them.
 
 The law: nothing is lost in conversion that a tool would need later — text is kept byte for byte
 (what the model sees, what a ref resolves to and what an edit must match are the server's own
@@ -19,6 +20,7 @@ binary bytes go to the store whole, an upstream error stays an error.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Any
@@ -27,7 +29,7 @@ import mcp_types as types
 
 from byref.discovery.catalog.mcp import Listed, access_of, parse_listing, safe_name, server_slug
 from byref.gateway.catalog.metadata import declared_metadata
-from byref.tools import Blocks
+from byref.tools import Blocks, Payload
 from byref.tools.mcp_content import INLINE_TEXT_RESOURCE_BYTES as INLINE_TEXT_RESOURCE_BYTES
 from byref.tools.mcp_content import block_value
 
@@ -84,12 +86,65 @@ def mcp_tool(declaration: dict[str, Any], *, title: str | None = None) -> types.
 
 # -- upstream results → values --------------------------------------------------------------------
 def result_value(result: types.CallToolResult, *, server: str, tool: str) -> Any:
-    """What an upstream call returned, as the value byref records (Payloads for binary)."""
+    """What an upstream call returned, as the value byref records (Payloads for binary, and for
+    each SEP-2631 `FileValue` with inline bytes in its structuredContent)."""
     label = f"{server}.{tool}"
     values = [block_value(block, label) for block in result.content]
+    values += file_outputs(result.structured_content)
     if not values:
         return result.structured_content if result.structured_content is not None else ""
     return values[0] if len(values) == 1 else Blocks(tuple(values))
+
+
+_FILES_DEPTH, _FILES_MAX = 8, 32
+
+
+def file_outputs(structured: Any) -> list[Payload]:
+    """Each SEP-2631 `FileValue` in a result's structuredContent whose `uri` is an RFC 2397
+    `data:` URI (base64), as a Payload of its bytes — kept only when they match its declared
+    `size` and sha-256 `digest` (a `mcp-file://` handle of the upstream's own stays as sent)."""
+    found: list[Payload] = []
+
+    def walk(value: Any, depth: int) -> None:
+        if depth > _FILES_DEPTH or len(found) >= _FILES_MAX:
+            return
+        if isinstance(value, dict):
+            payload = _inline_file(value)
+            if payload is not None:
+                found.append(payload)
+                return
+            for item in value.values():
+                walk(item, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, depth + 1)
+
+    walk(structured, 0)
+    return found
+
+
+def _inline_file(value: dict[str, Any]) -> Payload | None:
+    uri = value.get("uri")
+    if not (isinstance(uri, str) and uri.startswith("data:") and ("mimeType" in value
+                                                                   or "size" in value)):
+        return None
+    head, _, body = uri.partition(",")
+    if not head.endswith(";base64"):
+        return None
+    try:
+        data = base64.b64decode(body, validate=True)
+    except ValueError:
+        return None
+    size, digest = value.get("size"), value.get("digest")
+    if isinstance(size, int) and size != len(data):
+        return None
+    if isinstance(digest, dict) and digest.get("algorithm") == "sha-256":
+        raw = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+        if digest.get("value") != raw:
+            return None
+    media = value.get("mimeType") or head[5:].split(";")[0] or "application/octet-stream"
+    name = value.get("name")
+    return Payload.from_bytes(data, str(media), label=name if isinstance(name, str) else None)
 
 
 def error_text(result: types.CallToolResult) -> str:

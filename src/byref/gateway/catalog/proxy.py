@@ -5,7 +5,12 @@ Owns what happens between dispatch and the upstream call. Dispatch does the rest
 and marked lazy, so the tool receives a ref as a `Ref` and delivers it here in the form the
 upstream parameter declares. The law: a ref reaches the upstream exact — for a parameter typed
 `string`, stored text is sent byte for byte (its stored bytes, not a re-encoding) and a structured
-value is sent as its JSON text; for any other parameter the resolved value is sent as is. Then the
+value is sent as its JSON text; for a file input (`x-mcp-file`, SEP-2631) the bytes go as a
+`data:` URI; for any other parameter the resolved value is sent as is. A server that has the
+`dev.byref/refs` extension places its own large results and announces their refs; the gateway
+keeps its preview as the server wrote it and passes those refs back to that server untouched,
+for the caller that received them only (a record in the caller's scope), instead of storing the
+value a second time. Then the
 arguments are checked against the upstream's own schema, so a mismatch is the gateway's clear
 refusal rather than the upstream's guess. An upstream error result is a refusal in the server's
 words, naming the server. Code mode receives a result's structuredContent
@@ -28,6 +33,7 @@ import jsonschema
 import mcp_types as types
 
 from byref.discovery.catalog.mcp import Listed
+from byref.extension.protocol import announced, blob_key
 from byref.gateway.catalog.content import Passed
 from byref.gateway.catalog.convert import capability, error_content, error_text, result_value
 from byref.gateway.upstream.instance.bounds import UpstreamError
@@ -38,13 +44,20 @@ from byref.refs import (
     JsonQuery,
     MessageRef,
     Ref,
+    envelope,
     is_envelope,
     parse_model_envelope,
 )
 from byref.resolve import BytesSource
+from byref.store import PutOptions
 from byref.tools import Tool, ToolContext, ToolRefusal, rewrite_schema
 
 _FOLLOW = 3
+MAX_ANNOUNCED = 64
+"""The most refs one upstream result may announce for the gateway to pass back (the rest are
+refused as absent if the model routes them)."""
+FOREIGN_KIND = "refs/upstream/"
+"""A record's kind naming a ref an upstream minted for the caller: this, `<server>/<key>`."""
 Invoke = Callable[[str, str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """(server, upstream tool name, arguments) → the upstream's result; raises `UpstreamError`.
 Awaited on the gateway's event loop, where the upstream connections live."""
@@ -135,12 +148,34 @@ class _UpstreamCall:
                 f"{error_text(result)}", "upstream-error", result=error_content(result))
         if self.passed is not None:
             self.passed.keep(ctx.call_id, result)
+        minted = [k for k in (blob_key(e.get("ref"))
+                              for e in announced(result.meta)[:MAX_ANNOUNCED]) if k]
+        if minted and ctx.store is not None:
+            await anyio.to_thread.run_sync(self.remember, ctx, minted)
         return result_value(result, server=self.server, tool=self.tool)
 
+    def remember(self, ctx: ToolContext, keys: list[str]) -> None:
+        """Record, in the caller's scope, that this server minted `keys` (its own
+        `dev.byref/refs` announcement): they are passed back to it as they are."""
+        assert ctx.store is not None
+        for key in keys:
+            ctx.store.put(ctx.scope, b"", PutOptions(kind=self._foreign_kind(key)))
+
+    def _foreign_kind(self, key: str) -> str:
+        return f"{FOREIGN_KIND}{self.server}/{key}"
+
+    def passes_through(self, ref: Ref, ctx: ToolContext) -> bool:
+        """Whether `ref` is a Blob this server minted for this caller (so it resolves it)."""
+        if not isinstance(ref, Blob) or ref.key is None or ctx.store is None:
+            return False
+        return bool(ctx.store.list(ctx.scope, self._foreign_kind(ref.key), limit=1))
+
     def delivered(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """The arguments with each ref delivered as its upstream parameter declares."""
+        """The arguments with each ref delivered as its upstream parameter declares (one the
+        server minted itself, passed back to it as it is)."""
         props = self.schema.get("properties") or {}
-        return {k: deliver(v, props.get(k), ctx) if _is_ref(v) else v for k, v in args.items()}
+        return {k: (envelope(v) if self.passes_through(v, ctx) else deliver(v, props.get(k), ctx))
+                if _is_ref(v) else v for k, v in args.items()}
 
     def check(self, args: dict[str, Any]) -> None:
         """Refuse arguments the upstream's own schema refuses, naming where."""
@@ -202,6 +237,8 @@ def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:
         if not is_envelope(src):
             break
         src = ctx.resolver.source(parse_model_envelope(src))
+    if isinstance(prop, Mapping) and isinstance(prop.get(FILE_KEYWORD), Mapping):
+        return file_input(src, prop[FILE_KEYWORD])
     if isinstance(src, BytesSource):
         if not _wants_text(prop):
             return ctx.resolver.value(Blob(key=src.meta.ref))
@@ -211,6 +248,40 @@ def deliver(ref: Ref, prop: Mapping[str, Any] | None, ctx: ToolContext) -> Any:
     if _wants_text(prop) and not isinstance(src, str):
         return dumps(src)
     return src
+
+
+FILE_KEYWORD = "x-mcp-file"
+"""SEP-2356 / SEP-2631's mark of a file input: a URI string property."""
+
+
+def file_input(src: Any, declared: Mapping[str, Any]) -> str:
+    """A resolved ref for a file input (`x-mcp-file`), as the drafts name it: an RFC 2397
+    `data:` URI of the exact bytes (stored bytes with their media type; a structured value as
+    JSON). Refused in words when the input takes uploads only, or the value is over `maxSize`
+    or of a media type it does not `accept`."""
+    if isinstance(src, BytesSource):
+        data, media = b"".join(src.chunks()), src.meta.media_type
+    elif isinstance(src, bytes):
+        data, media = src, "application/octet-stream"
+    elif isinstance(src, str):
+        data, media = src.encode(), "text/plain"
+    else:
+        data, media = dumps(src).encode(), "application/json"
+    modes = declared.get("transferModes")
+    if isinstance(modes, list) and "inline" not in modes:
+        raise ToolRefusal(f"This file input takes {modes!r} transfers only; byref hands files "
+                          "to servers inline (a data: URI), so it cannot fill it.", "invalid-input")
+    limit = declared.get("maxSize")
+    if isinstance(limit, int) and len(data) > limit:
+        raise ToolRefusal(f"The file is {len(data):,} bytes; this file input takes at most "
+                          f"{limit:,}.", "invalid-input")
+    accept = declared.get("accept")
+    if isinstance(accept, list) and accept and not any(
+            isinstance(a, str) and (a == media or (a.endswith("/*") and media.startswith(a[:-1])))
+            for a in accept):
+        raise ToolRefusal(f"The file's media type {media!r} is not one this file input accepts "
+                          f"({', '.join(map(str, accept))}).", "invalid-input")
+    return f"data:{media};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _wants_text(prop: Mapping[str, Any] | None) -> bool:

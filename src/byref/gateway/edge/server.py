@@ -46,6 +46,7 @@ from byref.gateway.core import Gateway
 from byref.gateway.edge.answer import answer_extras, client_result
 from byref.gateway.edge.caching import ListHints
 from byref.gateway.edge.discover import discover_handler
+from byref.gateway.edge.host import install_host_methods, transfer_routes
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.edge.ops import ops_routes
@@ -277,6 +278,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     server.add_request_handler("tasks/cancel", TaskParams, tasks.cancel)
     server.add_request_handler("tasks/update", UpdateParams, tasks.update)
     server.tasks = tasks  # type: ignore[attr-defined]
+    install_host_methods(server, gateway, scope_of)  # `dev.byref/refs`'s, for a client host
     # Inside the SDK's OpenTelemetry span (its first middleware): a plain call is traced too.
     if lanes:
         server.middleware.append(PlainCalls(server, run_call, extras, connection_of, announced))
@@ -357,6 +359,7 @@ def http_app(gateway: Gateway, *, host: str = "127.0.0.1", port: int = 8848,
                                             security=security,
                                             kept=lambda: gateway.scopes.conversations,
                                             kept_artifacts=lambda t, p: owned(t, p, None)),
+                                 *transfer_routes(gateway),  # dev.byref/refs URLs
                                  *ops_routes(gateway)],  # /healthz /readyz /metrics
     )
     app.state.mcp_server = server  # a graceful stop ends its sessions' streams (`serve_http`)

@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import get_args
 
-from byref.battery import OffsetClock, Outcome, outcome
+from byref.battery import CaseResult, OffsetClock, Outcome, Report, outcome
+from byref.battery import format_report as _format
 from byref.errors import InvalidValue
 from byref.store.conformance._cases import BASIC_CASES, Case, CaseName, Hook, HookMissing, Kit
 from byref.store.conformance._cases_damage import DAMAGE_CASES
@@ -78,45 +79,6 @@ class StoreBattery:
         (self.dispose_store or (lambda s: s.close()))(store)
 
 
-@dataclass(frozen=True)
-class CaseResult:
-    """One case's outcome, with the law it checks, why it did not pass, and its time."""
-    name: CaseName
-    law: str
-    outcome: Outcome
-    detail: str = ""
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """This result as JSON (for `byref store check --json`)."""
-        return {"case": self.name, "law": self.law, "outcome": self.outcome,
-                "detail": self.detail, "seconds": round(self.seconds, 3)}
-
-
-@dataclass(frozen=True)
-class Report:
-    """Every case's result for one harness."""
-    harness: str
-    results: tuple[CaseResult, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no case failed or went stale."""
-        return all(r.outcome not in ("failed", "stale") for r in self.results)
-
-    def counts(self) -> dict[str, int]:
-        """How many cases had each outcome."""
-        out: dict[str, int] = {}
-        for r in self.results:
-            out[r.outcome] = out.get(r.outcome, 0) + 1
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as JSON: outcome counts and every case."""
-        return {"harness": self.harness, "ok": self.ok, "counts": self.counts(),
-                "cases": [r.to_json() for r in self.results]}
-
-
 def run_case(case: Case, harness: StoreBattery) -> CaseResult:
     """Run one case against a fresh store from the harness and classify the outcome."""
     started = time.perf_counter()
@@ -162,18 +124,7 @@ def run_conformance(
 def format_report(report: Report) -> str:
     """The report as text: one line a case, the law and reason under each that did not pass, then
     PASS or FAIL."""
-    marks = {"passed": "ok  ", "failed": "FAIL", "not-applicable": "n/a ", "declared": "decl",
-             "stale": "STALE"}
-    lines = [f"Artifact store conformance: {report.harness}"]
-    for r in report.results:
-        lines.append(f"  {marks[r.outcome]:5} {r.name}  ({r.seconds:.2f}s)")
-        if r.outcome != "passed":
-            lines.append(f"        law: {r.law}")
-            if r.detail:
-                lines.append(f"        why: {r.detail}")
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts().items()))
-    lines.append(f"{'PASS' if report.ok else 'FAIL'}: {counts}")
-    return "\n".join(lines)
+    return _format(report, "Artifact store conformance")
 
 
 def _has(store: ArtifactStore, member: str) -> bool:

@@ -58,7 +58,12 @@ def target(c: ServerConfig, spawned: Spawned | None, errlog: TextIO | None,
 
 def offered(relay: Relay) -> dict[str, Any]:
     """What the gateway offers the server: sampling, elicitation and roots (answered by the
-    calling client, `relay`), and its log messages (forwarded naming the server)."""
+    calling client, `relay`), its log messages (forwarded naming the server), and the
+    `dev.byref/refs` extension (a server that has it places large results itself and announces
+    their refs, which the gateway then passes through: `catalog.proxy`)."""
+    from mcp.client import advertise
+
+    from byref.extension.protocol import IDENTIFIER
 
     async def sampling(_: Any, params: types.CreateMessageRequestParams) -> Any:
         kind = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
@@ -72,5 +77,6 @@ def offered(relay: Relay) -> dict[str, Any]:
 
     return {"sampling_callback": sampling, "elicitation_callback": elicitation,
             "list_roots_callback": roots, "logging_callback": relay.log,
+            "extensions": [advertise(IDENTIFIER, {})],
             "sampling_capabilities": types.SamplingCapability(
                 tools=types.SamplingToolsCapability())}
