@@ -210,21 +210,9 @@ def test_a_task_whose_process_died_reads_failed_with_words(gateway: tuple[str, P
     assert "stopped before it finished" in got["error"]["message"], got
 
 
-# The alpha.12 `tasks-*` scenarios through the gateway: checks passed and failed, each failure
-# with its reason; any other failure is a regression, and a listed one that passes must go.
-TASKS_FAILURES: dict[tuple[str, str], str] = {
-    ("tasks-lifecycle", "sep-2663-tasks-get-status-failed"):
-        "an upstream's protocol error reaches the gateway's client as a tool error "
-        "(completed, isError), not a failed task",
-    ("tasks-required-task-error", "sep-2663-server-returns-missing-capability-when-required"):
-        "an upstream tool's taskSupport: required is not read yet",
-    ("tasks-mrtr-input", "sep-2663-tasks-get-status-input-required"):
-        "input mid-task (input_required, inputRequests) is not built yet",
-    ("tasks-mrtr-input", "tasks-mrtr-tasks-update-resumes"): "input mid-task",
-    ("tasks-mrtr-input", "tasks-mrtr-partial-fulfillment"): "input mid-task",
-    ("tasks-mrtr-composition", "sep-2663-mrtr-synchronous-before-task-creation"):
-        "the fixture has no test_tool_with_task; input mid-task",
-}
+# The alpha.12 `tasks-*` scenarios through the gateway: checks failing, each with its reason
+# (none now: all 44 scored checks pass); any other failure is a regression.
+TASKS_FAILURES: dict[tuple[str, str], str] = {}
 SCENARIOS = ("tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
              "tasks-request-state-removal", "tasks-dispatch-and-envelope",
              "tasks-request-headers", "tasks-required-task-error", "tasks-mrtr-input",
@@ -246,6 +234,7 @@ def test_the_tasks_scenarios_through_the_gateway(tmp_path: Path) -> None:
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(HERE.parents[2] / "src")})
     checks: dict[tuple[str, str], str] = {}
+    said: dict[tuple[str, str], str] = {}
     try:
         url = _announced(proc, "stderr", r"http://127\.0\.0\.1:\d+/mcp")
         _ready(url)
@@ -260,13 +249,15 @@ def test_the_tasks_scenarios_through_the_gateway(tmp_path: Path) -> None:
             assert len(found) == 1, (scenario, found)
             for check in json.loads(found[0].read_text()):
                 checks[(scenario, check["id"])] = check["status"]
+                said[(scenario, check["id"])] = check.get("errorMessage", "")
     finally:
         _stop(proc)
         assert proc.stderr is not None
         proc.stderr.close()
     failing = {k for k, status in checks.items() if status == "FAILURE"}
-    assert failing - set(TASKS_FAILURES) == set(), sorted(failing - set(TASKS_FAILURES))
+    new = failing - set(TASKS_FAILURES)
+    assert new == set(), {k: said[k] for k in new}
     assert set(TASKS_FAILURES) - failing == set(), "passes now: take it off the list"
     passed = sum(status == "SUCCESS" for status in checks.values())
     print(f"tasks scenarios: {passed} passed, {len(failing)} failed of {len(checks)} checks")
-    assert passed >= 37, checks  # 37 of 44 pass, 6 fail (listed), 1 skipped by the suite
+    assert passed == 44, checks  # every scored check; 1 more is the suite's INFO or skip

@@ -17,6 +17,7 @@ process on this host is gone) is failed on read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -37,6 +38,7 @@ from pydantic import BaseModel
 
 from byref.conversations.tasks import RUNNING, TaskRecord, TaskRecords
 from byref.gateway.access.state import ScopeState
+from byref.gateway.upstream.modern.inputs import Parking
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021
@@ -47,6 +49,17 @@ BEAT = 2.0
 """Seconds between a process's beats on the tasks it runs."""
 STALE = 15.0
 """Seconds without a beat after which a running task's process is taken for dead."""
+INPUT_POLL = 1.0
+"""Seconds between a waiting task's looks for answers given through another process."""
+
+
+class TaskFailed(Exception):
+    """A call that failed as a protocol error (its upstream's error, not a tool error): inline,
+    `result` (the tool error any call answers); as a task, `failed` with `error`."""
+
+    def __init__(self, result: BaseModel, error: dict[str, Any]) -> None:
+        super().__init__(error.get("message", ""))
+        self.result, self.error = result, error
 
 
 class TaskParams(types.RequestParams):
@@ -104,15 +117,22 @@ class Tasks:
 
     def __init__(self, records: Callable[[], TaskRecords], owner: Callable[
             [ServerRequestContext[Any, Any]], ScopeState], *, after: float, ttl_ms: int,
-                 poll_ms: int) -> None:
+                 poll_ms: int, parking: Parking | None = None) -> None:
         self._records = records
         self._owner = owner
+        self._parking = parking
+        self._woken: dict[str, anyio.Event] = {}
         self.after, self.ttl_ms, self.poll_ms = after, ttl_ms, poll_ms
         self.runner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         self._runs: dict[str, anyio.CancelScope] = {}
         self._group: anyio.abc.TaskGroup | None = None
-        self.created = 0
-        """Tasks this process created (for tests and metrics)."""
+        self.counts = dict.fromkeys(("created", "completed", "failed", "cancelled"), 0)
+        """Tasks this process created, and settled by status (`/metrics`)."""
+
+    @property
+    def running_here(self) -> int:
+        """Tasks running in this process now."""
+        return len(self._runs)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -147,7 +167,8 @@ class Tasks:
         task it runs on as."""
         if self._group is None:
             raise MCPError(types.INTERNAL_ERROR, "The gateway is not serving (no lifespan).")
-        owner = self._owner(ctx).store_scope.key()
+        state = self._owner(ctx)
+        owner = state.store_scope.key()
         done = anyio.Event()
         box: dict[str, Any] = {}
         cancel = anyio.CancelScope()
@@ -160,43 +181,94 @@ class Tasks:
                     box["error"] = exc
             done.set()
             if "task" in box:
-                await self._settle(box)
+                await self._settle(box, state)
 
         self._group.start_soon(run)
         with anyio.move_on_after(self.after):
             await done.wait()
         if done.is_set():
-            if "error" in box:
-                raise box["error"]
+            error = box.get("error")
+            if isinstance(error, TaskFailed):
+                return error.result  # answered inline: a tool error, as any call's
+            if error is not None:
+                raise error
             return box.get("result")
         now = time.time()
         record = TaskRecord(secrets.token_urlsafe(24), owner, "working", now, now, self.ttl_ms,
                             self.poll_ms, self.runner, now)
         await self._state(self._records().create, record)  # durable before it is answered
-        self.created += 1
+        self.counts["created"] += 1
         self._runs[record.task_id] = cancel
         box["task"] = record.task_id
         if done.is_set():  # it finished while the record was written
-            await self._settle(box)
+            self._group.start_soon(self._settle, box, state)
         return {"resultType": "task", **self._envelope(record)}
 
-    async def _settle(self, box: dict[str, Any]) -> None:
+    async def _settle(self, box: dict[str, Any], owner: ScopeState) -> None:
         task_id = box.pop("task")
-        self._runs.pop(task_id, None)
         records = self._records()
         result, error = box.get("result"), box.get("error")
+        if isinstance(result, types.InputRequiredResult):  # its upstream asks mid-task
+            with anyio.CancelScope() as scope:
+                self._runs[task_id] = scope
+                try:
+                    result = await self._inputs(task_id, result, owner)
+                except Exception as exc:
+                    result, error = None, exc
+            if scope.cancelled_caught:
+                self._runs.pop(task_id, None)
+                return  # cancelled: its record already says so
+        self._runs.pop(task_id, None)
         if isinstance(result, types.CallToolResult):
             wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-            await self._state(records.finish, task_id, "completed", result=json.dumps(wire))
+            status, said = "completed", {"result": json.dumps(wire)}
         elif error is not None:
-            await self._state(records.finish, task_id, "failed",
-                              error=json.dumps(_error(error)), message="The call failed.")
-        elif result is not None:  # an upstream's question, after the task began
-            await self._state(records.finish, task_id, "failed", error=json.dumps({
+            failure = error.error if isinstance(error, TaskFailed) else _error(error)
+            status, said = "failed", {"error": json.dumps(failure), "message": "The call failed."}
+        elif result is not None:  # a question, with no parked call to follow it
+            status, said = "failed", {"error": json.dumps({
                 "code": MISSING_CAPABILITY, "message": (
-                    "byref gateway: the tool asked its client a question after the call "
-                    "became a task; questions mid-task are not relayed yet. Call it again.")}))
-        # else cancelled: its record already says so
+                    "byref gateway: the tool asked its client a question this gateway could not "
+                    "put in the task. Call it again.")})}
+        else:
+            return  # cancelled: its record already says so
+        if await self._state(functools.partial(records.finish, task_id, status, **said)):
+            self.counts[status] += 1
+
+    async def _inputs(self, task_id: str, asked: types.InputRequiredResult,
+                      owner: ScopeState) -> Any:
+        """Follow a call whose upstream asks its client mid-task: the record is
+        `input_required` with the open questions until `tasks/update` (through any process)
+        answers them all, then `working` until the result or the next questions."""
+        parked = None if self._parking is None else self._parking.parked(
+            asked.request_state, owner)
+        if parked is None or self._parking is None:
+            return asked
+        records = self._records()
+        self._woken[task_id] = anyio.Event()
+        try:
+            while True:
+                if parked.pending:
+                    wire = types.InputRequiredResult(input_requests=parked.pending).model_dump(
+                        mode="json", by_alias=True, exclude_none=True)["inputRequests"]
+                    await self._state(records.ask, task_id, json.dumps(wire))
+                    while parked.pending:
+                        # Woken by an update here; an update through another process is
+                        # seen within `INPUT_POLL` s.
+                        with anyio.move_on_after(INPUT_POLL):
+                            await self._woken[task_id].wait()
+                        self._woken[task_id] = anyio.Event()
+                        taken = await self._state(records.take, task_id)
+                        if taken:
+                            parked.answer(taken)
+                    await self._state(records.ask, task_id, None)
+                said = await self._parking.follow(parked)
+                if not isinstance(said, types.InputRequiredResult):
+                    return said
+        finally:
+            self._woken.pop(task_id, None)
+            if parked.done_at is None:
+                self._parking.abandon(parked)  # cancelled: its upstream stops waiting
 
     # -- the methods -----------------------------------------------------------------------
     def _declared(self, ctx: ServerRequestContext[Any, Any], method: str) -> None:
@@ -223,6 +295,7 @@ class Tasks:
                 "code": types.INTERNAL_ERROR, "message": (
                     "byref gateway: the gateway process running this task stopped before it "
                     "finished; call the tool again.")}), message="Its gateway process stopped.")
+            self.counts["failed"] += 1
             found = await self._state(records.get, task_id, owner) or found
         return found
 
@@ -253,6 +326,8 @@ class Tasks:
             out["result"] = json.loads(found.result)
         if found.status == "failed" and found.error is not None:
             out["error"] = json.loads(found.error)
+        if found.status == "input_required" and found.inputs is not None:
+            out["inputRequests"] = json.loads(found.inputs)
         return out
 
     async def cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams
@@ -261,8 +336,9 @@ class Tasks:
         self._declared(ctx, "tasks/cancel")
         found = await self._find(ctx, params.task_id)
         if found.status in RUNNING:
-            await self._state(self._records().finish, found.task_id, "cancelled",
-                              message="Cancelled by its client.")
+            if await self._state(self._records().finish, found.task_id, "cancelled",
+                                 message="Cancelled by its client."):
+                self.counts["cancelled"] += 1
             scope = self._runs.pop(found.task_id, None)
             if scope is not None:
                 scope.cancel()
@@ -270,8 +346,14 @@ class Tasks:
 
     async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams
                      ) -> dict[str, Any]:
-        """`tasks/update`: an empty acknowledgement (no task of this gateway waits for input
-        yet, so every response is ignored)."""
+        """`tasks/update`: an empty acknowledgement; answers to the task's open questions are
+        handed to its run (partial answers kept, unknown keys ignored)."""
         self._declared(ctx, "tasks/update")
-        await self._find(ctx, params.task_id)
+        found = await self._find(ctx, params.task_id)
+        if params.input_responses and found.status == "input_required":
+            took = await self._state(self._records().respond, found.task_id, found.owner,
+                                     dict(params.input_responses))
+            woken = self._woken.get(found.task_id)
+            if took and woken is not None:
+                woken.set()
         return {}
