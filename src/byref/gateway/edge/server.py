@@ -208,7 +208,8 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                         ) -> Any:
         if declares_tasks(ctx):  # not done within `byref.tasks.after`: a task (`tasks`)
-            return await tasks.call(ctx, lambda: answer_call(ctx, params, as_task=True))
+            return await tasks.call(ctx, lambda: answer_call(ctx, params, as_task=True),
+                                    tool=params.name[:200])
         return await answer_call(ctx, params)
 
     def settled(part: Part, result: types.CallToolResult, as_task: bool
@@ -260,7 +261,9 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     config = gateway.config
     tasks = Tasks(lambda: gateway.scopes.conversations.tasks, scope_of,
                   after=config.tasks_after, ttl_ms=config.tasks_ttl_ms,
-                  poll_ms=config.tasks_poll_ms, parking=parking)
+                  poll_ms=config.tasks_poll_ms, parking=parking, emit=gateway.emit)
+    if gateway.metrics is not None:
+        gateway.metrics.tasks_running.set_function(lambda: tasks.running_here)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[dict[str, Any]]:

@@ -9,9 +9,15 @@ inline, as any call. A task is durable before it is answered (its record is in t
 state, `byref.conversations.tasks`, so `tasks/get` resolves on any replica sharing it); its id is
 unguessable and bound to its owner (tenant, principal, grant): another owner's id reads as
 absent (-32602), as a ref does. A completed task's result is the call's own answer, placed as any
-call's (a large one is a preview and a ref). A running record whose process died reads `failed`,
-saying so: its process beats every `BEAT` s, and a record not beaten for `STALE` s (or whose
-process on this host is gone) is failed on read.
+call's (a large one is a preview and a ref); an upstream's protocol error (not its tool error)
+leaves it `failed` with that error (`TaskFailed`). An upstream that asks its client mid-task
+leaves it `input_required` with the open questions (`inputRequests`, from the parked call,
+`modern.inputs`); `tasks/update` through any process answers them (partial answers kept,
+unknown keys ignored) and it runs on; questions asked before a task exists are answered
+`InputRequiredResult` inline. A tool its server lists `taskSupport: required` is refused -32021
+to a 2026-07-28 request that did not declare the extension. A running record whose process died
+reads `failed`, saying so: its process beats every `BEAT` s, and a record not beaten for `STALE`
+s (or whose process on this host is gone) is failed on read.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from byref.conversations.tasks import RUNNING, TaskRecord, TaskRecords
+from byref.events import Emitter
 from byref.gateway.access.state import ScopeState
 from byref.gateway.upstream.modern.inputs import Parking
 
@@ -117,8 +124,10 @@ class Tasks:
 
     def __init__(self, records: Callable[[], TaskRecords], owner: Callable[
             [ServerRequestContext[Any, Any]], ScopeState], *, after: float, ttl_ms: int,
-                 poll_ms: int, parking: Parking | None = None) -> None:
+                 poll_ms: int, parking: Parking | None = None,
+                 emit: Emitter | None = None) -> None:
         self._records = records
+        self._emit = emit
         self._owner = owner
         self._parking = parking
         self._woken: dict[str, anyio.Event] = {}
@@ -127,7 +136,9 @@ class Tasks:
         self._runs: dict[str, anyio.CancelScope] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self.counts = dict.fromkeys(("created", "completed", "failed", "cancelled"), 0)
-        """Tasks this process created, and settled by status (`/metrics`)."""
+        """Tasks this process created, and settled by status (as its `task` events say)."""
+        self._about: dict[str, tuple[str, str, float]] = {}
+        """(owner, tool, created at) of the tasks this process tells of."""
 
     @property
     def running_here(self) -> int:
@@ -146,6 +157,17 @@ class Tasks:
                 self._group = None
                 group.cancel_scope.cancel()
 
+    def _told(self, task_id: str, status: str, *, error: str | None = None) -> None:
+        """Count a task's change of status and put it in the event trace."""
+        if status in self.counts:
+            self.counts[status] += 1
+        if self._emit is None:
+            return
+        owner, tool, created = self._about.get(task_id, ("", "", time.time()))
+        extra: dict[str, Any] = {} if error is None else {"error": error[:300]}
+        self._emit("task", task=task_id[:8], status=status, scope=owner, tool=tool,
+                   seconds=round(time.time() - created, 3), **extra)
+
     async def _state(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kw))
 
@@ -162,9 +184,9 @@ class Tasks:
 
     # -- a call ----------------------------------------------------------------------------
     async def call(self, ctx: ServerRequestContext[Any, Any],
-                   answer: Callable[[], Awaitable[BaseModel]]) -> Any:
+                   answer: Callable[[], Awaitable[BaseModel]], *, tool: str = "") -> Any:
         """The call's answer if it comes within `after` s, else a `CreateTaskResult` for the
-        task it runs on as."""
+        task it runs on as (`tool`: the name called, for the event trace)."""
         if self._group is None:
             raise MCPError(types.INTERNAL_ERROR, "The gateway is not serving (no lifespan).")
         state = self._owner(ctx)
@@ -197,7 +219,8 @@ class Tasks:
         record = TaskRecord(secrets.token_urlsafe(24), owner, "working", now, now, self.ttl_ms,
                             self.poll_ms, self.runner, now)
         await self._state(self._records().create, record)  # durable before it is answered
-        self.counts["created"] += 1
+        self._about[record.task_id] = (owner, tool, now)
+        self._told(record.task_id, "created")
         self._runs[record.task_id] = cancel
         box["task"] = record.task_id
         if done.is_set():  # it finished while the record was written
@@ -233,7 +256,9 @@ class Tasks:
         else:
             return  # cancelled: its record already says so
         if await self._state(functools.partial(records.finish, task_id, status, **said)):
-            self.counts[status] += 1
+            self._told(task_id, status, error=json.loads(said["error"]).get("message")
+                       if "error" in said else None)
+        self._about.pop(task_id, None)
 
     async def _inputs(self, task_id: str, asked: types.InputRequiredResult,
                       owner: ScopeState) -> Any:
@@ -252,6 +277,7 @@ class Tasks:
                     wire = types.InputRequiredResult(input_requests=parked.pending).model_dump(
                         mode="json", by_alias=True, exclude_none=True)["inputRequests"]
                     await self._state(records.ask, task_id, json.dumps(wire))
+                    self._told(task_id, "input_required")
                     while parked.pending:
                         # Woken by an update here; an update through another process is
                         # seen within `INPUT_POLL` s.
@@ -262,6 +288,7 @@ class Tasks:
                         if taken:
                             parked.answer(taken)
                     await self._state(records.ask, task_id, None)
+                    self._told(task_id, "working")
                 said = await self._parking.follow(parked)
                 if not isinstance(said, types.InputRequiredResult):
                     return said
@@ -291,11 +318,14 @@ class Tasks:
             raise MCPError(types.INVALID_PARAMS, (
                 f"No task {task_id[:80]!r} here: it never existed, expired, or is not yours."))
         if found.status in RUNNING and found.task_id not in self._runs and self._dead(found):
-            await self._state(records.finish, found.task_id, "failed", error=json.dumps({
-                "code": types.INTERNAL_ERROR, "message": (
-                    "byref gateway: the gateway process running this task stopped before it "
-                    "finished; call the tool again.")}), message="Its gateway process stopped.")
-            self.counts["failed"] += 1
+            if await self._state(records.finish, found.task_id, "failed", error=json.dumps({
+                    "code": types.INTERNAL_ERROR, "message": (
+                        "byref gateway: the gateway process running this task stopped before "
+                        "it finished; call the tool again.")}),
+                    message="Its gateway process stopped."):
+                self._about.setdefault(found.task_id, (found.owner, "", found.created_at))
+                self._told(found.task_id, "failed", error=f"its runner {found.runner!r} stopped")
+                self._about.pop(found.task_id, None)
             found = await self._state(records.get, task_id, owner) or found
         return found
 
@@ -338,7 +368,8 @@ class Tasks:
         if found.status in RUNNING:
             if await self._state(self._records().finish, found.task_id, "cancelled",
                                  message="Cancelled by its client."):
-                self.counts["cancelled"] += 1
+                self._about.setdefault(found.task_id, (found.owner, "", found.created_at))
+                self._told(found.task_id, "cancelled")
             scope = self._runs.pop(found.task_id, None)
             if scope is not None:
                 scope.cancel()
