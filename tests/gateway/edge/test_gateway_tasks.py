@@ -55,6 +55,11 @@ pytestmark = pytest.mark.skipif(not NODE.exists(), reason="Node 22 comes from `m
 def gateway(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     """(URL, state file, event trace) of a gateway over HTTP whose tasks begin after `AFTER`
     s."""
+    yield from serving(tmp_path)
+
+
+def serving(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """The `gateway` fixture's body (other modules' fixtures reuse it)."""
     state = tmp_path / "state.db"
     trace = tmp_path / "trace.jsonl"
     config = tmp_path / "gateway.json"
