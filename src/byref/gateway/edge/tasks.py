@@ -43,6 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from byref.conversations.tasks import RUNNING, TaskRecord, TaskRecords
+from byref.errors import OperatorError
 from byref.events import Emitter
 from byref.gateway.access.state import ScopeState
 from byref.gateway.upstream.modern.inputs import Parking
@@ -60,7 +61,7 @@ INPUT_POLL = 1.0
 """Seconds between a waiting task's looks for answers given through another process."""
 
 
-class TaskFailed(Exception):
+class TaskFailed(OperatorError):
     """A call that failed as a protocol error (its upstream's error, not a tool error): inline,
     `result` (the tool error any call answers); as a task, `failed` with `error`."""
 
