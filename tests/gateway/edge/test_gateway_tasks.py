@@ -58,14 +58,17 @@ def gateway(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     yield from serving(tmp_path)
 
 
-def serving(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
-    """The `gateway` fixture's body (other modules' fixtures reuse it)."""
+def serving(tmp_path: Path, servers: dict[str, Any] | None = None,
+            **byref: Any) -> Iterator[tuple[str, Path, Path]]:
+    """The `gateway` fixture's body (other modules' fixtures reuse it): in front of `servers`
+    (the conformance fixture when None), with `byref` settings added."""
     state = tmp_path / "state.db"
     trace = tmp_path / "trace.jsonl"
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({
-        "mcpServers": {"conformance": {"command": sys.executable, "args": [str(SERVER)]}},
-        "byref": {"tokens": {TOKEN: {"tenant": "local", "principal": "me"},
+        "mcpServers": servers or {
+            "conformance": {"command": sys.executable, "args": [str(SERVER)]}},
+        "byref": {**byref, "tokens": {TOKEN: {"tenant": "local", "principal": "me"},
                              OTHER: {"tenant": "local", "principal": "you"},
                              ELSEWHERE: {"tenant": "elsewhere", "principal": "me"},
                              NARROW: {"tenant": "local", "principal": "me",
@@ -81,7 +84,8 @@ def serving(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
                             env={**os.environ, "PYTHONPATH": str(HERE.parents[2] / "src")})
     try:
         url = _announced(proc, "stderr", r"http://127\.0\.0\.1:\d+/mcp")
-        _ready(url)
+        if servers is None:
+            _ready(url)
         yield url, state, trace
     finally:
         _stop(proc)
