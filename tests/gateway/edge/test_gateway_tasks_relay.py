@@ -3,7 +3,8 @@
 conformance fixture). The outer declares the extension to the inner and drives the inner's
 tasks to completion at their `pollIntervalMs`: a handshake-era client's long call is answered
 synchronously; a client that declared the extension gets the outer's own task (its id bound to
-the outer's owner), whose cancel cancels the inner's task too.
+the outer's owner), whose cancel cancels the inner's task too. The outer's timeout for the inner
+bounds each poll, not the task: a call twice as long completes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_gateway_tasks import TOKEN, _rpc, serving
 
 BOUND = 60.0
+TIMEOUT = 3
+"""The outer's timeout for the inner: it bounds each poll of a task, not the task."""
 
 
 @pytest.fixture
@@ -28,7 +31,7 @@ def outer(tmp_path: Path) -> Iterator[tuple[str, str]]:
     (tmp_path / "inner").mkdir()
     (tmp_path / "outer").mkdir()
     for inner, *_ in serving(tmp_path / "inner", mode="direct"):
-        servers = {"inner": {"type": "http", "url": inner,
+        servers = {"inner": {"type": "http", "url": inner, "timeout": TIMEOUT,
                              "headers": {"Authorization": f"Bearer {TOKEN}"}}}
         for url, *_ in serving(tmp_path / "outer", servers):
             yield url, inner
@@ -78,10 +81,10 @@ def test_a_handshake_era_clients_long_call_is_driven_through_the_inner_task(
         "jsonrpc": "2.0", "method": "notifications/initialized"})
     answer = httpx.post(url, timeout=BOUND, headers=session, json={
         "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": name, "arguments": {"seconds": 2, "label": "relayed"}}}).json()
+            "name": name, "arguments": {"seconds": 2 * TIMEOUT, "label": "relayed"}}}).json()
     result = answer["result"]
     assert "taskId" not in result and not result.get("isError"), result
-    assert "Computed relayed after 2" in result["content"][0]["text"], result
+    assert f"Computed relayed after {2 * TIMEOUT}" in result["content"][0]["text"], result
     # The inner made a task of it and the outer polled it to completion.
     assert _metric(inner, "created") == 1 and _metric(inner, "completed") == 1
     assert _metric(url, "created") == 0  # the outer's client declared nothing

@@ -7,14 +7,16 @@ faster than `MIN_POLL`) until the task settles, and answers the call with the ta
 so whoever called (a handshake-era client, a client that did not declare tasks, or the
 gateway's own task for one that did, `edge.tasks`) sees an ordinary call. The law: a completed
 task is its `CallToolResult`; a failed one is its JSON-RPC error (an `MCPError`, so the call
-fails as a protocol error); a call given up on (cancelled, timed out) cancels the upstream's
-task, best effort within `CANCEL_WITHIN`. Handshake-era upstreams are never offered it (the
-claim is active for 2026-07-28 only).
+fails as a protocol error); the call's timeout (the server's `timeout`) bounds each poll, not
+the task — every answered poll moves the call's deadline on (`BOUND`); a call given up on
+(cancelled, timed out) cancels the upstream's task, best effort within `CANCEL_WITHIN`.
+Handshake-era upstreams are never offered it (the claim is active for 2026-07-28 only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from typing import Any, Literal
 
 import anyio
@@ -31,6 +33,9 @@ DEFAULT_POLL = 1.0
 """Seconds between polls of a task that names no `pollIntervalMs`."""
 CANCEL_WITHIN = 5.0
 """Seconds a call given up on waits for the upstream to acknowledge cancelling its task."""
+BOUND: contextvars.ContextVar[tuple[anyio.CancelScope, float]] = contextvars.ContextVar(
+    "byref_upstream_bound")
+"""The running upstream call's bound (its cancel scope, its timeout), set by `bounds`."""
 
 
 class CreateTask(types.Result):
@@ -105,6 +110,10 @@ class UpstreamTasks(ClientExtension):
                     raise MCPError(int(error.get("code", types.INTERNAL_ERROR)), str(
                         error.get("message") or f"The server's task for {ctx.tool_name!r} "
                         f"ended {got.status}."), error.get("data"))
+                bound = BOUND.get(None)
+                if bound is not None:  # the server answered: its call lives on a timeout more
+                    scope, timeout = bound
+                    scope.deadline = max(scope.deadline, anyio.current_time() + timeout)
                 wait = got.poll_interval_ms or wait
                 await anyio.sleep(max(MIN_POLL, wait / 1000 if wait else DEFAULT_POLL))
         finally:
