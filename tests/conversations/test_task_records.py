@@ -141,3 +141,35 @@ def test_task_records_follow_the_model(kind: str, request: pytest.FixtureRequest
         run()
     finally:
         state.close()
+
+
+OLD_TABLE = ("CREATE TABLE {name} (task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, status TEXT NOT "
+             "NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, ttl_ms BIGINT NOT NULL, "
+             "poll_ms BIGINT NOT NULL, runner TEXT NOT NULL, beat_at REAL NOT NULL, result TEXT, "
+             "error TEXT, message TEXT)")
+"""The task table as its first release made it (before questions mid-task)."""
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_task_table_of_the_first_release_gains_the_new_columns(
+        kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    url = url_for(kind, request, tmp_path)
+    if kind == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "state.db") as conn:
+            conn.execute(OLD_TABLE.format(name="byref_tasks"))
+    else:
+        import psycopg
+
+        with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+            conn.execute(OLD_TABLE.format(name=f'"{url.rsplit("table=", 1)[1]}_tasks"'))
+    state = open_state(url)
+    try:
+        state.tasks.create(TaskRecord("old-table-task", "o", "working", 1.0, 1.0, 10**12, 100,
+                                      "r", 1.0))
+        assert state.tasks.ask("old-table-task", json.dumps({"a": {"q": 1}}))
+        assert state.tasks.respond("old-table-task", "o", {"a": 2})
+        assert state.tasks.take("old-table-task") == {"a": 2}
+    finally:
+        state.close()

@@ -35,6 +35,16 @@ def tasks_schema(real: str) -> list[str]:
     ]
 
 
+ADDED = ("inputs", "responses")
+"""Columns added since the table's first release: a table without them gains them."""
+
+
+def tasks_upgrade(existing: set[str]) -> list[str]:
+    """What brings a task table with `existing` columns up to date (nothing for a new one)."""
+    return [f"ALTER TABLE {{tasks}} ADD COLUMN {column} TEXT" for column in ADDED
+            if existing and column not in existing]
+
+
 class SqlTasks:
     """`TaskRecords` over a SQL state's transactions."""
 
