@@ -275,8 +275,10 @@ def test_the_tasks_scenarios_through_the_gateway(tmp_path: Path) -> None:
                   "state": f"sqlite:///{state}", "tasks": {"after": AFTER}},
     }))
     byref = Path(sys.executable).with_name("byref")
+    trace = tmp_path / "trace.jsonl"
     proc = subprocess.Popen([str(byref), "gateway", "--config", str(config), "--transport",
-                             "http", "--port", "0"], stdout=subprocess.DEVNULL,
+                             "http", "--port", "0", "--trace", str(trace)],
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(HERE.parents[2] / "src")})
     checks: dict[tuple[str, str], str] = {}
@@ -302,7 +304,9 @@ def test_the_tasks_scenarios_through_the_gateway(tmp_path: Path) -> None:
         proc.stderr.close()
     failing = {k for k, status in checks.items() if status == "FAILURE"}
     new = failing - set(TASKS_FAILURES)
-    assert new == set(), {k: said[k] for k in new}
+    failed_tasks = [e for e in map(json.loads, trace.read_text().splitlines())
+                    if e["event"] == "task" and e["status"] == "failed"]
+    assert new == set(), ({k: said[k] for k in new}, failed_tasks)
     assert set(TASKS_FAILURES) - failing == set(), "passes now: take it off the list"
     passed = sum(status == "SUCCESS" for status in checks.values())
     print(f"tasks scenarios: {passed} passed, {len(failing)} failed of {len(checks)} checks")

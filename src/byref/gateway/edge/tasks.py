@@ -219,10 +219,15 @@ class Tasks:
         now = time.time()
         record = TaskRecord(secrets.token_urlsafe(24), owner, "working", now, now, self.ttl_ms,
                             self.poll_ms, self.runner, now)
-        await self._state(self._records().create, record)  # durable before it is answered
+        self._runs[record.task_id] = cancel  # before its record: running here, never lost
+        try:
+            await self._state(self._records().create, record)  # durable before it is answered
+        except BaseException:
+            self._runs.pop(record.task_id, None)
+            cancel.cancel()  # no task to run as: its client is told the state's failure
+            raise
         self._about[record.task_id] = (owner, tool, now)
         self._told(record.task_id, "created")
-        self._runs[record.task_id] = cancel
         box["task"] = record.task_id
         if done.is_set():  # it finished while the record was written
             self._group.start_soon(self._settle, box, state)
@@ -230,6 +235,14 @@ class Tasks:
 
     async def _settle(self, box: dict[str, Any], owner: ScopeState) -> None:
         task_id = box.pop("task")
+        try:
+            await self._settled(task_id, box, owner)
+        finally:
+            # Only once its record is final: a running record not in `_runs` reads as lost.
+            self._runs.pop(task_id, None)
+            self._about.pop(task_id, None)
+
+    async def _settled(self, task_id: str, box: dict[str, Any], owner: ScopeState) -> None:
         records = self._records()
         result, error = box.get("result"), box.get("error")
         if isinstance(result, types.InputRequiredResult):  # its upstream asks mid-task
@@ -240,9 +253,7 @@ class Tasks:
                 except Exception as exc:
                     result, error = None, exc
             if scope.cancelled_caught:
-                self._runs.pop(task_id, None)
                 return  # cancelled: its record already says so
-        self._runs.pop(task_id, None)
         if isinstance(result, types.CallToolResult):
             wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
             status, said = "completed", {"result": json.dumps(wire)}
@@ -259,7 +270,6 @@ class Tasks:
         if await self._state(functools.partial(records.finish, task_id, status, **said)):
             self._told(task_id, status, error=json.loads(said["error"]).get("message")
                        if "error" in said else None)
-        self._about.pop(task_id, None)
 
     async def _inputs(self, task_id: str, asked: types.InputRequiredResult,
                       owner: ScopeState) -> Any:
