@@ -1,9 +1,9 @@
-"""MCP tasks across replicas: three `byref gateway --transport http` processes behind a real
-HAProxy (round robin, no stickiness) on shared PostgreSQL state and one file store. A task made
-through the balancer is polled through each replica by its own address and completes, its large
-result a ref; the replica running a task is SIGKILLed and the task reads `failed`, saying why,
-through the survivors within a bound; every replica restarts and the completed task, and its
-ref forwarded to another tool, still resolve.
+"""MCP tasks across replicas: three `byref gateway --transport http` processes behind a real HAProxy
+(round robin, no stickiness) on shared PostgreSQL state and one file store. A task made through the
+balancer is polled through each replica by its own address and completes, its large result a ref; a
+question one replica's task asks is answered through another; the replica running a task is
+SIGKILLed and the task reads `failed`, saying why, through the survivors within a bound; every
+replica restarts and the completed task, and its ref forwarded to another tool, still resolve.
 """
 
 from __future__ import annotations
@@ -97,6 +97,20 @@ def test_tasks_across_replicas_survive_a_kill_and_a_restart(
                 placed = json.loads(done["result"]["content"][0]["text"])
                 ref = placed["value"]
                 assert ref["$ref"]["type"] == "Blob", placed
+
+                # A question mid-task, answered through another replica than the runner's.
+                runner, other = (f"http://127.0.0.1:{p}/mcp" for p in ports[1:])
+                asking = _rpc(runner, "tools/call", {"name": "confirm_delete", "arguments": {
+                    "filename": "x.txt"}}, asks=True)["result"]
+                assert asking["resultType"] == "task", asking
+                asked, _ = _until(other, asking["taskId"], ("input_required", "failed"),
+                                  scaled(30))
+                assert asked["status"] == "input_required", asked
+                [key] = asked["inputRequests"]
+                _rpc(other, "tasks/update", {"taskId": asking["taskId"], "inputResponses": {
+                    key: {"action": "accept", "content": {"confirm": True}}}})
+                deleted, _ = _until(other, asking["taskId"], ("completed", "failed"), scaled(30))
+                assert "Deleted x.txt." in deleted["result"]["content"][0]["text"], deleted
 
                 # The replica running a task is killed: a survivor says the task failed.
                 victim = f"http://127.0.0.1:{ports[0]}/mcp"

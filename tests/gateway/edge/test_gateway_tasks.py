@@ -107,9 +107,12 @@ def _ready(url: str) -> None:
 
 
 def _rpc(url: str, method: str, params: dict[str, Any], *, tasks: bool = True,
-         token: str = TOKEN, name: str | None = None) -> dict[str, Any]:
-    """One 2026-07-28 request on the wire; its JSON-RPC response."""
+         token: str = TOKEN, name: str | None = None, asks: bool = False) -> dict[str, Any]:
+    """One 2026-07-28 request on the wire (`asks`: its client takes elicitation); its JSON-RPC
+    response."""
     caps: dict[str, Any] = {"extensions": {TASKS: {}}} if tasks else {}
+    if asks:
+        caps["elicitation"] = {"form": {}}
     meta = {"io.modelcontextprotocol/protocolVersion": REVISION,
             "io.modelcontextprotocol/clientInfo": {"name": "tasks-test", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": caps}
