@@ -46,6 +46,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/gateway/wire/test_gateway_front_process.py": ("process",),
     "tests/gateway/*/test_gateway_conformance.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_tasks.py": ("upstreams", "node"),
+    "tests/gateway/*/test_gateway_tasks_client.py": ("upstreams",),
+    "tests/gateway/*/test_gateway_tasks_relay.py": ("upstreams",),
     "tests/gateway/*/test_gateway_conformance_client.py": ("upstreams", "node", "slow"),
     "tests/gateway/*/test_gateway_real_clients*.py": ("upstreams", "node"),
     "tests/gateway/*/test_gateway_passthrough.py": ("upstreams", "node"),

@@ -46,7 +46,7 @@ def report() -> dict[str, Any]:
 
 def test_quick_bench_reports_each_figure_against_a_direct_call(report: dict[str, Any]) -> None:
     assert set(report) == {"plan", "upstream", "stdio", "http", "session", "results",
-                           "direct_mode", "sdk_floor", "pool", "round_trip"}
+                           "direct_mode", "sdk_floor", "tasks", "pool", "round_trip"}
     assert report["plan"]["calls"] == report["stdio"]["calls"] == report["http"]["calls"]
     for path in ("activated", "call_tool"):
         _row(report["stdio"][path], ROW_P95)
@@ -72,6 +72,15 @@ def test_direct_mode_is_timed_beside_search_mode(report: dict[str, Any]) -> None
     _row(direct["search_mode"], ROW_P95)
     ratio = direct["direct_mode"]["gateway_p50_ms"] / direct["search_mode"]["gateway_p50_ms"]
     assert abs(direct["direct_mode_vs_search_mode_p50"] - ratio) < 0.02  # of unrounded medians
+
+
+def test_a_poll_of_a_running_task_is_timed_beside_a_direct_call(
+        report: dict[str, Any]) -> None:
+    tasks = report["tasks"]
+    assert tasks["calls"] == report["plan"]["calls"]
+    for figure in ("call_tool", "call_tool_declaring_tasks", "tasks_get_poll"):
+        _row(tasks[figure], ROW_P95)
+    assert any("tasks/get of a running task" in line for line in format_report(report))
 
 
 def test_the_sdk_floor_is_timed_beside_the_gateway(report: dict[str, Any]) -> None:

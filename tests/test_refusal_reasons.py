@@ -19,7 +19,7 @@ SRC = Path(byref.__file__).parent
 PINNED = {
     "refused", "unknown-tool", "invalid-input", "invalid-arguments", "internal-error",
     "bad-ref", "missing-or-expired", "kind-mismatch", "integrity",
-    "tool-refused", "tool-error", "upstream-error", "not-permitted",
+    "tool-refused", "tool-error", "upstream-error", "upstream-failed", "not-permitted",
     "truncated", "over-ceiling", "unserializable-result", "damaged-record",
     "gone", "not-readable", "parse-error",
     "isolation-unavailable", "code-error", "limit-cpu", "limit-memory", "limit-wall", "limit-disk",

@@ -41,7 +41,7 @@ RefusalReason = Literal[
     # dispatch: references in the input and `wants` arguments
     "bad-ref", "missing-or-expired", "kind-mismatch", "integrity",
     # a tool body declining, or failing
-    "tool-refused", "tool-error", "upstream-error", "not-permitted",
+    "tool-refused", "tool-error", "upstream-error", "upstream-failed", "not-permitted",
     # recording a result
     "truncated", "over-ceiling", "unserializable-result",
     # a store's damaged record

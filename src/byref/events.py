@@ -20,7 +20,7 @@ from byref.errors import RefusalReason
 
 EventName = Literal[
     "minted", "resolved", "placed", "presented", "refused", "expired", "evicted",
-    "searched", "activated", "covered", "learned",
+    "searched", "activated", "covered", "learned", "task",
 ]
 
 
@@ -175,14 +175,29 @@ class LearnedEvent(_Typed):
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEvent(_Typed):
+    """An MCP task of the gateway changed status (`created`, `input_required`, `working`,
+    `completed`, `failed`, `cancelled`): the first characters of its id (never the whole, an
+    owner's secret), its owner's scope and tool, seconds since it was created, and a failure's
+    words (`error`)."""
+
+    task: str
+    status: str
+    scope: str = ""
+    tool: str = ""
+    seconds: float | None = None
+    error: str | None = None
+
+
 TypedEvent = (MintedEvent | ResolvedEvent | PlacedEvent | PresentedEvent | RefusedEvent
               | ExpiredEvent | EvictedEvent | SearchedEvent | ActivatedEvent | CoveredEvent
-              | LearnedEvent)
+              | LearnedEvent | TaskEvent)
 EVENT_TYPES: dict[EventName, type[TypedEvent]] = {
     "minted": MintedEvent, "resolved": ResolvedEvent, "placed": PlacedEvent,
     "presented": PresentedEvent, "refused": RefusedEvent, "expired": ExpiredEvent,
     "evicted": EvictedEvent, "searched": SearchedEvent, "activated": ActivatedEvent,
-    "covered": CoveredEvent, "learned": LearnedEvent,
+    "covered": CoveredEvent, "learned": LearnedEvent, "task": TaskEvent,
 }
 """Each event name's dataclass: one per event, the whole closed set."""
 

@@ -37,5 +37,5 @@ def postgres_state() -> Iterator[str]:
     table = f"gw_{secrets.token_hex(4)}"
     yield f"{PG_URL}?table={table}"
     with psycopg.connect(PG_URL, autocommit=True) as conn:
-        for suffix in ("conversations", "lines", "usage"):
+        for suffix in ("conversations", "lines", "usage", "tasks"):
             conn.execute(f'DROP TABLE IF EXISTS "{table}_{suffix}"')

@@ -8,16 +8,17 @@ replicas leave exactly one of them.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from byref.conversations._sql import Tx
-from byref.conversations.tasks import RUNNING, TaskRecord
+from byref.conversations.tasks import RUNNING, TaskRecord, answered
 
 _COLUMNS = ("task_id, owner, status, created_at, updated_at, ttl_ms, poll_ms, runner, beat_at, "
-            "result, error, message")
+            "result, error, message, inputs, responses")
 _RUNNING = "status IN ('working', 'input_required')"
 assert RUNNING == ("working", "input_required")
 
@@ -28,9 +29,20 @@ def tasks_schema(real: str) -> list[str]:
         "CREATE TABLE IF NOT EXISTS {tasks} (task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
         f"status TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL, "
         f"ttl_ms BIGINT NOT NULL, poll_ms BIGINT NOT NULL, runner TEXT NOT NULL, "
-        f"beat_at {real} NOT NULL, result TEXT, error TEXT, message TEXT)",
+        f"beat_at {real} NOT NULL, result TEXT, error TEXT, message TEXT, inputs TEXT, "
+        "responses TEXT)",
         "CREATE INDEX IF NOT EXISTS {tasks}_by_runner ON {tasks} (runner)",
     ]
+
+
+ADDED = ("inputs", "responses")
+"""Columns added since the table's first release: a table without them gains them."""
+
+
+def tasks_upgrade(existing: set[str]) -> list[str]:
+    """What brings a task table with `existing` columns up to date (nothing for a new one)."""
+    return [f"ALTER TABLE {{tasks}} ADD COLUMN {column} TEXT" for column in ADDED
+            if existing and column not in existing]
 
 
 class SqlTasks:
@@ -47,9 +59,10 @@ class SqlTasks:
         r = record
         with self._write() as tx:
             tx.count(f"INSERT INTO {{tasks}} ({_COLUMNS}) VALUES "
-                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (r.task_id, r.owner, r.status, r.created_at, r.updated_at, r.ttl_ms,
-                      r.poll_ms, r.runner, r.beat_at, r.result, r.error, r.message))
+                      r.poll_ms, r.runner, r.beat_at, r.result, r.error, r.message, r.inputs,
+                      r.responses))
 
     def get(self, task_id: str, owner: str) -> TaskRecord | None:
         """See `TaskRecords.get`."""
@@ -86,8 +99,42 @@ class SqlTasks:
                             (self.clock(),))
 
 
+    def ask(self, task_id: str, inputs: str | None) -> bool:
+        """See `TaskRecords.ask`."""
+        with self._write() as tx:
+            return tx.count(
+                f"UPDATE {{tasks}} SET status = ?, inputs = ?, updated_at = ? "
+                f"WHERE task_id = ? AND {_RUNNING}",
+                ("input_required" if inputs else "working", inputs, self.clock(), task_id)) > 0
+
+    def respond(self, task_id: str, owner: str, responses: dict[str, Any]) -> bool:
+        """See `TaskRecords.respond`: read and written in one transaction (the row locked)."""
+        with self._write() as tx:
+            rows = tx.rows(f"SELECT {_COLUMNS} FROM {{tasks}} WHERE task_id = ? AND owner = ?"
+                           "{lock}", (task_id, owner))
+            after = answered(_record(rows[0]), responses) if rows else None
+            if after is None:
+                return False
+            inputs, kept, asking = after
+            tx.count("UPDATE {tasks} SET status = ?, inputs = ?, responses = ?, updated_at = ? "
+                     "WHERE task_id = ?", ("input_required" if asking else "working", inputs,
+                                           kept, self.clock(), task_id))
+            return True
+
+    def take(self, task_id: str) -> dict[str, Any]:
+        """See `TaskRecords.take`."""
+        with self._write() as tx:
+            rows = tx.rows("SELECT responses FROM {tasks} WHERE task_id = ?{lock}", (task_id,))
+            if not rows or rows[0][0] is None:
+                return {}
+            tx.count("UPDATE {tasks} SET responses = NULL WHERE task_id = ?", (task_id,))
+        taken: dict[str, Any] = json.loads(rows[0][0])
+        return taken
+
+
 def _record(row: tuple[Any, ...]) -> TaskRecord:
     (task_id, owner, status, created, updated, ttl_ms, poll_ms, runner, beat, result, error,
-     message) = row
+     message, inputs, responses) = row
     return TaskRecord(str(task_id), str(owner), str(status), float(created), float(updated),
-                      int(ttl_ms), int(poll_ms), str(runner), float(beat), result, error, message)
+                      int(ttl_ms), int(poll_ms), str(runner), float(beat), result, error, message,
+                      inputs, responses)

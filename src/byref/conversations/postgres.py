@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
-from byref.conversations._sql_tasks import SqlTasks, tasks_schema
+from byref.conversations._sql_tasks import SqlTasks, tasks_schema, tasks_upgrade
 from byref.conversations.port import (
     DEFAULT_TTL,
     ConversationBusy,
@@ -65,6 +65,11 @@ class PostgresConversations(SqlConversations):
             tx.rows("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
             for statement in [*schema("BYTEA", "DOUBLE PRECISION"),
                               *tasks_schema("DOUBLE PRECISION")]:
+                tx.count(statement)
+            columns = {str(r[0]) for r in tx.rows(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ?",
+                (self._tables["tasks"],))}
+            for statement in tasks_upgrade(columns):
                 tx.count(statement)
         self.tasks: TaskRecords = SqlTasks(self._write, self._read, self.clock)
 

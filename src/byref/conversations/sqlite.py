@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from byref.conversations._sql import SqlConversations, Tx, schema
-from byref.conversations._sql_tasks import SqlTasks, tasks_schema
+from byref.conversations._sql_tasks import SqlTasks, tasks_schema, tasks_upgrade
 from byref.conversations.port import (
     DEFAULT_TTL,
     ConversationBusy,
@@ -66,6 +66,9 @@ class SqliteConversations(SqlConversations):
                 "directory exists and is writable, or choose another state URL.") from exc
         with self._write() as tx:
             for statement in [*schema("BLOB", "REAL"), *tasks_schema("REAL")]:
+                tx.count(statement)
+            columns = {str(r[1]) for r in tx.rows("PRAGMA table_info({tasks})")}
+            for statement in tasks_upgrade(columns):
                 tx.count(statement)
         self.tasks: TaskRecords = SqlTasks(self._write, self._read, self.clock)
 

@@ -6,16 +6,20 @@ Owns `TaskRecord` and the `TaskRecords` port, with its memory implementation (th
 reads as absent); a terminal status (`completed`, `failed`, `cancelled`) is final — `finish` and
 `cancel` change only a record still running, so whichever comes first wins; a record outlives
 its `ttl_ms` from creation and no longer; the process running a record beats (`beat`) so a
-reader can tell a record whose runner died.
+reader can tell a record whose runner died. A task waiting on its client (`input_required`) keeps
+the questions still open (`inputs`); answers to them (`respond`, from any process) take their
+keys off at once and wait in the record for its runner (`take`); answers to keys not open are
+ignored.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 RUNNING = ("working", "input_required")
 """Statuses of a task still running."""
@@ -45,6 +49,10 @@ class TaskRecord:
     """A failed task's JSON-RPC error object, as JSON."""
     message: str | None = None
     """Words on where it stands (`statusMessage`)."""
+    inputs: str | None = None
+    """An `input_required` task's open questions (`inputRequests`: key → request), as JSON."""
+    responses: str | None = None
+    """Answers to its questions its runner has not taken yet (key → response), as JSON."""
 
     def expired(self, now: float) -> bool:
         """Whether its retention (`ttl_ms` from creation) has run out at `now`."""
@@ -76,6 +84,37 @@ class TaskRecords(Protocol):
     def sweep(self) -> int:
         """Forget every record past its retention; how many."""
         ...
+
+    def ask(self, task_id: str, inputs: str | None) -> bool:
+        """A running record's open questions (JSON, key → request): `input_required` with them,
+        or `working` again with None; False when it was no longer running."""
+        ...
+
+    def respond(self, task_id: str, owner: str, responses: dict[str, Any]) -> bool:
+        """Answers to `owner`'s record's open questions: their keys leave `inputs` (the record is
+        `working` once none is open) and the answers wait for its runner; keys not open are
+        ignored. False when the record was not waiting on input."""
+        ...
+
+    def take(self, task_id: str) -> dict[str, Any]:
+        """The answers waiting for the record's runner (now no longer waiting)."""
+        ...
+
+
+def answered(record: TaskRecord, responses: dict[str, Any]
+             ) -> tuple[str | None, str | None, bool] | None:
+    """(inputs, responses, still asking) of `record` once `responses` answer its open questions
+    (keys not open ignored), or None when it is not waiting on input."""
+    if record.status != "input_required" or record.inputs is None:
+        return None
+    open_ = json.loads(record.inputs)
+    kept = json.loads(record.responses) if record.responses else {}
+    for key, response in responses.items():
+        if key in open_:
+            del open_[key]
+            kept[key] = response
+    return (json.dumps(open_) if open_ else None, json.dumps(kept) if kept else None,
+            bool(open_))
 
 
 class MemoryTasks:
@@ -132,3 +171,39 @@ class MemoryTasks:
             for key in old:
                 del self._records[key]
         return len(old)
+
+    def ask(self, task_id: str, inputs: str | None) -> bool:
+        """See `TaskRecords.ask`."""
+        with self._lock:
+            found = self._records.get(task_id)
+            if found is None or found.status not in RUNNING:
+                return False
+            self._records[task_id] = replace(
+                found, status="input_required" if inputs else "working",
+                updated_at=self.clock(), inputs=inputs)
+            return True
+
+    def respond(self, task_id: str, owner: str, responses: dict[str, Any]) -> bool:
+        """See `TaskRecords.respond`."""
+        with self._lock:
+            found = self._records.get(task_id)
+            if found is None or found.owner != owner:
+                return False
+            after = answered(found, responses)
+            if after is None:
+                return False
+            inputs, kept, asking = after
+            self._records[task_id] = replace(
+                found, inputs=inputs, responses=kept, updated_at=self.clock(),
+                status="input_required" if asking else "working")
+            return True
+
+    def take(self, task_id: str) -> dict[str, Any]:
+        """See `TaskRecords.take`."""
+        with self._lock:
+            found = self._records.get(task_id)
+            if found is None or found.responses is None:
+                return {}
+            self._records[task_id] = replace(found, responses=None)
+        taken: dict[str, Any] = json.loads(found.responses)
+        return taken

@@ -1,7 +1,7 @@
 """The per-call figures of `byref bench gateway`: the bench upstream called directly and through
 `byref gateway`, every figure a ratio to the direct call in the same run.
 
-Owns six sections, each with its own fresh processes (all started together, then timed one
+Owns seven sections, each with its own fresh processes (all started together, then timed one
 section at a time while the others idle, so no figure is taken while processes start): `stdio`
 (an activated tool called by name, and the same tool through `call_tool`), `http` (a call,
 `tools/list` and `search_tools` over streamable HTTP; the gateway's upstream stays on stdio, as
@@ -12,7 +12,9 @@ its size to show how the cost scales), and `direct_mode` (a gateway in `byref.mo
 whose tools are declared without activation, called by name beside the search-mode gateway's
 activated tool and the direct call, all three interleaved), and `sdk_floor` (the gateway's
 activated tool beside `floor`, the least proxy the `mcp` SDK makes — its server and
-client, no byref code — so a reader sees how much of the ratio is the SDK's two extra edges).
+client, no byref code — so a reader sees how much of the ratio is the SDK's two extra edges),
+and `tasks` (a poll of a running MCP task, and a short call of a client that declared the
+extension, `bench.gateway.tasks`).
 The law: sides are timed
 interleaved, never one after the other, and a figure is compared only with the direct call
 that does the same thing.
@@ -50,6 +52,7 @@ from byref.bench.gateway.rig import (
     upstream_stdio,
     write_config,
 )
+from byref.bench.gateway.tasks import tasks_figures
 from byref.gateway.catalog.convert import qualified_name
 
 ECHO, TEXT = qualified_name(UPSTREAM, "echo"), qualified_name(UPSTREAM, "text")
@@ -74,7 +77,7 @@ class Plan:
 
     def steps(self) -> int:
         """Interleaved rounds in all sections (for a progress bar)."""
-        return (6 * (self.warmup + self.calls) + self.warmup + self.session
+        return (7 * (self.warmup + self.calls) + self.warmup + self.session
                 + 3 * (1 + self.rounds))
 
 
@@ -104,7 +107,7 @@ async def call_figures(plan: Plan, config: Path, tick: Tick) -> dict[str, Any]:
     """Every section: started together, timed one at a time, closed together."""
     runs = {"stdio": stdio_figures, "http": http_figures, "session": session_figures,
             "results": results_figures, "direct_mode": direct_mode_figures,
-            "sdk_floor": floor_figures}
+            "sdk_floor": floor_figures, "tasks": tasks_figures}
     stage, out = Stage(len(runs)), {}
 
     async def one(name: str) -> None:

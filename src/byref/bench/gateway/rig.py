@@ -77,8 +77,10 @@ def write_config(path: Path, mode: str | None = None) -> Path:
     byref: dict[str, Any] = {"tokens": {TOKEN: {"tenant": "bench", "principal": "bench"}}}
     if mode is not None:
         byref["mode"] = mode
-    path.write_text(json.dumps({
-        "mcpServers": {UPSTREAM: {"command": command, "args": args}}, "byref": byref}))
+    entry: dict[str, Any] = {"command": command, "args": args}
+    if "PYTHONPATH" in os.environ:  # run from a source tree: its upstream, not an install's
+        entry["env"] = {"PYTHONPATH": os.environ["PYTHONPATH"]}
+    path.write_text(json.dumps({"mcpServers": {UPSTREAM: entry}, "byref": byref}))
     return path
 
 

@@ -1,5 +1,6 @@
 """The upstream `byref bench gateway` measures against: a small MCP server (the `mcp` SDK's
-MCPServer) that answers a short echo and text of a requested size and shape.
+MCPServer) that answers a short echo, text of a requested size and shape, and a wait of a given
+number of seconds (a long call, for the tasks figures).
 
     python -m byref.bench.gateway.upstream            # stdio
     python -m byref.bench.gateway.upstream --http     # streamable HTTP on a free port; the address
@@ -20,6 +21,7 @@ import sys
 from functools import lru_cache
 from typing import Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 Shape = Literal["plain", "log"]
@@ -59,6 +61,13 @@ def text(size: int, shape: Shape = "plain") -> str:
     """Return `size` characters of prose (`plain`) or of a log with every other line an error
     (`log`)."""
     return make_text(size, shape)
+
+
+@server.tool(structured_output=False)
+async def wait(seconds: float) -> str:
+    """Answer after `seconds` seconds."""
+    await anyio.sleep(seconds)
+    return f"waited {seconds:g} s"
 
 
 def listen(host: str = "127.0.0.1") -> socket.socket:

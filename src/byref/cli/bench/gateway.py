@@ -118,6 +118,12 @@ def _calls(report: dict[str, Any]) -> list[str]:
             f"  call_tool                {_pair(h['call_tool'])}",
             f"  tools/list               {_pair(h['tools_list'])}",
             f"  search_tools vs a call   {_pair(h['search_tools_vs_direct_call'])}"]
+    k = report.get("tasks")
+    if k:
+        out += [f"MCP tasks (HTTP, {k['calls']} calls; tasks begin after 0.2 s):",
+                f"  call_tool                {_pair(k['call_tool'])}",
+                f"  …declaring the extension {_pair(k['call_tool_declaring_tasks'])}",
+                f"  tasks/get of a running task {_pair(k['tasks_get_poll'])}"]
     n = report["session"]
     rss = n["rss"]
     out += [f"one session of {n['calls']:,} calls through call_tool (stdio):",

@@ -33,11 +33,12 @@ MAX_RESULT_SIZE_CHARS = 100_000
 through the gateway (explicit reads ≤ 40 KiB, placed previews far less)."""
 READ_TOOLS = frozenset({"read_result", "read_json", "query_json"})
 MAX_RESULT_META = "anthropic/maxResultSizeChars"
-_KEYS = ("title", "annotations", "icons", "_meta")
+_KEYS = ("title", "annotations", "icons", "execution", "_meta")
 
 
 def tool_metadata(tool: types.Tool) -> dict[str, Any]:
-    """An upstream tool's title, annotations, icons and `_meta`, JSON-ready (absent: left out)."""
+    """An upstream tool's title, annotations, icons, `execution` (its `taskSupport`) and `_meta`,
+    JSON-ready (absent: left out)."""
     dumped = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     return {k: dumped[k] for k in _KEYS if dumped.get(k) not in (None, {}, [])}
 

@@ -141,7 +141,7 @@ class _UpstreamCall:
         try:
             result = await self.call_upstream(self.server, self.tool, delivered)
         except UpstreamError as exc:  # the client's words: the class, no configured value
-            raise ToolRefusal(exc.public, "upstream-error") from exc
+            raise ToolRefusal(exc.public, "upstream-failed") from exc
         if result.is_error:
             raise ToolRefusal(
                 f"Server {self.server!r} tool {self.tool!r} reported an error: "

@@ -39,6 +39,7 @@ from byref.gateway.access.scopes import AccessRefused, owned
 from byref.gateway.access.state import ScopeState
 from byref.gateway.catalog.announce import announce
 from byref.gateway.catalog.convert import mcp_tool
+from byref.gateway.catalog.metadata import metadata_of
 from byref.gateway.catalog.toolbox import Toolbox
 from byref.gateway.config.auth import JwtConfig
 from byref.gateway.config.values import ConfigError
@@ -50,7 +51,15 @@ from byref.gateway.edge.host import install_host_methods, transfer_routes
 from byref.gateway.edge.lanes.fastpath import PlainCalls
 from byref.gateway.edge.lanes.stdio import StdioLane
 from byref.gateway.edge.ops import ops_routes
-from byref.gateway.edge.tasks import EXTENSION, TaskParams, Tasks, UpdateParams, declares_tasks
+from byref.gateway.edge.tasks import (
+    EXTENSION,
+    MISSING_CAPABILITY,
+    TaskFailed,
+    TaskParams,
+    Tasks,
+    UpdateParams,
+    declares_tasks,
+)
 from byref.gateway.passthrough.handlers import Passthrough
 from byref.gateway.passthrough.pages import page
 from byref.gateway.upstream.modern.inputs import Parked, Parking, binding
@@ -173,6 +182,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
             box = await gateway.toolbox()
             if ctx.request is not None:
                 schemas.seen(box)
+            tasks_required(ctx, box, name)
             part = await gateway.call(state, own_name(box, name), arguments,
                                       connection=connection_of(ctx), stable=stable_lists(ctx))
         if part.is_error and caller.missing:
@@ -203,11 +213,20 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                         ) -> Any:
         if declares_tasks(ctx):  # not done within `byref.tasks.after`: a task (`tasks`)
-            return await tasks.call(ctx, lambda: answer_call(ctx, params))
+            return await tasks.call(ctx, lambda: answer_call(ctx, params, as_task=True),
+                                    tool=params.name[:200])
         return await answer_call(ctx, params)
 
+    def settled(part: Part, result: types.CallToolResult, as_task: bool
+                ) -> types.CallToolResult:
+        # An upstream's protocol error (not its tool error) fails a task (`tasks.TaskFailed`).
+        if as_task and part.is_error and part.reason == "upstream-failed":
+            words = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+            raise TaskFailed(result, {"code": types.INTERNAL_ERROR, "message": words})
+        return result
+
     async def answer_call(ctx: ServerRequestContext[Any, Any],
-                          params: types.CallToolRequestParams
+                          params: types.CallToolRequestParams, *, as_task: bool = False
                           ) -> types.CallToolResult | types.InputRequiredResult:
         state = scope_of(ctx)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and may_ask(ctx):
@@ -215,6 +234,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                 box = await gateway.toolbox()
             if ctx.request is not None:
                 schemas.seen(box)
+            tasks_required(ctx, box, params.name)
             name = own_name(box, params.name)
 
             # A 2026-07-28 client is asked by InputRequiredResult: the call runs parked (`inputs`).
@@ -224,14 +244,14 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
                                               connection=connection_of(ctx), stable=True)
                 if part.is_error and caller.missing:
                     raise caller.refusal()
-                return await answered(ctx, part, state.store_scope)
+                return settled(part, await answered(ctx, part, state.store_scope), as_task)
 
             answer: types.CallToolResult | types.InputRequiredResult = await parking.call(
                 state, params.request_state, params.input_responses, run,
-                call=binding("tools/call", params))
+                call=binding("tools/call", params), task=as_task)
             return answer
         part = await run_call(ctx, params.name, params.arguments or {})
-        return await answered(ctx, part, state.store_scope)
+        return settled(part, await answered(ctx, part, state.store_scope), as_task)
 
     async def listen(ctx: ServerRequestContext[Any, Any],
                      params: types.SubscriptionsListenRequestParams
@@ -246,7 +266,9 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     config = gateway.config
     tasks = Tasks(lambda: gateway.scopes.conversations.tasks, scope_of,
                   after=config.tasks_after, ttl_ms=config.tasks_ttl_ms,
-                  poll_ms=config.tasks_poll_ms)
+                  poll_ms=config.tasks_poll_ms, parking=parking, emit=gateway.emit)
+    if gateway.metrics is not None:
+        gateway.metrics.tasks_running.set_function(lambda: tasks.running_here)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[dict[str, Any]]:
@@ -289,6 +311,27 @@ def stable_lists(ctx: ServerRequestContext[Any, Any]) -> bool:
     """Whether the request's client must see lists that never change with its requests: a
     2026-07-28 one (`MUST NOT vary per-connection or as a side effect of other requests`)."""
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def tasks_required(ctx: ServerRequestContext[Any, Any], box: Toolbox, name: str) -> None:
+    """Refuse (-32021) a 2026-07-28 call of a tool its server runs only as a task, from a request
+    that did not declare the tasks extension (a handshake-era one is answered inline)."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and not declares_tasks(ctx) and \
+            task_support(box, name) == "required":
+        raise MCPError(MISSING_CAPABILITY, (
+            f"Tool {name[:80]!r} runs only as a task: declare the {EXTENSION} extension in "
+            "this request's io.modelcontextprotocol/clientCapabilities."),
+            {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
+
+
+def task_support(box: Toolbox, name: str) -> str | None:
+    """The `execution.taskSupport` the server of tool `name` (as the client names it) lists."""
+    name = own_name(box, name)
+    if name not in box.catalog:
+        return None
+    execution = metadata_of(box.catalog.tool(name)).get("execution") or {}
+    found = execution.get("taskSupport")
+    return found if isinstance(found, str) else None
 
 
 def own_name(box: Toolbox, name: str) -> str:

@@ -9,14 +9,21 @@ inline, as any call. A task is durable before it is answered (its record is in t
 state, `byref.conversations.tasks`, so `tasks/get` resolves on any replica sharing it); its id is
 unguessable and bound to its owner (tenant, principal, grant): another owner's id reads as
 absent (-32602), as a ref does. A completed task's result is the call's own answer, placed as any
-call's (a large one is a preview and a ref). A running record whose process died reads `failed`,
-saying so: its process beats every `BEAT` s, and a record not beaten for `STALE` s (or whose
-process on this host is gone) is failed on read.
+call's (a large one is a preview and a ref); an upstream's protocol error (not its tool error)
+leaves it `failed` with that error (`TaskFailed`). An upstream that asks its client mid-task
+leaves it `input_required` with the open questions (`inputRequests`, from the parked call,
+`modern.inputs`); `tasks/update` through any process answers them (partial answers kept,
+unknown keys ignored) and it runs on; questions asked before a task exists are answered
+`InputRequiredResult` inline. A tool its server lists `taskSupport: required` is refused -32021
+to a 2026-07-28 request that did not declare the extension. A running record whose process died
+reads `failed`, saying so: its process beats every `BEAT` s, and a record not beaten for `STALE`
+s (or whose process on this host is gone) is failed on read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -36,7 +43,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from byref.conversations.tasks import RUNNING, TaskRecord, TaskRecords
+from byref.errors import OperatorError
+from byref.events import Emitter
 from byref.gateway.access.state import ScopeState
+from byref.gateway.upstream.modern.inputs import Parking
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021
@@ -47,6 +57,17 @@ BEAT = 2.0
 """Seconds between a process's beats on the tasks it runs."""
 STALE = 15.0
 """Seconds without a beat after which a running task's process is taken for dead."""
+INPUT_POLL = 1.0
+"""Seconds between a waiting task's looks for answers given through another process."""
+
+
+class TaskFailed(OperatorError):
+    """A call that failed as a protocol error (its upstream's error, not a tool error): inline,
+    `result` (the tool error any call answers); as a task, `failed` with `error`."""
+
+    def __init__(self, result: BaseModel, error: dict[str, Any]) -> None:
+        super().__init__(error.get("message", ""))
+        self.result, self.error = result, error
 
 
 class TaskParams(types.RequestParams):
@@ -104,15 +125,26 @@ class Tasks:
 
     def __init__(self, records: Callable[[], TaskRecords], owner: Callable[
             [ServerRequestContext[Any, Any]], ScopeState], *, after: float, ttl_ms: int,
-                 poll_ms: int) -> None:
+                 poll_ms: int, parking: Parking | None = None,
+                 emit: Emitter | None = None) -> None:
         self._records = records
+        self._emit = emit
         self._owner = owner
+        self._parking = parking
+        self._woken: dict[str, anyio.Event] = {}
         self.after, self.ttl_ms, self.poll_ms = after, ttl_ms, poll_ms
         self.runner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         self._runs: dict[str, anyio.CancelScope] = {}
         self._group: anyio.abc.TaskGroup | None = None
-        self.created = 0
-        """Tasks this process created (for tests and metrics)."""
+        self.counts = dict.fromkeys(("created", "completed", "failed", "cancelled"), 0)
+        """Tasks this process created, and settled by status (as its `task` events say)."""
+        self._about: dict[str, tuple[str, str, float]] = {}
+        """(owner, tool, created at) of the tasks this process tells of."""
+
+    @property
+    def running_here(self) -> int:
+        """Tasks running in this process now."""
+        return len(self._runs)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -125,6 +157,17 @@ class Tasks:
             finally:
                 self._group = None
                 group.cancel_scope.cancel()
+
+    def _told(self, task_id: str, status: str, *, error: str | None = None) -> None:
+        """Count a task's change of status and put it in the event trace."""
+        if status in self.counts:
+            self.counts[status] += 1
+        if self._emit is None:
+            return
+        owner, tool, created = self._about.get(task_id, ("", "", time.time()))
+        extra: dict[str, Any] = {} if error is None else {"error": error[:300]}
+        self._emit("task", task=task_id[:8], status=status, scope=owner, tool=tool,
+                   seconds=round(time.time() - created, 3), **extra)
 
     async def _state(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kw))
@@ -142,12 +185,13 @@ class Tasks:
 
     # -- a call ----------------------------------------------------------------------------
     async def call(self, ctx: ServerRequestContext[Any, Any],
-                   answer: Callable[[], Awaitable[BaseModel]]) -> Any:
+                   answer: Callable[[], Awaitable[BaseModel]], *, tool: str = "") -> Any:
         """The call's answer if it comes within `after` s, else a `CreateTaskResult` for the
-        task it runs on as."""
+        task it runs on as (`tool`: the name called, for the event trace)."""
         if self._group is None:
             raise MCPError(types.INTERNAL_ERROR, "The gateway is not serving (no lifespan).")
-        owner = self._owner(ctx).store_scope.key()
+        state = self._owner(ctx)
+        owner = state.store_scope.key()
         done = anyio.Event()
         box: dict[str, Any] = {}
         cancel = anyio.CancelScope()
@@ -160,43 +204,109 @@ class Tasks:
                     box["error"] = exc
             done.set()
             if "task" in box:
-                await self._settle(box)
+                await self._settle(box, state)
 
         self._group.start_soon(run)
         with anyio.move_on_after(self.after):
             await done.wait()
         if done.is_set():
-            if "error" in box:
-                raise box["error"]
+            error = box.get("error")
+            if isinstance(error, TaskFailed):
+                return error.result  # answered inline: a tool error, as any call's
+            if error is not None:
+                raise error
             return box.get("result")
         now = time.time()
         record = TaskRecord(secrets.token_urlsafe(24), owner, "working", now, now, self.ttl_ms,
                             self.poll_ms, self.runner, now)
-        await self._state(self._records().create, record)  # durable before it is answered
-        self.created += 1
-        self._runs[record.task_id] = cancel
+        self._runs[record.task_id] = cancel  # before its record: running here, never lost
+        try:
+            await self._state(self._records().create, record)  # durable before it is answered
+        except BaseException:
+            self._runs.pop(record.task_id, None)
+            cancel.cancel()  # no task to run as: its client is told the state's failure
+            raise
+        self._about[record.task_id] = (owner, tool, now)
+        self._told(record.task_id, "created")
         box["task"] = record.task_id
         if done.is_set():  # it finished while the record was written
-            await self._settle(box)
+            self._group.start_soon(self._settle, box, state)
         return {"resultType": "task", **self._envelope(record)}
 
-    async def _settle(self, box: dict[str, Any]) -> None:
+    async def _settle(self, box: dict[str, Any], owner: ScopeState) -> None:
         task_id = box.pop("task")
-        self._runs.pop(task_id, None)
+        try:
+            await self._settled(task_id, box, owner)
+        finally:
+            # Only once its record is final: a running record not in `_runs` reads as lost.
+            self._runs.pop(task_id, None)
+            self._about.pop(task_id, None)
+
+    async def _settled(self, task_id: str, box: dict[str, Any], owner: ScopeState) -> None:
         records = self._records()
         result, error = box.get("result"), box.get("error")
+        if isinstance(result, types.InputRequiredResult):  # its upstream asks mid-task
+            with anyio.CancelScope() as scope:
+                self._runs[task_id] = scope
+                try:
+                    result = await self._inputs(task_id, result, owner)
+                except Exception as exc:
+                    result, error = None, exc
+            if scope.cancelled_caught:
+                return  # cancelled: its record already says so
         if isinstance(result, types.CallToolResult):
             wire = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-            await self._state(records.finish, task_id, "completed", result=json.dumps(wire))
+            status, said = "completed", {"result": json.dumps(wire)}
         elif error is not None:
-            await self._state(records.finish, task_id, "failed",
-                              error=json.dumps(_error(error)), message="The call failed.")
-        elif result is not None:  # an upstream's question, after the task began
-            await self._state(records.finish, task_id, "failed", error=json.dumps({
+            failure = error.error if isinstance(error, TaskFailed) else _error(error)
+            status, said = "failed", {"error": json.dumps(failure), "message": "The call failed."}
+        elif result is not None:  # a question, with no parked call to follow it
+            status, said = "failed", {"error": json.dumps({
                 "code": MISSING_CAPABILITY, "message": (
-                    "byref gateway: the tool asked its client a question after the call "
-                    "became a task; questions mid-task are not relayed yet. Call it again.")}))
-        # else cancelled: its record already says so
+                    "byref gateway: the tool asked its client a question this gateway could not "
+                    "put in the task. Call it again.")})}
+        else:
+            return  # cancelled: its record already says so
+        if await self._state(functools.partial(records.finish, task_id, status, **said)):
+            self._told(task_id, status, error=json.loads(said["error"]).get("message")
+                       if "error" in said else None)
+
+    async def _inputs(self, task_id: str, asked: types.InputRequiredResult,
+                      owner: ScopeState) -> Any:
+        """Follow a call whose upstream asks its client mid-task: the record is
+        `input_required` with the open questions until `tasks/update` (through any process)
+        answers them all, then `working` until the result or the next questions."""
+        parked = None if self._parking is None else self._parking.parked(
+            asked.request_state, owner)
+        if parked is None or self._parking is None:
+            return asked
+        records = self._records()
+        self._woken[task_id] = anyio.Event()
+        try:
+            while True:
+                if parked.pending:
+                    wire = types.InputRequiredResult(input_requests=parked.pending).model_dump(
+                        mode="json", by_alias=True, exclude_none=True)["inputRequests"]
+                    await self._state(records.ask, task_id, json.dumps(wire))
+                    self._told(task_id, "input_required")
+                    while parked.pending:
+                        # Woken by an update here; an update through another process is
+                        # seen within `INPUT_POLL` s.
+                        with anyio.move_on_after(INPUT_POLL):
+                            await self._woken[task_id].wait()
+                        self._woken[task_id] = anyio.Event()
+                        taken = await self._state(records.take, task_id)
+                        if taken:
+                            parked.answer(taken)
+                    await self._state(records.ask, task_id, None)
+                    self._told(task_id, "working")
+                said = await self._parking.follow(parked)
+                if not isinstance(said, types.InputRequiredResult):
+                    return said
+        finally:
+            self._woken.pop(task_id, None)
+            if parked.done_at is None:
+                self._parking.abandon(parked)  # cancelled: its upstream stops waiting
 
     # -- the methods -----------------------------------------------------------------------
     def _declared(self, ctx: ServerRequestContext[Any, Any], method: str) -> None:
@@ -219,10 +329,14 @@ class Tasks:
             raise MCPError(types.INVALID_PARAMS, (
                 f"No task {task_id[:80]!r} here: it never existed, expired, or is not yours."))
         if found.status in RUNNING and found.task_id not in self._runs and self._dead(found):
-            await self._state(records.finish, found.task_id, "failed", error=json.dumps({
-                "code": types.INTERNAL_ERROR, "message": (
-                    "byref gateway: the gateway process running this task stopped before it "
-                    "finished; call the tool again.")}), message="Its gateway process stopped.")
+            if await self._state(records.finish, found.task_id, "failed", error=json.dumps({
+                    "code": types.INTERNAL_ERROR, "message": (
+                        "byref gateway: the gateway process running this task stopped before "
+                        "it finished; call the tool again.")}),
+                    message="Its gateway process stopped."):
+                self._about.setdefault(found.task_id, (found.owner, "", found.created_at))
+                self._told(found.task_id, "failed", error=f"its runner {found.runner!r} stopped")
+                self._about.pop(found.task_id, None)
             found = await self._state(records.get, task_id, owner) or found
         return found
 
@@ -253,6 +367,8 @@ class Tasks:
             out["result"] = json.loads(found.result)
         if found.status == "failed" and found.error is not None:
             out["error"] = json.loads(found.error)
+        if found.status == "input_required" and found.inputs is not None:
+            out["inputRequests"] = json.loads(found.inputs)
         return out
 
     async def cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams
@@ -261,8 +377,10 @@ class Tasks:
         self._declared(ctx, "tasks/cancel")
         found = await self._find(ctx, params.task_id)
         if found.status in RUNNING:
-            await self._state(self._records().finish, found.task_id, "cancelled",
-                              message="Cancelled by its client.")
+            if await self._state(self._records().finish, found.task_id, "cancelled",
+                                 message="Cancelled by its client."):
+                self._about.setdefault(found.task_id, (found.owner, "", found.created_at))
+                self._told(found.task_id, "cancelled")
             scope = self._runs.pop(found.task_id, None)
             if scope is not None:
                 scope.cancel()
@@ -270,8 +388,14 @@ class Tasks:
 
     async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams
                      ) -> dict[str, Any]:
-        """`tasks/update`: an empty acknowledgement (no task of this gateway waits for input
-        yet, so every response is ignored)."""
+        """`tasks/update`: an empty acknowledgement; answers to the task's open questions are
+        handed to its run (partial answers kept, unknown keys ignored)."""
         self._declared(ctx, "tasks/update")
-        await self._find(ctx, params.task_id)
+        found = await self._find(ctx, params.task_id)
+        if params.input_responses and found.status == "input_required":
+            took = await self._state(self._records().respond, found.task_id, found.owner,
+                                     dict(params.input_responses))
+            woken = self._woken.get(found.task_id)
+            if took and woken is not None:
+                woken.set()
         return {}

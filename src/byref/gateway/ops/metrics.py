@@ -5,7 +5,8 @@ counts) holding calls, errors and latency per server and tool — a client's cal
 and the calls its code made from run_code (`via="code"`, whose outcome may be `cancelled`: given
 up on at its timeout or the run's end) — results placed and the bytes they kept out of the
 context, refusals by reason, open conversations, and the upstream pool (pooled processes live and
-idle, starts refused by limit, instances stopped as idle). The law: metrics are read from what
+idle, starts refused by limit, instances stopped as idle), and MCP tasks (created and settled by
+status, from the `task` events; running in this process now). The law: metrics are read from what
 the gateway already knows — a call's recorded result part, an inner call's end as dispatch tells
 it, and the typed events its dispatch emits (`MetricsSink` sits in front of the event sink) —
 never by re-reading a result; labels are bounded (server and tool names from the catalog,
@@ -63,6 +64,13 @@ class GatewayMetrics:
                                         "memory now.", registry=r)
         if conversations is not None:
             self.conversations.set_function(conversations)
+        self.tasks = prom.Counter(f"{NAMESPACE}_tasks", "MCP tasks by what became of them: "
+                                  "created, completed, failed, cancelled.", ["status"],
+                                  registry=r)
+        for status in ("created", "completed", "failed", "cancelled"):
+            self.tasks.labels(status)  # exported at 0 from the start
+        self.tasks_running = prom.Gauge(f"{NAMESPACE}_tasks_running", "MCP tasks running in "
+                                        "this gateway process now.", registry=r)
         self._pool = pool
         if pool is not None:
             r.register(_PoolCollector(prom, pool))
@@ -95,6 +103,9 @@ class GatewayMetrics:
                 self.kept_out.inc(size)
         elif event.name == "refused":
             self.refusals.labels(str(event.data.get("reason", "unknown"))).inc()
+        elif event.name == "task" and event.data.get("status") in (
+                "created", "completed", "failed", "cancelled"):
+            self.tasks.labels(str(event.data["status"])).inc()
 
     def exposition(self) -> tuple[bytes, str]:
         """The text format a Prometheus scrape reads, and its content type."""

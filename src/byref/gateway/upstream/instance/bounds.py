@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from byref.errors import OperatorError
 from byref.gateway.upstream.instance.spawn import Spawned, SpawnError
+from byref.gateway.upstream.modern.tasks import BOUND
 from byref.gateway.wire.sdk_client import HTTP_ERROR_STANDIN
 
 T = TypeVar("T")
@@ -95,6 +96,7 @@ async def bounded(name: str, timeout: float, live: Live, doing: str,
     # meanwhile cancels it (`Live.end`), so no watcher task is started per call.
     with anyio.move_on_after(timeout) as scope:
         live.calls.add(scope)
+        bound = BOUND.set((scope, timeout))  # an upstream's task, polled, moves it on
         try:
             if live.broken.is_set():
                 scope.cancel()
@@ -103,6 +105,7 @@ async def bounded(name: str, timeout: float, live: Live, doing: str,
                 OSError) as exc:
             failure.append(exc)
         finally:
+            BOUND.reset(bound)
             live.calls.discard(scope)
     if outcome:
         return outcome[0]

@@ -46,6 +46,7 @@ from byref.gateway.upstream.instance.bounds import (
 from byref.gateway.upstream.instance.spawn import Spawned
 from byref.gateway.upstream.instance.transport import offered, target
 from byref.gateway.upstream.modern import era
+from byref.gateway.upstream.modern.tasks import UpstreamTasks
 from byref.gateway.upstream.modern.watch import Watched, modern
 from byref.gateway.upstream.relay import CALLER, Relay
 
@@ -88,6 +89,8 @@ class Connection:
         """How its connections start (`era`): `auto` once it refused the handshake."""
         self.watched = Watched(config.name)
         """Its resource URIs watched for updates, and how (`watch`)."""
+        self.tasks = UpstreamTasks()
+        """Its upstream's tasks, driven to completion (`modern.tasks`)."""
 
     # -- what the gateway reads ----------------------------------------------------------------
     @property
@@ -248,7 +251,8 @@ class Connection:
             async with Client(target(self.config, self._spawned, self._errlog,
                                      self._saw_response),
                               message_handler=on_message, cache=None,
-                              mode=self.mode, **offered(self.relay)) as client, \
+                              mode=self.mode, extensions=[self.tasks],
+                              **offered(self.relay)) as client, \
                     anyio.create_task_group() as group:
                 live.client = client
                 started = True

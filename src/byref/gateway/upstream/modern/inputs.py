@@ -12,7 +12,9 @@ carrying its latest state (an unguessable token, a new one each round, so a stat
 retry) for the very call it was minted for — the same method, name or URI and arguments, bound by
 a digest (`binding`); a retry of another call is refused saying so — each question is answered
 once, and nothing waits without a bound — an unanswered question fails the upstream's request
-after `ASK_TIMEOUT`, and a finished call nobody collects is forgotten after `KEEP_DONE`.
+after `ASK_TIMEOUT`, and a finished call nobody collects is forgotten after `KEEP_DONE`. A
+question's key is unique over its call's life. A call that became a task (`edge.tasks`) is
+followed by its task instead of retries (`parked`, `follow`, `abandon`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,15 @@ class Parked:
     """Whether the client request that started it has been answered (progress has no stream)."""
     live: int = 0
     """Client requests of this call being served now (the first, or a retry)."""
+    keys: set[str] = field(default_factory=set)
+    """Every key its questions were given: none is given twice."""
+    scope: anyio.CancelScope | None = None
+    """Its run's, to end it (`Parking.abandon`)."""
+
+    @property
+    def pending(self) -> dict[str, Any]:
+        """The questions put to its client and not answered yet, by key."""
+        return {k: q.request for k, q in self.waiting.items()}
 
     @property
     def asleep(self) -> bool:
@@ -93,6 +104,9 @@ class Parked:
     async def ask(self, request: Any, result_type: type[R]) -> R | types.ErrorData:
         """The upstream's question, put to the client by the next answer of its call."""
         key = f"q{secrets.token_hex(4)}"
+        while key in self.keys:
+            key = f"q{secrets.token_hex(4)}"
+        self.keys.add(key)
         question = _Question(request)
         self.unsent[key] = question
         self.changed.set()
@@ -140,9 +154,11 @@ class Parking:
                 group.cancel_scope.cancel()
 
     async def call(self, owner: object, state: str | None, responses: dict[str, Any] | None,
-                   run: Callable[[Parked], Awaitable[Any]], *, call: str) -> Any:
+                   run: Callable[[Parked], Awaitable[Any]], *, call: str,
+                   task: bool = False) -> Any:
         """A call's answer: its result, or `InputRequiredResult` while its upstream asks.
-        `call` is the request's `binding`: a state minted for another call is refused."""
+        `call` is the request's `binding`: a state minted for another call is refused. A `task`'s
+        call is ended when the wait for it is cancelled (its task was: nobody will follow it)."""
         self._sweep()
         if state is not None:
             parked = self._parked.get(state)
@@ -168,12 +184,37 @@ class Parking:
         parked.live += 1
         try:
             return await self._next(parked)
+        except anyio.get_cancelled_exc_class():
+            if task:
+                self.abandon(parked)
+            raise
         finally:
             parked.live -= 1
 
+    def parked(self, state: str | None, owner: object) -> Parked | None:
+        """The call parked under `state` for `owner`, to be followed by its task."""
+        found = self._parked.get(state) if state is not None else None
+        return found if found is not None and found.owner is owner else None
+
+    async def follow(self, parked: Parked) -> Any:
+        """What a call answered with all its questions answered says next: its result (or its
+        error, raised), or `InputRequiredResult` with its next questions."""
+        parked.live += 1
+        try:
+            return await self._next(parked)
+        finally:
+            parked.live -= 1
+
+    def abandon(self, parked: Parked) -> None:
+        """End a call nobody will follow (its task was cancelled)."""
+        self._parked.pop(parked.token, None)
+        if parked.scope is not None:
+            parked.scope.cancel()
+
     async def _run(self, parked: Parked, run: Callable[[Parked], Awaitable[Any]]) -> None:
         try:
-            parked.result = await run(parked)
+            with anyio.CancelScope() as parked.scope:
+                parked.result = await run(parked)
         except Exception as exc:  # the answer for the client's next request
             parked.error = exc
         finally:
