@@ -247,12 +247,14 @@ class Connection:
                 await self.on_notice(self.name, message)
 
         started = False
+        offers = offered(self.relay)
+        extensions = [self.tasks, *offers.pop("extensions")]  # tasks, and dev.byref/refs
         try:
             async with Client(target(self.config, self._spawned, self._errlog,
                                      self._saw_response),
                               message_handler=on_message, cache=None,
-                              mode=self.mode, extensions=[self.tasks],
-                              **offered(self.relay)) as client, \
+                              mode=self.mode, extensions=extensions,
+                              **offers) as client, \
                     anyio.create_task_group() as group:
                 live.client = client
                 started = True
