@@ -1,0 +1,66 @@
+"""A run's verdict, read from the world state its tools kept and the refusals dispatch emitted.
+
+`ok` when the final tool's last input is exactly what was expected; otherwise the first failure
+that explains the run, in this order: the run was stopped (`budget_exceeded`), the final tool
+ran on other values (`wrong_arguments`), a ref could not be parsed (`malformed_ref`) or was
+refused (`refused_ref`), a tool outside the task was called (`wrong_tool`), a call was refused
+for its input (`wrong_arguments`), or the model stopped without the final call (`gave_up`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from byref.eval.task import Setup
+from byref.events import Event
+from byref.jsonview import encode
+
+Verdict = Literal["ok", "wrong_tool", "wrong_arguments", "malformed_ref", "refused_ref",
+                  "gave_up", "budget_exceeded"]
+VERDICTS: tuple[Verdict, ...] = ("ok", "wrong_tool", "wrong_arguments", "malformed_ref",
+                                 "refused_ref", "gave_up", "budget_exceeded")
+_MALFORMED = {"bad-ref"}
+_REFUSED = {"missing-or-expired", "kind-mismatch", "integrity", "not-permitted", "gone"}
+_INPUT = {"invalid-input", "invalid-arguments"}
+
+
+def same(got: Any, expected: Any) -> bool:
+    """Equal as JSON values, byte for byte once encoded (1 and 1.0, key order aside)."""
+    try:
+        return bool(encode(_normal(got)) == encode(_normal(expected)))
+    except Exception:  # a value JSON cannot carry is no match
+        return False
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _normal(value[k]) for k in sorted(value)}
+    if isinstance(value, list | tuple):
+        return [_normal(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def verdict(setup: Setup, events: Sequence[Event], *, stopped: bool = False) -> Verdict:
+    """The verdict on one run (see the module docstring for the order)."""
+    if setup.received:
+        _, last = setup.received[-1]
+        if setup.expected is None or same(last, setup.expected):
+            return "ok"
+    if stopped:
+        return "budget_exceeded"
+    if setup.received:
+        return "wrong_arguments"
+    refused = [e.data for e in events if e.name == "refused"]
+    reasons = [str(r.get("reason", "")) for r in refused]
+    if any(r in _MALFORMED for r in reasons):
+        return "malformed_ref"
+    if any(r in _REFUSED for r in reasons):
+        return "refused_ref"
+    if "unknown-tool" in reasons or any(n not in setup.allowed for n in setup.called):
+        return "wrong_tool"
+    if any(r in _INPUT for r in reasons):
+        return "wrong_arguments"
+    return "gave_up"

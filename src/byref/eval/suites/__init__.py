@@ -1,0 +1,1 @@
+"""The eval's task suites, one module each: `nestful`, `corpus`, `status`, `selection`."""
