@@ -27,7 +27,7 @@ from byref.eval.record import (
 from byref.eval.scoring import verdict
 from byref.eval.task import Task
 from byref.events import Emitter, MemorySink
-from byref.harness import Harness, ScriptedModel, StepLimitError
+from byref.harness import Harness, Ledger, RunResult, ScriptedModel, StepLimitError
 from byref.harness.messages import Model
 from byref.store import Scope
 
@@ -57,7 +57,12 @@ def run_task(task: Task, arm: str, options: Options, tally: TokenTally,
         replayed = Replayed(read_turns(options.replay, task.suite, task.id, arm), where)
         model = replayed
     else:
-        inner: Model = provider if provider is not None else ScriptedModel(task.oracle(arm))
+        inner: Model
+        if provider is not None:
+            inner = provider
+        else:
+            script = task.oracle(arm)
+            inner = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
         model = metered = Metered(inner, tally)
     sink = MemorySink()
     harness = Harness(model, setup.tools, policy=setup.policy, code_mode=setup.code_mode,
@@ -69,6 +74,8 @@ def run_task(task: Task, arm: str, options: Options, tally: TokenTally,
         harness.run_sync(task.prompt)
     except (StepLimitError, BudgetExceeded):
         stopped = True
+    ledger = (Ledger.of(RunResult("", harness.requests, harness.transcript), tokens=False)
+              if harness.requests else None)
     if metered is not None:
         turns = metered.turns
         if options.record is not None:
@@ -83,6 +90,9 @@ def run_task(task: Task, arm: str, options: Options, tally: TokenTally,
         "tokens_in": sum(int(t.get("tokens_in", 0)) for t in turns),
         "tokens_out": sum(int(t.get("tokens_out", 0)) for t in turns),
         "model_seconds": round(sum(float(t.get("seconds", 0)) for t in turns), 3),
+        "read_chars": ledger.model_read_chars if ledger else 0,
+        "written_chars": ledger.model_written_chars if ledger else 0,
+        "peak_chars": ledger.peak_request_chars if ledger else 0,
         "counted": turns[0].get("counted", "provider") if turns else "",
     }
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from byref.discovery import Discovery
 from byref.dispatch import Policy
-from byref.harness.scripted import Step
+from byref.harness.scripted import ScriptedModel, Step
 from byref.tools import Tool
 
 ARMS = ("inline", "refs", "code")
@@ -31,7 +31,8 @@ class Setup:
     final: frozenset[str]
     """The tool (any one of them) whose input decides success."""
     expected: Any
-    """What that input must be, exactly; `None`: any input counts (tool selection)."""
+    """What that input must hold, exactly (an object: each of its keys; the input may carry
+    more); `None`: any input counts (tool selection)."""
     allowed: frozenset[str]
     """Every tool a right run may call; a call to any other is a wrong tool."""
     policy: Policy | None = None
@@ -40,6 +41,9 @@ class Setup:
     received: list[tuple[str, Any]] = field(default_factory=list)
     called: list[str] = field(default_factory=list)
     """Every suite tool that ran, in order (the built-in readers are not listed)."""
+    settle: Callable[[Setup], None] | None = None
+    """Called after the run, before scoring: fills `received` from tools that keep their own
+    record (the demo's `generate_pdf`)."""
 
     def tool(self, name: str, description: str, schema: dict[str, Any],
              answer: Callable[[dict[str, Any]], Any]) -> Tool:
@@ -64,7 +68,7 @@ class Task:
     arms: tuple[str, ...]
     build: Callable[[str, Path], Setup]
     """(arm, a scratch directory) → that arm's fresh setup."""
-    oracle: Callable[[str], Sequence[Step]]
-    """arm → the script of a model that does the task right in that arm."""
+    oracle: Callable[[str], Sequence[Step] | ScriptedModel]
+    """arm → the script (or scripted model) of a model that does the task right in that arm."""
     params: dict[str, Any] = field(default_factory=dict)
     """What the report shows beside the id (corpus size, tools in the catalog…)."""
