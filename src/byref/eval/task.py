@@ -50,12 +50,16 @@ class Setup:
         """A suite tool that notes its call (and, for a final tool, its input) and answers
         `answer(input)`."""
         def run(**given: Any) -> Any:
-            self.called.append(name)
-            if name in self.final:
-                self.received.append((name, given))
+            self.note(name, given)
             return answer(given)
 
         return Tool(name=name, description=description, fn=run, input_schema=schema)
+
+    def note(self, name: str, given: dict[str, Any]) -> None:
+        """Keep a suite tool's call (and a final tool's input)."""
+        self.called.append(name)
+        if name in self.final:
+            self.received.append((name, given))
 
 
 @dataclass(frozen=True)

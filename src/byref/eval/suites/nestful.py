@@ -124,6 +124,9 @@ def _results(request: Request) -> list[tuple[Any, dict[str, Any] | None]]:
                     value = decode(body)
                 except Exception:
                     value = body
+                if ref is None and isinstance(value, dict) and isinstance(value.get("value"),
+                                                                          dict):
+                    ref = value["value"]  # a stored result: its preview's ref to the whole
                 out.append((value, ref))
     return out
 
@@ -152,7 +155,7 @@ def _oracle(arm: str, calls: Sequence[dict[str, Any]], final_args: dict[str, Any
                 if arm == "inline":
                     args[k] = lookup(value, m.group(2))
                 else:
-                    assert ref is not None, "a result without its ref line"
+                    assert ref is not None and "$ref" in ref, "a result without its ref"
                     inner = dict(ref["$ref"])
                     if m.group(2):
                         inner["field"] = ".".join(str(p) for p in _parts(m.group(2)))

@@ -19,7 +19,7 @@ from typing import Any
 
 from byref.errors import MissingExtra
 
-VAR = re.compile(r"^\$(var\d+)(?:\.(.+))?\$$")
+VAR = re.compile(r"^\$(var\d+)(?:\.([^$]+))?\$$")
 _TYPES: dict[str, Any] = {"string": ["string", "number"], "number": "number", "float": "number",
                           "integer": "integer", "boolean": "boolean", "object": "object",
                           "array": "array"}
@@ -56,16 +56,17 @@ def path_parts(path: str) -> list[str | int]:
 
 
 def input_schema(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec's query parameters as a JSON Schema (a string parameter takes a number too:
-    NESTFUL's own calls pass `page: 1`)."""
+    """The spec's query parameters as a JSON Schema (a string parameter takes a number too, and
+    an enum is described rather than enforced: NESTFUL's own calls pass `page: 1`)."""
     props: dict[str, Any] = {}
     required: list[str] = []
     for name, p in spec["query_parameters"].items():
-        prop: dict[str, Any] = {"description": str(p.get("description", ""))[:300]}
+        text = str(p.get("description", ""))[:300]
+        if isinstance(p.get("enum"), list):  # said, not enforced: the samples pass 4 for '4'
+            text += " One of: " + ", ".join(map(str, p["enum"]))[:200]
+        prop: dict[str, Any] = {"description": text}
         if p.get("type") in _TYPES:
             prop["type"] = _TYPES[p["type"]]
-        if isinstance(p.get("enum"), list) and p.get("type") == "string":
-            prop["enum"] = p["enum"]
         props[name] = prop
         if p.get("required"):
             required.append(name)
