@@ -90,13 +90,13 @@ def _task(name: str, rows: list[dict[str, Any]], final: str, expected: dict[str,
                         "required": ["rows"]},
                        lambda given: f"Notice sent to {len(given.get('rows') or [])} customers."),
         ]
-        if arm != "inline":
-            setup.tools += BUILTIN_JSON_TOOLS
-            setup.allowed = setup.allowed | {t.name for t in BUILTIN_JSON_TOOLS}
+        # The readers are byref's own: declared by the harness once a result is stored.
+        setup.allowed = setup.allowed | {t.name for t in BUILTIN_JSON_TOOLS}
         return setup
 
     return Task("corpus", name, prompt, ARMS, build,
-                lambda arm: _oracle(kind, arm, rows, expected), {"records": size})
+                lambda arm: _oracle(kind, arm, rows, expected),
+                {"records": size, "group": f"{size:,} records"})
 
 
 def _oracle(kind: str, arm: str, rows: list[dict[str, Any]],

@@ -102,9 +102,8 @@ def _task(index: int, sample: dict[str, Any], specs: dict[str, dict[str, Any]],
                                               for k in final_args},
              "required": list(final_args)},
             lambda _: "Delivered."))
-        if arm != "inline":
-            setup.tools += BUILTIN_JSON_TOOLS
-            setup.allowed = setup.allowed | {t.name for t in BUILTIN_JSON_TOOLS}
+        # The readers are byref's own: declared by the harness once a result is stored.
+        setup.allowed = setup.allowed | {t.name for t in BUILTIN_JSON_TOOLS}
         return setup
 
     return Task("nestful", f"sample-{index:02d}", prompt, ARMS, build,

@@ -49,4 +49,4 @@ def tasks(size: int = DEFAULT_SIZE) -> list[Task]:
         return naive_script() if arm == "inline" else byref_script()
 
     return [Task("status", "status-report", QUESTION, ARMS, build, oracle,
-                 {"export_bytes": size})]
+                 {"export_bytes": size, "group": f"{size:,} bytes"})]
