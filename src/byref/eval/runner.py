@@ -74,6 +74,8 @@ def run_task(task: Task, arm: str, options: Options, tally: TokenTally,
         harness.run_sync(task.prompt)
     except (StepLimitError, BudgetExceeded):
         stopped = True
+    inputs = [part.value["input"] for message in harness.transcript for part in message.parts
+              if part.type == "tool_call"]
     ledger = (Ledger.of(RunResult("", harness.requests, harness.transcript), tokens=False)
               if harness.requests else None)
     if metered is not None:
@@ -85,7 +87,7 @@ def run_task(task: Task, arm: str, options: Options, tally: TokenTally,
         turns = replayed.played
     return {
         "suite": task.suite, "task": task.id, "arm": arm, **task.params,
-        "verdict": verdict(setup, sink.events, stopped=stopped),
+        "verdict": verdict(setup, sink.events, inputs, stopped=stopped),
         "turns": len(turns),
         "tokens_in": sum(int(t.get("tokens_in", 0)) for t in turns),
         "tokens_out": sum(int(t.get("tokens_out", 0)) for t in turns),

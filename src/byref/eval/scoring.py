@@ -15,13 +15,13 @@ from typing import Any, Literal
 from byref.eval.task import Setup
 from byref.events import Event
 from byref.jsonview import encode
+from byref.refs import is_envelope, near_envelope, parse_model_envelope
 
 Verdict = Literal["ok", "wrong_tool", "wrong_arguments", "malformed_ref", "refused_ref",
                   "gave_up", "budget_exceeded"]
 VERDICTS: tuple[Verdict, ...] = ("ok", "wrong_tool", "wrong_arguments", "malformed_ref",
                                  "refused_ref", "gave_up", "budget_exceeded")
-_MALFORMED = {"bad-ref"}
-_REFUSED = {"missing-or-expired", "kind-mismatch", "integrity", "not-permitted", "gone"}
+_REFS = {"bad-ref", "missing-or-expired", "kind-mismatch", "integrity", "gone"}
 _INPUT = {"invalid-input", "invalid-arguments"}
 
 
@@ -46,8 +46,28 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def verdict(setup: Setup, events: Sequence[Event], *, stopped: bool = False) -> Verdict:
-    """The verdict on one run (see the module docstring for the order)."""
+def malformed(value: Any) -> bool:
+    """Whether `value` holds a `$ref` (or a look-alike) that does not parse as one: dispatch
+    says `bad-ref` both for that and for a well-formed ref to nothing."""
+    if is_envelope(value):
+        try:
+            parse_model_envelope(value)
+        except Exception:
+            return True
+        return False
+    if near_envelope(value) is not None:
+        return True
+    if isinstance(value, dict):
+        return any(malformed(v) for v in value.values())
+    if isinstance(value, list):
+        return any(malformed(v) for v in value)
+    return False
+
+
+def verdict(setup: Setup, events: Sequence[Event], inputs: Sequence[Any] = (), *,
+            stopped: bool = False) -> Verdict:
+    """The verdict on one run, from its tools' state, dispatch's `refused` events and the
+    inputs of the calls the model wrote (see the module docstring for the order)."""
     if setup.settle is not None:
         setup.settle(setup)
     if setup.received:
@@ -60,10 +80,8 @@ def verdict(setup: Setup, events: Sequence[Event], *, stopped: bool = False) -> 
         return "wrong_arguments"
     refused = [e.data for e in events if e.name == "refused"]
     reasons = [str(r.get("reason", "")) for r in refused]
-    if any(r in _MALFORMED for r in reasons):
-        return "malformed_ref"
-    if any(r in _REFUSED for r in reasons):
-        return "refused_ref"
+    if any(r in _REFS for r in reasons):
+        return "malformed_ref" if any(map(malformed, inputs)) else "refused_ref"
     if "unknown-tool" in reasons or any(n not in setup.allowed for n in setup.called):
         return "wrong_tool"
     if any(r in _INPUT for r in reasons):

