@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from byref.errors import InvalidValue
+from byref.errors import InvalidValue, OperatorError
 from byref.harness.messages import Block, Model, OnDelta, Request, Response, Usage
 from byref.harness.providers import ProviderError
 from byref.harness.tokens import count_tokens
@@ -27,7 +27,7 @@ _FIXED_KEY = "art_" + "0" * 22
 _OVERFLOW = re.compile(r"context|length|too long|exceed|n_ctx|max_tokens|maximum", re.I)
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(OperatorError):
     """The model's server refused the request as too long (or stopped mid-call for length)."""
 
 

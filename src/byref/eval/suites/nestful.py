@@ -11,7 +11,7 @@ out: no arm passes a computed value by ref.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,8 @@ def _task(index: int, sample: dict[str, Any], specs: dict[str, dict[str, Any]],
                       code_mode=arm == "code")
         for name in sorted({*used, *distractors}):
             spec = specs[name]
-            setup.tools.append(setup.tool(
-                tool_name(name), str(spec["description"]), input_schema(spec),
-                lambda given, spec=spec, name=name: simulate(spec, given, seed,
-                                                             paths.get(name, ()))))
+            setup.tools.append(setup.tool(tool_name(name), str(spec["description"]),
+                                          input_schema(spec), _simulated(spec, seed, paths)))
         setup.tools.append(setup.tool(
             FINAL, "Hand the user the results they asked for.",
             {"type": "object", "properties": {k: {"description": f"the {k}"}
@@ -109,6 +107,11 @@ def _task(index: int, sample: dict[str, Any], specs: dict[str, dict[str, Any]],
     return Task("nestful", f"sample-{index:02d}", prompt, ARMS, build,
                 lambda arm: _oracle(arm, calls, final_args),
                 {"calls": len(calls)})
+
+
+def _simulated(spec: dict[str, Any], seed: int, paths: dict[str, set[str]]
+               ) -> Callable[[dict[str, Any]], Any]:
+    return lambda given: simulate(spec, given, seed, paths.get(spec["name"], ()))
 
 
 def _results(request: Request) -> list[tuple[Any, dict[str, Any] | None]]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from byref.errors import DeveloperError
 
+
 class MissingSuiteData(DeveloperError, ModuleNotFoundError):
     """The NESTFUL suite ran without the package its data ships in."""
 

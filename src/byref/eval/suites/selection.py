@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,10 +22,11 @@ from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
 from byref.discovery.page.search import Searcher
 from byref.errors import InvalidValue
 from byref.eval.task import SELECTION_ARMS, Setup, Task
-from byref.harness.messages import Request, Response
+from byref.harness.messages import Block, Request, Response
 from byref.harness.scripted import Step, call, last_result, say
 
 TASKS = Path(__file__).with_name("selection_tasks.txt")
+_IDS = itertools.count(1)
 DECLARED = 40
 """Tools the `direct` arm declares: the right one among the catalog's nearest others."""
 
@@ -139,25 +141,30 @@ def _task(index: int, need: str, gold: list[str], directory: Path, declared: int
             last = made[-1] if made else None
             searches = sum(b.name == "search_tools" for b in made)
             if last is None:
-                return call("search_tools", {"query": need})(request)
+                return _call("search_tools", {"query": need})
             if last.name == "search_tools":
                 rows = [r["name"] for r in last_result(request).get("results", [])]
                 found = next((n for n in rows if n in gold), None)
                 if found is not None:
-                    return call("activate_tool", {"names": [found]})(request)
+                    return _call("activate_tool", {"names": [found]})
                 if searches == 1:
                     words = re.sub(r"[_\-]+", " ", gold[0])
-                    return call("search_tools", {"query": words})(request)
+                    return _call("search_tools", {"query": words})
                 return say("No tool on the page fits.")
             if last.name == "activate_tool":
                 name = _activated(request, gold)
-                return call(name, placeholder(base.tool(name).input_schema))(request)
+                return _call(name, placeholder(base.tool(name).input_schema))
             return say("Done.")
 
         return [step] * 6
 
     return Task("selection", f"need-{index:02d}", prompt, SELECTION_ARMS, build, oracle,
                 {"catalog": len(base), "declared": len(shown)})
+
+
+def _call(name: str, args: Any) -> Response:
+    """One tool call as the oracle's turn."""
+    return Response((Block("tool_use", id=f"oracle-{next(_IDS)}", name=name, input=args),))
 
 
 def _activated(request: Request, gold: list[str]) -> str:

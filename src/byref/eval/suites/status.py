@@ -1,4 +1,4 @@
-"""The status report: the demo's scenario (`byref.demo`) as an eval task.
+"""The status report: the demo's scenario (`demo/scenario.py`) as an eval task.
 
 Filter the ATLAS work-items export to its open items and make a PDF of them; success is
 `generate_pdf` receiving exactly the open rows. Inline is the demo's naive harness (the model

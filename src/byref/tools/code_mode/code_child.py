@@ -14,8 +14,8 @@ ref a result carries (`read_json`'s and `query_json`'s `value`, a ref inside a s
 import ast
 import contextlib
 import inspect
-import keyword
 import io
+import keyword
 import os
 import struct
 import sys
