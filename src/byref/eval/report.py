@@ -52,12 +52,12 @@ def build(result: dict[str, Any]) -> dict[str, Any]:
 def table(report: dict[str, Any]) -> str:
     """The summary as a text table (means per task)."""
     lines = [f"byref eval: {report['model']} (tokens: {report['tokens']}; means per task)",
-             f"{'suite':<10}{'slice':<14}{'arm':<8}{'ok':>8}{'tokens in':>12}"
+             f"{'suite':<10}{'slice':<16}{'arm':<8}{'ok':>8}{'tokens in':>12}"
              f"{'tokens out':>12}{'turns':>7}{'model s':>9}{'read chars':>12}  failures"]
     for s in report["summary"]:
         failures = ", ".join(f"{k} {v}" for k, v in s["failures"].items()) or "-"
         lines.append(
-            f"{s['suite']:<10}{s['group']:<14}{s['arm']:<8}{s['ok']:>4}/{s['tasks']:<3}"
+            f"{s['suite']:<10}{s['group']:<16}{s['arm']:<8}{s['ok']:>4}/{s['tasks']:<3}"
             f"{s['tokens_in']:>12,.0f}{s['tokens_out']:>12,.0f}{s['turns']:>7.1f}"
             f"{s['model_seconds']:>9.2f}{s['read_chars']:>12,.0f}  {failures}")
     return "\n".join(lines)
