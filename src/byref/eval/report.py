@@ -69,7 +69,7 @@ def timing_line(report: dict[str, Any]) -> str:
 
 
 _STYLE = """body{font:14px system-ui,sans-serif;margin:2em;color:#1b2733}
-table{border-collapse:collapse;margin:.5em 0 2em}td,th{padding:3px 8px;text-align:right}
+table{border-collapse:collapse;margin:.5em 0 2em}td,th{padding:3px 8px;text-align:right;white-space:nowrap}
 th{background:#1f3a5f;color:#fff}td.l,th.l{text-align:left}tr:nth-child(even){background:#eef2f7}
 .bar{display:inline-block;height:10px;background:#3b6ea5;vertical-align:middle;margin-right:6px}
 .bar.ok{background:#2e8b57}small{color:#5a6b7b}"""
@@ -110,5 +110,5 @@ def _bar(value: float, peak: float, label: str, *, log: bool = False, ok: bool =
         share = math.log10(1 + value) / math.log10(1 + peak) if peak > 0 else 0.0
     else:
         share = value / peak if peak > 0 else 0.0
-    width = round(160 * share)
+    width = round(120 * share)
     return f"<span class='bar{' ok' if ok else ''}' style='width:{width}px'></span>{label}"
