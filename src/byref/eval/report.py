@@ -69,7 +69,8 @@ def timing_line(report: dict[str, Any]) -> str:
 
 
 _STYLE = """body{font:14px system-ui,sans-serif;margin:2em;color:#1b2733}
-table{border-collapse:collapse;margin:.5em 0 2em}td,th{padding:3px 8px;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;margin:.5em 0 2em}
+td,th{padding:3px 8px;text-align:right;white-space:nowrap}
 th{background:#1f3a5f;color:#fff}td.l,th.l{text-align:left}tr:nth-child(even){background:#eef2f7}
 .bar{display:inline-block;height:10px;background:#3b6ea5;vertical-align:middle;margin-right:6px}
 .bar.ok{background:#2e8b57}small{color:#5a6b7b}"""
