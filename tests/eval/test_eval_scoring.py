@@ -176,3 +176,6 @@ def test_selection_verdicts(need: Task, tmp_path: Path) -> None:
                                     say("Done.")], tmp_path / "a") == "wrong_arguments"
     never = [call("search_tools", {"query": "weather on mars"}), say("Nothing fits.")]
     assert verdict(need, "search", never, tmp_path / "s") == "gave_up"
+    # Dispatch refuses unknown names as `bad-ref`; with no ref written that is no ref failure.
+    unknown = [call("activate_tool", {"names": ["user_name"]}), say("Done.")]
+    assert verdict(need, "search", unknown, tmp_path / "u") == "wrong_arguments"
