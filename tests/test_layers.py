@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"harness"},
     {"integrations", "lens", "testing", "demo", "extension"},
     {"gateway"},
-    {"bench"},
+    {"bench", "eval"},
     {"cli"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -342,3 +342,60 @@ def test_readme_framework_twin_runs_offline_with_no_key(
     assert len(code.strip().splitlines()) <= 26
     assert run_example(code) == printed_comment(code)
     assert "OPENAI_API_KEY" not in os.environ and "OPENAI_BASE_URL" not in os.environ
+
+
+def _eval_section() -> str:
+    text = README.read_text()
+    return text.split("## Measure it on your own model: byref eval\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_eval_example_prints_the_table_it_shows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The oracle's corpus table in the README is what the command prints (the wall-time and
+    file lines after it vary)."""
+    import shlex
+
+    from byref.cli import main
+
+    section = _eval_section()
+    commands = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    [line] = commands[0].strip().splitlines()
+    [shown] = re.findall(r"```\n(byref eval: .*?)```", section, flags=re.S)
+    assert main([*shlex.split(line)[1:], "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:len(shown.splitlines())] == shown.splitlines()
+
+
+def test_readme_eval_on_your_own_model_records_and_replays_against_the_stand_in(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
+    """The two own-model lines, as written, with only the base URL and the run directory
+    pointed at byref's `ChatStandIn` (a real OpenAI-compatible server on loopback, its model
+    the corpus lookup done by ref) and a scratch directory."""
+    pytest.importorskip("openai", reason="needs the openai extra")
+    import json
+    import shlex
+
+    from byref.cli import main
+    from byref.eval.suites import corpus
+    from byref.testing import ChatStandIn
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    record, replay = re.findall(r"```bash\n(.*?)```", _eval_section(), flags=re.S)[1] \
+        .strip().splitlines()
+    [lookup] = [t for t in corpus.tasks((50,)) if t.id == "lookup-50"]
+    script = lookup.oracle("refs")
+    assert isinstance(script, list)
+    runs = str(tmp_path / "runs")
+    with ChatStandIn(list(script)) as stand_in:
+        args = shlex.split(record.replace("http://localhost:11434/v1", stand_in.base_url)
+                           .replace("runs/", f"{runs}/"))[1:]
+        assert main([*args, "--arms", "refs", "--out", str(tmp_path / "a")]) == 0
+    first = json.loads((tmp_path / "a" / "eval.json").read_text())
+    assert [(r["task"], r["arm"], r["verdict"]) for r in first["rows"]] \
+        == [("lookup-50", "refs", "ok")]
+    args = shlex.split(replay.replace("runs/", f"{runs}/"))[1:]
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    again = json.loads((tmp_path / "b" / "eval.json").read_text())
+    del first["timing"], again["timing"]
+    assert again == first
+    capsys.readouterr()

@@ -285,6 +285,9 @@ def test_a_base_url_needs_no_key_and_gets_only_the_common_fields() -> None:
     assert all("prompt_cache_key" not in b and "max_completion_tokens" not in b
                for b in wire.bodies)
     assert [b["max_tokens"] for b in wire.bodies] == [256] * 3
+    # A compatible server gets "" beside tool calls, never null (llama-cpp-python refuses null).
+    called = [m["content"] for m in wire.bodies[-1]["messages"] if m.get("tool_calls")]
+    assert called == ["Fetching.", ""]
 
 
 @pytest.mark.usefixtures("no_env")

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 
 # Modules that define `register(subparsers)`; a missing optional one is skipped, not fatal.
-_COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.store", "byref.cli.tools",
-             "byref.cli.trace", "byref.cli.gateway", "byref.cli.hookup", "byref.cli.lens",
-             "byref.cli.conformance")
+_COMMANDS = ("byref.cli.demo", "byref.cli.bench", "byref.cli.eval", "byref.cli.store",
+             "byref.cli.tools", "byref.cli.trace", "byref.cli.gateway", "byref.cli.hookup",
+             "byref.cli.lens", "byref.cli.conformance")
 
 
 _ALONE = {"gateway": "byref.cli.gateway"}

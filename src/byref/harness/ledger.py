@@ -27,8 +27,9 @@ class Ledger:
     requests: int
 
     @staticmethod
-    def of(run: RunResult) -> Ledger:
-        """The ledger of a finished run."""
+    def of(run: RunResult, *, tokens: bool = True) -> Ledger:
+        """The ledger of a finished run (`tokens=False`: characters only, token fields 0, for
+        a caller that takes token counts from elsewhere)."""
         read: list[str] = []
         written: list[str] = []
         for message in run.transcript:
@@ -39,13 +40,13 @@ class Ledger:
                 else:
                     read.append(part.rendered if part.rendered is not None else str(part.value))
         peak = max(run.requests, key=lambda r: r.chars())
-        peak_text = peak.all_text()
+        peak_text = peak.all_text() if tokens else ""
         return Ledger(
             model_read_chars=sum(map(len, read)),
             model_written_chars=sum(map(len, written)),
             peak_request_chars=peak.chars(),
-            model_read_tokens=sum(count_tokens(t) for t in read),
-            model_written_tokens=sum(count_tokens(t) for t in written),
-            peak_request_tokens=count_tokens(peak_text),
+            model_read_tokens=sum(count_tokens(t) for t in read) if tokens else 0,
+            model_written_tokens=sum(count_tokens(t) for t in written) if tokens else 0,
+            peak_request_tokens=count_tokens(peak_text) if tokens else 0,
             requests=len(run.requests),
         )

@@ -82,7 +82,13 @@ class OpenAIChatModel(ProviderModel):
     def params(self, request: Request) -> dict[str, Any]:
         """The keyword arguments for `chat.completions.create`, rendered from `request` alone."""
         tools = [chat_tool(t) for t in request.tools]
-        params: dict[str, Any] = {"model": self.model, "messages": chat_messages(request)}
+        messages = chat_messages(request)
+        if self.compatible:
+            # llama-cpp-python's server refuses a null content beside tool calls (its schema
+            # wants a string); an empty one means the same to every server.
+            messages = [{**m, "content": ""} if "content" in m and m["content"] is None else m
+                        for m in messages]
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             params["tools"] = tools
         if self.max_output_tokens is not None:

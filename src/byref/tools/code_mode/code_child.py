@@ -15,6 +15,7 @@ import ast
 import contextlib
 import inspect
 import io
+import keyword
 import os
 import struct
 import sys
@@ -281,7 +282,9 @@ def _function(name: str, info: dict[str, Any], channel: _Channel) -> Any:
     required = set(schema.get("required", ()))
     params = [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY,
                                 default=inspect.Parameter.empty if p in required else None)
-              for p in schema.get("properties", {}) if p.isidentifier()]
+              for p in schema.get("properties", {})
+              # A keyword (`class`) cannot be a parameter: it stays callable as **{"class": …}.
+              if p.isidentifier() and not keyword.iskeyword(p)]
     with contextlib.suppress(ValueError):
         call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     call.__doc__ = f"{info.get('signature', name + '(**args)')}\n\n{info.get('description', '')}"
