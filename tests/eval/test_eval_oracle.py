@@ -26,7 +26,7 @@ def test_the_oracle_reproduces_the_demo_ledger(tmp_path: Path) -> None:
                 demo[side]["peak_request_chars"])
     assert rows["refs"]["turns"] == demo["byref"]["requests"] == 4
     ratio = round(rows["inline"]["read_chars"] / rows["refs"]["read_chars"], 1)
-    assert ratio == demo["ratio_read"] == 423.0  # the README's demo figure
+    assert ratio == demo["ratio_read"]  # the README's demo figure (tests/test_demo.py pins it)
 
 
 def report_of(out: Path) -> dict[str, Any]:

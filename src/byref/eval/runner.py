@@ -27,7 +27,7 @@ from byref.eval.record import (
 from byref.eval.scoring import verdict
 from byref.eval.task import Task
 from byref.events import Emitter, MemorySink
-from byref.harness import Harness, Ledger, RunResult, ScriptedModel, StepLimitError
+from byref.harness import Harness, Ledger, Limits, RunResult, ScriptedModel, StepLimitError
 from byref.harness.messages import Model
 from byref.store import Scope
 
@@ -67,8 +67,8 @@ def run_task(task: Task, arm: str, options: Options, tally: TokenTally,
     sink = MemorySink()
     harness = Harness(model, setup.tools, policy=setup.policy, code_mode=setup.code_mode,
                       discovery=setup.discovery, emit=Emitter(sink),
-                      max_steps=options.max_steps,
-                      scope=Scope("eval", conversation=uuid.uuid4().hex))
+                      scope=Scope("eval", conversation=uuid.uuid4().hex),
+                      limits=Limits(max_steps=options.max_steps))
     stopped = False
     try:
         harness.run_sync(task.prompt)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from byref.dispatch import Policy
-from byref.dispatch.outbound.reflines import split
+from byref.dispatch.outbound.reflines import copied, split
 from byref.eval.suites.nestful_sim import (
     VAR,
     dataset,
@@ -121,7 +121,7 @@ def _results(request: Request) -> list[tuple[Any, dict[str, Any] | None]]:
         for block in message.content:
             if block.type == "tool_result":
                 body, line = split(block.text)
-                ref = decode(line[len("[ref: "):-1]) if line else None
+                ref = copied(line) if line else None
                 try:
                     value = decode(body)
                 except Exception:
@@ -158,10 +158,12 @@ def _oracle(arm: str, calls: Sequence[dict[str, Any]], final_args: dict[str, Any
                     args[k] = lookup(value, m.group(2))
                 else:
                     assert ref is not None and "$ref" in ref, "a result without its ref"
-                    inner = dict(ref["$ref"])
-                    if m.group(2):
-                        inner["field"] = ".".join(str(p) for p in _parts(m.group(2)))
-                    args[k] = {"$ref": inner}
+                    field = ".".join(str(p) for p in _parts(m.group(2))) if m.group(2) else ""
+                    target = ref["$ref"]
+                    if isinstance(target, str):  # a handle: its field rides after a dot
+                        args[k] = {"$ref": f"{target}.{field}" if field else target}
+                    else:
+                        args[k] = {"$ref": {**target, "field": field} if field else target}
             return args
         return make
 
