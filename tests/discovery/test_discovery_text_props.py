@@ -116,6 +116,21 @@ def test_locating_hits_equals_filtering_the_full_scan(text: str, words: list[str
     assert ANALYZER.spans(text, wanted) == expected
 
 
+@given(st.text())
+def test_every_span_from_the_word_memo_equals_the_full_scan(text: str) -> None:
+    """A page locates each shown tool's words once (`page.texts`), from the word memo."""
+    assert ANALYZER.all_spans(text) == ANALYZER.spans(text)
+    assert Analyzer().all_spans(text) == Analyzer().spans(text)
+
+
+def test_every_span_on_camel_plural_and_non_ascii_words() -> None:
+    text = "Upload PDFs to GitHub's listS3Buckets; naïve café files, HTTPServer x1."
+    assert ANALYZER.all_spans(text) == ANALYZER.spans(text)
+    got = [(s.term, text[s.start:s.end]) for s in ANALYZER.all_spans(text)][:6]
+    assert got == [("upload", "Upload"), ("pdf", "PDFs"), ("git", "Git"), ("hub", "Hub"),
+                   ("github", "GitHub"), ("list", "list")]
+
+
 def test_locating_hits_on_camel_and_plural_words() -> None:
     text = "Upload PDFs to GitHub; profile files, not a gitHub-like thing."
     got = [(s.term, text[s.start:s.end]) for s in ANALYZER.spans(text, {"pdf", "github", "file"})]

@@ -6,9 +6,9 @@ array and its covered-terms masks into one integer array, the contenders cut by 
 The law: the pages are the dict path's exactly — the same additions in the same order (a first
 addition to 0.0 is exact), the same filtered document frequencies, and `ranking.arrange` itself
 ordering the few contenders. Used from `VECTOR_MIN` tools up when numpy is installed (a small
-catalog never imports it), once it is imported (until then the dict path answers: a thread
-imports it on an index's first search), and for queries of at most `MAX_TERMS` terms (a mask is
-one int64).
+catalog never imports it; a large index imports it and makes its `ArrayScoring` as it is built,
+so a first search takes this path too), and for queries of at most `MAX_TERMS` terms (a mask is
+one int64). A term's arrays are made from its frequencies on first ask, vectorised.
 """
 
 from __future__ import annotations
@@ -55,12 +55,14 @@ class ArrayScoring:
         if found is not False:
             return found  # type: ignore[return-value]
         np = self._np
-        posting = self._index.postings.get(term)
-        if posting is None:
+        frequencies = self._index.postings.frequencies(term)
+        if frequencies is None:
             made = None
-        else:
-            docs = np.fromiter(posting.keys(), np.int64, len(posting))
-            values = np.fromiter(posting.values(), np.float64, len(posting))
+        else:  # the dict path's contributions, the same operations elementwise
+            tilde, idf, k1 = frequencies
+            docs = np.fromiter(tilde.keys(), np.int64, len(tilde))
+            freqs = np.fromiter(tilde.values(), np.float64, len(tilde))
+            values = idf * freqs / (k1 + freqs)
             made = (docs, values if share == 1.0 else share * values)
         with self._lock:
             self._arrays[key] = made

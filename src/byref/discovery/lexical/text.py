@@ -169,6 +169,35 @@ class Analyzer:
             at = end
         return out
 
+    def all_spans(self, text: str) -> list[Span]:
+        """`spans(text)`, every indexed word, made from the word memo: one regex pass and a
+        lookup per word (a search page's rows are analyzed once each, `page.texts`). Same
+        result as the full scan (a property test checks it)."""
+        if len(text.lower()) != len(text):
+            return self._spans(text, None)
+        spans_of = self._word_spans
+        out: list[Span] = []
+        for match in (_ASCII_WORD if text.isascii() else _WORD).finditer(text):
+            word = match.group()
+            pieces = spans_of.get(word)
+            if pieces is None:
+                pieces = spans_of[word] = self._pieces(word)
+            if not pieces:
+                continue
+            at = match.start()
+            if at:
+                out.extend(Span(p.term, p.start + at, p.end + at) for p in pieces)
+            else:
+                out.extend(pieces)
+        return out
+
+    def _pieces(self, word: str) -> tuple[Span, ...]:
+        """`_spans(word)` of one word; a lower-case one (most words) without a regex."""
+        if (word.isalpha() and word.islower()) or not word.isascii():
+            stem = self.stem(word)
+            return (Span(stem, 0, len(word)),) if stem else ()
+        return tuple(self._spans(word, None))
+
     def _spans(self, text: str, wanted: Container[str] | None) -> list[Span]:
         out = []
         memo, miss = self._memo, self._term
