@@ -145,3 +145,13 @@ def test_learning_texts_in_one_batch_gives_each_its_own_terms(groups: list[list[
     one_by_one = [warm.terms_of_all(texts) for texts in groups]
     assert cold.terms_of_each(groups) == one_by_one
     assert warm.terms_of_each(groups) == one_by_one
+
+
+@given(st.text())
+def test_a_lower_case_word_is_its_own_one_term(text: str) -> None:
+    """`abstain.unmatched_words` takes a lower-case word's stem as its terms without `terms`'
+    regexes: the same terms."""
+    for word, _, _ in ANALYZER.words(text):
+        if word.isalpha() and word.islower():
+            stem = ANALYZER.stem(word)
+            assert ANALYZER.terms(word) == ([stem] if stem else [])
