@@ -379,14 +379,12 @@ class Postings(Mapping[str, dict[int, float]]):
                 found = self._made[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
         return found
 
-    def frequencies(self, term: str) -> tuple[dict[int, float], float, float] | None:
-        """`term`'s boosted, length-normed frequencies by doc, its idf and k1 (a contribution is
-        idf · f / (k1 + f)), None for a word no tool has: what `arrays` makes its arrays from."""
-        docs = self._tilde.get(term)
-        if docs is None:
-            return None
-        df = len(docs)
-        return docs, math.log(1.0 + (self._n - df + 0.5) / (df + 0.5)), self._k1
+    def frequencies(self) -> tuple[Mapping[str, dict[int, float]], list[float], float]:
+        """Every term's boosted, length-normed frequencies by doc, each term's idf (in that
+        order) and k1 (a contribution is idf · f / (k1 + f)): what `arrays` is made from."""
+        n = self._n
+        return self._tilde, [math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+                             for docs in self._tilde.values()], self._k1
 
     def get(self, term: str, default: Any = None) -> Any:
         """`Mapping.get` without its exception for a word no tool has (searches ask often)."""

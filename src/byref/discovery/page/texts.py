@@ -1,11 +1,12 @@
 """What a search page reads of each tool it shows, analyzed once per tool and kept.
 
 Owns `PageTexts` (an index's material per tool) and `PageText` (one tool's): its description as
-one line (`excerpts.normalize`), every indexed word of it located (`Analyzer.all_spans`) and
-grouped by term, and, made only when a row needs its label prefix, the terms and snippet pieces
-of its other fields (name, tags, glossary, parameters). The law: a row's hits and prefix are
-what analyzing its texts per search gives (the same spans in the same order), so the page is
-the same; a tool is analyzed on its first row (a page pays for its rows, not the catalog's), and
+one line (`excerpts.normalize`), its words split once (`Analyzer.words_of`: a search locates its
+terms among them without a regex pass), and, made only when a row needs its label prefix, the
+terms and snippet pieces of its other fields (name, tags, glossary, parameters). The law: a
+row's hits and prefix are what analyzing its texts per search gives (the same spans in the same
+order), so the page is the same; a tool is split on its first row (a page pays for its rows, not
+the catalog's: one C-level pass a row, never a word-by-word analysis of a long description), and
 at most `KEEP` tools' material is kept per index, the oldest dropped first.
 """
 
@@ -15,10 +16,9 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from byref.discovery.lexical.text import Analyzer, Span, split_words
+from byref.discovery.lexical.text import Analyzer, Span, Words, split_words
 from byref.discovery.page.excerpts import normalize
 
 if TYPE_CHECKING:
@@ -49,23 +49,16 @@ class Fields:
 
 @dataclass(slots=True)
 class PageText:
-    """One tool's description as a row shows it, its words located, grouped by term."""
+    """One tool's description as a row shows it, and its words (`Analyzer.words_of`)."""
 
     text: str
-    spans: list[Span]
-    where: dict[str, list[int]]
-    """Term → the positions in `spans` holding it."""
+    words: Words | None
+    analyzer: Analyzer
     fields: Fields | None = None
 
     def hits(self, terms: Iterable[str]) -> list[Span]:
-        """The spans of `terms` (distinct) in text order (`Analyzer.spans(text, terms)`)."""
-        found = [at for at in map(self.where.get, terms) if at]
-        if not found:
-            return []
-        spans = self.spans
-        if len(found) == 1:
-            return [spans[i] for i in found[0]]
-        return [spans[i] for i in sorted(chain.from_iterable(found))]
+        """The spans of `terms` in text order (`Analyzer.spans(text, terms)`)."""
+        return self.analyzer.hits(self.text, set(terms), self.words)
 
 
 class PageTexts:
@@ -88,15 +81,8 @@ class PageTexts:
         if found is not None:
             return found
         text = normalize(self._index.entries[doc].description)
-        spans = self._index.analyzer.all_spans(text)
-        where: dict[str, list[int]] = {}
-        for i, span in enumerate(spans):
-            at = where.get(span.term)
-            if at is None:
-                where[span.term] = [i]
-            else:
-                at.append(i)
-        made = PageText(text, spans, where)
+        analyzer = self._index.analyzer
+        made = PageText(text, analyzer.words_of(text), analyzer)
         with self._lock:
             found = self._made.setdefault(doc, made)
             while len(self._made) > self._keep:
