@@ -164,8 +164,11 @@ def test_first_turn_over_the_real_catalog_costs_close_to_the_servers_own() -> No
 def test_a_pooled_upstream_is_timed_beside_a_shared_one(report: dict[str, Any]) -> None:
     pool = report["pool"]
     _row(pool, {"shared_p50_ms", "pooled_p50_ms", "pooled_vs_shared_p50",
-                "second_principal_first_call_ms", "second_principal_vs_warm"})
+                "second_principal_first_call_ms", "second_principal_vs_warm",
+                "prestart_first_call_ms", "prestart_second_principal_first_call_ms",
+                "prestart_second_principal_vs_without"})
     assert pool["processes"] == {"shared": 1, "pooled": 2}  # two principals, one process each
+    assert pool["prestarts"] == 2  # each principal's process started when it connected
 
 
 def test_a_round_trip_is_counted_in_each_generation(report: dict[str, Any]) -> None:

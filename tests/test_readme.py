@@ -285,8 +285,9 @@ def test_readme_team_setup_is_one_byref_and_haproxy_accept(tmp_path: Path) -> No
     section = TEAM.read_text()
     [block, sharing] = re.findall(r"```json\n(.*?)```", section, flags=re.S)
     shared = parse_config(json.loads(sharing), source="README")
-    filesystem, clock = shared.servers
+    filesystem, clock, github = shared.servers
     assert filesystem.roots == (("file:///srv/shared", None),) and clock.share == "all"
+    assert github.prestart == "connect" and github.share is None
     assert (shared.pool_idle, shared.pool_max, shared.pool_max_per_tenant) == (300, 32, 8)
     config = parse_config(json.loads(block), source="README")
     assert config.replicas and config.state is not None and config.store is not None

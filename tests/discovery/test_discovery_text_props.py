@@ -116,6 +116,18 @@ def test_locating_hits_equals_filtering_the_full_scan(text: str, words: list[str
     assert ANALYZER.spans(text, wanted) == expected
 
 
+@given(st.text(), st.lists(st.sampled_from(["file", "read", "git", "github", "pdf", "x1", "é"]),
+                           max_size=3))
+def test_hits_among_words_split_once_equal_the_full_scan(text: str, words: list[str]) -> None:
+    """A page splits each shown tool's description once (`page.texts`) and locates each
+    search's terms among those words."""
+    wanted = {ANALYZER.stem(w) for w in words} | {s.term for s in ANALYZER.spans(text)[:2]}
+    expected = [s for s in ANALYZER.spans(text) if s.term in wanted]
+    assert ANALYZER.hits(text, wanted, ANALYZER.words_of(text)) == expected
+    cold = Analyzer()
+    assert cold.hits(text, wanted, cold.words_of(text)) == expected
+
+
 def test_locating_hits_on_camel_and_plural_words() -> None:
     text = "Upload PDFs to GitHub; profile files, not a gitHub-like thing."
     got = [(s.term, text[s.start:s.end]) for s in ANALYZER.spans(text, {"pdf", "github", "file"})]
@@ -130,3 +142,13 @@ def test_learning_texts_in_one_batch_gives_each_its_own_terms(groups: list[list[
     one_by_one = [warm.terms_of_all(texts) for texts in groups]
     assert cold.terms_of_each(groups) == one_by_one
     assert warm.terms_of_each(groups) == one_by_one
+
+
+@given(st.text())
+def test_a_lower_case_word_is_its_own_one_term(text: str) -> None:
+    """`abstain.unmatched_words` takes a lower-case word's stem as its terms without `terms`'
+    regexes: the same terms."""
+    for word, _, _ in ANALYZER.words(text):
+        if word.isalpha() and word.islower():
+            stem = ANALYZER.stem(word)
+            assert ANALYZER.terms(word) == ([stem] if stem else [])

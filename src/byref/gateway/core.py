@@ -13,7 +13,8 @@ The law: what a handshake-era client is declared is a projection of its scope's 
 (scaffolding plus the working set), rebuilt from the toolbox whenever an upstream's list changes;
 a 2026-07-28 client is declared the scaffolding and pinned tools only (`Toolbox.stable`), so its
 list changes with the upstreams' and its grant, never with its requests; the upstream
-catalog is read lazily (the first request that needs it starts the servers), a client's list
+catalog is read lazily (the first request that needs it starts the servers; a `prestart` server
+also starts a principal's own instance when it connects or lists, `prestart`), a client's list
 never waits long for a server still starting (`list_wait`) and what arrives later is announced
 once per settled change (`catalog.settling`); a result's `seq` in the transcript is the one its
 refs were rendered with (local tools run and are recorded under the scope's lock; proxied results
@@ -27,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import anyio
 import anyio.abc
@@ -45,6 +46,7 @@ from byref.dispatch.hooks import Hooks
 from byref.dispatch.nested import InnerDone, InnerOutcome
 from byref.errors import MissingExtra, MisuseError
 from byref.events import Emitter
+from byref.gateway.access.bearer import permits_server
 from byref.gateway.access.scopes import Scopes
 from byref.gateway.access.state import ScopeState
 from byref.gateway.access.threads import Threads
@@ -252,6 +254,29 @@ class Gateway:
     def indexed(self) -> dict[str, str]:
         """Each upstream → `listed`, `failed` (reported to clients) or `pending` (readiness)."""
         return self._listing.indexed()
+
+    @property
+    def prestarts(self) -> bool:
+        """Whether any server starts a principal's instance before its first call."""
+        return any(s.prestart is not None for s in self.config.servers)
+
+    def prestart(self, state: ScopeState, when: Literal["connect", "list"]) -> None:
+        """Begin starting, without waiting, the instances `state`'s owner would call on, of
+        the servers its grant sees that prestart at `when` (a `connect` one also on a list, for
+        a client that never connected first); each within the pool's caps (`Pooled.prestart`).
+        A failed start is said to whoever calls next, as any start's is."""
+        group, upstreams = self._group, self._upstreams
+        if group is None or upstreams is None:
+            return
+        for server in self.config.servers:
+            if server.prestart is None or (when == "connect" and server.prestart != "connect"):
+                continue
+            if not permits_server(state.grant, server.name):
+                continue
+            pooled = upstreams[server.name]
+            serving = pooled.instances.get(pooled.key_of(state.scope))
+            if serving is None or not serving.alive:
+                group.start_soon(pooled.prestart, state.scope)
 
     # -- serving -------------------------------------------------------------------------------
     async def toolbox_for(self, state: ScopeState, wait: float | None = None, *,

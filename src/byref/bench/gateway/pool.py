@@ -4,10 +4,13 @@ and what a principal's first call costs when it starts the principal's own proce
 Owns `pool_figures`. Two HTTP gateways run in this process over the same bench upstream
 (`upstream`, stdio), both reached by two tokens: one with the server `"share": "all"`
 (one process for everyone), one with `"share": "principal"` (the default there: a process per
-principal). The law: calls alternate between the two, one client each, so both see the same
-machine; the per-call figure is a ratio of medians from the same run; a first call is timed from
-a fresh principal's request to its answer (start-up, handshake, listing and call), against a
-warm call of the same gateway.
+principal). A third gateway is the pooled one with `"prestart": "connect"`: a principal's
+process starts when its client connects. The law: calls alternate between the two, one client
+each, so both see the same machine; the per-call figure is a ratio of medians from the same
+run; a first call is timed from a fresh principal's request to its answer (start-up, handshake,
+listing and call), against a warm call of the same gateway; with prestart, the second
+principal's first call is made once the pool shows its process up (as a model's first call
+comes after its client connected and listed), against the same principal's first call without.
 """
 
 from __future__ import annotations
@@ -43,10 +46,12 @@ async def pool_figures(calls: int = 200) -> dict[str, Any]:
     async with AsyncExitStack() as served:
         gateways: dict[str, Gateway] = {}
         urls: dict[str, Any] = {}
-        for share in ("all", "principal"):
+        for share in ("all", "principal", "prestart"):
+            prestart = {"prestart": "connect"} if share == "prestart" else {}
             config = parse_config({"mcpServers": {"bench": {
                 "command": sys.executable, "args": ["-m", "byref.bench.gateway.upstream"],
-                "share": share}}, "byref": {"tokens": _TOKENS}}, source="bench")
+                "share": "principal" if share == "prestart" else share, **prestart}},
+                "byref": {"tokens": _TOKENS}}, source="bench")
             gateways[share] = await served.enter_async_context(
                 Gateway(config, errlog=io.StringIO()))
             urls[share] = listen_socket("127.0.0.1", 0)
@@ -64,10 +69,33 @@ async def pool_figures(calls: int = 200) -> dict[str, Any]:
                             streamable_http_client(url, http_client=create_mcp_http_client(
                                 headers={"Authorization": f"Bearer {token}"}))))
                 out.update(await _measure(clients, calls, alice, bob))
+                out.update(await _prestarted(gateways["prestart"], clients["prestart"], alice,
+                                             bob, out["second_principal_first_call_ms"]))
             out["processes"] = {"shared": len(gateways["all"].upstreams["bench"].instances),
                                 "pooled": gateways["principal"].upstreams.pool.live}
             group.cancel_scope.cancel()
     return out
+
+
+async def _prestarted(gateway: Gateway, clients: dict[str, Client], alice: str, bob: str,
+                      without_ms: float) -> dict[str, Any]:
+    """The first calls on the prestart gateway (its clients connected at set-up): Alice's (it
+    lists the catalog too) and Bob's, each once the pool shows its own process up."""
+    pooled = gateway.upstreams["bench"]
+    taken: dict[str, float] = {}
+    for token in (alice, bob):
+        key = ("bench", _TOKENS[token]["principal"])
+        with anyio.fail_after(60):  # the start the connect began, bounded
+            while (up := pooled.instances.get(key)) is None or up.connected is None:
+                await anyio.sleep(0.01)
+        started = time.perf_counter()
+        await clients[token].call_tool("call_tool", _CALL)
+        taken[token] = time.perf_counter() - started
+    return {"prestart_first_call_ms": _ms(taken[alice]),
+            "prestart_second_principal_first_call_ms": _ms(taken[bob]),
+            "prestart_second_principal_vs_without": round(
+                _ms(taken[bob]) / max(without_ms, 1e-9), 3),
+            "prestarts": gateway.upstreams.pool.prestarts}
 
 
 async def _serve(gateway: Gateway, sock: Any) -> None:

@@ -180,7 +180,6 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
             report.update({
                 "upstream": "byref.bench.gateway.upstream (mcp MCPServer), official mcp client",
                 **await call_figures(plan, config, tick),
-                "pool": await pool_figures(min(plan.calls, 200)),
                 "round_trip": await round_trip_figures(config, ECHO),
             })
         if surface:
@@ -207,6 +206,9 @@ async def gateway_bench_async(plan: Plan = FULL, tick: Tick = lambda _n: None, *
                 direct_config.write_text(json.dumps({"mcpServers": servers,
                                                      "byref": {"mode": "direct"}}))
                 report["first_turn_direct"] = await first_turn(servers, direct_config)
+        if calls:  # last: after its three HTTP gateways (the third with prestart) a new stdio
+            # client of this process was seen to hang on connect (not understood yet)
+            report["pool"] = await pool_figures(min(plan.calls, 200))
         return report
 
 

@@ -1,14 +1,19 @@
-"""The first lexical search a new process answers, against the same process's warm searches.
+"""The first lexical search a new process answers, against the same process's warm searches and
+against bm25s's and tantivy's first and warm searches in that process.
 
-Owns `first_searches` (`byref bench search --lexical`): for each size (the real catalog's first
-tools, grown by renamed copies as `discovery.py`'s `replicate`) and each path, a new Python process
-times its first search from the call to the answer, then the p50 of its later searches (warm).
-Paths: `library` (a `Catalog` and `Searcher.search`) and `gateway` (the gateway's own toolbox
-build over the recorded listings, then its search_tools, called at once: a first call that
-arrives while the index the build started is still being made waits for it). The law: what
-the first call builds or loads on first use (the index, the word tables, stems) is in its time;
-interpreter start, imports and making the catalog are not; each figure is the median of
+Owns `first_searches` and `engine_firsts` (`byref bench search --lexical`). `first_searches`: for
+each size (the real catalog's first tools, grown by renamed copies as `discovery.py`'s `replicate`)
+and each path, a new Python process times its first search from the call to the answer, then the p50
+of its later searches (warm). Paths: `library` (a `Catalog` and `Searcher.search`) and `gateway`
+(the gateway's own toolbox build over the recorded listings, then its search_tools, called at once:
+a first call that arrives while the index the build started is still being made waits for it). The
+law: what the first call builds or loads on first use (the index, the word tables, stems) is in its
+time; interpreter start, imports and making the catalog are not; each figure is the median of
 several processes, library and gateway alternating, so a loaded machine slows both alike.
+`engine_firsts`: in each new process byref's index and the engines' are built first (not timed
+as a search), then each answers its first search (which one goes first turns from process to
+process), then the warm p50s, interleaved (`search_baselines.interleaved`); medians over the
+processes, with byref's ratios to each engine.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from typing import Any
 
 FIRST_QUERY = "create a github issue"
 PATHS = ("library", "gateway")
+ENGINES = ("byref", "bm25s", "tantivy")
+WARM_ROUNDS = 3
 
 
 def first_searches(root: Path, sizes: Sequence[int] = (100, 10_000),
@@ -55,9 +62,31 @@ def first_searches(root: Path, sizes: Sequence[int] = (100, 10_000),
     return out
 
 
-def _child(root: Path, size: int, path: str) -> dict[str, Any]:
+def engine_firsts(root: Path, sizes: Sequence[int] = (2_565, 10_000),
+                  runs: Sequence[int] = (6, 3)) -> dict[str, Any]:
+    """Per size: the median over `runs` new processes of each engine's first search and warm
+    p50 (ms), and byref's ratios to bm25s and tantivy; `{"missing": hint}` without the
+    engines."""
+    out: dict[str, Any] = {"query": FIRST_QUERY, "sizes": []}
+    for size, count in zip(sizes, runs, strict=True):
+        found = [_child(root, size, "engines", lead=i % len(ENGINES)) for i in range(count)]
+        if "missing" in found[0]:
+            return {"missing": found[0]["missing"]}
+        row: dict[str, Any] = {"tools": size, "runs": count, "build_ms": round(
+            statistics.median(r["build_ms"] for r in found), 1)}
+        for kind in ("first_ms", "warm_p50_ms"):
+            row[kind] = {name: round(statistics.median(r[kind][name] for r in found), 3)
+                         for name in ENGINES}
+            for other in ENGINES[1:]:
+                row[f"{kind.removesuffix('_ms')}_over_{other}"] = round(
+                    row[kind]["byref"] / max(row[kind][other], 1e-9), 2)
+        out["sizes"].append(row)
+    return out
+
+
+def _child(root: Path, size: int, path: str, lead: int = 0) -> dict[str, Any]:
     command = [sys.executable, "-m", "byref.bench.search.lexical_first", "--eval", str(root),
-               "--tools", str(size), "--path", path]
+               "--tools", str(size), "--path", path, "--lead", str(lead)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)!r} failed: {done.stderr[-2_000:]}")
@@ -89,6 +118,39 @@ def library(root: Path, size: int) -> dict[str, float]:
     catalog = catalog_from_listings(replicate(read_listings(root / "mcp-catalog"), size)[:size])
     searcher = Searcher(catalog)
     return _timed(searcher.search)
+
+
+def engines(root: Path, size: int, lead: int = 0) -> dict[str, Any]:
+    """In this process: byref's index over `size` tools (its build timed) and the engines'
+    (`search_baselines.engines`), then each one's first search, `ENGINES[lead]` first, then
+    one warm pass and `WARM_ROUNDS` interleaved rounds of the latency queries."""
+    from byref.bench.search.discovery import LATENCY_QUERIES, replicate
+    from byref.bench.search.search_baselines import engines as engine_runs
+    from byref.bench.search.search_baselines import interleaved
+    from byref.discovery import Searcher
+    from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
+    from byref.errors import install_hint
+
+    catalog = catalog_from_listings(replicate(read_listings(root / "mcp-catalog"), size)[:size])
+    searcher = Searcher(catalog)
+    start = time.perf_counter()
+    searcher.catalog.index()
+    build_ms = (time.perf_counter() - start) * 1e3
+    try:
+        runs = engine_runs(searcher)
+    except ImportError:
+        return {"missing": f"bm25s and tantivy are not installed: {install_hint('bench')}"}
+    first: dict[str, float] = {}
+    for name in ENGINES[lead:] + ENGINES[:lead]:
+        start = time.perf_counter()
+        runs[name](FIRST_QUERY)
+        first[name] = (time.perf_counter() - start) * 1e3
+    for query in LATENCY_QUERIES:
+        for run in runs.values():
+            run(query)
+    times, _ = interleaved(runs, LATENCY_QUERIES, WARM_ROUNDS)
+    return {"build_ms": build_ms, "first_ms": first,
+            "warm_p50_ms": {name: statistics.median(ts) for name, ts in times.items()}}
 
 
 def gateway(root: Path, size: int) -> dict[str, Any]:
@@ -137,12 +199,17 @@ def _unreachable(*_: Any, **__: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """One child run: prints {"first_ms", "warm_p50_ms"} as JSON."""
+    """One child run: prints its figures as JSON."""
     parser = argparse.ArgumentParser(prog="python -m byref.bench.search.lexical_first")
     parser.add_argument("--eval", type=Path, required=True)
     parser.add_argument("--tools", type=int, required=True)
-    parser.add_argument("--path", choices=PATHS, required=True)
+    parser.add_argument("--path", choices=(*PATHS, "engines"), required=True)
+    parser.add_argument("--lead", type=int, default=0,
+                        help="engines: which of byref, bm25s, tantivy searches first")
     args = parser.parse_args(argv)
+    if args.path == "engines":
+        print(json.dumps(engines(args.eval, args.tools, args.lead)))
+        return 0
     run = library if args.path == "library" else gateway
     print(json.dumps(run(args.eval, args.tools)))
     return 0

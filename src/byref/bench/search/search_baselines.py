@@ -5,17 +5,19 @@ timed on byref's whole search (ranking, excerpts, rows), byref's ranking alone
 (`SearchIndex.search`), bm25s as documented (tokenize, retrieve at its default n_threads, in the
 calling thread; sparse-matrix BM25, Snowball stems), bm25s's scoring core alone (`get_scores`,
 top 10 by numpy) and tantivy (Rust, `en_stem`), interleaved query by query so a loaded machine
-slows all alike; p50/p95 each and byref's ratios to them. The engines index the same text per
-tool as byref's fields, joined (name words, description, tags, glossary, parameters), and
-return 10. The law: they are bench-only (`byref[bench]`), imported here and nowhere else;
-unfiltered queries only (neither filters by byref's tags).
+slows all alike (which one leads turns with each query); p50/p95 each and byref's ratios to
+them; `engines` gives byref's search and the engines' for a new process's first searches
+(`lexical_first`). The engines index the same text per tool as byref's fields, joined (name
+words, description, tags, glossary, parameters), and return 10. The law: they are bench-only
+(`byref[bench]`), imported here and nowhere else; unfiltered queries only (neither filters by
+byref's tags).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from byref.discovery.catalog.catalog import Catalog
@@ -98,6 +100,34 @@ def _tantivy(docs: list[str]) -> Callable[[str], Any]:
     return search
 
 
+def engines(searcher: Searcher) -> dict[str, Callable[[str], Any]]:
+    """byref's search and each engine's, by name, over `searcher`'s catalog (the engines'
+    indexes built here); raises ImportError without byref[bench]."""
+    docs = _documents(searcher)
+    return {"byref": searcher.search, "bm25s": _bm25s(docs), "tantivy": _tantivy(docs)}
+
+
+def interleaved(runs: Mapping[str, Callable[[str], Any]], queries: Sequence[str],
+                rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU ms of every run on every query, `rounds` times, query by query; which run
+    goes first turns with each query (the first after a query change pays cold caches:
+    measured, ~0.15 ms more for whichever leads)."""
+    names = list(runs)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    turn = 0
+    for _ in range(rounds):
+        for q in queries:
+            turn += 1
+            for name in names[turn % len(names):] + names[:turn % len(names)]:
+                run = runs[name]
+                start, used = time.perf_counter(), time.process_time()
+                run(q)
+                times[name].append((time.perf_counter() - start) * 1e3)
+                cpu[name].append((time.process_time() - used) * 1e3)
+    return times, cpu
+
+
 def baseline_rounds(catalog: Catalog, queries: Sequence[str], rounds: int = 5
                     ) -> dict[str, Any]:
     """`baseline_latency` `rounds` times over one catalog (the engines indexed anew each round):
@@ -127,20 +157,13 @@ def baseline_latency(catalog: Catalog, queries: Sequence[str], rounds: int = 5
     searcher = Searcher(catalog)
     docs = _documents(searcher)
     runs: dict[str, Callable[[str], Any]] = {
-        "byref_search": searcher.search, "byref_ranking": searcher.index.search,
+        "byref_search": searcher.search,
+        "byref_ranking": searcher.index.search,
         "bm25s": _bm25s(docs), "bm25s_scores": _bm25s_scores(docs), "tantivy": _tantivy(docs)}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    cpu: dict[str, list[float]] = {name: [] for name in runs}
     for q in queries:  # warm every engine (stem memos, caches) before timing
         for run in runs.values():
             run(q)
-    for _ in range(rounds):
-        for q in queries:
-            for name, run in runs.items():
-                start, used = time.perf_counter(), time.process_time()
-                run(q)
-                times[name].append((time.perf_counter() - start) * 1e3)
-                cpu[name].append((time.process_time() - used) * 1e3)
+    times, cpu = interleaved(runs, queries, rounds)
     out: dict[str, Any] = {"tools": len(docs), "searches": len(queries) * rounds}
     for name, ts in times.items():
         ordered = sorted(ts)

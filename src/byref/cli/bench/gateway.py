@@ -158,7 +158,11 @@ def _calls(report: dict[str, Any]) -> list[str]:
                 f"  first call: shared {pool['first_call_ms']['shared']} ms, pooled "
                 f"{pool['first_call_ms']['pooled']} ms; a second principal's first call (starts "
                 f"its own process) {pool['second_principal_first_call_ms']} ms = "
-                f"×{pool['second_principal_vs_warm']} a warm call"]
+                f"×{pool['second_principal_vs_warm']} a warm call",
+                f"  with \"prestart\": \"connect\" (its process started when it connected): "
+                f"a second principal's first call {pool['prestart_second_principal_first_call_ms']}"
+                f" ms = ×{pool['prestart_second_principal_vs_without']} without prestart; the "
+                f"first principal's {pool['prestart_first_call_ms']} ms"]
     trip = report.get("round_trip")
     if trip:
         out.append(f"one search → activate → call round trip of {trip['tool']} (model-visible "

@@ -28,8 +28,9 @@ def register_bench(bench_sub: Any) -> None:
     parser.add_argument("--first-search", action="store_true",
                         help="only the first hybrid search, cold vs warm vector cache")
     parser.add_argument("--lexical", action="store_true",
-                        help="only the lexical figures: the first search in a new process, "
-                        "p50 against bm25s and tantivy over several rounds, recall per query set")
+                        help="only the lexical figures: the first and warm searches in new "
+                        "processes against bm25s and tantivy at 2,565 and 10,000 tools, p50 "
+                        "against them over several rounds, recall per query set")
     parser.add_argument("--rounds", type=int, default=5,
                         help="interleaved rounds against bm25s and tantivy (--lexical)")
     parser.add_argument("--abstention", action="store_true",
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _lexical(args: argparse.Namespace) -> int:
     from byref.bench.search import discovery as bench
-    from byref.bench.search.lexical_first import first_searches
+    from byref.bench.search.lexical_first import engine_firsts, first_searches
     from byref.bench.search.retrieval import lexical_sets
     from byref.bench.search.search_baselines import baseline_rounds
     from byref.discovery.catalog.mcp import catalog_from_listings, read_listings
@@ -132,7 +133,8 @@ def _lexical(args: argparse.Namespace) -> int:
         print(f"byref bench search: no metatool/ and mcp-catalog/ under {str(root)!r}",
               file=sys.stderr)
         return 2
-    figures: dict[str, Any] = {"first": first_searches(root)}
+    figures: dict[str, Any] = {"engines_first": engine_firsts(root),
+                               "first": first_searches(root)}
     catalog = catalog_from_listings(bench.replicate(read_listings(root / "mcp-catalog"),
                                                     10_000))
     figures["engines"] = baseline_rounds(catalog, bench.LATENCY_QUERIES, max(1, args.rounds))
@@ -140,12 +142,30 @@ def _lexical(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
+    _print_engines_first(figures["engines_first"])
     _print_lexical_first(figures["first"])
     _print_rounds(figures["engines"])
     print("Lexical recall per query set: " + "; ".join(
         f"{name} r@1 {m['recall@1']:.3f} r@5 {m['recall@5']:.3f}"
         for name, m in figures["recall"].items()))
     return 0
+
+
+def _print_engines_first(f: dict[str, Any]) -> None:
+    if "missing" in f:
+        print(f"engines: {f['missing']}")
+        return
+    print(f"Lexical search in new processes against bm25s and tantivy in the same process "
+          f"(each index built first; the first search is {f['query']!r}, who goes first turns; "
+          "medians of the processes):")
+    for row in f["sizes"]:
+        first, warm = row["first_ms"], row["warm_p50_ms"]
+        print(f"  {row['tools']:>6,} tools, {row['runs']} runs (byref build {row['build_ms']} ms): "
+              f"first search byref {first['byref']} ms, bm25s {first['bm25s']}, tantivy "
+              f"{first['tantivy']} (×{row['first_over_bm25s']} bm25s, ×{row['first_over_tantivy']}"
+              f" tantivy); warm p50 byref {warm['byref']} ms, bm25s {warm['bm25s']}, tantivy "
+              f"{warm['tantivy']} (×{row['warm_p50_over_bm25s']} bm25s, "
+              f"×{row['warm_p50_over_tantivy']} tantivy)")
 
 
 def _print_lexical_first(f: dict[str, Any]) -> None:

@@ -1,20 +1,21 @@
 """A large index's lexical scoring over arrays (numpy): the same ranking as the dict path, faster.
 
-Owns `ArrayScoring`: per term a doc-number array and a contribution array (made from the
-index's `Postings` on first ask, then kept), a query's scores accumulated into one dense float
+Owns `ArrayScoring`: per term a doc-number array and a contribution array (slices of two arrays
+made from the index's `Postings` at once), a query's scores accumulated into one dense float
 array and its covered-terms masks into one integer array, the contenders cut by a partition.
 The law: the pages are the dict path's exactly — the same additions in the same order (a first
 addition to 0.0 is exact), the same filtered document frequencies, and `ranking.arrange` itself
 ordering the few contenders. Used from `VECTOR_MIN` tools up when numpy is installed (a small
-catalog never imports it), once it is imported (until then the dict path answers: a thread
-imports it on an index's first search), and for queries of at most `MAX_TERMS` terms (a mask is
-one int64).
+catalog never imports it; a large index imports it and makes its `ArrayScoring` as it is built,
+so a first search takes this path too), and for queries of at most `MAX_TERMS` terms (a mask is
+one int64). Every term's arrays are made at once, vectorised, when the scoring is made.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any
 
 from byref.discovery.lexical.ranking import Ranking, Scored, arrange
@@ -43,28 +44,38 @@ class ArrayScoring:
     """One index's postings as arrays, and the search that adds them up."""
 
     def __init__(self, index: SearchIndex, np: Any) -> None:
+        """Every term's arrays at once (with the index build): one pass over the postings,
+        the contributions computed as the dict path computes each, elementwise."""
         self._index, self._np = index, np
         self._n = len(index.entries)
-        self._arrays: dict[tuple[str, float], tuple[Any, Any] | None] = {}
+        tilde, idf, k1 = index.postings.frequencies()
+        sizes = [len(docs) for docs in tilde.values()]
+        total = sum(sizes)
+        self._docs = np.fromiter(chain.from_iterable(tilde.values()), np.int64, total)
+        freqs = np.fromiter(chain.from_iterable(d.values() for d in tilde.values()),
+                            np.float64, total)
+        self._values = np.repeat(np.array(idf, np.float64), sizes) * freqs / (k1 + freqs)
+        ends = list(accumulate(sizes))
+        starts = [0, *ends[:-1]] if ends else []
+        self._at = dict(zip(tilde, zip(starts, ends, strict=True), strict=True))
+        self._scaled: dict[tuple[str, float], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
 
     def _posting(self, term: str, share: float) -> tuple[Any, Any] | None:
         """`term`'s (docs, contributions × `share`) arrays, None for a word no tool has."""
+        at = self._at.get(term)
+        if at is None:
+            return None
+        start, end = at
+        if share == 1.0:
+            return self._docs[start:end], self._values[start:end]
         key = (term, share)
-        found = self._arrays.get(key, False)
-        if found is not False:
-            return found  # type: ignore[return-value]
-        np = self._np
-        posting = self._index.postings.get(term)
-        if posting is None:
-            made = None
-        else:
-            docs = np.fromiter(posting.keys(), np.int64, len(posting))
-            values = np.fromiter(posting.values(), np.float64, len(posting))
-            made = (docs, values if share == 1.0 else share * values)
-        with self._lock:
-            self._arrays[key] = made
-        return made
+        found = self._scaled.get(key)
+        if found is None:
+            found = (self._docs[start:end], share * self._values[start:end])
+            with self._lock:
+                self._scaled[key] = found
+        return found
 
     def search(self, query: str, terms: tuple[str, ...], filters: Filters | None,
                limit: int) -> Ranking:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import math
-import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -140,6 +139,8 @@ class SearchIndex:
         try:
             self._build()
             self.tags = TagTables(self.entries)
+            if len(self.entries) >= self.vector_min:  # with the build, not on a first search
+                self._array_scoring()
         finally:
             if enabled:
                 gc.enable()
@@ -319,23 +320,13 @@ class SearchIndex:
         return scored.ranking(self, order, scored.scores)
 
     def _array_scoring(self) -> ArrayScoring | None:
-        """The array path for a large index once numpy is imported (None until then: the
-        first search of a process does not wait for the import, a thread does it)."""
+        """The array path for an index of `vector_min` tools or more when numpy is installed
+        (imported here, once per process: a first search never takes the slower dict path)."""
         if not self._arrays_checked:
             self._arrays_checked = True
-            if len(self.entries) >= self.vector_min:
-                np = sys.modules.get("numpy")
-                if np is not None:
-                    self._arrays = ArrayScoring(self, np)
-                else:
-                    threading.Thread(target=self._import_numpy, name="byref-numpy",
-                                     daemon=True).start()
+            np = numpy_or_none() if len(self.entries) >= self.vector_min else None
+            self._arrays = None if np is None else ArrayScoring(self, np)
         return self._arrays
-
-    def _import_numpy(self) -> None:
-        np = numpy_or_none()
-        if np is not None:
-            self._arrays = ArrayScoring(self, np)
 
     def _browse(self, cands: set[int] | None, n: int, exact: int | None, limit: int) -> Ranking:
         """No query text: the filtered tools by name (the exact one, if any, first)."""
@@ -376,6 +367,13 @@ class Postings(Mapping[str, dict[int, float]]):
                 idf = math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
                 found = self._made[term] = {d: idf * t / (k1 + t) for d, t in docs.items()}
         return found
+
+    def frequencies(self) -> tuple[Mapping[str, dict[int, float]], list[float], float]:
+        """Every term's boosted, length-normed frequencies by doc, each term's idf (in that
+        order) and k1 (a contribution is idf · f / (k1 + f)): what `arrays` is made from."""
+        n = self._n
+        return self._tilde, [math.log(1.0 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+                             for docs in self._tilde.values()], self._k1
 
     def get(self, term: str, default: Any = None) -> Any:
         """`Mapping.get` without its exception for a word no tool has (searches ask often)."""

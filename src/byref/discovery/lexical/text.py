@@ -70,6 +70,10 @@ class Span(NamedTuple):
     end: int
 
 
+Words = tuple[list[str], frozenset[str]]
+"""A text's words in order, and as a set (`Analyzer.words_of`)."""
+
+
 class Analyzer:
     """Splits, lower-cases, drops stop words and stems; stems are memoized per word."""
 
@@ -133,18 +137,37 @@ class Analyzer:
             return self._hits(text, wanted)
         return self._spans(text, wanted)
 
+    def words_of(self, text: str) -> Words | None:
+        """`text`'s words in order and as a set (one simple regex pass), every one learned:
+        what `hits` locates terms with, so a text searched often is split once (`page.texts`).
+        None for a text whose lower-casing changes its length (`spans` scans those whole)."""
+        if len(text.lower()) != len(text):
+            return None
+        every = (_ASCII_WORD if text.isascii() else _WORD).findall(text)
+        words = frozenset(every)
+        missing = words.difference(self._word_terms)
+        if missing:
+            self._learn(missing)
+        return every, words
+
+    def hits(self, text: str, wanted: Collection[str], words: Words | None) -> list[Span]:
+        """`spans(text, wanted)`, given `words_of(text)` (made once for a text searched often)."""
+        if words is None:
+            return self._spans(text, wanted)
+        return self._located(text, wanted, words)
+
     def _hits(self, text: str, wanted: Collection[str]) -> list[Span]:
         """`spans` for a few wanted terms without analyzing every word: the text's words are
         looked up in the word memo (one simple regex pass; a document's words are known from
         indexing it), and only the words holding a wanted term are found again and split into
         spans. Same result as the full scan (a property test checks it)."""
-        every = (_ASCII_WORD if text.isascii() else _WORD).findall(text)
-        words = set(every)
-        memo = self._word_terms
+        words = self.words_of(text)
+        assert words is not None  # `spans` asks only for a text whose lower-casing keeps it
+        return self._located(text, wanted, words)
+
+    def _located(self, text: str, wanted: Collection[str], found: Words) -> list[Span]:
+        every, words = found
         want = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
-        missing = words.difference(memo)
-        if missing:
-            self._learn(missing)
         words_of = self._words_of
         hit = set().union(*(words.intersection(words_of[t]) for t in want if t in words_of))
         if not hit:

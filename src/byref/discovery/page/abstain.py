@@ -106,7 +106,11 @@ def unmatched_words(query: str, vocabulary: object, analyzer: Analyzer) -> tuple
     text contains; stop words are never named. `vocabulary` supports `in` over terms."""
     out: dict[str, None] = {}
     for word, _, _ in analyzer.words(query):
-        terms = analyzer.terms(word)
+        if word.isalpha() and word.islower():  # one sub-word: `terms` without its regexes
+            stem = analyzer.stem(word)
+            terms = [stem] if stem else []
+        else:
+            terms = analyzer.terms(word)
         if terms and not any(t in vocabulary for t in terms):  # type: ignore[operator]
             out[word.lower()] = None
     return tuple(out)

@@ -58,14 +58,14 @@ def windows(text: str, terms: Sequence[str], analyzer: Analyzer = ANALYZER,
     out: list[Window] = []
     start = end = -1
     found: set[str] = set()
-    for span in hits if hits is not None else analyzer.spans(text, set(terms)):
-        if start >= 0 and span.start - end <= CLUSTER_GAP and span.end - start <= WINDOW_SPAN:
-            end = span.end
-            found.add(span.term)
+    for term, at, to in hits if hits is not None else analyzer.spans(text, set(terms)):
+        if start >= 0 and at - end <= CLUSTER_GAP and to - start <= WINDOW_SPAN:
+            end = to
+            found.add(term)
             continue
         if start >= 0:
             out.append(Window(start, end, frozenset(found)))
-        start, end, found = span.start, span.end, {span.term}
+        start, end, found = at, to, {term}
     if start >= 0:
         out.append(Window(start, end, frozenset(found)))
     return out
@@ -74,13 +74,26 @@ def windows(text: str, terms: Sequence[str], analyzer: Analyzer = ANALYZER,
 def cover(found: Sequence[Window], weights: Mapping[str, float]) -> list[Window]:
     """Greedy set cover: the fewest windows explaining the most distinct terms (ties: more
     weight, then the narrower, then the earlier window). Returned in text order."""
-    uncovered = set().union(*(w.terms for w in found)) if found else set()
+    if not found:
+        return []
+    uncovered = set().union(*(w.terms for w in found))
+    if len(uncovered) == 1:  # every window shows the one term: the narrowest, then earliest
+        return [max(found, key=_narrow)]
     pool = list(found)
     picked: list[Window] = []
     while uncovered and pool:
-        left = frozenset(uncovered)
-        best = max(pool, key=lambda w: _gain(w, left, weights))
-        if not best.terms & uncovered:
+        # `max` over (new terms, their weight, narrower, earlier), the first of equals kept; a
+        # window with no new term never wins while another has one.
+        best: Window | None = None
+        best_key: tuple[int, float, int, int] = (0, 0.0, 0, 0)
+        for w in pool:
+            new = w.terms & uncovered
+            if not new:
+                continue
+            key = (len(new), sum(weights.get(t, 1.0) for t in new), w.start - w.end, -w.start)
+            if best is None or key > best_key:
+                best, best_key = w, key
+        if best is None:
             break
         picked.append(best)
         pool.remove(best)
@@ -88,11 +101,8 @@ def cover(found: Sequence[Window], weights: Mapping[str, float]) -> list[Window]
     return sorted(picked, key=lambda w: w.start)
 
 
-def _gain(
-    w: Window, uncovered: frozenset[str], weights: Mapping[str, float]
-) -> tuple[int, float, int, int]:
-    new = w.terms & uncovered
-    return len(new), sum(weights.get(t, 1.0) for t in new), -w.span, -w.start
+def _narrow(w: Window) -> tuple[int, int]:
+    return w.start - w.end, -w.start
 
 
 def allocate(chosen: Sequence[Window], weights: Mapping[str, float], content: int) -> list[int]:

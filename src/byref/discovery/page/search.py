@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from byref.discovery.lexical.index import Filters, Hit, Ranking, SearchIndex
-from byref.discovery.lexical.text import split_words
 from byref.discovery.page.abstain import evidence, unmatched_words
-from byref.discovery.page.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, normalize, water_fill
+from byref.discovery.page.excerpts import EXCERPT_MAX, PAGE_CHARS, excerpt, water_fill
+from byref.discovery.page.texts import Fields, PageTexts, page_texts
 
 if TYPE_CHECKING:
-    from byref.discovery.catalog.catalog import Catalog, Entry
+    from byref.discovery.catalog.catalog import Catalog
 
 DEFAULT_LIMIT = 8
 MAX_ALSO = 4
@@ -26,8 +26,6 @@ MAX_ALSO = 4
 ALSO_DEPTH = 3
 """Each phrasing is ranked to `ALSO_DEPTH` × the page's rows before fusing, so a tool that two
 phrasings find just below their own pages can still make the fused one."""
-_LABELS = (("name", "Tool name"), ("capabilities", "Capabilities"), ("glossary", "Glossary"),
-           ("parameters", "Parameters"))
 
 
 class Ranker(Protocol):
@@ -189,18 +187,20 @@ def fuse_phrasings(rankings: Sequence[Ranking], limit: int) -> Ranking:
 
 def render_results(index: SearchIndex, ranking: Ranking, page_chars: int) -> list[Result]:
     """Rows with water-filled excerpts for the hits of a ranking."""
-    texts = [normalize(h.entry.description) for h in ranking.hits]
-    spans = [index.analyzer.spans(t, set(h.matched)) if h.matched else []
-             for t, h in zip(texts, ranking.hits, strict=True)]
-    prefixes = [_prefix(index, h, {s.term for s in found})
+    texts = page_texts(index)
+    pages = [texts.of(h.doc) for h in ranking.hits]
+    spans = [p.hits(h.matched) if h.matched else []
+             for p, h in zip(pages, ranking.hits, strict=True)]
+    prefixes = [_prefix(texts, h, {s.term for s in found})
                 for h, found in zip(ranking.hits, spans, strict=True)]
-    demands = [min(EXCERPT_MAX, len(p) + len(t)) for p, t in zip(prefixes, texts, strict=True)]
+    demands = [min(EXCERPT_MAX, len(p) + len(t.text))
+               for p, t in zip(prefixes, pages, strict=True)]
     budgets = water_fill(demands, page_chars)
     out = []
-    for hit, text, found, prefix, budget in zip(ranking.hits, texts, spans, prefixes, budgets,
+    for hit, page, found, prefix, budget in zip(ranking.hits, pages, spans, prefixes, budgets,
                                                 strict=True):
         room = budget - len(prefix)
-        body = excerpt(text, hit.matched, ranking.weights, room, analyzer=index.analyzer,
+        body = excerpt(page.text, hit.matched, ranking.weights, room, analyzer=index.analyzer,
                        hits=found) if room > 0 else ""
         shown = (prefix + body) if body else prefix.rstrip()
         entry = hit.entry
@@ -209,49 +209,31 @@ def render_results(index: SearchIndex, ranking: Ranking, page_chars: int) -> lis
     return out
 
 
-def _prefix(index: SearchIndex, hit: Hit, in_description: set[str]) -> str:
+def _prefix(texts: PageTexts, hit: Hit, in_description: set[str]) -> str:
     """"Tool name: archive work item. " for query terms the description does not contain."""
     missing = [t for t in hit.matched if t not in in_description]
     if not missing:
         return ""
-    analyzer = index.analyzer
-    entry = hit.entry
-    fields = index.field_texts(entry)
+    fields = texts.fields(hit.doc)
     pieces: list[str] = []
-    for field_name, label in _LABELS:
-        texts = fields[field_name]
-        present = set(analyzer.terms_of_all(texts))
+    for field_name, label, present in fields.present:
         found = [t for t in missing if t in present]
         if not found:
             continue
         missing = [t for t in missing if t not in found]
-        pieces.append(f"{label}: {_snippet(field_name, entry, found, index)}")
+        pieces.append(f"{label}: {_snippet(field_name, fields, found, texts)}")
         if not missing:
             break
     return "".join(p + ". " for p in pieces)
 
 
-def _snippet(field_name: str, entry: Entry, found: list[str], index: SearchIndex) -> str:
-    analyzer = index.analyzer
+def _snippet(field_name: str, fields: Fields, found: list[str], texts: PageTexts) -> str:
     wanted = set(found)
     if field_name == "name":
-        return split_words(entry.name)
+        return fields.name
     if field_name == "capabilities":
-        tags = [*entry.capabilities, *entry.domains, *entry.entities, *entry.relationships]
-        return ", ".join(t for t in tags if wanted & set(analyzer.terms(split_words(t))))
+        return ", ".join(t for t, terms in fields.tags if wanted & terms)
     if field_name == "parameters":
-        props = entry.tool.input_schema.get("properties") or {}
-        names = [
-            str(p) for p, spec in props.items()
-            if not wanted.isdisjoint(analyzer.terms_of_all((str(p), _description_of(spec))))
-        ]
-        return ", ".join(names[:6])
+        return ", ".join([p for p, terms in fields.parameters if not wanted.isdisjoint(terms)][:6])
     weights: Mapping[str, float] = {}
-    learned = " ".join(dict.fromkeys(entry.learned.split()))  # once each, not ∝ support
-    return excerpt(" ".join([*entry.glossary, learned]), found, weights, 100, analyzer=analyzer)
-
-
-def _description_of(spec: Any) -> str:
-    if isinstance(spec, dict) and isinstance(spec.get("description"), str):
-        return str(spec["description"])
-    return ""
+    return excerpt(fields.glossary, found, weights, 100, analyzer=texts.analyzer)

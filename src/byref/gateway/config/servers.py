@@ -11,7 +11,10 @@ the transport. byref's own keys: `"share"` (who shares one upstream process or s
 (what the server is told when it asks for roots and no client call can answer: URIs or
 `{"uri", "name"}` objects, default none), and `"protocol": "handshake"` (speak to it in the
 handshake generation even if it speaks 2026-07-28: for a server whose tools ask their client
-mid-call, which a 2026-07-28 connection cannot carry; default `"auto"`, `upstream.era`).
+mid-call, which a 2026-07-28 connection cannot carry; default `"auto"`, `upstream.era`), and
+`"prestart": "connect" | "list" | false` (start the instance a principal would call on when it
+connects, or on its first `tools/list`, rather than on its first call; within the pool's caps,
+`pooled.Pooled.prestart`; default false).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SHARES = ("all", "tenant", "principal", "conversation")
 TRANSPORTS = ("stdio", "http", "sse")
 PROTOCOLS = ("auto", "handshake")
+PRESTARTS = ("connect", "list")
 Transport = Literal["stdio", "http", "sse", "memory"]
 Share = Literal["all", "tenant", "principal", "conversation"]
 Protocol = Literal["auto", "handshake"]
+Prestart = Literal["connect", "list"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,9 @@ class ServerConfig:
     """(uri, name) the server is told when it asks for roots and no client call can answer."""
     protocol: Protocol = "auto"
     """Which protocol generation it is spoken to in: `auto` (`upstream.era`) or `handshake`."""
+    prestart: Prestart | None = None
+    """When a principal's instance starts before its first call: at `connect` (its client's
+    `initialized` or `server/discover`), at its first `list` of tools, or None (on the call)."""
     server: Any = field(default=None, compare=False, repr=False)
     """An MCP server in this process (the SDK's `Server` or `MCPServer`), reached over the SDK's
     in-memory transport instead of `command` or `url`; set in code (an embedding application,
@@ -145,13 +153,19 @@ def server_entry(name: Any, entry: Any, where: str, timeout: float, base: Path |
         raise ConfigError(f"Config {at}: 'protocol' must be 'auto' (2026-07-28 where the server "
                           "speaks it) or 'handshake' (the initialize generation), got "
                           f"{protocol!r}.")
+    prestart = entry.get("prestart", False)
+    if prestart is not False and prestart not in PRESTARTS:
+        raise ConfigError(f"Config {at}: 'prestart' must be 'connect' (start a principal's "
+                          "process of it when the principal connects), 'list' (on its first "
+                          "tools/list) or false (on its first call, the default), got "
+                          f"{prestart!r}.")
     return ServerConfig(
         name=name, command=command, args=tuple(args),
         env=strings(entry.get("env"), at, "env", environ),
         cwd=cwd, url=url, headers=strings(entry.get("headers"), at, "headers", environ),
         timeout=number(entry.get("timeout", timeout), f"{at} timeout"),
         kind=kind, allow=allow, deny=deny, share=share, roots=_roots(entry.get("roots"), at),
-        protocol=protocol,
+        protocol=protocol, prestart=prestart or None,
     )
 
 

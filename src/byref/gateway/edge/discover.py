@@ -79,6 +79,7 @@ def discover_handler(server: Server[Any], gateway: Gateway,
     async def discover(ctx: ServerRequestContext[Any, Any], params: types.RequestParams | None
                        ) -> types.DiscoverResult:
         state = scope_of(ctx)
+        gateway.prestart(state, "connect")  # a 2026-07-28 client's connect
         # Starts whatever is not started yet, waiting for none; under the request's mark, as a
         # list would be, so a server kept per caller starts this caller's instance.
         with calling(ctx, owner=state.scope):

@@ -1,7 +1,8 @@
 """Serving the gateway with the `mcp` SDK's low-level server, over stdio or streamable HTTP.
 
 Owns the MCP face: `tools/list`, `tools/call` and `subscriptions/listen` handlers that find the
-request's scope and hand over to `Gateway`, and the two transports. The law: handlers convert at
+request's scope and hand over to `Gateway` (and, with a `prestart` server, the `initialized`
+notification's, where a client has connected), and the two transports. The law: handlers convert at
 the edge and nothing else (MCP types in `convert`, decisions in `core`); over HTTP the SDK's bearer
 middleware refuses a request without a valid token before any handler runs, and the session a
 token opened answers only that token; both protocol generations are served by the SDK's dual-era
@@ -165,6 +166,7 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
         if connection is not None:
             state.remember(connection)
         p.seen(ctx)  # told of resource and prompt list changes too
+        gateway.prestart(state, "list")
         stable = stable_lists(ctx)
         # Under the request's mark: an upstream listed now runs as (and asks) this client.
         with calling(ctx, owner=state.scope):
@@ -295,6 +297,13 @@ def build_server(gateway: Gateway, *, lanes: bool = True) -> GatewayServer:
     server.extensions[IDENTIFIER] = settings(inline_bytes=gateway.policy.auto_insert_bytes)
     server.add_request_handler("server/discover", types.RequestParams,
                                discover_handler(server, gateway, scope_of))
+    if gateway.prestarts:  # a handshake-era client has connected: its instances may start
+        async def initialized(ctx: ServerRequestContext[Any, Any],
+                              _: types.NotificationParams) -> None:
+            gateway.prestart(scope_of(ctx), "connect")
+
+        server.add_notification_handler("notifications/initialized", types.NotificationParams,
+                                        initialized)
     server.extensions[EXTENSION] = {}
     server.add_request_handler("tasks/get", TaskParams, tasks.get)
     server.add_request_handler("tasks/cancel", TaskParams, tasks.cancel)

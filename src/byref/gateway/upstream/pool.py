@@ -7,7 +7,9 @@ law: a start past a cap first stops the least recently used idle instance it may
 at once in one line naming the limit (never queued); an instance with an operation in flight or a
 resource watched is never stopped as idle. Admission is one at a time and reserves the slot until
 the operation that asked for it ends (`settled`), so live plus starting instances never exceed
-either cap, however many first calls arrive at once.
+either cap, however many first calls arrive at once. A prestart (`reserve`: a start no
+operation asked for) is made only where every cap has room as things stand: it never stops
+another instance, is never refused (nor counted as refused), and holds its slot as a start does.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ class Pool:
         self.refused: Counter[str] = Counter()
         """Starts refused, by the limit that refused them."""
         self.stopped_idle = 0
+        self.prestarts = 0
+        """Starts a prestart reserved a slot for (`reserve`)."""
+        self.prestarts_skipped = 0
+        """Prestarts not made: a cap had no room without stopping another instance."""
         self._admitting = anyio.Lock()
 
     def entry(self, server: str, key: Key) -> _Entry | None:
@@ -120,6 +126,22 @@ class Pool:
             entry = self._entries.get((server, key))
             if entry is not None:
                 entry.reserved += 1
+
+    async def reserve(self, server: str, key: Key, tenant: str | None) -> bool:
+        """Reserve a slot for starting pooled instance (`server`, `key`) ahead of its owner's
+        first operation, if every cap has room now: nothing is stopped for it and nothing
+        refused. False when a cap is full, or the instance runs, starts or holds a slot."""
+        async with self._admitting:
+            entry = self._entries.get((server, key))
+            if entry is None or entry.counted:
+                return False
+            if any(len(self._others(server, key, within)) >= cap
+                   for _limit, cap, within in self._caps(tenant)):
+                self.prestarts_skipped += 1
+                return False
+            entry.reserved += 1
+            self.prestarts += 1
+            return True
 
     def _caps(self, tenant: str | None) -> list[tuple[str, int, str | None]]:
         """Each cap that applies to a start for `tenant`: its name, size and tenant."""

@@ -205,6 +205,22 @@ class Pooled:
         finally:
             self._used(key, False)
 
+    async def prestart(self, owner: Scope) -> bool:
+        """Begin starting the instance that serves `owner`, if it is not running or starting,
+        without waiting for it: a pooled one only where the pool's caps have room now
+        (`Pool.reserve`; nothing stopped, nothing refused). Returns whether a start began."""
+        key = key_of(self.share, owner)
+        up = self._instances.get(key)
+        if up is None:
+            up = self._add(key)
+        if key == SHARED and up.alive:
+            return False
+        if key != SHARED and not await self._pool.reserve(self.name, key, self._tenant(key)):
+            return False
+        await up.ready(0.0, "prestart", _nothing,
+                       settled=None if key == SHARED else lambda: self._used(key, True))
+        return True
+
     async def set_level(self, level: types.LoggingLevel) -> None:
         """The caller's instance logs at `level` from now on (`Upstream.set_level`: sent now if
         it runs, else when it starts; this never starts it)."""
@@ -295,6 +311,10 @@ class Pooled:
             self._pool.settled(self.name, key)
         else:
             self._pool.touch(self.name, key)
+
+
+async def _nothing(_: Client) -> None:
+    """What a prestart tells once its instance is up: nothing (no request went without it)."""
 
 
 class UpstreamManager:
