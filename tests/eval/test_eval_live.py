@@ -13,6 +13,7 @@ import pytest
 
 from byref.cli import main
 from byref.eval.scoring import VERDICTS
+from byref.eval.suites.selection import default_catalog
 
 LIVE = Path(__file__).with_name("live-270m")
 
@@ -32,6 +33,9 @@ def test_the_recorded_270m_slice_replays_to_its_own_report(
     if not (recorded / "eval.json").is_file():
         pytest.skip("no recorded live traces: run `make eval-live` (it builds llama-cpp-python "
                     "and serves Gemma 3 270M)")
+    if recorded.name == "selection" and not default_catalog().is_dir():
+        pytest.skip(f"the selection suite reads the real MCP catalog at {default_catalog()}, "
+                    "which this checkout has no `shared/` beside it to hold")
     assert main(["eval", "--replay", str(recorded), "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     kept = report(recorded / "eval.json")
