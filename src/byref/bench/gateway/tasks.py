@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import httpx2
 import mcp_types as types
@@ -35,32 +35,12 @@ from byref.bench.gateway.rig import (
     upstream_command,
 )
 from byref.gateway.catalog.convert import qualified_name
+from byref.gateway.upstream.modern.tasks import CreateTask, TaskGet, TaskParams
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 ECHO, WAIT = qualified_name(UPSTREAM, "echo"), qualified_name(UPSTREAM, "wait")
 HELD = 3600.0
 """Seconds the held task's upstream call waits (it is cancelled when the section ends)."""
-
-
-class CreateTask(types.Result):
-    """A `CreateTaskResult`, as far as the bench reads it."""
-
-    model_config = ConfigDict(extra="allow")
-    result_type: Literal["task"] = "task"
-    task_id: str
-    status: str
-
-
-class TaskParams(types.RequestParams):
-    """`tasks/get` params."""
-
-    task_id: str
-
-
-class TaskGet(types.Request[TaskParams, Literal["tasks/get"]]):
-    """`tasks/get`."""
-
-    method: Literal["tasks/get"] = "tasks/get"
 
 
 class Detailed(types.Result):
